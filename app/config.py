@@ -1,0 +1,62 @@
+"""Settings for every part of errkb, read from ERRKB_* environment variables.
+
+One place for every knob (ARCHITECTURE.md, convention 5): nothing reads the environment
+elsewhere, and nothing builds settings at import time, so tests pass their own.
+"""
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_cache_dir() -> Path:
+    """Upstream wheels live outside git, under the user's cache directory (issue 5)."""
+    return Path.home() / ".cache" / "errkb"
+
+
+class Settings(BaseSettings):
+    """Everything an operator may change; each field maps to ERRKB_<NAME>."""
+
+    model_config = SettingsConfigDict(env_prefix="ERRKB_", extra="ignore")
+
+    database_url: str = Field(
+        default=f"sqlite:///{PROJECT_ROOT / 'var' / 'errkb.db'}",
+        description="SQLAlchemy URL of the store; the embedded default is a SQLite file.",
+    )
+    data_dir: Path = Field(
+        default=PROJECT_ROOT / "data" / "records",
+        description="Curated records imported on start by `errkb serve`.",
+    )
+    admin_token: str | None = Field(
+        default=None, description="Bearer token for writes; with none set, writes answer 403."
+    )
+    max_body_bytes: int = Field(
+        default=1024 * 1024, description="Largest request body accepted (413 above)."
+    )
+    max_paste_bytes: int = Field(
+        default=1024 * 1024, description="Largest pasted traceback or log accepted by matching."
+    )
+    cache_dir: Path = Field(
+        default_factory=_default_cache_dir,
+        description="Where downloaded upstream wheels and built indexes are cached.",
+    )
+    reproducers_dir: Path = Field(
+        default=PROJECT_ROOT / "reproducers", description="Folder of reproducer scripts."
+    )
+    reproducer_timeout_s: float = Field(
+        default=300.0, description="Seconds a reproducer subprocess may run before it is killed."
+    )
+    default_releases: list[str] = Field(
+        default=["vllm==0.33.0", "sglang==0.5.23"],
+        description="Upstream releases `errkb serve` harvests when the store lacks them.",
+    )
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()
