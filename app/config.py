@@ -4,13 +4,16 @@ One place for every knob (ARCHITECTURE.md, convention 5): nothing reads the envi
 elsewhere, and nothing builds settings at import time, so tests pass their own.
 """
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The folder holding data/, migrations/ and reproducers/: the checkout, or where an installed
+# wheel's deployment put them (the Dockerfile sets ERRKB_PROJECT_ROOT).
+PROJECT_ROOT = Path(os.environ.get("ERRKB_PROJECT_ROOT") or Path(__file__).resolve().parent.parent)
 
 
 def _default_cache_dir() -> Path:

@@ -1,0 +1,1 @@
+"""Thin JSON routers: each handler calls a service function and translates its errors."""

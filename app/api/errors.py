@@ -1,0 +1,114 @@
+"""/api/errors: read, list, create, replace and delete records (issue 2)."""
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Response
+
+from app import records
+from app.api.deps import AdminDep, SessionDep
+from app.errors import AppError, not_found
+from app.records import MAX_PAGE_SIZE, ListFilters
+from app.schemas import RecordDocument, RecordPage, record_document_json, record_page
+
+router = APIRouter(prefix="/api/errors", tags=["errors"])
+JSON_MEDIA = "application/json"
+_DOCUMENT = {200: {"model": RecordDocument}}
+
+
+def _document_response(session: SessionDep, stored: records.StoredRecord, status: int = 200):
+    body = record_document_json(stored, records.dataset_version(session))
+    return Response(body, status_code=status, media_type=JSON_MEDIA)
+
+
+@router.get("", response_model=RecordPage)
+def read_errors(
+    session: SessionDep,
+    repo: str | None = None,
+    error_class: Annotated[str | None, Query(alias="errorClass")] = None,
+    error_type: Annotated[str | None, Query(alias="errorType")] = None,
+    severity: str | None = None,
+    tag: str | None = None,
+    handling_strategy: Annotated[str | None, Query(alias="handlingStrategy")] = None,
+    review_state: Annotated[str | None, Query(alias="reviewState")] = None,
+    modified_since: Annotated[datetime | None, Query(alias="modifiedSince")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = records.DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+) -> RecordPage:
+    """List record summaries in a stable order, filtered, with the total and a cursor."""
+    if modified_since is not None and modified_since.tzinfo is None:
+        modified_since = modified_since.replace(tzinfo=UTC)
+    filters = ListFilters(
+        repo,
+        error_class,
+        error_type,
+        severity,
+        tag,
+        handling_strategy,
+        review_state,
+        modified_since,
+    )
+    page = records.list_records(session, filters, limit, cursor)
+    return record_page(page, records.dataset_version(session))
+
+
+@router.get("/by-slug/{owner}/{repo}/{slug}", responses=_DOCUMENT)
+def read_error_by_slug(session: SessionDep, owner: str, repo: str, slug: str) -> Response:
+    """One record by its repo and slug."""
+    stored = records.get_record_by_slug(session, f"{owner}/{repo}", slug)
+    if stored is None:
+        raise not_found(f"record {owner}/{repo}/{slug}")
+    return _document_response(session, stored)
+
+
+@router.get("/{record_id}", responses=_DOCUMENT)
+def read_error(session: SessionDep, record_id: str) -> Response:
+    """One record: {"record": {...}, "datasetVersion": ...}, the record exactly as stored."""
+    stored = records.get_record(session, record_id)
+    if stored is None:
+        raise not_found(f"record {record_id}")
+    return _document_response(session, stored)
+
+
+@router.post("", status_code=201, responses={201: {"model": RecordDocument}})
+def create_error(
+    session: SessionDep, _admin: AdminDep, record: Annotated[dict[str, Any], Body()]
+) -> Response:
+    """Create a record (admin token required); 409 if its id exists."""
+    records.check_record(record)
+    if records.get_record(session, record["id"]) is not None:
+        raise AppError(409, "Conflict", f"record {record['id']} exists; PUT replaces it")
+    records.write_records(session, [record], origin="api")
+    session.commit()
+    return _document_response(session, records.get_record(session, record["id"]), 201)
+
+
+@router.put("/{record_id}", responses=_DOCUMENT)
+def replace_error(
+    session: SessionDep,
+    _admin: AdminDep,
+    record_id: str,
+    record: Annotated[dict[str, Any], Body()],
+) -> Response:
+    """Create or replace the record with this id (admin token required)."""
+    records.check_record(record)
+    if record["id"] != record_id:
+        raise AppError(
+            422,
+            "Invalid record",
+            f"body id {record['id']} is not {record_id}",
+            [{"field": "id", "reason": "must equal the id in the path"}],
+        )
+    counts = records.write_records(session, [record], origin="api")
+    session.commit()
+    status = 201 if counts.created else 200
+    return _document_response(session, records.get_record(session, record_id), status)
+
+
+@router.delete("/{record_id}", status_code=204)
+def delete_error(session: SessionDep, _admin: AdminDep, record_id: str) -> Response:
+    """Delete a record (admin token required)."""
+    if not records.delete_record(session, record_id):
+        raise not_found(f"record {record_id}")
+    session.commit()
+    return Response(status_code=204)

@@ -1,0 +1,68 @@
+"""Database engine and sessions; the one module that knows the store is SQLite.
+
+Everything SQLite-specific (WAL, foreign keys, busy timeout, the file's folder) lives here,
+so a PostgreSQL backend only has to add its branch in `make_engine` (issue 2).
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, event
+from sqlalchemy.engine import make_url
+from sqlmodel import Session, create_engine
+
+from app.config import PROJECT_ROOT, Settings
+
+MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def is_sqlite(url: str) -> bool:
+    """Whether the URL names an SQLite database (the embedded default)."""
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for the URL; for SQLite, WAL journaling and enforced foreign keys."""
+    if not is_sqlite(url):
+        return create_engine(url, pool_pre_ping=True)
+    database = make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False})
+    event.listen(engine, "connect", _configure_sqlite_connection)
+    return engine
+
+
+def _configure_sqlite_connection(dbapi_connection, _record) -> None:
+    """WAL lets readers run during a write; SQLite leaves foreign keys off unless asked."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Apply pending Alembic migrations: the only way the schema is created or changed."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+def open_store(settings: Settings) -> Engine:
+    """The engine for the configured database, migrated to the newest schema."""
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    return engine
+
+
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """One session per unit of work, closed afterwards (FastAPI dependency body)."""
+    with Session(engine) as session:
+        yield session

@@ -1,0 +1,33 @@
+"""The one error type of errkb (ARCHITECTURE.md, convention 8).
+
+Services raise `AppError` for anything the caller got wrong or asked for in vain; the API
+answers it as JSON, the web pages as a page, the CLI as a message. Nothing else is caught
+and reshaped, so an unexpected error stays visible as a bug.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class AppError(Exception):
+    """A failure with an HTTP status, a short title and the reason in words."""
+
+    status: int
+    title: str
+    detail: str
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{self.title}: {self.detail}"
+
+    def body(self) -> dict:
+        """The JSON error body: {"error": {status, title, detail, errors?}}."""
+        content: dict = {"status": self.status, "title": self.title, "detail": self.detail}
+        if self.errors:
+            content["errors"] = self.errors
+        return {"error": content}
+
+
+def not_found(what: str) -> AppError:
+    """A 404 naming what was looked for."""
+    return AppError(404, "Not found", f"{what} does not exist")

@@ -1,0 +1,67 @@
+"""create_app(settings) -> the FastAPI application: routers, limits and error handlers."""
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.api import errors, meta
+from app.api.limits import BodySizeLimit
+from app.config import Settings, get_settings
+from app.db import open_store
+from app.errors import AppError
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app on the given settings, migrating its database first."""
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="errkb",
+        summary="Match ML-serving tracebacks to explained, reproduced error records.",
+        version="0.1.0",
+    )
+    app.state.settings = settings
+    app.state.engine = open_store(settings)
+    app.add_middleware(BodySizeLimit, limit_for=lambda _path: settings.max_body_bytes)
+    app.include_router(errors.router)
+    app.include_router(meta.router)
+    _add_error_handlers(app)
+    return app
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api") or request.url.path == "/healthz"
+
+
+def error_response(request: Request, error: AppError) -> Response:
+    """The error as JSON under /api, as a page elsewhere."""
+    if _wants_json(request):
+        return JSONResponse(error.body(), status_code=error.status)
+    return HTMLResponse(
+        f"<!doctype html><title>{error.status} {error.title}</title>"
+        f"<h1>{error.status} {error.title}</h1>",
+        status_code=error.status,
+    )
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(AppError)
+    async def handle_app_error(request: Request, error: AppError) -> Response:
+        return error_response(request, error)
+
+    @app.exception_handler(RequestValidationError)
+    async def handle_validation_error(request: Request, error: RequestValidationError) -> Response:
+        fields = [
+            {
+                "field": ".".join(str(part) for part in item["loc"]),
+                "reason": item["msg"],
+            }
+            for item in error.errors()
+        ]
+        detail = "; ".join(f"{f['field']}: {f['reason']}" for f in fields)
+        return error_response(request, AppError(422, "Invalid request", detail, fields))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def handle_http_error(request: Request, error: StarletteHTTPException) -> Response:
+        title = {404: "Not found", 405: "Method not allowed"}.get(error.status_code, "Error")
+        return error_response(request, AppError(error.status_code, title, str(error.detail)))

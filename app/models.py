@@ -1,0 +1,60 @@
+"""SQLModel tables of the store. Change them only together with a migration (issue 2)."""
+
+from datetime import datetime
+
+from sqlalchemy import Column, ForeignKey, Index, Text
+from sqlmodel import Field, SQLModel
+
+
+class Record(SQLModel, table=True):
+    """One error record: the document exactly as written, plus the columns that filter it.
+
+    `document` keeps the record's JSON text as imported (key order, list order, nulls), so
+    the API returns exactly what came in; the other columns are derived from it on write.
+    """
+
+    __tablename__ = "records"
+    __table_args__ = (
+        Index("ix_records_repo_slug", "repo", "slug"),
+        Index("ix_records_modified_at", "modified_at"),
+    )
+
+    id: str = Field(primary_key=True, max_length=16)
+    repo: str = Field(index=True)
+    slug: str
+    error_class: str = Field(index=True)
+    error_type: str
+    severity: str
+    handling_strategy: str | None = None
+    file_path: str | None = None
+    line_number: int | None = None
+    error_message: str = Field(sa_column=Column(Text, nullable=False))
+    message_pattern: str = Field(sa_column=Column(Text, nullable=False))
+    document: str = Field(sa_column=Column(Text, nullable=False))
+    content_hash: str = Field(max_length=64)
+    review_state: str = Field(default="reviewed", index=True)
+    origin: str = Field(default="import")
+    gone_in: str | None = None
+    created_at: datetime
+    modified_at: datetime
+
+
+class RecordTag(SQLModel, table=True):
+    """A record's tag, kept in its own table so the tag filter is an indexed lookup."""
+
+    __tablename__ = "record_tags"
+    __table_args__ = (Index("ix_record_tags_tag", "tag"),)
+
+    record_id: str = Field(
+        sa_column=Column(Text, ForeignKey("records.id", ondelete="CASCADE"), primary_key=True)
+    )
+    tag: str = Field(primary_key=True)
+
+
+class DatasetState(SQLModel, table=True):
+    """Key/value facts about the whole dataset, such as its version."""
+
+    __tablename__ = "dataset_state"
+
+    key: str = Field(primary_key=True)
+    value: str

@@ -1,0 +1,71 @@
+"""Reading record files (.json, .jsonl) with the position of every record in them.
+
+Import reports each rejected record by file and position (line of a .jsonl, index in a
+.json list), so this module yields positions along with the records (issue 2).
+"""
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RECORD_SUFFIXES = (".json", ".jsonl")
+WHOLE_FILE = "(whole file)"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedRecord:
+    """One record read from a file, or the reason the text at that position is no record."""
+
+    file: str
+    position: str
+    record: Any = None
+    error: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.position}"
+
+
+def record_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """The record files named or found (recursively, sorted) in the given paths."""
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.suffix in RECORD_SUFFIXES)
+        else:
+            yield path
+
+
+def load_records(path: Path) -> Iterator[LoadedRecord]:
+    """Each record in one file; unreadable text becomes a LoadedRecord with an error."""
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        yield LoadedRecord(name, WHOLE_FILE, error=f"cannot read file: {error}")
+        return
+    if path.suffix == ".jsonl":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                yield _decode(name, f"line {number}", line)
+        return
+    loaded = _decode(name, WHOLE_FILE, text)
+    if loaded.error is not None:
+        yield loaded
+    elif isinstance(loaded.record, list):
+        for index, item in enumerate(loaded.record):
+            yield LoadedRecord(name, f"[{index}]", record=item)
+    else:
+        yield loaded
+
+
+def _decode(file: str, position: str, text: str) -> LoadedRecord:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno} column {error.colno}" if position == WHOLE_FILE else position
+        return LoadedRecord(file, where, error=f"invalid JSON: {error.msg}")
+    if isinstance(value, dict) and "record" in value and "datasetVersion" in value:
+        value = value["record"]
+    return LoadedRecord(file, position, record=value)

@@ -1,0 +1,390 @@
+"""The record store: get, list, write, delete, import and export records (issue 2).
+
+Every reader and writer of records goes through these functions: the API, the web pages,
+the CLI, harvesting and the matcher. A record is stored as its canonical JSON text (keys in
+the schema's order, lists and nulls as given) beside the columns that filter it, so what was
+imported is exactly what the API returns, and export -> import -> export is byte-identical.
+"""
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlmodel import Session
+
+from app.errors import AppError
+from app.models import DatasetState, Record, RecordTag
+from app.recordfiles import LoadedRecord, load_records, record_files
+from app.validation import field_order, record_errors
+
+MAX_PAGE_SIZE = 200
+DEFAULT_PAGE_SIZE = 50
+SQL_CHUNK = 500
+VERSION_KEY = "dataset_version"
+EMPTY_DATASET_VERSION = "1970-01-01T00:00:00.000Z"
+REVIEWED, DRAFT = "reviewed", "draft"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """A record as stored: its canonical JSON text and the state kept beside it."""
+
+    id: str
+    document: str
+    review_state: str
+    origin: str
+    gone_in: str | None
+
+    def record(self) -> dict[str, Any]:
+        return json.loads(self.document)
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilters:
+    """Filters of GET /api/errors; None means "any"."""
+
+    repo: str | None = None
+    error_class: str | None = None
+    error_type: str | None = None
+    severity: str | None = None
+    tag: str | None = None
+    handling_strategy: str | None = None
+    review_state: str | None = None
+    modified_since: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of records in id order, the total under the filters, the next page's cursor."""
+
+    items: list[StoredRecord]
+    total: int
+    next_cursor: str | None
+
+
+@dataclass(slots=True)
+class WriteCounts:
+    """What a batch write did, record by record."""
+
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A record an import refused: where it was and why."""
+
+    file: str
+    position: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.position}: {self.reason}"
+
+
+@dataclass(slots=True)
+class ImportReport:
+    """The outcome of `import_paths`; `committed` is False when nothing was written."""
+
+    counts: WriteCounts = field(default_factory=WriteCounts)
+    rejected: list[Rejection] = field(default_factory=list)
+    committed: bool = False
+
+
+def canonical_json(record: dict[str, Any]) -> str:
+    """The stored and exported text of a record: schema key order, compact, UTF-8 kept."""
+    ordered = {key: record[key] for key in field_order() if key in record}
+    ordered.update((key, value) for key, value in record.items() if key not in ordered)
+    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _format_version(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def dataset_version(session: Session) -> str:
+    """The dataset's version: an ISO timestamp that moves forward with every write."""
+    value = session.execute(
+        select(DatasetState.value).where(DatasetState.key == VERSION_KEY)
+    ).scalar_one_or_none()
+    return value or EMPTY_DATASET_VERSION
+
+
+def bump_dataset_version(session: Session) -> str:
+    """Move the version forward: now, or one millisecond past the last one if that is later."""
+    current = dataset_version(session)
+    previous = datetime.strptime(current, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    version = _format_version(max(_utcnow(), previous + timedelta(milliseconds=1)))
+    session.merge(DatasetState(key=VERSION_KEY, value=version))
+    return version
+
+
+def _stored(row: Any) -> StoredRecord:
+    return StoredRecord(row.id, row.document, row.review_state, row.origin, row.gone_in)
+
+
+_STORED_COLUMNS = (Record.id, Record.document, Record.review_state, Record.origin, Record.gone_in)
+
+
+def get_record(session: Session, record_id: str) -> StoredRecord | None:
+    """The record with this id, or None."""
+    row = session.execute(select(*_STORED_COLUMNS).where(Record.id == record_id)).first()
+    return _stored(row) if row else None
+
+
+def get_records(session: Session, record_ids: Iterable[str]) -> dict[str, StoredRecord]:
+    """The records with these ids that exist, by id."""
+    found: dict[str, StoredRecord] = {}
+    ids = list(record_ids)
+    for start in range(0, len(ids), SQL_CHUNK):
+        chunk = ids[start : start + SQL_CHUNK]
+        for row in session.execute(select(*_STORED_COLUMNS).where(Record.id.in_(chunk))):
+            found[row.id] = _stored(row)
+    return found
+
+
+def get_record_by_slug(session: Session, repo: str, slug: str) -> StoredRecord | None:
+    """The record of a repo with this slug; reviewed records first, then the lowest id."""
+    row = session.execute(
+        select(*_STORED_COLUMNS)
+        .where(Record.repo == repo, Record.slug == slug)
+        .order_by((Record.review_state == REVIEWED).desc(), Record.id)
+        .limit(1)
+    ).first()
+    return _stored(row) if row else None
+
+
+def encode_cursor(record_id: str) -> str:
+    """An opaque cursor that resumes a listing after this id."""
+    return base64.urlsafe_b64encode(record_id.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    """The id a cursor resumes after; a cursor we did not make is a 400."""
+    try:
+        value = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        value = ""
+    if len(value) != 16 or any(c not in "0123456789abcdef" for c in value):
+        raise AppError(400, "Invalid cursor", "cursor must be a value returned as nextCursor")
+    return value
+
+
+def _filtered(statement: Any, filters: ListFilters) -> Any:
+    equal = {
+        Record.repo: filters.repo,
+        Record.error_class: filters.error_class,
+        Record.error_type: filters.error_type,
+        Record.severity: filters.severity,
+        Record.handling_strategy: filters.handling_strategy,
+        Record.review_state: filters.review_state,
+    }
+    for column, value in equal.items():
+        if value is not None:
+            statement = statement.where(column == value)
+    if filters.modified_since is not None:
+        statement = statement.where(Record.modified_at >= filters.modified_since)
+    if filters.tag is not None:
+        tagged = select(RecordTag.record_id).where(RecordTag.tag == filters.tag)
+        statement = statement.where(Record.id.in_(tagged))
+    return statement
+
+
+def list_records(
+    session: Session,
+    filters: ListFilters,
+    limit: int = DEFAULT_PAGE_SIZE,
+    cursor: str | None = None,
+) -> Page:
+    """A page of records in id order (stable under writes), with the total and next cursor."""
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_PAGE_SIZE}")
+    total = session.execute(_filtered(select(func.count()).select_from(Record), filters))
+    statement = _filtered(select(*_STORED_COLUMNS), filters).order_by(Record.id)
+    if cursor is not None:
+        statement = statement.where(Record.id > decode_cursor(cursor))
+    rows = session.execute(statement.limit(limit + 1)).all()
+    items = [_stored(row) for row in rows[:limit]]
+    next_cursor = encode_cursor(items[-1].id) if len(rows) > limit else None
+    return Page(items, total.scalar_one(), next_cursor)
+
+
+def _row(record: dict[str, Any], text: str, now: datetime) -> dict[str, Any]:
+    return {
+        "id": record["id"],
+        "repo": record["repo"],
+        "slug": record["slug"],
+        "error_class": record["errorClass"],
+        "error_type": record["errorType"],
+        "severity": record["severity"],
+        "handling_strategy": record["handlingStrategy"],
+        "file_path": record["filePath"],
+        "line_number": record["lineNumber"],
+        "error_message": record["errorMessage"],
+        "message_pattern": record["messagePattern"],
+        "document": text,
+        "content_hash": hashlib.sha256(text.encode()).hexdigest(),
+        "modified_at": now,
+    }
+
+
+def existing_hashes(session: Session, record_ids: Sequence[str]) -> dict[str, str]:
+    """The content hash of each of these ids already stored."""
+    hashes: dict[str, str] = {}
+    for start in range(0, len(record_ids), SQL_CHUNK):
+        chunk = record_ids[start : start + SQL_CHUNK]
+        statement = select(Record.id, Record.content_hash).where(Record.id.in_(chunk))
+        hashes.update(session.execute(statement).all())
+    return hashes
+
+
+def write_records(
+    session: Session,
+    records: Sequence[dict[str, Any]],
+    *,
+    origin: str = "import",
+    review_state: str = REVIEWED,
+) -> WriteCounts:
+    """Create or replace valid records by id in one batch; the caller commits.
+
+    Callers validate first (`app.validation.record_errors`). A record whose canonical text
+    is unchanged is left alone, so re-importing the same data moves nothing, not even the
+    dataset version.
+    """
+    now = _utcnow()
+    rows = [_row(record, canonical_json(record), now) for record in records]
+    known = existing_hashes(session, [row["id"] for row in rows])
+    new_rows = [row for row in rows if row["id"] not in known]
+    changed = [r for r in rows if r["id"] in known and known[r["id"]] != r["content_hash"]]
+    counts = WriteCounts(len(new_rows), len(changed), len(rows) - len(new_rows) - len(changed))
+    for row in new_rows:
+        row.update(created_at=now, review_state=review_state, origin=origin)
+    if new_rows:
+        session.execute(insert(Record), new_rows)
+    for row in changed:
+        session.execute(update(Record).where(Record.id == row["id"]).values(**row))
+    touched = {row["id"] for row in new_rows + changed}
+    if touched:
+        _replace_tags(session, [r for r in records if r["id"] in touched])
+        bump_dataset_version(session)
+    return counts
+
+
+def _replace_tags(session: Session, records: Sequence[dict[str, Any]]) -> None:
+    ids = [record["id"] for record in records]
+    for start in range(0, len(ids), SQL_CHUNK):
+        chunk = ids[start : start + SQL_CHUNK]
+        session.execute(delete(RecordTag).where(RecordTag.record_id.in_(chunk)))
+    tags = [{"record_id": r["id"], "tag": tag} for r in records for tag in dict.fromkeys(r["tags"])]
+    if tags:
+        session.execute(insert(RecordTag), tags)
+
+
+def set_review_state(session: Session, record_id: str, state: str) -> None:
+    """Mark a record draft or reviewed (kept beside the record, never inside it)."""
+    session.execute(update(Record).where(Record.id == record_id).values(review_state=state))
+    bump_dataset_version(session)
+
+
+def delete_record(session: Session, record_id: str) -> bool:
+    """Delete a record and its tags; False when there was none. The caller commits."""
+    deleted = session.execute(delete(Record).where(Record.id == record_id)).rowcount
+    if deleted:
+        bump_dataset_version(session)
+    return bool(deleted)
+
+
+def check_record(record: Any) -> None:
+    """Raise a 422 AppError naming each invalid field of a record sent to the API."""
+    errors = record_errors(record)
+    if errors:
+        raise AppError(
+            422,
+            "Invalid record",
+            "; ".join(str(error) for error in errors),
+            [{"field": error.field, "reason": error.reason} for error in errors],
+        )
+
+
+def _accept(loaded: LoadedRecord, seen: dict[str, str]) -> str | None:
+    """Why this loaded record cannot be imported, or None when it can."""
+    if loaded.error is not None:
+        return loaded.error
+    errors = record_errors(loaded.record)
+    if errors:
+        return "; ".join(str(error) for error in errors)
+    record_id = loaded.record["id"]
+    if record_id in seen:
+        return f"duplicate id {record_id}, first seen at {seen[record_id]}"
+    seen[record_id] = loaded.where
+    return None
+
+
+def import_paths(session: Session, paths: Iterable[Path], *, partial: bool = False) -> ImportReport:
+    """Validate and upsert the records of these files and folders in one transaction.
+
+    All-or-nothing by default: one rejected record and nothing is written. With `partial`,
+    the valid records are written and the rejected ones reported.
+    """
+    report = ImportReport()
+    accepted: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for path in record_files(paths):
+        if not path.exists():
+            report.rejected.append(Rejection(str(path), "-", "no such file or folder"))
+            continue
+        for loaded in load_records(path):
+            reason = _accept(loaded, seen)
+            if reason is None:
+                accepted.append(loaded.record)
+            else:
+                report.rejected.append(Rejection(loaded.file, loaded.position, reason))
+    if report.rejected and not partial:
+        session.rollback()
+        return report
+    report.counts = write_records(session, accepted)
+    session.commit()
+    report.committed = True
+    return report
+
+
+def export_lines(session: Session, review_state: str | None = None) -> Iterator[str]:
+    """Every record as one line of JSON (canonical text), in id order."""
+    statement = select(Record.document).order_by(Record.id)
+    if review_state is not None:
+        statement = statement.where(Record.review_state == review_state)
+    for (document,) in session.execute(statement.execution_options(yield_per=1000)):
+        yield document + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Counts of the whole dataset."""
+
+    records: int
+    per_repo: dict[str, int]
+    per_review_state: dict[str, int]
+    dataset_version: str
+
+
+def _count_by(session: Session, column: Any) -> Iterable[tuple[str, int]]:
+    return session.execute(select(column, func.count()).group_by(column)).all()
+
+
+def dataset_stats(session: Session) -> Stats:
+    """Record counts in all, per repo and per review state, with the dataset version."""
+    per_repo = dict(_count_by(session, Record.repo))
+    per_state = dict(_count_by(session, Record.review_state))
+    return Stats(sum(per_repo.values()), per_repo, per_state, dataset_version(session))

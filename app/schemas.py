@@ -1,0 +1,131 @@
+"""Shapes of the API: what the JSON endpoints return, built from the store's dataclasses.
+
+The same shapes feed the web pages and the CLI (ARCHITECTURE.md, convention 1).
+"""
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from app.records import Page, Stats, StoredRecord
+
+
+class ApiModel(BaseModel):
+    """camelCase on the wire, like the seed documents."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class RecordSummary(ApiModel):
+    """The fields a list or a match shows of a record."""
+
+    id: str
+    repo: str
+    slug: str
+    error_class: str
+    error_message: str
+    file_path: str | None
+    line_number: int | None
+    severity: str
+    tags: list[str]
+    review_state: str
+
+
+class RecordPage(ApiModel):
+    """One page of GET /api/errors."""
+
+    items: list[RecordSummary]
+    total: int
+    next_cursor: str | None
+    dataset_version: str
+
+
+class DatasetStats(ApiModel):
+    """GET /api/stats."""
+
+    records: int
+    per_repo: dict[str, int]
+    per_review_state: dict[str, int]
+    dataset_version: str
+
+
+class RecordLinks(ApiModel):
+    """Where to find more about a record."""
+
+    self: str
+    html: str
+    reproducer: str
+
+
+class ReviewInfo(ApiModel):
+    """The state kept beside a record: reviewed or draft, where it came from, gone in."""
+
+    state: str
+    origin: str
+    gone_in: str | None
+
+
+class RecordDocument(ApiModel):
+    """GET /api/errors/{id}: the record exactly as stored, the dataset version, and links."""
+
+    record: dict[str, Any]
+    dataset_version: str
+    review: ReviewInfo
+    links: RecordLinks
+
+
+def summarize(stored: StoredRecord) -> RecordSummary:
+    """The summary of a stored record."""
+    record = stored.record()
+    return RecordSummary(
+        id=stored.id,
+        repo=record["repo"],
+        slug=record["slug"],
+        error_class=record["errorClass"],
+        error_message=record["errorMessage"],
+        file_path=record["filePath"],
+        line_number=record["lineNumber"],
+        severity=record["severity"],
+        tags=record["tags"],
+        review_state=stored.review_state,
+    )
+
+
+def record_links(record_id: str) -> RecordLinks:
+    """The API and page addresses of a record."""
+    return RecordLinks(
+        self=f"/api/errors/{record_id}",
+        html=f"/errors/{record_id}",
+        reproducer=f"/api/errors/{record_id}/reproducer",
+    )
+
+
+def record_document_json(stored: StoredRecord, version: str) -> str:
+    """The JSON text of GET /api/errors/{id}, splicing in the stored text byte for byte."""
+    review = ReviewInfo(state=stored.review_state, origin=stored.origin, gone_in=stored.gone_in)
+    extra = {
+        "datasetVersion": version,
+        "review": review.model_dump(by_alias=True),
+        "links": record_links(stored.id).model_dump(by_alias=True),
+    }
+    return '{"record":' + stored.document + "," + json.dumps(extra, ensure_ascii=False)[1:]
+
+
+def record_page(page: Page, version: str) -> RecordPage:
+    """The API shape of a page of records."""
+    items = [summarize(stored) for stored in page.items]
+    return RecordPage(
+        items=items, total=page.total, next_cursor=page.next_cursor, dataset_version=version
+    )
+
+
+def dataset_stats_out(stats: Stats) -> DatasetStats:
+    """The API shape of the dataset stats."""
+    return DatasetStats(
+        records=stats.records,
+        per_repo=stats.per_repo,
+        per_review_state=stats.per_review_state,
+        dataset_version=stats.dataset_version,
+    )

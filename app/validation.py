@@ -1,0 +1,65 @@
+"""Validation of record documents against data/record.schema.json, the one schema (issue 2).
+
+Import, the write API and the tests all call `record_errors`, so a record is judged the same
+way wherever it comes from: JSON Schema first, then the checks a schema cannot express
+(the messagePattern must run on the linear-time engines; source line bounds must agree).
+"""
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from app.config import PROJECT_ROOT
+from app.matching.index import PatternError, check_pattern
+
+SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One reason a record was refused, named by its JSON path (e.g. `lineNumber`)."""
+
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason}"
+
+
+@lru_cache
+def record_schema() -> dict[str, Any]:
+    """The parsed record schema."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+@lru_cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(record_schema(), format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def field_order() -> tuple[str, ...]:
+    """The schema's property order: the stable key order of every stored or exported record."""
+    return tuple(record_schema()["properties"])
+
+
+def record_errors(record: Any) -> list[FieldError]:
+    """Every reason `record` is not a valid record; an empty list means it is valid."""
+    errors = [
+        FieldError(".".join(str(p) for p in error.absolute_path) or "(record)", error.message)
+        for error in sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+    ]
+    if errors:
+        return errors
+    try:
+        check_pattern(record["messagePattern"])
+    except PatternError as error:
+        errors.append(FieldError("messagePattern", str(error)))
+    start, end, line = record["sourceCodeStart"], record["sourceCodeEnd"], record["lineNumber"]
+    if start is not None and end is not None and start > end:
+        errors.append(FieldError("sourceCodeEnd", "must not be before sourceCodeStart"))
+    elif start is not None and end is not None and line is not None and not start <= line <= end:
+        errors.append(FieldError("lineNumber", "must lie within sourceCodeStart..sourceCodeEnd"))
+    return errors

@@ -1,0 +1,70 @@
+"""Fixtures: every test builds its own app on its own temporary SQLite database."""
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from app.config import PROJECT_ROOT, Settings
+from app.db import open_store
+from app.main import create_app
+
+DATA_DIR = PROJECT_ROOT / "data" / "records"
+SEEDS_DIR = Path(__file__).parent / "fixtures" / "seeds"
+ADMIN_TOKEN = "test-admin-token"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings on a fresh database file, with an admin token for write tests."""
+    return Settings(
+        database_url=f"sqlite:///{tmp_path / 'errkb.db'}",
+        admin_token=ADMIN_TOKEN,
+        cache_dir=tmp_path / "cache",
+    )
+
+
+@pytest.fixture
+def session(settings: Settings) -> Iterator[Session]:
+    """A session on the migrated, empty test database."""
+    with Session(open_store(settings)) as session:
+        yield session
+
+
+@pytest.fixture
+def make_client(settings: Settings) -> Callable[..., TestClient]:
+    """Build a client on the test database, optionally importing record files first."""
+
+    def build(*import_paths: Path, **overrides) -> TestClient:
+        app_settings = settings.model_copy(update=overrides)
+        app = create_app(app_settings)
+        if import_paths:
+            from app.records import import_paths as do_import
+
+            with Session(app.state.engine) as session:
+                report = do_import(session, list(import_paths))
+                assert report.committed, report.rejected
+        return TestClient(app)
+
+    return build
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient]) -> TestClient:
+    """A client on a database holding the records of data/."""
+    return make_client(DATA_DIR)
+
+
+@pytest.fixture
+def seed_records() -> dict[str, dict]:
+    """The records of data/, by id."""
+    return {p.stem: json.loads(p.read_text()) for p in DATA_DIR.glob("*.json")}
+
+
+@pytest.fixture
+def auth() -> dict[str, str]:
+    """Headers that carry the admin token."""
+    return {"Authorization": f"Bearer {ADMIN_TOKEN}"}

@@ -1,0 +1,77 @@
+"""The errkb command: db upgrade, import (all-or-nothing, --partial), export round trip."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import app
+from app.config import get_settings
+from tests.conftest import DATA_DIR
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch) -> str:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("ERRKB_DATABASE_URL", url)
+    get_settings.cache_clear()
+    yield url
+    get_settings.cache_clear()
+
+
+def test_db_upgrade(database) -> None:
+    result = runner.invoke(app, ["db", "upgrade"])
+    assert result.exit_code == 0, result.output
+    assert "at head" in result.output
+
+
+def test_import_prints_counts_and_is_idempotent(database) -> None:
+    first = runner.invoke(app, ["import", str(DATA_DIR)])
+    assert first.exit_code == 0, first.output
+    assert "created 3, updated 0, unchanged 0, rejected 0" in first.output
+    second = runner.invoke(app, ["import", str(DATA_DIR)])
+    assert "created 0, updated 0, unchanged 3, rejected 0" in second.output
+
+
+def test_import_reports_the_broken_file_and_imports_nothing(database, tmp_path) -> None:
+    broken = tmp_path / "broken.jsonl"
+    good = json.loads((DATA_DIR / "c53f6de81577a6bc.json").read_text())
+    broken.write_text(json.dumps(good) + "\n" + json.dumps(good | {"id": "bad"}) + "\n")
+    result = runner.invoke(app, ["import", str(broken)])
+    assert result.exit_code == 1
+    assert f"{broken}:line 2: id:" in result.output
+    assert "nothing imported" in result.output
+    partial = runner.invoke(app, ["import", "--partial", str(broken)])
+    assert partial.exit_code == 1
+    assert "created 1" in partial.output
+
+
+def test_missing_path_is_reported(database, tmp_path) -> None:
+    result = runner.invoke(app, ["import", str(tmp_path / "nope.json")])
+    assert result.exit_code == 1
+    assert "no such file" in result.output
+
+
+def test_export_round_trip(database, tmp_path, monkeypatch) -> None:
+    runner.invoke(app, ["import", str(DATA_DIR)])
+    first = tmp_path / "first.jsonl"
+    assert runner.invoke(app, ["export", "--out", str(first)]).exit_code == 0
+    monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'empty.db'}")
+    get_settings.cache_clear()
+    assert "created 3" in runner.invoke(app, ["import", str(first)]).output
+    second = tmp_path / "second.jsonl"
+    runner.invoke(app, ["export", "--out", str(second)])
+    assert first.read_bytes() == second.read_bytes()
+    assert len(first.read_text().splitlines()) == 3
+
+
+def test_every_option_has_help() -> None:
+    for command in (["import"], ["export"], ["serve"], ["db", "upgrade"]):
+        result = runner.invoke(app, [*command, "--help"])
+        assert result.exit_code == 0
+    serve_help = runner.invoke(app, ["serve", "--help"]).output
+    for option in ("--host", "--port", "--workers"):
+        assert option in serve_help

@@ -1,0 +1,64 @@
+"""Every file in data/ passes the one schema; broken records are refused with the field."""
+
+import copy
+import json
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from app.validation import SCHEMA_PATH, field_order, record_errors
+from tests.conftest import DATA_DIR
+
+
+def test_schema_is_valid_draft_2020_12() -> None:
+    Draft202012Validator.check_schema(json.loads(SCHEMA_PATH.read_text()))
+
+
+@pytest.mark.parametrize("path", sorted(DATA_DIR.glob("*.json")), ids=lambda p: p.stem)
+def test_every_data_record_is_valid(path) -> None:
+    record = json.loads(path.read_text())
+    assert record_errors(record) == []
+    assert path.stem == record["id"]
+    assert list(record) == list(field_order())
+
+
+def test_data_holds_the_three_seed_records() -> None:
+    assert sorted(p.stem for p in DATA_DIR.glob("*.json")) == [
+        "b6bab2e17ae18394",
+        "c53f6de81577a6bc",
+        "edc4df790b100979",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"severity": "fatal"}, "severity"),
+        ({"errorType": "oops"}, "errorType"),
+        ({"handlingStrategy": "pray"}, "handlingStrategy"),
+        ({"lineNumber": "285"}, "lineNumber"),
+        ({"id": "XYZ"}, "id"),
+        ({"unknownField": 1}, "(record)"),
+        ({"schemaVersion": 3}, "schemaVersion"),
+        ({"messagePattern": "(a)\\1"}, "messagePattern"),
+        ({"messagePattern": "(?<=x)y"}, "messagePattern"),
+        ({"messagePattern": "unbalanced ("}, "messagePattern"),
+        ({"lineNumber": 400}, "lineNumber"),
+        ({"tags": ["a", "a"]}, "tags"),
+    ],
+)
+def test_invalid_records_name_the_field(seed_records, change, field) -> None:
+    record = copy.deepcopy(seed_records["c53f6de81577a6bc"]) | change
+    errors = record_errors(record)
+    assert errors, change
+    assert errors[0].field == field
+
+
+def test_missing_field_is_refused(seed_records) -> None:
+    record = copy.deepcopy(seed_records["b6bab2e17ae18394"])
+    del record["documentation"]
+    assert any("documentation" in e.reason for e in record_errors(record))
+
+
+def test_non_object_is_refused() -> None:
+    assert record_errors([1, 2]) and record_errors("text") and record_errors(None)
