@@ -1,0 +1,238 @@
+"""Shared mechanics of the scripts in reproducers/: arguments, checks, the result, exit codes.
+
+A reproducer declares its record, its upstream target and the devices it runs on, and
+writes only its scenario: a trigger that must raise the record's error and a fix that must
+raise nothing and leave the upstream object sound. `main` loads the real upstream module
+(app.upstream), runs the checks, prints the result protocol (one JSON object on the last
+stdout line, see reproducers/README.md) and returns the exit code.
+
+Torch-free: torch is imported by the upstream modules, and here only lazily, to ask whether
+CUDA is there, so the runner and the tests can import this module without it.
+"""
+
+import argparse
+import importlib
+import json
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import re2
+
+from app import upstream
+from app.config import get_settings
+
+EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "skipped": 3}
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
+# environment problems (missing module, wrong stub list): an error, never a pass or a failure
+ENVIRONMENT_ERRORS = (ImportError, upstream.UpstreamError, upstream.StubUsedError)
+
+Trigger = Callable[[ModuleType, str], object]
+Fix = Callable[[ModuleType, str], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Target:
+    """The upstream release, module and classes a reproducer exercises.
+
+    `stubs` maps a module to names the target imports but the tested classes never use
+    (see app.upstream.load_module); the result lists them, so a reader knows what was fake.
+    """
+
+    package: str
+    version: str
+    module: str
+    classes: tuple[str, ...]
+    stubs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """The result's "target" object."""
+        return {
+            "package": self.package,
+            "version": self.version,
+            "module": self.module,
+            "classes": list(self.classes),
+        }
+
+    def stubbed(self) -> list[str]:
+        """Each stubbed name as "module:name"."""
+        return [f"{module}:{name}" for module, names in self.stubs.items() for name in names]
+
+
+class CheckFailed(AssertionError):
+    """A fix left the upstream object in an unsound state; the message says which."""
+
+
+def require(condition: bool, detail: str) -> None:
+    """Fail the running fix check with `detail` unless `condition` holds."""
+    if not condition:
+        raise CheckFailed(detail)
+
+
+@lru_cache
+def expected_error(record_id: str) -> tuple[str, str]:
+    """(errorClass, messagePattern) of the record, read from data/records/<id>.json."""
+    path = Path(get_settings().data_dir) / f"{record_id}.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return record["errorClass"], record["messagePattern"]
+
+
+def _format(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))
+
+
+def check_error(record_id: str, exc: BaseException) -> dict[str, Any]:
+    """Whether `exc` is the record's error: same class name, message fully matched (RE2).
+
+    The one place a raised error is compared with a record, so the project's own matcher
+    can later take over, fed with the real formatted traceback kept in the result.
+    """
+    error_class, pattern = expected_error(record_id)
+    message = str(exc)
+    class_ok = type(exc).__name__ == error_class
+    message_ok = re2.fullmatch(pattern, message) is not None
+    if class_ok and message_ok:
+        detail = f"raised {error_class} matching the record's messagePattern"
+    elif not class_ok:
+        detail = f"raised {type(exc).__name__}, the record says {error_class}"
+    else:
+        detail = f"message does not match the record's messagePattern {pattern!r}"
+    return {
+        "status": "passed" if class_ok and message_ok else "failed",
+        "detail": detail,
+        "errorClass": type(exc).__name__,
+        "message": message,
+        "traceback": _format(exc),
+    }
+
+
+def _run_trigger(record_id: str, trigger: Trigger, module: ModuleType, device: str) -> dict:
+    try:
+        trigger(module, device)
+    except ENVIRONMENT_ERRORS as exc:
+        return {"status": "error", "detail": f"{type(exc).__name__}: {exc}",
+                "traceback": _format(exc)}
+    except Exception as exc:
+        return check_error(record_id, exc)
+    return {"status": "failed", "detail": "the trigger scenario raised nothing"}
+
+
+def _run_fix(fix: Fix, module: ModuleType, device: str) -> dict:
+    try:
+        state = fix(module, device)
+    except CheckFailed as exc:
+        return {"status": "failed", "detail": str(exc)}
+    except ENVIRONMENT_ERRORS as exc:
+        return {"status": "error", "detail": f"{type(exc).__name__}: {exc}",
+                "traceback": _format(exc)}
+    except Exception as exc:
+        return {"status": "failed", "detail": f"the fix raised {type(exc).__name__}: {exc}",
+                "errorClass": type(exc).__name__, "message": str(exc),
+                "traceback": _format(exc)}
+    return {"status": "passed", "detail": "nothing raised and the state is sound",
+            "state": state}
+
+
+def _timed(run: Callable[[], dict]) -> dict:
+    start = time.perf_counter()
+    outcome = run()
+    outcome["seconds"] = round(time.perf_counter() - start, 3)
+    return outcome
+
+
+def _skip_reason(device: str, devices: Sequence[str]) -> str | None:
+    """Why the run cannot happen on `device`; None when it can."""
+    if device not in devices:
+        return f"this reproducer runs on {' or '.join(devices)}, not {device}"
+    if device == "cuda":
+        torch = importlib.import_module("torch")
+        if not torch.cuda.is_available():
+            return (f"needs a CUDA device; torch {torch.__version__}: "
+                    "torch.cuda.is_available() is False")
+    return None
+
+
+def _overall(checks: list[dict]) -> tuple[str, str]:
+    for status in ("error", "failed"):
+        bad = [check for check in checks if check["status"] == status]
+        if bad:
+            return status, "; ".join(f"{check['name']}: {check['detail']}" for check in bad)
+    return "passed", "the trigger raised the record's error and the fix held"
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Run one errkb reproducer against upstream.")
+    parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
+                        help="device to run on; auto takes the reproducer's first device")
+    parser.add_argument("--bundle", type=Path, metavar="CACHE_DIR",
+                        help="only copy the loaded upstream files into CACHE_DIR (a cache "
+                             "directory layout, for a GPU machine without network) and exit")
+    return parser.parse_args(argv)
+
+
+def main(
+    record_id: str,
+    target: Target,
+    devices: Sequence[str],
+    trigger: Trigger,
+    fix: Fix,
+    extra_triggers: Mapping[str, Trigger] | None = None,
+    argv: Sequence[str] | None = None,
+) -> int:
+    """Run a reproducer from the command line; prints the result, returns the exit code.
+
+    `extra_triggers` are further trigger scenarios from the record, each checked like the
+    trigger and reported under "extra".
+    """
+    args = _parse(argv)
+    start = time.perf_counter()
+    device = devices[0] if args.device == "auto" else args.device
+    result: dict[str, Any] = {
+        "id": record_id,
+        "target": target.describe(),
+        "device": device,
+        "stubbed": target.stubbed(),
+        "python": platform.python_version(),
+        "torch": None,
+        "trigger": None,
+        "fix": None,
+        "extra": {},
+    }
+    try:
+        expected_error(record_id)
+        module = upstream.load_module(target.package, target.version, target.module,
+                                      target.stubs)
+        result["torch"] = getattr(sys.modules.get("torch"), "__version__", None)
+        if args.bundle is not None:
+            files = upstream.copy_loaded_files(target.package, target.version, args.bundle)
+            print(json.dumps({"id": record_id, "bundle": str(args.bundle), "files": len(files)}))
+            return 0
+        skip = _skip_reason(device, devices)
+    except (OSError, ValueError, KeyError, *ENVIRONMENT_ERRORS) as exc:
+        result.update(status="error", reason=f"{type(exc).__name__}: {exc}")
+        return _finish(result, start)
+    if skip is not None:
+        result.update(status="skipped", reason=skip)
+        return _finish(result, start)
+    result["trigger"] = _timed(lambda: _run_trigger(record_id, trigger, module, device))
+    result["fix"] = _timed(lambda: _run_fix(fix, module, device))
+    for name, extra in (extra_triggers or {}).items():
+        result["extra"][name] = _timed(lambda e=extra: _run_trigger(record_id, e, module, device))
+    checks = [{"name": "trigger", **result["trigger"]}, {"name": "fix", **result["fix"]}]
+    checks += [{"name": name, **check} for name, check in result["extra"].items()]
+    result["status"], result["reason"] = _overall(checks)
+    return _finish(result, start)
+
+
+def _finish(result: dict[str, Any], start: float) -> int:
+    result["seconds"] = round(time.perf_counter() - start, 3)
+    sys.stdout.flush()
+    print(json.dumps(result), flush=True)
+    return EXIT_CODES[result["status"]]

@@ -1,0 +1,282 @@
+"""Released upstream packages (vLLM, SGLang): download, cache, unpack and load target modules.
+
+Reproducers prove records against the real upstream code, which is never copied into this
+repo: the released wheel is fetched with pip into the cache directory (settings.cache_dir),
+its Python sources are unpacked once, and only the modules a reproducer targets are
+imported. The same unpacked tree serves the harvest of raise sites (`ensure_unpacked`,
+`iter_python_files`, `project_urls`, `github_repo`).
+
+Nothing here imports torch: the upstream modules (and torch with them) are only imported in
+the reproducer subprocesses, through `load_module`.
+"""
+
+import fcntl
+import importlib
+import importlib.machinery
+import importlib.metadata
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+
+from app.config import get_settings
+
+WHEELS_DIR = "wheels"
+UNPACKED_DIR = "unpacked"
+LOCKS_DIR = "locks"
+PIP_TIMEOUT_S = 600
+_GITHUB_REPO = re.compile(r"https?://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?(?:[/#?]|$)")
+
+
+class UpstreamError(RuntimeError):
+    """A release could not be downloaded, unpacked or imported; the message says why.
+
+    Reproducers turn it into an "error" result (never a pass), so the cause must be in it.
+    """
+
+
+class StubUsedError(RuntimeError):
+    """Upstream code reached a stubbed name: the stub list of the reproducer is wrong."""
+
+
+class Stub:
+    """Stands in for an upstream name that the tested classes never use.
+
+    Calling it or reading one of its attributes raises, so a stub can never make a check
+    pass silently.
+    """
+
+    def __init__(self, qualname: str) -> None:
+        self._qualname = qualname
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise StubUsedError(f"{self._qualname} is stubbed by errkb and must not be called")
+
+    def __getattr__(self, attr: str) -> object:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise StubUsedError(f"{self._qualname}.{attr} is stubbed by errkb and must not be used")
+
+
+def _cache_dir() -> Path:
+    return get_settings().cache_dir.expanduser().resolve()
+
+
+def _release(name: str, version: str) -> str:
+    return f"{name}-{version}"
+
+
+def unpacked_dir(name: str, version: str) -> Path:
+    """Where `ensure_unpacked` puts a release; its existence means the unpack finished."""
+    return _cache_dir() / UNPACKED_DIR / _release(name, version)
+
+
+@contextmanager
+def _locked(name: str, version: str) -> Iterator[None]:
+    """Serialise download and unpack of one release across concurrent reproducer runs."""
+    locks = _cache_dir() / LOCKS_DIR
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{_release(name, version)}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _find_wheel(folder: Path, name: str, version: str) -> Path | None:
+    stem = re.sub(r"[-_.]+", "_", name).lower()
+    found = sorted(folder.glob(f"{stem}-{version}-*.whl"))
+    return found[0] if found else None
+
+
+def _download_wheel(name: str, version: str) -> Path:
+    """The cached wheel, fetched with the ordinary pip client when it is missing.
+
+    --only-binary keeps pip from building an sdist, which would run upstream code here.
+    """
+    wheels = _cache_dir() / WHEELS_DIR
+    wheels.mkdir(parents=True, exist_ok=True)
+    cached = _find_wheel(wheels, name, version)
+    if cached is not None:
+        return cached
+    command = [
+        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+        "--disable-pip-version-check", "-d", str(wheels), f"{name}=={version}",
+    ]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UpstreamError(f"pip download {name}=={version} failed: {exc}") from exc
+    wheel = _find_wheel(wheels, name, version)
+    if done.returncode != 0 or wheel is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise UpstreamError(
+            f"pip download {name}=={version} failed (exit {done.returncode}): "
+            + " | ".join(tail)
+        )
+    return wheel
+
+
+def _wanted(member: str) -> bool:
+    """Python sources and the dist-info: compiled extensions and data are most of a wheel
+    and no target module or harvest needs them."""
+    top = member.split("/", 1)[0]
+    return not member.endswith("/") and (member.endswith(".py") or top.endswith(".dist-info"))
+
+
+def ensure_unpacked(name: str, version: str) -> Path:
+    """Root of the unpacked release (holding the package folder and its dist-info).
+
+    Unpacked once: into a temporary folder beside the target, renamed when complete, under
+    a file lock, so concurrent runs never see half a tree. A root that already exists is
+    used as it is, which lets a prepared bundle (`copy_loaded_files`) stand in for the
+    download on a machine without network.
+    """
+    target = unpacked_dir(name, version)
+    if target.is_dir():
+        return target
+    with _locked(name, version):
+        if target.is_dir():
+            return target
+        wheel = _download_wheel(name, version)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+        try:
+            with zipfile.ZipFile(wheel) as archive:
+                for member in archive.namelist():
+                    if _wanted(member):
+                        archive.extract(member, tmp)
+            tmp.rename(target)
+        except (OSError, zipfile.BadZipFile) as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise UpstreamError(f"unpacking {wheel.name} failed: {exc}") from exc
+    return target
+
+
+def iter_python_files(root: Path) -> Iterator[Path]:
+    """Every Python source under an unpacked release, in a stable order (for harvest)."""
+    yield from sorted(path for path in root.rglob("*.py") if path.is_file())
+
+
+def _dist_info(name: str, version: str) -> Path:
+    root = ensure_unpacked(name, version)
+    found = sorted(root.glob("*.dist-info"))
+    if not found:
+        raise UpstreamError(f"{root} holds no .dist-info folder")
+    return found[0]
+
+
+def project_urls(name: str, version: str) -> dict[str, str]:
+    """The release's URLs from its wheel METADATA: each Project-URL by label, and Home-page.
+
+    Harvest derives the upstream repository from them rather than from a table of our own.
+    """
+    metadata = importlib.metadata.PathDistribution(_dist_info(name, version)).metadata
+    urls: dict[str, str] = {}
+    for entry in metadata.get_all("Project-URL") or []:
+        label, _, url = entry.partition(",")
+        urls[label.strip()] = url.strip()
+    if metadata.get("Home-page"):
+        urls["Home-page"] = metadata["Home-page"].strip()
+    return urls
+
+
+def github_repo(name: str, version: str) -> str | None:
+    """`owner/name` of the first GitHub URL in the release's metadata, e.g. vllm-project/vllm."""
+    for url in project_urls(name, version).values():
+        match = _GITHUB_REPO.match(url)
+        if match:
+            return f"{match[1]}/{match[2]}"
+    return None
+
+
+def _empty_package(qualname: str, folder: Path) -> ModuleType:
+    """A package module whose __init__ never runs, searched in `folder` for submodules."""
+    spec = importlib.machinery.ModuleSpec(qualname, None, is_package=True)
+    spec.submodule_search_locations = [str(folder)]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[qualname] = module
+    parent, _, child = qualname.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, module)
+    return module
+
+
+def _stub_module(qualname: str) -> ModuleType:
+    spec = importlib.machinery.ModuleSpec(qualname, None)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[qualname] = module
+    return module
+
+
+def load_module(
+    name: str,
+    version: str,
+    module: str,
+    stubs: Mapping[str, Sequence[str]] | None = None,
+) -> ModuleType:
+    """Import `module` from the release without running its parent packages' __init__.
+
+    vLLM's and SGLang's package __init__ files import the whole serving stack, so every
+    parent of the target is registered as an empty package pointing into the unpacked tree;
+    the target and whatever it imports then run unmodified. `stubs` maps a module to names
+    that the target imports but the tested classes never use: each becomes a `Stub`, set on
+    the module if it is already registered (an emptied parent package), else on a stand-in
+    module that replaces the real one. Any failure is an UpstreamError with its cause.
+    """
+    root = ensure_unpacked(name, version)
+    parts = module.split(".")
+    for depth in range(1, len(parts)):
+        qualname = ".".join(parts[:depth])
+        if qualname not in sys.modules:
+            _empty_package(qualname, root.joinpath(*parts[:depth]))
+    for stub_module, names in (stubs or {}).items():
+        holder = sys.modules.get(stub_module) or _stub_module(stub_module)
+        for stub_name in names:
+            setattr(holder, stub_name, Stub(f"{stub_module}.{stub_name}"))
+    try:
+        loaded = importlib.import_module(module)
+    except Exception as exc:
+        raise UpstreamError(
+            f"importing {module} from {name}=={version} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    if not Path(loaded.__file__ or "").resolve().is_relative_to(root):
+        raise UpstreamError(f"{module} was imported from {loaded.__file__}, not from {root}")
+    return loaded
+
+
+def copy_loaded_files(name: str, version: str, dest_cache_dir: Path) -> list[Path]:
+    """Copy the release files that this process has imported into another cache directory.
+
+    Run after `load_module`, it makes a bundle with the cache directory's layout (only
+    what the target needs, plus the dist-info), so a GPU machine without network runs the
+    same reproducer with ERRKB_CACHE_DIR pointing at the bundle. Returns the copied files.
+    """
+    root = unpacked_dir(name, version)
+    files = {
+        Path(mod.__file__).resolve()
+        for mod in list(sys.modules.values())
+        if getattr(mod, "__file__", None) and Path(mod.__file__).resolve().is_relative_to(root)
+    }
+    files.update(path for path in _dist_info(name, version).rglob("*") if path.is_file())
+    target = dest_cache_dir.resolve() / UNPACKED_DIR / _release(name, version)
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    for path in sorted(files):
+        copy = tmp / path.relative_to(root)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
+    tmp.rename(target)
+    return sorted(target / path.relative_to(root) for path in files)

@@ -1,0 +1,150 @@
+"""reproducers/: each script run for real, in its own subprocess, against the upstream release.
+
+No upstream class is mocked: a pass here means the released vLLM/SGLang code raised the
+record's error in the trigger scenario and stayed sound under the record's fix.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+import re2
+
+from app.config import PROJECT_ROOT
+from app.reproduce import EXIT_CODES
+
+REPRODUCERS = PROJECT_ROOT / "reproducers"
+RECORDS = PROJECT_ROOT / "data" / "records"
+CPU_IDS = ["c53f6de81577a6bc", "b6bab2e17ae18394"]
+CUDA_ID = "edc4df790b100979"
+PROTOCOL_KEYS = {"id", "target", "device", "stubbed", "python", "torch", "trigger", "fix",
+                 "status", "reason"}
+TIMEOUT_S = 300
+
+
+def record(record_id: str) -> dict:
+    return json.loads((RECORDS / f"{record_id}.json").read_text(encoding="utf-8"))
+
+
+def run(script: str, *args: str, **env: str) -> tuple[int, dict]:
+    """Exit code and result (the last stdout line) of one reproducer run as a plain script."""
+    done = subprocess.run(
+        [sys.executable, str(REPRODUCERS / script), *args], capture_output=True, text=True,
+        timeout=TIMEOUT_S, cwd=PROJECT_ROOT, env={**os.environ, **env}, check=False,
+    )
+    assert done.stdout.strip(), done.stderr
+    return done.returncode, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@cache
+def cpu_run(record_id: str) -> tuple[int, dict]:
+    """Each CPU reproducer runs once for all the tests that read its result."""
+    return run(f"{record_id}.py")
+
+
+@cache
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def assert_raised_the_record(record_id: str, check: dict) -> None:
+    expected = record(record_id)
+    assert check["status"] == "passed", check
+    assert check["errorClass"] == expected["errorClass"]
+    assert re2.fullmatch(expected["messagePattern"], check["message"])
+    assert expected["filePath"].split("/", 1)[1] in check["traceback"]  # raised upstream
+
+
+def test_every_record_has_a_reproducer() -> None:
+    records = {path.stem for path in RECORDS.glob("*.json")}
+    assert records <= {path.stem for path in REPRODUCERS.glob("*.py")}
+
+
+@pytest.mark.parametrize("record_id", CPU_IDS)
+def test_cpu_reproducer_passes(record_id: str) -> None:
+    code, result = cpu_run(record_id)
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert PROTOCOL_KEYS <= result.keys()
+    assert (result["id"], result["device"], result["stubbed"]) == (record_id, "cpu", [])
+    assert result["target"]["package"] == "vllm" and result["target"]["version"] == "0.33.0"
+    assert result["torch"]
+    assert_raised_the_record(record_id, result["trigger"])
+    assert result["fix"]["status"] == "passed", result["fix"]
+
+
+def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
+    _, result = cpu_run("c53f6de81577a6bc")
+    assert result["fix"]["state"] == {"inuse_count": 0, "free_buffers": 4}
+    assert_raised_the_record("c53f6de81577a6bc", result["extra"]["two_pools"])
+
+
+def test_shm_fix_reclaims_space_and_no_segment_is_left() -> None:
+    _, result = cpu_run("b6bab2e17ae18394")
+    state = result["fix"]["state"]
+    assert state["occupied_bytes_before"] == state["data_buffer_size"]
+    assert state["occupied_bytes_after_free"] < state["occupied_bytes_before"]
+    assert state["freed_keys"] and state["monotonic_id_start"] == len(state["freed_keys"])
+    assert_raised_the_record("b6bab2e17ae18394", result["extra"]["reader_killed"])
+    assert not list(Path("/dev/shm").glob("errkb-b6bab2e17ae18394-*"))
+
+
+def test_cuda_reproducer_is_skipped_without_cuda() -> None:
+    if cuda_available():
+        pytest.skip("CUDA is available: test_cuda_reproducer_passes covers this machine")
+    code, result = run(f"{CUDA_ID}.py")
+    assert (code, result["status"]) == (EXIT_CODES["skipped"], "skipped"), result
+    assert "CUDA" in result["reason"] and result["device"] == "cuda"
+    assert result["trigger"] is None and result["fix"] is None
+    assert result["target"]["classes"] == ["CudaVmmMemoryPool", "CudaVmmTensorTransportProxy"]
+    assert "sglang.srt.managers.schedule_batch:MultimodalDataItem" in result["stubbed"]
+    assert "sglang.srt.runtime_context:get_parallel" in result["stubbed"]
+
+
+def test_device_bundle_stands_in_for_the_download(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    code, made = run(f"{CUDA_ID}.py", "--bundle", str(bundle))
+    assert code == 0 and made["files"] > 0
+    code, result = run(f"{CUDA_ID}.py", ERRKB_CACHE_DIR=str(bundle))
+    assert result["status"] in ("skipped", "passed"), result
+    assert not (bundle / "wheels").exists()
+
+
+def test_release_that_cannot_be_downloaded_is_an_error(tmp_path: Path) -> None:
+    code = """if True:
+        import sys
+        from app.reproduce import Target, main
+        target = Target("vllm", "0.0.0.404", "vllm.logger", ("Logger",))
+        sys.exit(main("c53f6de81577a6bc", target, ("cpu",), lambda m, d: None,
+                      lambda m, d: {}, argv=[]))
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT_S,
+        cwd=PROJECT_ROOT, env={**os.environ, "ERRKB_CACHE_DIR": str(tmp_path)}, check=False,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (done.returncode, result["status"]) == (EXIT_CODES["error"], "error")
+    assert "No matching distribution found for vllm==0.0.0.404" in result["reason"]
+    assert result["trigger"] is None
+
+
+@pytest.mark.gpu
+def test_cuda_reproducer_passes() -> None:
+    code, result = run(f"{CUDA_ID}.py")
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert result["device"] == "cuda"
+    assert_raised_the_record(CUDA_ID, result["trigger"])
+    state = result["fix"]["state"]
+    assert state["occupied_chunks"] == 0
+    assert state["available_chunks"] == [[0, state["allocation_size"]]]
+
+
+@pytest.mark.gpu
+def test_hf3fs_reproducer_passes_on_cuda() -> None:
+    code, result = run("c53f6de81577a6bc.py", "--device", "cuda")
+    assert (code, result["status"], result["device"]) == (0, "passed", "cuda"), result

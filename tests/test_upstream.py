@@ -1,0 +1,189 @@
+"""app.upstream: released wheels downloaded and unpacked once, target modules loaded alone.
+
+The loader's mechanics are checked on small wheels built here (no network, exact
+expectations); the real vLLM and SGLang releases are checked too, through the default
+cache directory, so the download happens once per machine.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app import upstream
+from app.config import PROJECT_ROOT, get_settings
+
+VLLM = ("vllm", "0.33.0")
+SGLANG = ("sglang", "0.5.23")
+HF3FS_MODULE = "vllm.distributed.kv_transfer.kv_connector.v1.hf3fs.utils.gather_scatter_helper"
+
+
+@pytest.fixture
+def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """A fresh cache directory, set the way an operator sets it (ERRKB_CACHE_DIR)."""
+    monkeypatch.setenv("ERRKB_CACHE_DIR", str(tmp_path / "cache"))
+    get_settings.cache_clear()
+    yield tmp_path / "cache"
+    get_settings.cache_clear()
+
+
+def make_wheel(cache: Path, name: str, files: dict[str, str], version: str = "1.0") -> None:
+    """Put a wheel of `files` into the cache, so ensure_unpacked finds it without pip."""
+    wheels = cache / upstream.WHEELS_DIR
+    wheels.mkdir(parents=True, exist_ok=True)
+    metadata = (
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        "Home-page: https://example.org/home\n"
+        "Project-URL: Documentation, https://docs.example.org\n"
+        f"Project-URL: Source, https://github.com/example-org/{name}.git\n"
+    )
+    with zipfile.ZipFile(wheels / f"{name}-{version}-py3-none-any.whl", "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, textwrap.dedent(text))
+        archive.writestr(f"{name}-{version}.dist-info/METADATA", metadata)
+
+
+def forget(prefix: str) -> None:
+    for name in [name for name in sys.modules if name.split(".")[0] == prefix]:
+        del sys.modules[name]
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+        cwd=PROJECT_ROOT, env={**os.environ, **env}, check=False,
+    )
+
+
+def test_unpack_keeps_sources_and_metadata_only(cache: Path) -> None:
+    make_wheel(cache, "demo_src", {
+        "demo_src/__init__.py": "", "demo_src/native.so": "binary", "demo_src/data.json": "{}",
+    })
+    root = upstream.ensure_unpacked("demo_src", "1.0")
+    assert root == cache.resolve() / "unpacked" / "demo_src-1.0"
+    kept = sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())
+    assert kept == ["demo_src-1.0.dist-info/METADATA", "demo_src/__init__.py"]
+    assert list(upstream.iter_python_files(root)) == [root / "demo_src" / "__init__.py"]
+
+
+def test_concurrent_unpacks_share_one_tree(cache: Path) -> None:
+    make_wheel(cache, "demo_race", {f"demo_race/m{i}.py": "" for i in range(200)})
+    code = "from app.upstream import ensure_unpacked; print(ensure_unpacked('demo_race', '1.0'))"
+    env = {**os.environ, "ERRKB_CACHE_DIR": str(cache)}
+    runs = [subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env,
+                             stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    roots = {run.communicate(timeout=120)[0].strip() for run in runs}
+    assert [run.returncode for run in runs] == [0] * 4
+    assert roots == {str(cache.resolve() / "unpacked" / "demo_race-1.0")}
+    assert [path.name for path in (cache / "unpacked").iterdir()] == ["demo_race-1.0"]
+    assert len(list((cache / "unpacked" / "demo_race-1.0" / "demo_race").iterdir())) == 200
+
+
+def test_project_urls_and_repo_come_from_metadata(cache: Path) -> None:
+    make_wheel(cache, "demo_meta", {"demo_meta/__init__.py": ""})
+    assert upstream.project_urls("demo_meta", "1.0") == {
+        "Documentation": "https://docs.example.org",
+        "Source": "https://github.com/example-org/demo_meta.git",
+        "Home-page": "https://example.org/home",
+    }
+    assert upstream.github_repo("demo_meta", "1.0") == "example-org/demo_meta"
+
+
+def test_load_module_runs_no_parent_init(cache: Path) -> None:
+    make_wheel(cache, "demo_pkg", {
+        "demo_pkg/__init__.py": "raise RuntimeError('the package __init__ ran')",
+        "demo_pkg/sub/__init__.py": "raise RuntimeError('the subpackage __init__ ran')",
+        "demo_pkg/helpers.py": "VALUE = 42",
+        "demo_pkg/sub/target.py": "from demo_pkg.helpers import VALUE\nclass Pool: size = VALUE",
+    })
+    try:
+        module = upstream.load_module("demo_pkg", "1.0", "demo_pkg.sub.target")
+        assert module.Pool.size == 42
+        assert sys.modules["demo_pkg"].__spec__.submodule_search_locations == [
+            str(cache.resolve() / "unpacked" / "demo_pkg-1.0" / "demo_pkg")
+        ]
+    finally:
+        forget("demo_pkg")
+
+
+def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path) -> None:
+    make_wheel(cache, "demo_stub", {
+        "demo_stub/__init__.py": "def log(): pass",
+        "demo_stub/heavy.py": "raise ImportError('the serving stack is not installed')",
+        "demo_stub/target.py": "from demo_stub.heavy import Batch\nfrom demo_stub import log",
+    })
+    try:
+        module = upstream.load_module(
+            "demo_stub", "1.0", "demo_stub.target",
+            stubs={"demo_stub.heavy": ("Batch",), "demo_stub": ("log",)},
+        )
+        with pytest.raises(upstream.StubUsedError, match="demo_stub.heavy.Batch"):
+            module.Batch()
+        with pytest.raises(upstream.StubUsedError, match="demo_stub.log"):
+            module.log()
+    finally:
+        forget("demo_stub")
+
+
+def test_import_failure_is_an_upstream_error_with_its_cause(cache: Path) -> None:
+    make_wheel(cache, "demo_broken", {"demo_broken/target.py": "import errkb_not_installed"})
+    try:
+        with pytest.raises(upstream.UpstreamError, match="No module named 'errkb_not_installed'"):
+            upstream.load_module("demo_broken", "1.0", "demo_broken.target")
+    finally:
+        forget("demo_broken")
+
+
+def test_unknown_release_is_an_error_with_pips_reason(cache: Path) -> None:
+    with pytest.raises(upstream.UpstreamError) as caught:
+        upstream.ensure_unpacked("vllm", "0.0.0.404")
+    assert "pip download vllm==0.0.0.404 failed" in str(caught.value)
+    assert "No matching distribution found for vllm==0.0.0.404" in str(caught.value)
+    assert not (cache / "unpacked" / "vllm-0.0.0.404").exists()
+
+
+def test_importing_app_upstream_and_reproduce_leaves_torch_out() -> None:
+    done = run_python("import sys, app.upstream, app.reproduce; print('torch' in sys.modules)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_vllm_release_is_unpacked_once_into_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = upstream.ensure_unpacked(*VLLM)
+    assert root == upstream.unpacked_dir(*VLLM)
+    assert (root / Path(*HF3FS_MODULE.split(".")).with_suffix(".py")).is_file()
+    assert not list(root.glob("vllm/*.so"))
+
+    def no_pip(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a cached release must not run pip")
+
+    monkeypatch.setattr(upstream.subprocess, "run", no_pip)
+    assert upstream.ensure_unpacked(*VLLM) == root
+
+
+def test_real_releases_name_their_github_repos() -> None:
+    assert upstream.project_urls(*VLLM)["Homepage"] == "https://github.com/vllm-project/vllm"
+    assert upstream.github_repo(*VLLM) == "vllm-project/vllm"
+    assert upstream.github_repo(*SGLANG) == "sgl-project/sglang"
+
+
+def test_vllm_target_imports_without_the_serving_stack() -> None:
+    code = f"""if True:
+        import json, sys
+        from app.upstream import load_module
+        module = load_module("vllm", "0.33.0", "{HF3FS_MODULE}")
+        print(json.dumps({{"file": module.__file__, "modules": sorted(sys.modules)}}))
+    """
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded["file"].startswith(str(upstream.unpacked_dir(*VLLM)))
+    for heavy in ("vllm.engine", "vllm.entrypoints", "vllm.model_executor", "vllm.v1.engine"):
+        assert heavy not in loaded["modules"]
+    assert "torch" in loaded["modules"]
