@@ -1,0 +1,453 @@
+"""Harvest: each message form and skip reason, then the whole of the installed torch package.
+
+The torch tests run the harvester on the real sources and then trigger real torch errors on
+the CPU: the message a user sees must be matched by the draft at the raising frame's line.
+"""
+
+import json
+import re
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from textwrap import dedent
+from types import ModuleType
+
+import jsonschema
+import pytest
+import re2
+
+from app.config import PROJECT_ROOT
+from app.harvest import Draft, HarvestResult, RaiseSite, SkipReason, extract_raises, harvest_tree
+
+TORCH_REF = "v2.13.0"
+ANALYZED_AT = "2026-09-01T12:00:00.000Z"
+SCHEMA = json.loads((PROJECT_ROOT / "data" / "record.schema.json").read_text())
+RECORD_KEYS = [
+    "id", "repo", "slug", "errorCode", "errorMessage", "messagePattern", "errorType",
+    "errorClass", "httpStatus", "severity", "filePath", "lineNumber", "sourceCode",
+    "sourceCodeStart", "sourceCodeEnd", "githubUrl", "documentation", "triggerScenarios",
+    "commonSituations", "solutions", "exampleFix", "handlingStrategy", "validationCode",
+    "typeGuard", "tryCatchPattern", "preventionTips", "tags", "backgroundTag", "analyzedSha",
+    "analyzedAt", "schemaVersion",
+]  # fmt: skip
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def _only(source: str) -> RaiseSite:
+    """The single raise site of a snippet."""
+    (site,) = extract_raises(dedent(source))
+    return site
+
+
+def _template(source: str) -> str:
+    site = _only(source)
+    assert site.message is not None, site.skip
+    return site.message.template
+
+
+def _harvest_torch(site_packages: Path, package_dir: str = "torch") -> HarvestResult:
+    return harvest_tree(
+        site_packages,
+        repo="pytorch/pytorch",
+        ref=TORCH_REF,
+        analyzed_at=ANALYZED_AT,
+        package_dir=package_dir,
+    )
+
+
+def _seed_slug(message: str) -> str:
+    """The rule the seeds' slugs follow."""
+    return re.sub(r"[^a-z0-9]+", "-", message[:50].lower()).strip("-")
+
+
+def _render(template: str, names: tuple[str, ...], values: dict[str, str]) -> str:
+    """Substitute the placeholders, in order, leaving other braces of the text alone."""
+    pending = list(names)
+
+    def substitute(match: re.Match[str]) -> str:
+        if pending and match[1] == pending[0]:
+            return values[pending.pop(0)]
+        return match[0]
+
+    rendered = PLACEHOLDER.sub(substitute, template)
+    assert not pending, template
+    return rendered
+
+
+# --- message forms -------------------------------------------------------------------------
+
+
+def test_implicit_concatenation_of_literals_gives_seed_001() -> None:
+    site = _only(
+        """
+        if occupied_size_new > self.data_buffer_size:
+            raise MemoryError(
+                "Not enough space in the data buffer, "
+                "try calling free_buf() to free up space"
+            )
+        """
+    )
+    assert site.message is not None
+    assert site.line == 3  # the `raise` line, as seed 001 gives it
+    assert site.error_class == "MemoryError"
+    assert site.message.template == (
+        "Not enough space in the data buffer, try calling free_buf() to free up space"
+    )
+    assert site.message.pattern == (  # seed 001's messagePattern, character for character
+        r"Not enough space in the data buffer, try calling free_buf\(\) to free up space"
+    )
+    assert site.message.placeholders == ()
+
+
+def test_fstring_split_over_lines_gives_seed_002() -> None:
+    site = _only(
+        """
+        raise RuntimeError(
+            "CUDA VMM pool has no occupied slice at control offset "
+            f"{control_offset}"
+        )
+        """
+    )
+    assert site.message is not None
+    assert site.message.template == (
+        "CUDA VMM pool has no occupied slice at control offset {control_offset}"
+    )
+    assert site.message.pattern == (
+        "CUDA VMM pool has no occupied slice at control offset (?P<control_offset>(?s:.+?))"
+    )
+
+
+def test_fstring_names_placeholders_after_expressions() -> None:
+    template = _template(
+        'raise ValueError(f"got {x:.2f} of {self.size!r} in {len(buffers)} at {shape[0]}, '
+        'again {x} and {type(x).__name__}")'
+    )
+    assert template == (
+        "got {x} of {size} in {len_buffers} at {shape_0}, again {x_2} and {type_x_name}"
+    )
+
+
+def test_format_method_positional_automatic_and_keyword_fields() -> None:
+    assert _template('raise ValueError("got {} of {}".format(n, self.m))') == "got {n} of {m}"
+    assert _template('raise ValueError("got {1} of {0}".format(n, m))') == "got {m} of {n}"
+    assert _template('raise ValueError("bad {name!r:>10} {{x}}".format(name=v))') == (
+        "bad {name} {x}"  # {{x}} is the literal text {x}
+    )
+    assert _template('raise ValueError("dtype {0.dtype}".format(t))') == "dtype {t_dtype}"
+
+
+def test_percent_formatting_tuple_single_and_mapping() -> None:
+    assert _template('raise ValueError("got %d of %.2f" % (n, ratio))') == "got {n} of {ratio}"
+    assert _template('raise ValueError("got %s, 100%%" % value)') == "got {value}, 100%"
+    assert _template('raise ValueError("key %(key)s missing" % locals())') == "key {key} missing"
+    assert _only('raise ValueError("got %s and %s" % (a,))').skip == SkipReason.DYNAMIC_MESSAGE
+
+
+def test_concatenation_makes_other_operands_placeholders() -> None:
+    assert _template('raise KeyError("no key " + str(key) + " in store")') == (
+        "no key {str_key} in store"
+    )
+    assert _template('raise KeyError("prefix: " + f"{a}" + "x {}".format(b))') == (
+        "prefix: {a}x {b}"
+    )
+
+
+def test_local_variable_assigned_before_the_raise() -> None:
+    site = _only(
+        """
+        def check(n):
+            msg = f"bad size {n}"
+            msg += ", expected 4"
+            if n != 4:
+                raise ValueError(msg)
+        """
+    )
+    assert site.message is not None
+    assert site.message.template == "bad size {n}, expected 4"
+    assert _template('text = "got {} items"\nraise ValueError(text.format(n))') == "got {n} items"
+
+
+def test_local_variable_rebound_in_a_nested_block_is_dynamic() -> None:
+    site = _only(
+        """
+        def check(n, detail):
+            msg = "bad size"
+            if n > 10:
+                msg = detail
+            raise ValueError(msg)
+        """
+    )
+    assert site.skip == SkipReason.DYNAMIC_MESSAGE
+
+
+def test_local_variable_of_another_function_or_parameter_is_dynamic() -> None:
+    sites = extract_raises(
+        dedent(
+            """
+            msg = "module level message"
+            def first(msg2):
+                raise ValueError(msg)
+            def second(msg2):
+                raise ValueError(msg2)
+            """
+        )
+    )
+    assert [site.skip for site in sites] == [SkipReason.DYNAMIC_MESSAGE] * 2
+
+
+def test_conditional_expression_is_dynamic() -> None:
+    site = _only('raise ValueError("too big" if n > 1 else "too small")')
+    assert site.skip == SkipReason.DYNAMIC_MESSAGE
+
+
+def test_first_argument_is_the_message() -> None:
+    assert _template('raise ValueError("wrong shape", shape)') == "wrong shape"
+
+
+def test_newlines_and_metacharacters_are_escaped() -> None:
+    site = _only(r'raise ValueError(f"bad [x] (y)?\n\tvalue: {v}.*")')
+    assert site.message is not None
+    assert site.message.pattern == r"bad \[x\] \(y\)\?\n\tvalue: (?P<v>(?s:.+?))\.\*"
+    value = "1\n2"  # values may span lines, like a tensor's repr
+    for engine in (re, re2):
+        match = engine.fullmatch(site.message.pattern, f"bad [x] (y)?\n\tvalue: {value}.*")
+        assert match and match.group("v") == value
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("raise", SkipReason.RERAISE),
+        ("raise e", SkipReason.RERAISE_VARIABLE),
+        ("raise NotImplementedError", SkipReason.NO_MESSAGE),
+        ("raise errors.Custom", SkipReason.NO_MESSAGE),
+        ("raise ValueError()", SkipReason.NO_MESSAGE),
+        ("raise KeyError(key)", SkipReason.DYNAMIC_MESSAGE),
+        ("raise Custom(msg=f'bad {x}')", SkipReason.DYNAMIC_MESSAGE),
+        ("raise ValueError(f'{x}: {y}')", SkipReason.NO_LITERAL_TEXT),
+        ("raise ValueError('bad')", SkipReason.NO_LITERAL_TEXT),
+        ("raise ERRORS[kind]('a known message')", SkipReason.DYNAMIC_CLASS),
+    ],
+)
+def test_skip_reasons(source: str, reason: SkipReason) -> None:
+    site = _only(source)
+    assert (site.message, site.skip) == (None, reason)
+
+
+def test_enclosing_class_function_and_qualified_name() -> None:
+    sites = extract_raises(
+        dedent(
+            """
+            raise ImportError("module level failure")
+            class Pool:
+                raise TypeError("class body failure")
+                def free(self):
+                    def inner():
+                        raise RuntimeError("nested function failure")
+                    raise RuntimeError("method failure")
+            async def fetch():
+                raise torch.OutOfMemoryError("coroutine failure")
+            """
+        )
+    )
+    found = [(s.qualname, s.function, s.class_name, s.error_class, s.line) for s in sites]
+    assert found == [
+        (None, None, None, "ImportError", 2),
+        ("Pool", None, "Pool", "TypeError", 4),
+        ("Pool.free.<locals>.inner", "inner", "Pool", "RuntimeError", 7),
+        ("Pool.free", "free", "Pool", "RuntimeError", 8),
+        ("fetch", "fetch", None, "torch.OutOfMemoryError", 10),  # the class as written
+    ]
+
+
+# --- trees -----------------------------------------------------------------------------------
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dedent(text))
+
+
+def test_tree_prefix_tags_skipped_dirs_and_unparsable_files(tmp_path: Path) -> None:
+    module = "sglang/srt/distributed/kv_transfer/v1/pool.py"
+    _write(
+        tmp_path / module,
+        """
+        class Pool:
+            def free(self, n):
+                if n < 0:
+                    raise RuntimeError(f"Attempted to free {n} buffers")
+                if n > 9:
+                    raise RuntimeError(f"Attempted to free {n} buffers")
+        """,
+    )
+    _write(tmp_path / "sglang/srt/broken.py", "def broken(:\n")
+    _write(tmp_path / "sglang/srt/latin.py", "# -*- coding: ascii -*-\nx = 'é'\n")
+    _write(tmp_path / "sglang/tests/test_pool.py", "raise ValueError('test only error')\n")
+    _write(tmp_path / "sglang/benchmarks/bench.py", "raise ValueError('bench only error')\n")
+    _write(tmp_path / "other/outside.py", "raise ValueError('outside the package')\n")
+    progress: list[tuple[int, int, str]] = []
+
+    result = harvest_tree(
+        tmp_path,
+        repo="sgl-project/sglang",
+        ref="0132848349585cfe6aae51c4941cbae872505f8a",
+        path_prefix="python/",
+        analyzed_at=ANALYZED_AT,
+        package_dir="sglang",
+        progress=lambda *args: progress.append(args),
+    )
+
+    assert (result.files, result.raise_sites) == (1, 2)
+    assert result.skipped == {SkipReason.UNPARSABLE_FILE: 2}
+    assert [total for _, total, _ in progress] == [3, 3, 3]
+    assert progress[-1][0] == 3
+    first, second = (draft.record for draft in result.drafts)
+    assert first["filePath"] == "python/" + module
+    assert first["tags"] == ["distributed", "kv-transfer"]
+    assert first["githubUrl"] == (
+        "https://github.com/sgl-project/sglang/blob/0132848349585cfe6aae51c4941cbae872505f8a/"
+        "python/sglang/srt/distributed/kv_transfer/v1/pool.py#L1-L7"
+    )
+    assert (first["sourceCodeStart"], first["sourceCodeEnd"]) == (1, 7)
+    assert first["slug"] == "attempted-to-free-n-buffers"
+    assert first["id"] != second["id"]  # same template twice in a function: occurrence order
+    assert result.drafts[0].function == "free" and result.drafts[0].class_name == "Pool"
+
+
+# --- the installed torch package --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def torch_site() -> Path:
+    """site-packages of the installed torch (the `reproducers` extra); its tests skip without."""
+    torch = pytest.importorskip("torch")
+    return Path(torch.__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def torch_result(torch_site: Path) -> HarvestResult:
+    """One harvest of all of torch's Python sources, shared by the tests below."""
+    return _harvest_torch(torch_site)
+
+
+@pytest.fixture(scope="module")
+def torch_drafts_at(torch_result: HarvestResult) -> dict[tuple[str, int], list[Draft]]:
+    """The drafts by (filePath, lineNumber): what a traceback frame gives."""
+    index: dict[tuple[str, int], list[Draft]] = {}
+    for draft in torch_result.drafts:
+        key = (draft.record["filePath"], draft.record["lineNumber"])
+        index.setdefault(key, []).append(draft)
+    return index
+
+
+def test_torch_yields_thousands_of_schema_valid_drafts(torch_result: HarvestResult) -> None:
+    drafts = torch_result.drafts
+    assert torch_result.files > 2000
+    assert len(drafts) > 10_000
+    raise_skips = sum(torch_result.skipped.values()) - torch_result.skipped.get(
+        SkipReason.UNPARSABLE_FILE, 0
+    )
+    assert torch_result.raise_sites == len(drafts) + raise_skips
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    for draft in drafts:
+        record = draft.record
+        assert list(record) == RECORD_KEYS
+        validator.validate(record)
+        assert record["filePath"].startswith("torch/")
+        assert not {"test", "tests", "benchmarks"} & set(record["filePath"].split("/"))
+        assert record["slug"] == _seed_slug(record["errorMessage"])
+        start, end = record["sourceCodeStart"], record["sourceCodeEnd"]
+        assert start <= record["lineNumber"] <= end
+        assert record["sourceCode"].count("\n") == end - start
+        assert "raise" in record["sourceCode"].split("\n")[record["lineNumber"] - start]
+
+
+def test_torch_ids_are_unique(torch_result: HarvestResult) -> None:
+    ids = [draft.record["id"] for draft in torch_result.drafts]
+    assert len(set(ids)) == len(ids)
+
+
+def test_torch_patterns_compile_in_re2_and_fullmatch_their_template(
+    torch_result: HarvestResult,
+) -> None:
+    for draft in torch_result.drafts:
+        record = draft.record
+        placeholders = tuple(re.compile(record["messagePattern"]).groupindex)
+        assert re2.compile(record["messagePattern"]).groups == len(placeholders)
+        values = {name: f"<{name} value {i}>" for i, name in enumerate(placeholders)}
+        message = _render(record["errorMessage"], placeholders, values)
+        for engine in (re, re2):
+            assert engine.fullmatch(record["messagePattern"], message), record
+
+
+def test_torch_ids_are_deterministic_across_runs(
+    torch_site: Path, torch_result: HarvestResult
+) -> None:
+    """A second run, scoped to one subpackage, gives the very same records."""
+    again = _harvest_torch(torch_site, "torch/optim").drafts
+    assert len(again) > 50
+    first = {d.record["id"]: d.record for d in torch_result.drafts}
+    assert all(first[d.record["id"]] == d.record for d in again)
+
+
+def test_torch_id_survives_lines_inserted_above_a_raise(
+    tmp_path: Path, torch_site: Path, torch_result: HarvestResult
+) -> None:
+    module = "torch/optim/sgd.py"
+    lines = (torch_site / module).read_text().split("\n")
+    inserted, at = 7, 60  # between the raises of SGD.__init__
+    moved = tmp_path / module
+    moved.parent.mkdir(parents=True)
+    moved.write_text("\n".join(lines[:at] + [""] * inserted + lines[at:]))
+
+    again = _harvest_torch(tmp_path).drafts
+    before = {
+        d.record["id"]: d.record for d in torch_result.drafts if d.record["filePath"] == module
+    }
+    after = {d.record["id"]: d.record for d in again}
+    assert after.keys() == before.keys() and len(before) >= 5
+    shifts = {after[i]["lineNumber"] - before[i]["lineNumber"] for i in before}
+    assert shifts == {0, inserted}  # raises above line 60 stay, the others move down
+
+
+def _sgd(torch: ModuleType, **options: object) -> object:
+    return torch.optim.SGD([torch.nn.Parameter(torch.zeros(2))], **options)
+
+
+REAL_ERRORS: dict[str, Callable[[ModuleType], object]] = {
+    "sgd-learning-rate": lambda torch: _sgd(torch, lr=-1),  # f-string
+    "adam-beta": lambda torch: torch.optim.Adam(
+        [torch.nn.Parameter(torch.zeros(2))], betas=(1.5, 0.9)
+    ),  # f-string with a subscript
+    "dropout-probability": lambda torch: torch.nn.Dropout(p=2),
+    "conv-padding-mode": lambda torch: torch.nn.Conv2d(3, 3, 3, padding_mode="foo"),
+    "conv-groups": lambda torch: torch.nn.Conv2d(4, 4, 3, groups=3),  # literal
+    "get-submodule": lambda torch: torch.nn.Module().get_submodule("nope"),  # concatenation
+    "sequential-index": lambda torch: torch.nn.Sequential()[5],
+    "unflatten-size": lambda torch: torch.nn.Unflatten(1, [2, 2.5]),
+    "cosine-restarts": lambda torch: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(
+        _sgd(torch, lr=0.1), T_0=0
+    ),
+    "module-dict-value": lambda torch: torch.nn.ModuleDict({"a": 1}),
+}
+
+
+@pytest.mark.parametrize("trigger", REAL_ERRORS.values(), ids=REAL_ERRORS.keys())
+def test_real_torch_error_matches_the_draft_at_its_raise(
+    trigger: Callable[[ModuleType], object],
+    torch_site: Path,
+    torch_drafts_at: dict[tuple[str, int], list[Draft]],
+) -> None:
+    torch = pytest.importorskip("torch")
+    with pytest.raises(Exception) as caught:
+        trigger(torch)
+    frame = traceback.extract_tb(caught.value.__traceback__)[-1]
+    file_path = Path(frame.filename).resolve().relative_to(torch_site).as_posix()
+    drafts = torch_drafts_at[(file_path, frame.lineno)]
+    message = str(caught.value)
+    assert any(
+        re2.fullmatch(d.record["messagePattern"], message)
+        and d.record["errorClass"].rpartition(".")[2] == type(caught.value).__name__
+        for d in drafts
+    ), (message, [d.record["messagePattern"] for d in drafts])
