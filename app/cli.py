@@ -1,7 +1,9 @@
 """The `errkb` command: database, import/export and the server (more commands join later)."""
 
+import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -114,6 +116,83 @@ def serve_command(
     if import_data and run_import(settings, [settings.data_dir], partial=False).rejected:
         raise typer.Exit(1)
     uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers)
+
+
+@app.command("verify")
+def verify_command(
+    record_ids: Annotated[
+        list[str] | None, typer.Argument(help="Record ids; every reproducer when omitted.")
+    ] = None,
+    device: Annotated[
+        str, typer.Option(help="cpu, cuda, or auto (each reproducer's own first device).")
+    ] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Run reproducers against the real upstream code and store each run."""
+    from app import verify
+
+    if device not in ("auto", "cpu", "cuda"):
+        raise typer.BadParameter("must be cpu, cuda or auto", param_hint="--device")
+    settings = _settings()
+    with Session(open_store(settings)) as session:
+        try:
+            outcomes = verify.verify(session, settings, record_ids or [], device)
+        except ValueError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps([verify_json(outcome) for outcome in outcomes], indent=2))
+    else:
+        for outcome in outcomes:
+            typer.echo(
+                f"{outcome.record_id}  {outcome.status:<7}  {outcome.device:<4}  "
+                f"{outcome.duration_s:6.1f} s  {outcome.reason}"
+            )
+    raise typer.Exit(verify.exit_status(outcomes))
+
+
+def verify_json(outcome) -> dict:
+    """The JSON form of a run for `errkb verify --json` (the CI artefact)."""
+    return {
+        "id": outcome.record_id,
+        "status": outcome.status,
+        "device": outcome.device,
+        "reason": outcome.reason,
+        "durationS": outcome.duration_s,
+        "startedAt": outcome.started_at.isoformat(),
+        "result": outcome.result,
+    }
+
+
+@app.command("drift")
+def drift_command(
+    record_ids: Annotated[
+        list[str] | None, typer.Argument(help="Record ids; every record with a reproducer.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Check whether each record's raise site still holds in its target upstream release."""
+    from app import verify
+
+    settings = _settings()
+    ids = record_ids or [info.record_id for info in verify.all_reproducers(settings)]
+    outcomes = []
+    with Session(open_store(settings)) as session:
+        for record_id in ids:
+            stored = records.get_record(session, record_id)
+            outcome = verify.check_drift(settings, stored) if stored else None
+            if outcome is None:
+                typer.echo(f"{record_id}: no record with a reproducer and a source line", err=True)
+                continue
+            verify.store_drift(session, outcome)
+            session.commit()
+            outcomes.append(outcome)
+    if as_json:
+        typer.echo(json.dumps([asdict(outcome) for outcome in outcomes], indent=2))
+        return
+    for o in outcomes:
+        line = "-" if o.found_line is None else o.found_line
+        typer.echo(f"{o.record_id}  {o.package}=={o.version}  {o.status:<7}  {line}  {o.detail}")
 
 
 def main() -> None:

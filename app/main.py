@@ -5,7 +5,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api import errors, meta
+from app.api import errors, meta, reproducers
 from app.api.limits import BodySizeLimit
 from app.config import Settings, get_settings
 from app.db import open_store
@@ -25,6 +25,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, limit_for=lambda _path: settings.max_body_bytes)
     app.include_router(errors.router)
     app.include_router(meta.router)
+    app.include_router(reproducers.router)
     _add_error_handlers(app)
     return app
 

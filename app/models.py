@@ -58,3 +58,46 @@ class DatasetState(SQLModel, table=True):
 
     key: str = Field(primary_key=True)
     value: str
+
+
+class ReproducerRun(SQLModel, table=True):
+    """One run of a record's reproducer: what ran, where, and how each check ended (issue 5)."""
+
+    __tablename__ = "reproducer_runs"
+    __table_args__ = (Index("ix_reproducer_runs_record_started", "record_id", "started_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    record_id: str = Field(
+        sa_column=Column(Text, ForeignKey("records.id", ondelete="CASCADE"), nullable=False)
+    )
+    package: str | None = None
+    version: str | None = None
+    device: str
+    python: str | None = None
+    torch: str | None = None
+    status: str
+    trigger_status: str | None = None
+    fix_status: str | None = None
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    duration_s: float
+    output_tail: str = Field(sa_column=Column(Text, nullable=False))
+    result: str | None = Field(default=None, sa_column=Column(Text))
+    started_at: datetime
+
+
+class DriftCheck(SQLModel, table=True):
+    """Where a record's raise site stands in an upstream release (issue 5, `errkb drift`)."""
+
+    __tablename__ = "drift_checks"
+    __table_args__ = (Index("ix_drift_checks_record_checked", "record_id", "checked_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    record_id: str = Field(
+        sa_column=Column(Text, ForeignKey("records.id", ondelete="CASCADE"), nullable=False)
+    )
+    package: str
+    version: str
+    status: str
+    found_line: int | None = None
+    detail: str = Field(sa_column=Column(Text, nullable=False))
+    checked_at: datetime

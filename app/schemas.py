@@ -4,12 +4,16 @@ The same shapes feed the web pages and the CLI (ARCHITECTURE.md, convention 1).
 """
 
 import json
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from app.models import DriftCheck, ReproducerRun
 from app.records import Page, Stats, StoredRecord
+from app.verify import ReproducerInfo
 
 
 class ApiModel(BaseModel):
@@ -128,4 +132,58 @@ def dataset_stats_out(stats: Stats) -> DatasetStats:
         per_repo=stats.per_repo,
         per_review_state=stats.per_review_state,
         dataset_version=stats.dataset_version,
+    )
+
+
+class ReproducerRunOut(ApiModel):
+    """One stored run of a reproducer."""
+
+    status: str
+    device: str
+    package: str | None
+    version: str | None
+    python: str | None
+    torch: str | None
+    trigger_status: str | None
+    fix_status: str | None
+    reason: str
+    duration_s: float
+    started_at: datetime
+    output_tail: str
+
+
+class DriftOut(ApiModel):
+    """Where the record's raise site stands in its target release."""
+
+    package: str
+    version: str
+    status: str
+    found_line: int | None
+    detail: str
+    checked_at: datetime
+
+
+class ReproducerOut(ApiModel):
+    """GET /api/errors/{id}/reproducer: the script, its target and devices, recent runs."""
+
+    record_id: str
+    script: str
+    target: dict[str, Any]
+    devices: list[str]
+    runs: list[ReproducerRunOut]
+    drift: DriftOut | None
+
+
+def reproducer_out(
+    info: ReproducerInfo, runs: list[ReproducerRun], drift: DriftCheck | None, root: Path
+) -> ReproducerOut:
+    """The API shape of a reproducer with its recent runs and latest drift check."""
+    script = info.script.relative_to(root) if info.script.is_relative_to(root) else info.script
+    return ReproducerOut(
+        record_id=info.record_id,
+        script=str(script),
+        target=info.target,
+        devices=list(info.devices),
+        runs=[ReproducerRunOut.model_validate(run, from_attributes=True) for run in runs],
+        drift=DriftOut.model_validate(drift, from_attributes=True) if drift else None,
     )

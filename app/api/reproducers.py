@@ -1,0 +1,23 @@
+"""/api/errors/{id}/reproducer: a record's reproducer, its recent runs and drift (issue 5)."""
+
+from fastapi import APIRouter
+
+from app import records, verify
+from app.api.deps import SessionDep, SettingsDep
+from app.config import PROJECT_ROOT
+from app.errors import not_found
+from app.schemas import ReproducerOut, reproducer_out
+
+router = APIRouter(prefix="/api/errors", tags=["reproducers"])
+
+
+@router.get("/{record_id}/reproducer", response_model=ReproducerOut)
+def read_reproducer(session: SessionDep, settings: SettingsDep, record_id: str) -> ReproducerOut:
+    """The reproducer script of a record, its target, devices, recent runs and drift."""
+    if records.get_record(session, record_id) is None:
+        raise not_found(f"record {record_id}")
+    info = verify.reproducer_info(settings, record_id)
+    if info is None:
+        raise not_found(f"a reproducer for record {record_id}")
+    runs = verify.latest_runs(session, record_id)
+    return reproducer_out(info, runs, verify.latest_drift(session, record_id), PROJECT_ROOT)

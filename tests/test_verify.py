@@ -1,0 +1,192 @@
+"""The reproducer runner, its stored runs, the reproducer endpoint, and drift (issue 5)."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+
+from app import records, verify
+from app.config import PROJECT_ROOT
+from tests.conftest import DATA_DIR
+
+HANGING = """
+import time
+RECORD_ID = "{rid}"
+DEVICES = ("cpu",)
+time.sleep(60)
+"""
+LEAKING = """
+import json, sys
+from multiprocessing import resource_tracker, shared_memory
+RECORD_ID = "{rid}"
+DEVICES = ("cpu",)
+segment = shared_memory.SharedMemory(create=True, size=4096, name="errkb_test_{rid}")
+segment.close()
+resource_tracker.unregister(segment._name, "shared_memory")  # leak it, as a crash would
+print(json.dumps({{"id": "{rid}", "status": "passed", "reason": "ok", "device": "cpu"}}))
+"""
+CRASHING = """
+import os
+RECORD_ID = "{rid}"
+DEVICES = ("cpu",)
+os.abort()
+"""
+
+
+@pytest.fixture
+def scripts(tmp_path: Path, settings):
+    """A reproducers folder of real misbehaving scripts, and settings pointing at it."""
+    folder = tmp_path / "reproducers"
+    folder.mkdir()
+    for rid, body in (
+        ("000000000000000a", HANGING),
+        ("000000000000000b", LEAKING),
+        ("000000000000000c", CRASHING),
+    ):
+        (folder / f"{rid}.py").write_text(body.format(rid=rid))
+    return settings.model_copy(update={"reproducers_dir": folder, "reproducer_timeout_s": 2.0})
+
+
+def test_declared_target_is_read_without_running(settings) -> None:
+    info = verify.reproducer_info(settings, "edc4df790b100979")
+    assert info.target["package"] == "sglang"
+    assert info.target["version"] == "0.5.23"
+    assert "CudaVmmMemoryPool" in info.target["classes"]
+    assert info.devices == ("cuda",)
+    assert verify.reproducer_info(settings, "../../etc/passwd") is None
+    assert [i.record_id for i in verify.all_reproducers(settings)] == sorted(
+        p.stem for p in DATA_DIR.glob("*.json")
+    )
+
+
+def test_hanging_reproducer_is_killed_and_reported(scripts) -> None:
+    info = verify.reproducer_info(scripts, "000000000000000a")
+    outcome = verify.run_reproducer(scripts, info, "cpu")
+    assert outcome.status == "error"
+    assert "timed out after 2 s" in outcome.reason
+    assert outcome.duration_s < 30
+
+
+def test_crashing_reproducer_is_an_error_not_a_pass(scripts) -> None:
+    outcome = verify.run_reproducer(
+        scripts, verify.reproducer_info(scripts, "000000000000000c"), "cpu"
+    )
+    assert outcome.status == "error"
+    assert "printed no result" in outcome.reason
+    assert verify.exit_status([outcome]) == 1
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm on this system")
+def test_leaked_shared_memory_is_removed(scripts) -> None:
+    info = verify.reproducer_info(scripts, "000000000000000b")
+    outcome = verify.run_reproducer(scripts, info, "cpu")
+    assert outcome.status == "passed"
+    assert "errkb_test_000000000000000b" in outcome.reason
+    assert not Path("/dev/shm/errkb_test_000000000000000b").exists()
+
+
+def test_verify_runs_the_real_reproducer_and_stores_it(session: Session, settings) -> None:
+    records.import_paths(session, [DATA_DIR])
+    outcomes = verify.verify(session, settings, ["c53f6de81577a6bc", "edc4df790b100979"], "auto")
+    by_id = {o.record_id: o for o in outcomes}
+    assert by_id["c53f6de81577a6bc"].status == "passed", by_id["c53f6de81577a6bc"].output_tail
+    assert by_id["c53f6de81577a6bc"].check_status("trigger") == "passed"
+    assert by_id["c53f6de81577a6bc"].check_status("fix") == "passed"
+    cuda = by_id["edc4df790b100979"]
+    if cuda.status != "passed":
+        assert cuda.status == "skipped"
+        assert "CUDA" in cuda.reason
+    assert verify.exit_status(outcomes) == 0
+    [run] = verify.latest_runs(session, "c53f6de81577a6bc")
+    assert (run.package, run.version, run.device) == ("vllm", "0.33.0", "cpu")
+    assert run.torch.startswith("2.13.0")
+    assert run.python and run.duration_s > 0
+    assert json.loads(run.result)["trigger"]["errorClass"] == "RuntimeError"
+
+
+def test_unknown_reproducer_is_refused(session, settings) -> None:
+    with pytest.raises(ValueError, match="no reproducer for 0000000000000000"):
+        verify.verify(session, settings, ["0000000000000000"])
+
+
+def test_reproducer_endpoint_shows_runs_and_drift(make_client, settings) -> None:
+    client = make_client(DATA_DIR)
+    body = client.get("/api/errors/b6bab2e17ae18394/reproducer").json()
+    assert body["script"] == "reproducers/b6bab2e17ae18394.py"
+    assert body["target"]["package"] == "vllm"
+    assert body["devices"] == ["cpu"]
+    assert body["runs"] == [] and body["drift"] is None
+    with Session(client.app.state.engine) as session:
+        verify.verify(session, settings, ["b6bab2e17ae18394"])
+        outcome = verify.check_drift(settings, records.get_record(session, "b6bab2e17ae18394"))
+        verify.store_drift(session, outcome)
+        session.commit()
+    body = client.get("/api/errors/b6bab2e17ae18394/reproducer").json()
+    assert body["runs"][0]["status"] == "passed"
+    assert body["runs"][0]["triggerStatus"] == "passed"
+    assert body["drift"]["status"] == "moved"
+    assert body["drift"]["version"] == "0.33.0"
+    document = client.get("/api/errors/b6bab2e17ae18394").json()
+    assert document["links"]["reproducer"] == "/api/errors/b6bab2e17ae18394/reproducer"
+    assert client.get("/api/errors/0000000000000000/reproducer").status_code == 404
+
+
+def test_drift_of_the_real_releases(session, settings) -> None:
+    records.import_paths(session, [DATA_DIR])
+    found = {
+        rid: verify.check_drift(settings, records.get_record(session, rid))
+        for rid in ("c53f6de81577a6bc", "edc4df790b100979")
+    }
+    assert found["c53f6de81577a6bc"].status == "moved"
+    assert found["c53f6de81577a6bc"].found_line == 259
+    assert found["edc4df790b100979"].package == "sglang"
+    assert found["edc4df790b100979"].status in {"moved", "same"}
+
+
+@pytest.fixture
+def c53_record() -> dict:
+    return json.loads((DATA_DIR / "c53f6de81577a6bc.json").read_text())
+
+
+def _file_around(record: dict, before: int) -> str:
+    """The record's excerpt placed in a file after `before` filler lines."""
+    filler = [f"# filler {n}" for n in range(record["sourceCodeStart"] - 1 + before)]
+    return "\n".join([*filler, record["sourceCode"], "# end"])
+
+
+def test_locate_same_moved_changed_gone(c53_record) -> None:
+    assert verify.locate_raise_site(c53_record, _file_around(c53_record, 0))[:2] == ("same", 285)
+    assert verify.locate_raise_site(c53_record, _file_around(c53_record, 7))[:2] == ("moved", 292)
+    changed = _file_around(c53_record, 0).replace("self._inuse_count -= len(buffers)", "pass")
+    assert verify.locate_raise_site(c53_record, changed)[:2] == ("changed", 285)
+    rewritten = _file_around(c53_record, 0).replace(
+        'raise RuntimeError("Attempted', 'raise ValueError("Attempted'
+    )
+    assert verify.locate_raise_site(c53_record, rewritten)[0] == "changed"
+    gone = _file_around(c53_record, 0).replace("Attempted to free more buffers", "Freed")
+    assert verify.locate_raise_site(c53_record, gone) == (
+        "gone",
+        None,
+        "the raise and its message text are no longer in the file",
+    )
+
+
+def test_cli_verify_json(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from app.cli import app
+    from app.config import get_settings
+
+    monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'v.db'}")
+    get_settings.cache_clear()
+    runner = CliRunner()
+    runner.invoke(app, ["import", str(DATA_DIR)])
+    result = runner.invoke(app, ["verify", "c53f6de81577a6bc", "--device", "cpu", "--json"])
+    get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    [run] = json.loads(result.output)
+    assert run["status"] == "passed"
+    assert run["result"]["target"]["version"] == "0.33.0"
+    assert os.path.exists(PROJECT_ROOT / "reproducers" / "c53f6de81577a6bc.py")
