@@ -1,0 +1,1 @@
+"""Matching: pasted text -> clean lines -> exceptions -> candidate records -> ranked matches."""

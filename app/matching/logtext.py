@@ -1,0 +1,197 @@
+"""Pasted text -> clean lines, each mapped back to offsets in the original paste.
+
+People paste what their terminal or log collector showed them: colour codes, CRLF, timestamps,
+log levels, and the tags that vLLM, torch.distributed and Ray put in front of every line of a
+child process. The traceback parser must see the bare text Python printed, while the web page
+must still highlight the right characters of what was pasted; so every clean line keeps a map
+from its characters back to the original offsets, and a "stream" key naming the process it
+came from, so that two processes whose lines interleave can be told apart.
+
+Everything here is linear in the size of the paste: lines are found with str.find, and every
+regex is anchored at a known position with bounded quantifiers, so none can backtrack
+catastrophically.
+"""
+
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MAX_PREFIXES = 8
+"""Most prefixes stripped from one line; real logs stack three or four at most."""
+
+_ANSI = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]{0,64}[ -/]{0,16}[@-~]"  # CSI: colours, cursor moves
+    r"|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)"  # OSC: titles, hyperlinks
+    r"|\x1b[()][0-9A-Za-z]"  # character set selection
+    r"|\x1b[@-Z\\-_]"  # any other two-byte escape
+)
+
+_LEVEL = r"(?:DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE)"
+_FILE_LINE = r"[\w./<>\-]{1,256}:[0-9]{1,7}"
+_SOURCE_LOCATION = rf"\[{_FILE_LINE}\]"
+_TIME = r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?"
+_ZONE = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
+_DATE_TIME = rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}[T ]{_TIME}{_ZONE}"
+
+# Every pattern consumes at least one character; a named group "tag" marks a stream.
+_PREFIXES = (
+    # vLLM's and Ray's child-process tags: "(EngineCore_DP0 pid=1234) ",
+    # "(RayWorkerWrapper pid=5678, ip=10.0.0.1) ", "(VllmWorker rank=0 pid=9) ", "(pid=5678) ".
+    re.compile(
+        r"\((?P<tag>(?:[A-Za-z_][\w.=\-]{0,63} ){0,3}pid=[0-9]{1,10}"
+        r"(?:, ip=[0-9A-Fa-f.:]{1,45})?)\) ?"
+    ),
+    # torch.distributed / torchrun: "[rank0]: ", "[rank12]:", "[default0]:".
+    re.compile(r"\[(?P<tag>(?:rank|default)[0-9]{1,6})\]: ?"),
+    # vLLM: "INFO 08-14 12:00:01 [core.py:710] ".
+    re.compile(rf"{_LEVEL} [0-9]{{2}}-[0-9]{{2}} {_TIME}(?: {_SOURCE_LOCATION})? ?"),
+    # glog and c10: "E1114 12:00:01.123456 1234 file.cc:12] ", "[W reducer.cpp:1300] ".
+    re.compile(rf"\[?[IWEF](?:[0-9]{{3,4}} {_TIME}(?: {{1,8}}[0-9]{{1,10}})?)? {_FILE_LINE}\] ?"),
+    # "[2026-08-14T12:00:01.123Z] ", SGLang's "[2026-08-14 12:00:01 TP0] ", "[12:00:01] ".
+    re.compile(rf"\[(?:{_DATE_TIME}|{_TIME})(?: \w{{1,16}}){{0,4}}\] ?"),
+    # "2026-08-14 12:00:01,123 ", "2026-08-14 12:00:01,123 - ", container runtimes' " stdout F ".
+    re.compile(rf"{_DATE_TIME}(?: (?:stdout|stderr) [FP])?(?: [-|])? ?"),
+    # Levels: "ERROR ", "ERROR - ", "ERROR: ", "ERROR:    " (uvicorn), "ERROR:root:" (logging's
+    # default), "[ERROR] ", optionally followed by a source location.
+    re.compile(
+        rf"(?:\[{_LEVEL}\] ?|{_LEVEL}(?::[\w.\-]{{1,128}}:|: {{0,8}}| (?:[-|] )?)"
+        rf"(?:{_SOURCE_LOCATION} ?)?)"
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanLine:
+    """One line of the paste with its noise removed, still tied to the original text.
+
+    ``pieces`` lists where each contiguous run of ``text`` begins: pairs of (index in text,
+    offset in the original). There is one piece unless colour codes sat inside the line, so
+    highlighting a part of the text stays exact even then.
+    """
+
+    text: str
+    start: int
+    end: int
+    stream: str
+    prefix: str
+    line_no: int
+    pieces: tuple[tuple[int, int], ...]
+
+    def offset(self, index: int) -> int:
+        """Original offset of ``text[index]``; ``len(text)`` maps to ``end``."""
+        if index >= len(self.text):
+            return self.end
+        if len(self.pieces) == 1:
+            return self.start + index
+        return _offset_in(self.pieces, index)
+
+    def span(self, begin: int, stop: int) -> tuple[int, int]:
+        """Original (start, end) of ``text[begin:stop]``, ending right after its last character.
+
+        Ending after the last character rather than at ``offset(stop)`` keeps a colour code
+        that follows the span out of it.
+        """
+        if stop <= begin:
+            where = self.offset(begin)
+            return where, where
+        return self.offset(begin), self.offset(stop - 1) + 1
+
+
+def clean_lines(text: str) -> list[CleanLine]:
+    """Split a paste into clean lines, one per line of the original.
+
+    LF and CRLF end a line; so does a lone CR, because progress bars rewrite a line with it
+    and each version is a line of its own in the paste.
+    """
+    lines: list[CleanLine] = []
+    position = 0
+    while True:
+        newline = text.find("\n", position)
+        stop = len(text) if newline < 0 else newline
+        begin = position
+        while (carriage := text.find("\r", begin, stop)) >= 0:
+            lines.append(_clean_line(text, begin, carriage, len(lines)))
+            begin = carriage + 1
+        if begin < stop or begin == position or newline < 0:
+            lines.append(_clean_line(text, begin, stop, len(lines)))
+        if newline < 0:
+            return lines
+        position = newline + 1
+
+
+def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
+    """Remove colour codes, then the known prefixes at the start of the line."""
+    raw = text[start:end]
+    if "\x1b" in raw or "\x9b" in raw:
+        clean, pieces = _strip_ansi(raw, start)
+    else:
+        clean, pieces = raw, [(0, start)]
+    cut, streams = _strip_prefixes(clean)
+    kept = [(index - cut, original) for index, original in pieces if index > cut]
+    first = _offset_in(pieces, cut)
+    return CleanLine(
+        text=clean[cut:],
+        start=first,
+        end=_offset_in(pieces, len(clean) - 1) + 1 if cut < len(clean) else first,
+        stream=" ".join(streams),
+        prefix=clean[:cut],
+        line_no=line_no,
+        pieces=((0, first), *kept),
+    )
+
+
+def _strip_ansi(raw: str, start: int) -> tuple[str, list[tuple[int, int]]]:
+    """Remove escape sequences; pieces map each kept run back to its original offset."""
+    parts: list[str] = []
+    pieces: list[tuple[int, int]] = []
+    size = 0
+    kept_from = 0
+    for match in _ANSI.finditer(raw):
+        if match.start() > kept_from:
+            pieces.append((size, start + kept_from))
+            parts.append(raw[kept_from : match.start()])
+            size += match.start() - kept_from
+        kept_from = match.end()
+    if kept_from < len(raw):
+        pieces.append((size, start + kept_from))
+        parts.append(raw[kept_from:])
+    return "".join(parts), pieces or [(0, start + len(raw))]
+
+
+def _offset_in(pieces: Sequence[tuple[int, int]], index: int) -> int:
+    """Original offset of clean character ``index``, found in the run that holds it."""
+    clean_index, original = pieces[bisect_right(pieces, index, key=_run_start) - 1]
+    return original + index - clean_index
+
+
+def _run_start(piece: tuple[int, int]) -> int:
+    """Sort key of a piece: where its run begins in the clean text."""
+    return piece[0]
+
+
+def _first_match(patterns: Sequence[re.Pattern[str]], text: str, at: int) -> re.Match[str] | None:
+    """The match of the first pattern that matches ``text`` exactly at ``at``."""
+    for pattern in patterns:
+        match = pattern.match(text, at)
+        if match:
+            return match
+    return None
+
+
+def _strip_prefixes(clean: str) -> tuple[int, list[str]]:
+    """Length of the known prefixes at the start of ``clean``, and the stream tags among them.
+
+    Only the shapes listed above are removed, and only at the very start of the line (or right
+    after another prefix), so a message that itself starts with a bracket keeps it.
+    """
+    cut = 0
+    streams: list[str] = []
+    for _ in range(MAX_PREFIXES):
+        match = _first_match(_PREFIXES, clean, cut)
+        if match is None:
+            break
+        if "tag" in match.re.groupindex:
+            streams.append(match["tag"])
+        cut = match.end()
+    return cut, streams

@@ -1,0 +1,163 @@
+"""Tests for app.matching.logtext: noise removed, offsets kept, processes told apart."""
+
+import re
+import traceback
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.matching.logtext import MAX_PREFIXES, CleanLine, clean_lines
+
+
+def real_traceback() -> str:
+    """A traceback Python printed for code that really failed."""
+
+    def load(config: dict[str, int], key: str) -> int:
+        return config[key]
+
+    try:
+        load({}, "max_model_len")
+    except KeyError as error:
+        return "".join(traceback.format_exception(error))
+    raise AssertionError("load() did not fail")
+
+
+def originals(text: str, line: CleanLine) -> str:
+    """The original characters each clean character maps back to."""
+    return "".join(text[line.offset(index)] for index in range(len(line.text)))
+
+
+@pytest.mark.parametrize(
+    ("raw", "text", "stream"),
+    [
+        ("2026-08-14 12:00:01,123 ERROR boom", "boom", ""),
+        ("2026-08-14 12:00:01,123 - ERROR - boom", "boom", ""),
+        ("INFO 08-14 12:00:01 [core.py:710] boom", "boom", ""),
+        ("[2026-08-14T12:00:01.123Z] boom", "boom", ""),
+        ("[2026-08-14 12:00:01 DP0 TP1] boom", "boom", ""),
+        ("2026-08-14T12:00:01.123456789Z stderr F boom", "boom", ""),
+        ("E1114 12:00:01.123456 1234 file.cc:12] boom", "boom", ""),
+        ("[W reducer.cpp:1300] boom", "boom", ""),
+        ("ERROR: boom", "boom", ""),
+        ("ERROR:root:boom", "boom", ""),
+        ("[ERROR] boom", "boom", ""),
+        (
+            "(EngineCore_DP0 pid=1234) ERROR 08-14 12:00:01 [core.py:710] boom",
+            "boom",
+            "EngineCore_DP0 pid=1234",
+        ),
+        ("[rank0]: boom", "boom", "rank0"),
+        ("[rank12]:boom", "boom", "rank12"),
+        ("(RayWorkerWrapper pid=5678) boom", "boom", "RayWorkerWrapper pid=5678"),
+        (
+            "(RayWorkerWrapper pid=5678, ip=10.0.0.7) [rank1]: INFO 08-14 12:00:01 [w.py:1] boom",
+            "boom",
+            "RayWorkerWrapper pid=5678, ip=10.0.0.7 rank1",
+        ),
+        ("(VllmWorker rank=0 pid=99) boom", "boom", "VllmWorker rank=0 pid=99"),
+    ],
+)
+def test_known_prefixes_are_stripped(raw: str, text: str, stream: str) -> None:
+    (line,) = clean_lines(raw)
+    assert (line.text, line.stream) == (text, stream)
+    assert raw[line.start : line.end] == text
+    assert line.prefix == raw[: -len(text)]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[Errno 2] No such file or directory",
+        "[core.py:710] not after a level",
+        "(not a process tag) text",
+        "[rank0] no colon",
+        "Information: INFO is not a level here",
+        "error: lower-case words are messages",
+        "08-14 12:00:01 a date alone",
+        '  File "x.py", line 3, in f',
+    ],
+)
+def test_message_text_is_kept(raw: str) -> None:
+    (line,) = clean_lines(raw)
+    assert (line.text, line.prefix, line.stream) == (raw, "", "")
+
+
+def test_indentation_after_a_prefix_is_kept() -> None:
+    (line,) = clean_lines('[rank0]:   File "x.py", line 3, in f')
+    assert line.text == '  File "x.py", line 3, in f'
+
+
+def test_stacked_prefixes_stop_at_the_limit() -> None:
+    raw = "[rank0]: " * (MAX_PREFIXES + 2) + "boom"
+    (line,) = clean_lines(raw)
+    assert line.text == "[rank0]: " * 2 + "boom"
+
+
+def test_line_ends() -> None:
+    text = "one\r\ntwo\rthree\nfour\r\n"
+    lines = clean_lines(text)
+    assert [line.text for line in lines] == ["one", "two", "three", "four", ""]
+    assert [line.line_no for line in lines] == [0, 1, 2, 3, 4]
+    assert [text[line.start : line.end] for line in lines] == ["one", "two", "three", "four", ""]
+
+
+def test_colour_codes_are_removed_and_offsets_kept() -> None:
+    text = (
+        "\x1b[1;31mERROR\x1b[0m 08-14 12:00:01 [core.py:710] "
+        "\x1b[31mValueError\x1b[0m: \x1b]8;;http://x\x07bad\x1b]8;;\x07 value\x1b[0m"
+    )
+    (line,) = clean_lines(text)
+    assert line.text == "ValueError: bad value"
+    assert originals(text, line) == line.text
+    start, end = line.span(12, 21)
+    assert re.sub(r"\x1b\[[0-9;]*m|\x1b\]8;;[^\x07]*\x07", "", text[start:end]) == "bad value"
+    assert text[end:] == "\x1b[0m"
+    assert line.span(0, 10) == (text.index("ValueError"), text.index("ValueError") + 10)
+
+
+def test_real_traceback_in_interleaved_processes() -> None:
+    body = real_traceback().splitlines()
+    one = [f"(EngineCore_DP0 pid=1234) ERROR 08-14 12:00:01 [core.py:710] {line}" for line in body]
+    two = [f"(EngineCore_DP1 pid=1235) ERROR 08-14 12:00:01 [core.py:710] {line}" for line in body]
+    text = "\n".join(line for pair in zip(one, two, strict=True) for line in pair)
+    lines = clean_lines(text)
+    for stream in ("EngineCore_DP0 pid=1234", "EngineCore_DP1 pid=1235"):
+        assert [line.text for line in lines if line.stream == stream] == body
+    assert all(text[line.start : line.end] == line.text for line in lines)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "\x1b[31m",
+                "\x1b[0m",
+                "\x1b]8;;x\x07",
+                "\x9b1m",
+                "\x1b",
+                "\r",
+                "\n",
+                "\r\n",
+                "[rank0]: ",
+                "(EngineCore_DP0 pid=1234) ",
+                "ERROR 08-14 12:00:01 [core.py:710] ",
+                "2026-08-14 12:00:01,123 ",
+                "INFO ",
+            ]
+        )
+        | st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=20),
+        max_size=30,
+    ).map("".join)
+)
+def test_every_clean_character_maps_back(text: str) -> None:
+    lines = clean_lines(text)
+    assert len(lines) == len(re.split(r"\r\n|\r|\n", text))
+    previous_end = 0
+    for line in lines:
+        assert originals(text, line) == line.text
+        assert previous_end <= line.start <= line.end <= len(text)
+        assert line.span(0, len(line.text)) == (line.start, line.end)
+        assert "\r" not in line.text and "\n" not in line.text
+        previous_end = line.end
