@@ -99,6 +99,64 @@ def export_command(
         temporary.replace(out)
 
 
+def _matcher(settings: Settings):
+    from app.matching.service import Matcher
+
+    return Matcher(open_store(settings), settings.cache_dir, settings.max_paste_bytes)
+
+
+def _warm_match_index(settings: Settings) -> None:
+    """Build (or load) the match index before serving, so workers start from its cache."""
+    matcher = _matcher(settings)
+    with Session(open_store(settings)) as session:
+        typer.echo("loading the match index (compiled once per dataset version)...", err=True)
+        typer.echo(f"match index ready: {len(matcher.index(session))} patterns", err=True)
+
+
+@app.command("match")
+def match_command(
+    source: Annotated[
+        str, typer.Argument(help="File holding the traceback or log; - reads standard input.")
+    ] = "-",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    limit: Annotated[int, typer.Option(help="Most matches to show.", min=1, max=100)] = 5,
+) -> None:
+    """Match a pasted traceback or log against the records, like POST /api/match."""
+    from app.errors import AppError
+    from app.matching.service import match_text
+
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as error:
+        typer.echo(f"error: cannot read {source}: {error.strerror}", err=True)
+        raise typer.Exit(2) from None
+    settings = _settings()
+    matcher = _matcher(settings)
+    with Session(open_store(settings)) as session:
+        try:
+            result = match_text(matcher, session, raw.decode("utf-8", "replace"), limit)
+        except AppError as error:
+            typer.echo(f"error: {error.detail}", err=True)
+            raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(result.model_dump_json(by_alias=True, indent=2))
+        return
+    for exception in result.exceptions:
+        cause = "" if exception.cause_index is None else f" (caused by #{exception.cause_index})"
+        typer.echo(f"#{exception.index} {exception.qualified_class}: {exception.message}{cause}")
+    if not result.matches:
+        typer.echo("no record matches")
+    for match in result.matches:
+        record = match.record
+        where = f"{record.file_path}:{record.line_number}" if record.file_path else record.repo
+        captures = ", ".join(f"{k}={v}" for k, v in match.captures.items())
+        typer.echo(f"{match.score:6.1f}  {record.id}  {record.error_class}: {record.error_message}")
+        typer.echo(
+            f"        {where}  [{record.review_state}]" + (f"  {captures}" if captures else "")
+        )
+        typer.echo(f"        {'; '.join(match.reasons)}")
+
+
 @app.command("serve")
 def serve_command(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -107,14 +165,27 @@ def serve_command(
     import_data: Annotated[
         bool, typer.Option("--import-data/--no-import-data", help="Import the data folder first.")
     ] = True,
+    harvest_defaults: Annotated[
+        bool,
+        typer.Option(
+            "--harvest/--no-harvest",
+            help="Harvest the default releases (ERRKB_DEFAULT_RELEASES) not yet in the store.",
+        ),
+    ] = True,
 ) -> None:
-    """Migrate, import the curated records, and serve the API and pages."""
+    """Migrate, import curated records, harvest default releases, serve API and pages."""
     import uvicorn
 
     settings = _settings()
-    open_store(settings)
     if import_data and run_import(settings, [settings.data_dir], partial=False).rejected:
         raise typer.Exit(1)
+    if harvest_defaults:
+        from app.drafts import is_harvested
+
+        with Session(open_store(settings)) as session:
+            missing = [s for s in settings.default_releases if not is_harvested(session, s)]
+        harvest_releases(settings, missing, None, None)
+    _warm_match_index(settings)
     uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers)
 
 
@@ -193,6 +264,72 @@ def drift_command(
     for o in outcomes:
         line = "-" if o.found_line is None else o.found_line
         typer.echo(f"{o.record_id}  {o.package}=={o.version}  {o.status:<7}  {line}  {o.detail}")
+
+
+def harvest_releases(
+    settings: Settings, specs: list[str], repo: str | None, ref: str | None
+) -> None:
+    """Harvest each release into the store, with a progress bar and a summary per package."""
+    from app import drafts
+
+    with Session(open_store(settings)) as session:
+        for spec in specs:
+            try:
+                release = drafts.resolve_release(spec, repo=repo, ref=ref)
+            except drafts.ReleaseError as error:
+                typer.echo(f"error: {error}", err=True)
+                raise typer.Exit(2) from None
+            with _FileProgress(f"harvesting {spec}") as progress:
+                result, counts = drafts.harvest_release(session, release, progress)
+            skipped = ", ".join(f"{reason} {n}" for reason, n in result.skipped.most_common())
+            typer.echo(
+                f"{spec} ({release.repo}@{release.ref}): {result.files} files, "
+                f"{result.raise_sites} raise sites; drafts created {counts.created}, "
+                f"updated {counts.updated}, unchanged {counts.unchanged}, "
+                f"reviewed relocated {counts.relocated_reviewed}, gone {counts.gone}, "
+                f"invalid {counts.invalid}; skipped: {skipped or 'none'}"
+            )
+
+
+class _FileProgress:
+    """A progress bar fed by harvest's per-file callback (its total is known on the first)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar = None
+
+    def __enter__(self) -> "_FileProgress":
+        return self
+
+    def __call__(self, done: int, total: int, _path: str) -> None:
+        if self.bar is None:
+            self.bar = typer.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(1)
+
+    def __exit__(self, *exc_info) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc_info)
+
+
+@app.command("harvest")
+def harvest_command(
+    specs: Annotated[
+        list[str],
+        typer.Argument(
+            help="vllm==0.33.0 (downloaded), an installed distribution (torch), "
+            "or a source folder (with --repo and --ref)."
+        ),
+    ],
+    repo: Annotated[
+        str | None, typer.Option(help="owner/name on GitHub (required for a source folder).")
+    ] = None,
+    ref: Annotated[
+        str | None, typer.Option(help="Tag or commit the drafts' GitHub links pin.")
+    ] = None,
+) -> None:
+    """Harvest a draft record for every raise site of upstream releases."""
+    harvest_releases(_settings(), specs, repo, ref)
 
 
 def main() -> None:

@@ -5,11 +5,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api import errors, meta, reproducers
+from app.api import errors, match, meta, reproducers
 from app.api.limits import BodySizeLimit
 from app.config import Settings, get_settings
 from app.db import open_store
 from app.errors import AppError
+from app.matching.service import Matcher
+
+JSON_ESCAPE_FACTOR = 6
+BATCH_BODY_FACTOR = 16
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -22,12 +26,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.engine = open_store(settings)
-    app.add_middleware(BodySizeLimit, limit_for=lambda _path: settings.max_body_bytes)
+    app.state.matcher = Matcher(app.state.engine, settings.cache_dir, settings.max_paste_bytes)
+    app.add_middleware(BodySizeLimit, limit_for=lambda path: body_limit(settings, path))
     app.include_router(errors.router)
     app.include_router(meta.router)
     app.include_router(reproducers.router)
+    app.include_router(match.router)
     _add_error_handlers(app)
     return app
+
+
+def body_limit(settings: Settings, path: str) -> int:
+    """Bytes a request body may have: pastes may be larger than records, and their JSON
+    escaping (up to 6 bytes a character) must not refuse a paste within the paste limit;
+    the paste itself is then measured after decoding (app.matching.service.check_paste)."""
+    if path.startswith("/api/match/batch"):
+        return settings.max_paste_bytes * BATCH_BODY_FACTOR
+    if path.startswith("/api/match") or path.startswith("/match"):
+        return settings.max_paste_bytes * JSON_ESCAPE_FACTOR
+    return settings.max_body_bytes
 
 
 def _wants_json(request: Request) -> bool:

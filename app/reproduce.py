@@ -24,10 +24,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import re2
-
 from app import upstream
 from app.config import get_settings
+from app.matching.index import PatternIndex
+from app.matching.rank import candidate_from, short_class
+from app.matching.service import find_matches
 
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "skipped": 3}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
@@ -77,11 +78,10 @@ def require(condition: bool, detail: str) -> None:
 
 
 @lru_cache
-def expected_error(record_id: str) -> tuple[str, str]:
-    """(errorClass, messagePattern) of the record, read from data/records/<id>.json."""
+def expected_record(record_id: str) -> dict[str, Any]:
+    """The record a reproducer proves, read from data/records/<id>.json."""
     path = Path(get_settings().data_dir) / f"{record_id}.json"
-    record = json.loads(path.read_text(encoding="utf-8"))
-    return record["errorClass"], record["messagePattern"]
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _format(exc: BaseException) -> str:
@@ -89,27 +89,41 @@ def _format(exc: BaseException) -> str:
 
 
 def check_error(record_id: str, exc: BaseException) -> dict[str, Any]:
-    """Whether `exc` is the record's error: same class name, message fully matched (RE2).
+    """Whether `exc` is the record's error, judged by the project's own matcher (issue 5).
 
-    The one place a raised error is compared with a record, so the project's own matcher
-    can later take over, fed with the real formatted traceback kept in the result.
+    The real formatted traceback goes through the same pipeline as a user's paste (parse,
+    pattern index, ranking), with this record as the only candidate: it passes when the
+    traceback's last exception has the record's class and the record's messagePattern
+    matches that exception's whole message. The traceback is kept in the result.
     """
-    error_class, pattern = expected_error(record_id)
-    message = str(exc)
-    class_ok = type(exc).__name__ == error_class
-    message_ok = re2.fullmatch(pattern, message) is not None
+    record = expected_record(record_id)
+    text = _format(exc)
+    index = PatternIndex([(record_id, record["messagePattern"])], backend="portable")
+    candidate = candidate_from(record, "reviewed", None)
+    exceptions, matches = find_matches(index, text, lambda ids: {record_id: candidate})
+    last = exceptions[-1] if exceptions else None
+    class_ok = last is not None and last.error_class == short_class(record["errorClass"])
+    top = matches[0] if matches else None
+    message_ok = (
+        last is not None
+        and top is not None
+        and top.id == record_id
+        and top.exception_index == last.index
+        and index.match(record_id, last.message, full=True) is not None
+    )
     if class_ok and message_ok:
-        detail = f"raised {error_class} matching the record's messagePattern"
+        detail = f"raised {record['errorClass']}; the matcher finds this record for it"
     elif not class_ok:
-        detail = f"raised {type(exc).__name__}, the record says {error_class}"
+        detail = f"raised {type(exc).__name__}, the record says {record['errorClass']}"
     else:
-        detail = f"message does not match the record's messagePattern {pattern!r}"
+        detail = f"the matcher does not match the message to {record['messagePattern']!r}"
     return {
         "status": "passed" if class_ok and message_ok else "failed",
         "detail": detail,
         "errorClass": type(exc).__name__,
-        "message": message,
-        "traceback": _format(exc),
+        "message": str(exc),
+        "captures": top.captures if message_ok else {},
+        "traceback": text,
     }
 
 
@@ -206,7 +220,7 @@ def main(
         "extra": {},
     }
     try:
-        expected_error(record_id)
+        expected_record(record_id)
         module = upstream.load_module(target.package, target.version, target.module,
                                       target.stubs)
         result["torch"] = getattr(sys.modules.get("torch"), "__version__", None)

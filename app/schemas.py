@@ -187,3 +187,42 @@ def reproducer_out(
         runs=[ReproducerRunOut.model_validate(run, from_attributes=True) for run in runs],
         drift=DriftOut.model_validate(drift, from_attributes=True) if drift else None,
     )
+
+
+class FrameOut(ApiModel):
+    """One frame of a parsed traceback."""
+
+    file: str
+    line: int
+    function: str
+
+
+class ExceptionOut(ApiModel):
+    """One exception found in a paste; span is [start, end) in the pasted text."""
+
+    index: int
+    error_class: str
+    qualified_class: str
+    message: str
+    frames: list[FrameOut]
+    cause_index: int | None
+    span: tuple[int, int]
+    message_spans: list[tuple[int, int]]
+
+
+class MatchOut(ApiModel):
+    """A record that explains (part of) the paste, with its score and why."""
+
+    id: str
+    score: float
+    exception_index: int | None
+    captures: dict[str, str | None]
+    reasons: list[str]
+    record: RecordSummary
+
+
+class MatchResult(ApiModel):
+    """POST /api/match: the exceptions found and the records that explain them, best first."""
+
+    exceptions: list[ExceptionOut]
+    matches: list[MatchOut]

@@ -108,8 +108,16 @@ def _download_wheel(name: str, version: str) -> Path:
     if cached is not None:
         return cached
     command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "-d", str(wheels), f"{name}=={version}",
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-d",
+        str(wheels),
+        f"{name}=={version}",
     ]
     try:
         done = subprocess.run(
@@ -121,8 +129,7 @@ def _download_wheel(name: str, version: str) -> Path:
     if done.returncode != 0 or wheel is None:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise UpstreamError(
-            f"pip download {name}=={version} failed (exit {done.returncode}): "
-            + " | ".join(tail)
+            f"pip download {name}=={version} failed (exit {done.returncode}): " + " | ".join(tail)
         )
     return wheel
 
@@ -181,7 +188,12 @@ def project_urls(name: str, version: str) -> dict[str, str]:
 
     Harvest derives the upstream repository from them rather than from a table of our own.
     """
-    metadata = importlib.metadata.PathDistribution(_dist_info(name, version)).metadata
+    return metadata_urls(importlib.metadata.PathDistribution(_dist_info(name, version)))
+
+
+def metadata_urls(distribution: importlib.metadata.Distribution) -> dict[str, str]:
+    """A distribution's Project-URLs by label, and its Home-page, from its METADATA."""
+    metadata = distribution.metadata
     urls: dict[str, str] = {}
     for entry in metadata.get_all("Project-URL") or []:
         label, _, url = entry.partition(",")
@@ -191,13 +203,18 @@ def project_urls(name: str, version: str) -> dict[str, str]:
     return urls
 
 
-def github_repo(name: str, version: str) -> str | None:
-    """`owner/name` of the first GitHub URL in the release's metadata, e.g. vllm-project/vllm."""
-    for url in project_urls(name, version).values():
+def github_repo_of(urls: dict[str, str]) -> str | None:
+    """`owner/name` of the first GitHub URL among these, e.g. vllm-project/vllm."""
+    for url in urls.values():
         match = _GITHUB_REPO.match(url)
         if match:
             return f"{match[1]}/{match[2]}"
     return None
+
+
+def github_repo(name: str, version: str) -> str | None:
+    """`owner/name` of the first GitHub URL in the release's metadata."""
+    return github_repo_of(project_urls(name, version))
 
 
 def _empty_package(qualname: str, folder: Path) -> ModuleType:

@@ -1,0 +1,92 @@
+"""/api/match: pasted tracebacks and logs -> the records that explain them (issue 3)."""
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+
+from app.api.deps import SessionDep
+from app.errors import AppError
+from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES, match_text
+from app.schemas import MatchResult
+
+router = APIRouter(prefix="/api/match", tags=["match"])
+MAX_BATCH_TEXTS = 100
+LimitQuery = Annotated[int, Query(ge=1, le=MAX_MATCHES, description="Most matches per text.")]
+_TEXT_BODY = {
+    "requestBody": {
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["text"],
+                    "properties": {"text": {"type": "string"}},
+                }
+            },
+            "text/plain": {"schema": {"type": "string"}},
+        }
+    }
+}
+
+
+class BatchResult(BaseModel):
+    """One result per pasted text, in the order they were sent."""
+
+    results: list[MatchResult]
+
+
+def _json_body(raw: bytes) -> Any:
+    """The JSON body; bytes that are not UTF-8 are decoded with replacement, not refused."""
+    try:
+        return json.loads(raw.decode("utf-8", "replace"))
+    except json.JSONDecodeError as error:
+        raise AppError(422, "Invalid JSON", f"{error.msg} at line {error.lineno}") from None
+
+
+def _texts_field(body: Any, key: str, kind: type) -> Any:
+    value = body.get(key) if isinstance(body, dict) else None
+    if not isinstance(value, kind):
+        name = "a string" if kind is str else "a list of strings"
+        raise AppError(
+            422,
+            "Invalid request",
+            f"body must be a JSON object with {key!r}: {name}",
+            [{"field": key, "reason": f"must be {name}"}],
+        )
+    return value
+
+
+@router.post("", response_model=MatchResult, openapi_extra=_TEXT_BODY)
+async def create_match(request: Request, session: SessionDep, limit: LimitQuery = DEFAULT_MATCHES):
+    """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body."""
+    raw = await request.body()
+    if request.headers.get("content-type", "").startswith("application/json"):
+        text = _texts_field(_json_body(raw), "text", str)
+    else:
+        text = raw.decode("utf-8", "replace")
+    return match_text(request.app.state.matcher, session, text, limit)
+
+
+class _BatchDoc(BaseModel):
+    texts: list[str] = Field(max_length=MAX_BATCH_TEXTS)
+
+
+@router.post(
+    "/batch",
+    response_model=BatchResult,
+    openapi_extra={
+        "requestBody": {"content": {"application/json": {"schema": _BatchDoc.model_json_schema()}}}
+    },
+)
+async def create_matches(
+    request: Request, session: SessionDep, limit: LimitQuery = DEFAULT_MATCHES
+) -> BatchResult:
+    """Match up to 100 texts at once: {"texts": [...]} -> one result per text, in order."""
+    texts = _texts_field(_json_body(await request.body()), "texts", list)
+    if not 1 <= len(texts) <= MAX_BATCH_TEXTS:
+        raise AppError(422, "Invalid batch", f"send 1 to {MAX_BATCH_TEXTS} texts")
+    if not all(isinstance(text, str) for text in texts):
+        raise AppError(422, "Invalid batch", "every item of 'texts' must be a string")
+    matcher = request.app.state.matcher
+    return BatchResult(results=[match_text(matcher, session, text, limit) for text in texts])

@@ -1,0 +1,280 @@
+"""Confirmed pattern hits + parsed exceptions -> scored matches, with reasons and captures.
+
+The message alone is weak evidence: generic templates match many messages, and the same
+message is raised from several files. So a score adds up what else agrees (issue 3): how
+much of the exception message the pattern covers and how specific it is, the exception
+class, frames in the record's file (at its line, or moved), the raising function, the repo
+the frames come from, and where the exception sits (the last one of a paste and the
+innermost cause of a chain weigh more). Reviewed records win ties over drafts.
+"""
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.matching.index import Captures, PatternIndex
+from app.matching.traceback import Frame, ParsedException
+
+# Weights, in points; a perfect match of a specific message with agreeing context is ~100.
+FULL_MESSAGE = 40
+FULL_LINE = 34
+PARTIAL_MIN, PARTIAL_SPAN = 12, 14  # partial: 12 + 14 * share of the message covered
+OUTSIDE_MESSAGE = 8  # a hit in a log line that no exception claims
+IN_TRACEBACK_NOISE = 1  # a hit in a frame line (paths), almost always noise
+SPECIFICITY_MAX, SPECIFICITY_PER_POINT = 15, 4
+CLASS_AGREES, CLASS_DIFFERS = 15, -15
+FILE_IN_FRAMES, FILE_INNERMOST, SAME_LINE = 12, 6, 6
+SAME_FUNCTION = 4
+REPO_AGREES, REPO_DIFFERS = 5, -5
+LAST_EXCEPTION, ROOT_CAUSE = 4, 4
+REVIEWED_BONUS, GONE_PENALTY = 1, -2
+
+# Packages whose name differs from their repository's (site-packages/torch -> pytorch/pytorch).
+PACKAGE_REPOS = {
+    "torch": "pytorch/pytorch",
+    "vllm": "vllm-project/vllm",
+    "sglang": "sgl-project/sglang",
+}
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}")
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What ranking needs of a record whose pattern hit the paste."""
+
+    id: str
+    repo: str
+    error_class: str
+    error_message: str
+    file_path: str | None
+    line_number: int | None
+    function: str | None
+    reviewed: bool
+    gone: bool
+
+
+@dataclass(slots=True)
+class Match:
+    """A record that explains an exception (or a log line) of the paste."""
+
+    id: str
+    score: float
+    exception_index: int | None
+    captures: dict[str, str | None]
+    reasons: list[str] = field(default_factory=list)
+    reviewed: bool = False
+
+
+def raising_function(record: dict[str, Any]) -> str | None:
+    """The function around the record's raise line, read from its source excerpt."""
+    source, line, start = record["sourceCode"], record["lineNumber"], record["sourceCodeStart"]
+    if source is None or line is None or start is None:
+        return None
+    lines = source.split("\n")[: line - start + 1]
+    for text in reversed(lines):
+        found = _DEF.match(text)
+        if found:
+            return found.group(1)
+    return None
+
+
+def candidate_from(record: dict[str, Any], review_state: str, gone_in: str | None) -> Candidate:
+    """The ranking view of a stored record."""
+    return Candidate(
+        id=record["id"],
+        repo=record["repo"],
+        error_class=record["errorClass"],
+        error_message=record["errorMessage"],
+        file_path=record["filePath"],
+        line_number=record["lineNumber"],
+        function=raising_function(record),
+        reviewed=review_state == "reviewed",
+        gone=gone_in is not None,
+    )
+
+
+def short_class(name: str) -> str:
+    """`torch.OutOfMemoryError` -> `OutOfMemoryError`."""
+    return name.rsplit(".", 1)[-1]
+
+
+def frame_repo(frame: Frame) -> str | None:
+    """The upstream repository a frame's file belongs to: the first folder of its path that
+    is a known package (`.../site-packages/vllm/...`, a checkout's `.../vllm/...`)."""
+    for folder in frame.file.replace("\\", "/").split("/")[:-1]:
+        if folder in PACKAGE_REPOS:
+            return PACKAGE_REPOS[folder]
+    return None
+
+
+def _path_suffixes(file_path: str) -> tuple[str, ...]:
+    """The record's path, and without its first folder (SGLang's `python/`), as suffixes."""
+    parts = file_path.split("/")
+    suffixes = ["/" + file_path]
+    if len(parts) > 2:
+        suffixes.append("/" + "/".join(parts[1:]))
+    return tuple(suffixes)
+
+
+def _frame_in_file(frame: Frame, suffixes: tuple[str, ...]) -> bool:
+    path = "/" + frame.file.replace("\\", "/").lstrip("/")
+    return path.endswith(suffixes)
+
+
+def _captures(candidate: Candidate, found: Captures | None) -> dict[str, str | None]:
+    """Named groups by name; unnamed ones named after the template's placeholders, in order."""
+    if found is None:
+        return {}
+    if found.named:
+        return dict(found.named)
+    names = _PLACEHOLDER.findall(candidate.error_message)
+    return {
+        (names[i] if i < len(names) else f"group{i + 1}"): value
+        for i, value in enumerate(found.groups)
+    }
+
+
+def unquoted(message: str) -> str | None:
+    """The string a message is the repr of, as KeyError prints its argument, else None."""
+    if len(message) < 2 or message[0] != message[-1] or message[0] not in "'\"":
+        return None
+    try:
+        value = ast.literal_eval(message)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _message_variants(exception: ParsedException) -> list[str]:
+    """The message, and for KeyError-style reprs the string inside."""
+    inner = unquoted(exception.message)
+    return [exception.message] if inner is None else [exception.message, inner]
+
+
+def _message_score(
+    index: PatternIndex, candidate: Candidate, exception: ParsedException, line: str
+) -> tuple[float, Captures | None, str]:
+    """How well the pattern covers the exception's message, and its captures."""
+    for message in _message_variants(exception):
+        found = index.match(candidate.id, message, full=True)
+        if found is not None:
+            return FULL_MESSAGE, found, "pattern matches the whole exception message"
+    found = index.match(candidate.id, line, full=True)
+    if found is not None:
+        return FULL_LINE, found, "pattern matches a whole line of the exception message"
+    found = index.match(candidate.id, exception.message)
+    if found is None:
+        return PARTIAL_MIN, None, "pattern found in the exception message"
+    share = (found.span[1] - found.span[0]) / max(1, len(exception.message))
+    return PARTIAL_MIN + PARTIAL_SPAN * share, found, f"pattern covers {share:.0%} of the message"
+
+
+def _context_score(
+    candidate: Candidate,
+    exception: ParsedException,
+    exceptions: Sequence[ParsedException],
+    last_index: int,
+    causes: set[int],
+) -> tuple[float, list[str]]:
+    """Points from everything but the message: class, frames, function, repo, position."""
+    score, reasons = 0.0, []
+    if short_class(candidate.error_class) == exception.error_class:
+        score += CLASS_AGREES
+        reasons.append(f"exception class {exception.error_class} agrees")
+    else:
+        score += CLASS_DIFFERS
+        reasons.append(f"record raises {candidate.error_class}, not {exception.error_class}")
+    frames = exception.frames
+    if frames and candidate.file_path:
+        suffixes = _path_suffixes(candidate.file_path)
+        in_file = [frame for frame in frames if _frame_in_file(frame, suffixes)]
+        if in_file:
+            score += FILE_IN_FRAMES
+            if in_file[-1] is frames[-1]:
+                score += FILE_INNERMOST
+            frame = in_file[-1]
+            if frame.line == candidate.line_number:
+                score += SAME_LINE
+                reasons.append(f"raised at {candidate.file_path}:{frame.line}, the record's line")
+            else:
+                reasons.append(
+                    f"frame in {candidate.file_path} (line {frame.line}; "
+                    f"the record says {candidate.line_number}: the code moved)"
+                )
+            if candidate.function and frame.function == candidate.function:
+                score += SAME_FUNCTION
+                reasons.append(f"in function {frame.function}")
+    repos = {repo for frame in frames if (repo := frame_repo(frame))}
+    if candidate.repo in repos:
+        score += REPO_AGREES
+        reasons.append(f"frames come from {candidate.repo}")
+    elif repos:
+        score += REPO_DIFFERS
+    if exception.index == last_index:
+        score += LAST_EXCEPTION
+        reasons.append("last exception of the paste")
+    if exception.cause_index is None and exception.index in causes:
+        score += ROOT_CAUSE
+        reasons.append("innermost cause of the chain")
+    return score, reasons
+
+
+def rank(
+    index: PatternIndex,
+    hits: Sequence[tuple[str, int | None, str, bool]],
+    candidates: dict[str, Candidate],
+    exceptions: Sequence[ParsedException],
+) -> list[Match]:
+    """Scored matches, best first, one per record.
+
+    `hits` are (record id, exception index or None, the hit's clean line, whether the line
+    is a message line of that exception); a hit outside any exception came from a log line.
+    """
+    last_index = exceptions[-1].index if exceptions else -1
+    causes = {e.cause_index for e in exceptions if e.cause_index is not None}
+    best: dict[str, Match] = {}
+    for record_id, exception_index, line, on_message in hits:
+        candidate = candidates.get(record_id)
+        if candidate is None:
+            continue
+        specificity = index.specificity(record_id)
+        bonus = min(SPECIFICITY_MAX, specificity / SPECIFICITY_PER_POINT)
+        reasons: list[str] = []
+        if exception_index is not None and on_message:
+            exception = exceptions[exception_index]
+            score, found, why = _message_score(index, candidate, exception, line)
+            context, context_reasons = _context_score(
+                candidate, exception, exceptions, last_index, causes
+            )
+            score += context
+            reasons = [why, *context_reasons]
+        else:
+            found = index.match(record_id, line)
+            score = IN_TRACEBACK_NOISE if exception_index is not None else OUTSIDE_MESSAGE
+            reasons = [
+                "pattern found in a log line"
+                if exception_index is None
+                else "pattern found in a traceback frame line"
+            ]
+        score += bonus
+        if candidate.reviewed:
+            score += REVIEWED_BONUS
+        else:
+            reasons.append("draft record: not yet reviewed")
+        if candidate.gone:
+            score += GONE_PENALTY
+            reasons.append("raise site gone in a newer release")
+        match = Match(
+            id=record_id,
+            score=round(score, 2),
+            exception_index=exception_index if on_message else None,
+            captures=_captures(candidate, found),
+            reasons=reasons,
+            reviewed=candidate.reviewed,
+        )
+        if record_id not in best or match.score > best[record_id].score:
+            best[record_id] = match
+    return sorted(best.values(), key=lambda m: (-m.score, not m.reviewed, m.id))

@@ -1,0 +1,223 @@
+"""The matching service: pasted text -> exceptions and the records that explain them.
+
+`match_text` is the one code path behind POST /api/match, the paste box of the web pages,
+`errkb match` and the search page's error-line boost (ARCHITECTURE.md: pasted text ->
+logtext -> traceback -> index -> rank). `Matcher` keeps the pattern index of the store
+and follows its writes: it compares the dataset version on each call and adds what
+changed, and it caches the built index on disk by dataset version, so a restart loads it
+instead of compiling every pattern again (issue 3).
+"""
+
+import hashlib
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy import Engine, select
+from sqlmodel import Session
+
+from app import records
+from app.errors import AppError
+from app.matching.index import PatternIndex
+from app.matching.logtext import clean_lines
+from app.matching.rank import Candidate, Match, candidate_from, rank, unquoted
+from app.matching.traceback import ParsedException, parse_exceptions
+from app.models import Record
+from app.schemas import ExceptionOut, FrameOut, MatchOut, MatchResult, summarize
+
+DEFAULT_MATCHES = 10
+MAX_MATCHES = 100
+REBUILD_AFTER_PENDING = 200  # patterns matched the slow way before the engine takes them in
+MODIFIED_MARGIN_S = 2.0  # re-read rows this much older than the last sync (clock steps)
+
+
+class Matcher:
+    """The store's message patterns in a PatternIndex that follows every write."""
+
+    def __init__(self, engine: Engine, cache_dir: Path, max_paste_bytes: int) -> None:
+        self.max_paste_bytes = max_paste_bytes
+        self._cache_path = cache_dir / "index" / f"{_database_key(engine)}.idx"
+        self._index: PatternIndex | None = None
+        self._version: str | None = None
+        self._synced_at = datetime.now(UTC)
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    def index(self, session: Session) -> PatternIndex:
+        """The index, brought up to the store's current dataset version first."""
+        version = records.dataset_version(session)
+        if self._index is None or version != self._version:
+            with self._lock:
+                if self._index is None or version != self._version:
+                    self._sync(session, version)
+        assert self._index is not None
+        return self._index
+
+    def _sync(self, session: Session, version: str) -> None:
+        now = datetime.now(UTC)
+        if self._index is None:
+            self._index = PatternIndex.load(self._cache_path, version)
+            if self._index is None:
+                self._index = PatternIndex(_patterns(session))
+                self._save(version)
+            self._keys = set(_all_ids(session))
+        else:
+            self._apply_changes(session)
+        self._version, self._synced_at = version, now
+
+    def _apply_changes(self, session: Session) -> None:
+        assert self._index is not None
+        since = self._synced_at - timedelta(seconds=MODIFIED_MARGIN_S)
+        changed = session.execute(
+            select(Record.id, Record.message_pattern).where(Record.modified_at >= since)
+        ).all()
+        for record_id, pattern in changed:
+            self._index.add(record_id, pattern)
+            self._keys.add(record_id)
+        present = set(_all_ids(session))
+        for record_id in self._keys - present:
+            self._index.remove(record_id)
+        self._keys = present
+        if len(changed) >= REBUILD_AFTER_PENDING:
+            self._index.rebuild()
+
+    def _save(self, version: str) -> None:
+        assert self._index is not None
+        self._cache_path.parent.mkdir(parents=True, exist_ok=True)
+        self._index.save(self._cache_path, version)
+
+
+def _database_key(engine: Engine) -> str:
+    """A cache file name per database, so two stores never share an index."""
+    url = engine.url.render_as_string(hide_password=False)
+    return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def _patterns(session: Session) -> list[tuple[str, str]]:
+    return [tuple(row) for row in session.execute(select(Record.id, Record.message_pattern))]
+
+
+def _all_ids(session: Session) -> list[str]:
+    return list(session.execute(select(Record.id)).scalars())
+
+
+def _exception_out(exception: ParsedException) -> ExceptionOut:
+    return ExceptionOut(
+        index=exception.index,
+        error_class=exception.error_class,
+        qualified_class=exception.qualified_class,
+        message=exception.message,
+        frames=[FrameOut(file=f.file, line=f.line, function=f.function) for f in exception.frames],
+        cause_index=exception.cause_index,
+        span=exception.span,
+        message_spans=list(exception.message_line_spans),
+    )
+
+
+class _Regions:
+    """Which exception (and whether its message) an original-text offset falls in."""
+
+    def __init__(self, exceptions: Sequence[ParsedException]) -> None:
+        spans = [(s, e, x.index, True) for x in exceptions for s, e in x.message_line_spans]
+        spans += [(x.span[0], x.span[1], x.index, False) for x in exceptions]
+        spans.sort()
+        self._spans = spans
+        self._starts = [span[0] for span in spans]
+
+    def at(self, offset: int) -> tuple[int | None, bool]:
+        best: tuple[int | None, bool] = (None, False)
+        for start, end, index, is_message in self._spans[: bisect_right(self._starts, offset)]:
+            if start <= offset < end or (is_message and start <= offset <= end):
+                if is_message:
+                    return index, True
+                best = (index, False)
+        return best
+
+
+def _subject(lines: Sequence[str]) -> tuple[str, list[int]]:
+    """The text the engine scans (one line each), and where each line starts in it."""
+    starts, at = [], 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    return "\n".join(lines), starts
+
+
+def check_paste(text: str, max_bytes: int) -> None:
+    """Refuse an empty paste (422) or one over the size limit (413)."""
+    if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise AppError(413, "Paste too large", f"the paste is larger than {max_bytes} bytes")
+    if not text.strip():
+        raise AppError(422, "Empty paste", "paste a traceback, a log or an error line")
+
+
+CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
+
+
+def find_matches(
+    index: PatternIndex, text: str, lookup: CandidateLookup
+) -> tuple[list[ParsedException], list[Match]]:
+    """The exceptions of `text` and every record whose pattern hit it, best first.
+
+    `lookup` turns the ids of the records that hit into their ranking view; the store
+    gives them for the service, a record file for a reproducer checking its own error.
+    """
+    exceptions = parse_exceptions(text)
+    lines = clean_lines(text)
+    # KeyError prints the repr of its message: its escapes hide the text a pattern names,
+    # so the string inside is scanned too, as an extra line that stands for that message.
+    quoted = [(e.index, inner) for e in exceptions if (inner := unquoted(e.message)) is not None]
+    subject, starts = _subject([line.text for line in lines] + [inner for _, inner in quoted])
+    regions = _Regions(exceptions)
+    hits = []
+    for hit in index.candidates(subject):
+        number = bisect_right(starts, hit.start) - 1
+        if number >= len(lines):
+            exception_index, inner = quoted[number - len(lines)]
+            hits.append((hit.key, exception_index, inner, True))
+            continue
+        line = lines[number]
+        begin = hit.start - starts[number]
+        exception_index, on_message = regions.at(
+            line.offset(max(begin, hit.end - starts[number] - 1))
+        )
+        if not on_message:
+            exception_index, on_message = regions.at(line.offset(begin))
+        hits.append((hit.key, exception_index, line.text, on_message))
+    candidates = lookup({hit[0] for hit in hits})
+    return exceptions, rank(index, hits, candidates, exceptions)
+
+
+def match_text(
+    matcher: Matcher, session: Session, text: str, limit: int = DEFAULT_MATCHES
+) -> MatchResult:
+    """The exceptions in `text` and the records that explain them, best first."""
+    check_paste(text, matcher.max_paste_bytes)
+    if not 1 <= limit <= MAX_MATCHES:
+        raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
+    stored: dict[str, records.StoredRecord] = {}
+
+    def lookup(record_ids: set[str]) -> dict[str, Candidate]:
+        stored.update(records.get_records(session, record_ids))
+        return {
+            record_id: candidate_from(item.record(), item.review_state, item.gone_in)
+            for record_id, item in stored.items()
+        }
+
+    exceptions, ranked = find_matches(matcher.index(session), text, lookup)
+    return MatchResult(
+        exceptions=[_exception_out(exception) for exception in exceptions],
+        matches=[
+            MatchOut(
+                id=match.id,
+                score=match.score,
+                exception_index=match.exception_index,
+                captures=match.captures,
+                reasons=match.reasons,
+                record=summarize(stored[match.id]),
+            )
+            for match in ranked[:limit]
+        ],
+    )

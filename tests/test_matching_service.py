@@ -1,0 +1,200 @@
+"""match_text on real tracebacks: the seed errors from the real upstream code, ordinary
+Python errors, and each under the log noise that real servers add (issue 3)."""
+
+import copy
+
+import pytest
+from sqlmodel import Session
+
+from app import records
+from app.errors import AppError
+from app.matching.service import Matcher, match_text
+from tests.conftest import DATA_DIR
+from tests.real_errors import (
+    program_traceback,
+    reproducer_traceback,
+    sglang_cancel_traceback,
+)
+
+SEED_TRACEBACKS = {
+    "c53f6de81577a6bc": lambda: reproducer_traceback("c53f6de81577a6bc"),
+    "b6bab2e17ae18394": lambda: reproducer_traceback("b6bab2e17ae18394"),
+    "edc4df790b100979": lambda: sglang_cancel_traceback(4096),
+}
+SEED_CLASSES = {
+    "c53f6de81577a6bc": "RuntimeError",
+    "b6bab2e17ae18394": "MemoryError",
+    "edc4df790b100979": "RuntimeError",
+}
+LOG_LINE = "INFO 08-14 12:00:{:02d} [scheduler.py:{}] Avg prompt throughput: {} tokens/s"
+
+
+def _prefixed(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def _interleave(first: str, second: str) -> str:
+    a = _prefixed(first, "(EngineCore_DP0 pid=1234) ERROR 08-14 12:00:01 [core.py:710] ")
+    b = _prefixed(second, "(EngineCore_DP1 pid=5678) ERROR 08-14 12:00:01 [core.py:710] ")
+    a_lines, b_lines = a.splitlines(), b.splitlines()
+    merged = []
+    for i in range(max(len(a_lines), len(b_lines))):
+        merged += a_lines[i : i + 1] + b_lines[i : i + 1]
+    return "\n".join(merged)
+
+
+def _cut_frames(text: str) -> str:
+    lines = text.splitlines()
+    frame_starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("File ")]
+    first, last = frame_starts[0], frame_starts[-1]
+    return "\n".join(
+        lines[: first + 2] + ["  [Previous line repeated 996 more times]", "  ..."] + lines[last:]
+    )
+
+
+def _in_log(text: str) -> str:
+    noise = [LOG_LINE.format(n % 60, 100 + n, n * 3) for n in range(200)]
+    return "\n".join(noise[:100] + text.splitlines() + noise[100:])
+
+
+def noise_variants(traceback_text: str, other: str) -> dict[str, str]:
+    """The same real traceback as real logs show it."""
+    return {
+        "plain": traceback_text,
+        "vllm": _prefixed(
+            traceback_text, "(EngineCore_DP0 pid=1234) ERROR 08-14 12:00:01 [core.py:710] "
+        ),
+        "rank": _prefixed(traceback_text, "[rank0]: "),
+        "ray": _prefixed(traceback_text, "(RayWorkerWrapper pid=5678) "),
+        "timestamp": _prefixed(traceback_text, "2026-08-14 12:00:01,123 ERROR "),
+        "ansi": _prefixed(traceback_text, "\x1b[31m").replace("\n", "\x1b[0m\n") + "\x1b[0m",
+        "crlf": traceback_text.replace("\n", "\r\n"),
+        "interleaved": _interleave(traceback_text, other),
+        "two_tracebacks": other + "\n" + traceback_text,
+        "cut_frames": _cut_frames(traceback_text),
+        "last_line": traceback_text.strip().splitlines()[-1],
+        "in_200_lines_of_log": _in_log(traceback_text),
+    }
+
+
+@pytest.fixture
+def store(settings):
+    """A session and matcher on a store holding data/."""
+    matcher_settings = settings
+    with Session(records_engine(settings)) as session:
+        records.import_paths(session, [DATA_DIR])
+        yield session, Matcher(session.get_bind(), matcher_settings.cache_dir, 1 << 20)
+
+
+def records_engine(settings):
+    from app.db import open_store
+
+    return open_store(settings)
+
+
+@pytest.mark.parametrize("record_id", sorted(SEED_TRACEBACKS))
+def test_seed_errors_match_under_every_kind_of_noise(store, tmp_path, record_id) -> None:
+    session, matcher = store
+    other, _ = program_traceback(tmp_path)
+    real = SEED_TRACEBACKS[record_id]()
+    for name, text in noise_variants(real, other).items():
+        result = match_text(matcher, session, text)
+        assert result.matches, name
+        top = result.matches[0]
+        assert top.id == record_id, (name, [(m.id, m.score, m.reasons) for m in result.matches])
+        matched = result.exceptions[top.exception_index]
+        assert matched.error_class == SEED_CLASSES[record_id], name
+        start, end = matched.message_spans[0]
+        assert text[start:end] == matched.message.split("\n")[0], name
+        if record_id == "edc4df790b100979":
+            assert top.captures == {"control_offset": "4096"}, name
+
+
+def test_frames_in_the_records_file_decide_between_equal_messages(store, tmp_path) -> None:
+    session, matcher = store
+    text, path = program_traceback(tmp_path)
+    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record())
+    common = {
+        "errorMessage": "no widget named {name} in registry",
+        "messagePattern": "no widget named (?P<name>.+?) in registry",
+        "errorClass": "WidgetError",
+        "sourceCode": None,
+        "sourceCodeStart": None,
+        "sourceCodeEnd": None,
+        "repo": "example/widgets",
+    }
+    elsewhere = base | common | {"id": "00000000000000e1", "filePath": "other/place.py"}
+    here = (
+        base
+        | common
+        | {"id": "00000000000000e2", "filePath": "widgets/registry.py", "lineNumber": 17}
+    )
+    records.write_records(session, [elsewhere, here])
+    session.commit()
+    result = match_text(matcher, session, text)
+    assert [m.id for m in result.matches[:2]] == ["00000000000000e2", "00000000000000e1"]
+    top = result.matches[0]
+    assert top.captures == {"name": "'sprocket'"} or top.captures == {"name": "sprocket"}
+    assert any("widgets/registry.py" in reason for reason in top.reasons)
+    key_error, widget_error = result.exceptions
+    assert (key_error.error_class, widget_error.error_class) == ("KeyError", "WidgetError")
+    assert widget_error.cause_index == 0
+    assert widget_error.qualified_class == "WidgetError"
+    assert str(path) in [frame.file for frame in widget_error.frames][-2:][0] or any(
+        frame.file == str(path) for frame in widget_error.frames
+    )
+
+
+def test_the_index_follows_writes(store) -> None:
+    session, matcher = store
+    line = "ValueError: flux capacitor overloaded at 88 mph"
+    assert match_text(matcher, session, line).matches == []
+    record = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record())
+    record |= {
+        "id": "00000000000000f1",
+        "errorClass": "ValueError",
+        "errorMessage": "flux capacitor overloaded at {speed} mph",
+        "messagePattern": "flux capacitor overloaded at (.+?) mph",
+    }
+    records.write_records(session, [record])
+    session.commit()
+    [match] = match_text(matcher, session, line).matches
+    assert match.id == "00000000000000f1" and match.captures == {"speed": "88"}
+    records.write_records(session, [record | {"messagePattern": "flux capacitor melted"}])
+    session.commit()
+    assert match_text(matcher, session, line).matches == []
+    records.write_records(session, [record])
+    session.commit()
+    records.delete_record(session, "00000000000000f1")
+    session.commit()
+    assert match_text(matcher, session, line).matches == []
+
+
+def test_a_cached_index_is_reused_by_a_new_matcher(store) -> None:
+    session, matcher = store
+    line = reproducer_traceback("c53f6de81577a6bc")
+    assert match_text(matcher, session, line).matches[0].id == "c53f6de81577a6bc"
+    assert matcher._cache_path.exists()
+    again = Matcher(session.get_bind(), matcher._cache_path.parent.parent, 1 << 20)
+    assert match_text(again, session, line).matches[0].id == "c53f6de81577a6bc"
+
+
+@pytest.mark.parametrize(
+    ("text", "status"), [("", 422), ("   \n\t ", 422), ("x" * (1 << 20 + 1), 413)]
+)
+def test_bad_pastes(store, text, status) -> None:
+    session, matcher = store
+    with pytest.raises(AppError) as caught:
+        match_text(matcher, session, text)
+    assert caught.value.status == status
+
+
+def test_noise_hits_rank_below_message_hits(store) -> None:
+    session, matcher = store
+    text = (
+        'File "/srv/app/free.py", line 3, in f\n'
+        "    log('Attempted to free more buffers than allocated')\n"
+        "RuntimeError: CUDA VMM pool has no occupied slice at control offset 12\n"
+    )
+    result = match_text(matcher, session, text)
+    assert result.matches[0].id == "edc4df790b100979"
