@@ -1,0 +1,119 @@
+"""POST /api/match and /api/match/batch over HTTP: shapes, bodies, limits, bad input."""
+
+import json
+
+import pytest
+
+from tests.real_errors import reproducer_traceback, sglang_cancel_traceback
+
+SEED_LINE = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
+
+
+def test_json_body_gives_exceptions_and_matches(client) -> None:
+    text = sglang_cancel_traceback(8192)
+    response = client.post("/api/match", json={"text": text})
+    assert response.status_code == 200
+    body = response.json()
+    [exception] = body["exceptions"]
+    assert exception["errorClass"] == "RuntimeError"
+    assert exception["qualifiedClass"] == "RuntimeError"
+    assert exception["causeIndex"] is None
+    assert exception["frames"][-1]["function"] == "_cancel_control_offset"
+    start, end = exception["span"]
+    assert "Traceback" in text[start:end]
+    top = body["matches"][0]
+    assert top["id"] == "edc4df790b100979"
+    assert top["exceptionIndex"] == 0
+    assert top["captures"] == {"control_offset": "8192"}
+    assert top["reasons"] and top["score"] > 0
+    assert top["record"]["filePath"] == "python/sglang/srt/utils/cuda_vmm_transport_utils.py"
+
+
+def test_text_plain_body(client) -> None:
+    response = client.post("/api/match", content=SEED_LINE, headers={"content-type": "text/plain"})
+    assert response.json()["matches"][0]["id"] == "edc4df790b100979"
+
+
+def test_not_utf8_bytes_are_replaced_not_refused(client) -> None:
+    body = b"\xff\xfe garbage\n" + SEED_LINE.encode()
+    response = client.post("/api/match", content=body, headers={"content-type": "text/plain"})
+    assert response.status_code == 200
+    assert response.json()["matches"][0]["id"] == "edc4df790b100979"
+
+
+def test_limit(client) -> None:
+    text = reproducer_traceback("c53f6de81577a6bc") + "\n" + SEED_LINE
+    body = client.post("/api/match", json={"text": text}, params={"limit": 1}).json()
+    assert len(body["matches"]) == 1
+    both = client.post("/api/match", json={"text": text}).json()
+    assert {m["id"] for m in both["matches"]} == {"c53f6de81577a6bc", "edc4df790b100979"}
+    scores = [m["score"] for m in both["matches"]]
+    assert scores == sorted(scores, reverse=True)
+    assert [m["exceptionIndex"] for m in both["matches"]] != [None, None]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "status"),
+    [
+        ({"json": {"text": ""}}, 422),
+        ({"json": {"text": "  \n "}}, 422),
+        ({"json": {"txt": "x"}}, 422),
+        ({"json": {"text": 12}}, 422),
+        ({"json": ["text"]}, 422),
+        ({"content": b"{broken", "headers": {"content-type": "application/json"}}, 422),
+        ({"content": b"", "headers": {"content-type": "text/plain"}}, 422),
+        ({"json": {"text": "x"}, "params": {"limit": 0}}, 422),
+        ({"json": {"text": "x"}, "params": {"limit": 10_000}}, 422),
+    ],
+)
+def test_bad_requests_are_4xx_with_a_reason(client, kwargs, status) -> None:
+    response = client.post("/api/match", **kwargs)
+    assert response.status_code == status
+    assert response.json()["error"]["detail"]
+
+
+def test_paste_over_the_limit_is_413(make_client) -> None:
+    from tests.conftest import DATA_DIR
+
+    client = make_client(DATA_DIR, max_paste_bytes=10_000)
+    assert (
+        client.post("/api/match", json={"text": "a" * 9_000 + "\n" + SEED_LINE}).status_code == 200
+    )
+    too_big = client.post("/api/match", json={"text": "a" * 10_001})
+    assert too_big.status_code == 413
+    plain = client.post("/api/match", content=b"a" * 70_000, headers={"content-type": "text/plain"})
+    assert plain.status_code == 413
+
+
+def test_default_paste_limit_is_one_mib(client) -> None:
+    just = "x" * ((1 << 20) - len(SEED_LINE) - 1) + "\n" + SEED_LINE
+    assert client.post("/api/match", json={"text": just}).status_code == 200
+    assert client.post("/api/match", json={"text": just + "y"}).status_code == 413
+
+
+def test_batch_keeps_the_order(client) -> None:
+    texts = [SEED_LINE, "nothing to see here", reproducer_traceback("b6bab2e17ae18394")]
+    response = client.post("/api/match/batch", json={"texts": texts})
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [r["matches"][0]["id"] if r["matches"] else None for r in results] == [
+        "edc4df790b100979",
+        None,
+        "b6bab2e17ae18394",
+    ]
+
+
+@pytest.mark.parametrize(
+    "body", [{"texts": []}, {"texts": ["a"] * 101}, {"texts": "a"}, {"texts": [1]}, {}]
+)
+def test_bad_batches(client, body) -> None:
+    response = client.post(
+        "/api/match/batch", content=json.dumps(body), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert response.json()["error"]["detail"]
+
+
+def test_openapi_documents_both_bodies(client) -> None:
+    operation = client.get("/openapi.json").json()["paths"]["/api/match"]["post"]
+    assert set(operation["requestBody"]["content"]) == {"application/json", "text/plain"}

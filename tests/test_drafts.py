@@ -1,0 +1,168 @@
+"""Harvested drafts in the store: create, re-harvest, curated records kept, gone sites,
+the draft state in the API, and `errkb harvest` on a source folder (issue 6)."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+from typer.testing import CliRunner
+
+from app import drafts, records
+from app.config import get_settings
+from app.matching.service import Matcher, match_text
+from tests.conftest import DATA_DIR
+
+FIRST = """
+class Pool:
+    def free(self, buffers):
+        if len(buffers) > self.count:
+            raise RuntimeError(f"cannot free {len(buffers)} buffers, only {self.count} in use")
+
+    def grow(self, n):
+        raise ValueError("pool cannot grow by %d blocks" % n)
+
+    def old(self):
+        raise KeyError("legacy slot table was removed")
+"""
+SECOND = """
+import os
+
+
+class Pool:
+    def free(self, buffers):
+        # the same raise, two lines lower in the next release
+        if len(buffers) > self.count:
+            raise RuntimeError(f"cannot free {len(buffers)} buffers, only {self.count} in use")
+
+    def grow(self, n):
+        raise ValueError("pool cannot grow by %d blocks" % n)
+
+    def shrink(self, n):
+        raise ValueError(f"pool cannot shrink below {n} blocks")
+"""
+
+
+def _release(root: Path, source: str, ref: str) -> drafts.Release:
+    package = root / "pooling"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "pool.py").write_text(textwrap.dedent(source))
+    return drafts.resolve_release(str(root), repo="example/pooling", ref=ref)
+
+
+def _by_message(session: Session) -> dict[str, records.StoredRecord]:
+    page = records.list_records(session, records.ListFilters(repo="example/pooling"), 200)
+    return {item.record()["errorMessage"]: item for item in page.items}
+
+
+def test_harvest_then_reharvest(session: Session, tmp_path: Path) -> None:
+    release = _release(tmp_path / "src", FIRST, "v1")
+    result, counts = drafts.harvest_release(session, release)
+    assert (result.files, result.raise_sites, counts.created) == (1, 3, 3)
+    stored = _by_message(session)
+    free = stored["cannot free {len_buffers} buffers, only {count} in use"]
+    assert free.review_state == "draft" and free.origin == f"harvest:{release.spec}"
+    record = free.record()
+    assert record["filePath"] == "pooling/pool.py" and record["lineNumber"] == 5
+    assert record["documentation"] is None and record["solutions"] is None
+    assert record["githubUrl"].startswith("https://github.com/example/pooling/blob/v1/")
+
+    curated = stored["pool cannot grow by {n} blocks"].record() | {
+        "documentation": "Curated: the pool has a fixed number of blocks.",
+        "solutions": ["Size the pool up front."],
+    }
+    records.write_records(session, [curated])
+    records.set_review_state(session, curated["id"], records.REVIEWED)
+    session.commit()
+
+    release = _release(tmp_path / "src", SECOND, "v2")
+    _, counts = drafts.harvest_release(session, release)
+    assert (counts.created, counts.updated, counts.relocated_reviewed, counts.gone) == (1, 1, 1, 1)
+    after = _by_message(session)
+    moved = after["cannot free {len_buffers} buffers, only {count} in use"]
+    assert moved.id == free.id and moved.record()["lineNumber"] == 9
+    grow = after["pool cannot grow by {n} blocks"]
+    assert grow.review_state == "reviewed"
+    assert grow.record()["documentation"] == "Curated: the pool has a fixed number of blocks."
+    assert grow.record()["lineNumber"] == 12 and "/blob/v2/" in grow.record()["githubUrl"]
+    assert after["legacy slot table was removed"].gone_in == release.spec
+    assert after["pool cannot shrink below {n} blocks"].gone_in is None
+
+    _, again = drafts.harvest_release(session, release)
+    assert (again.created, again.updated, again.gone) == (0, 0, 0)
+    assert again.unchanged == 2
+
+
+def test_seed_records_are_untouched_and_win_ties(session: Session, tmp_path: Path, settings):
+    records.import_paths(session, [DATA_DIR])
+    before = {rid: records.get_record(session, rid).document for rid in ("edc4df790b100979",)}
+    root = tmp_path / "sglang-src"
+    target = root / "python" / "sglang" / "srt" / "utils"
+    target.mkdir(parents=True)
+    (target / "cuda_vmm_transport_utils.py").write_text(
+        "def _cancel_control_offset(self, control_offset):\n"
+        "    raise RuntimeError(\n"
+        '        "CUDA VMM pool has no occupied slice at control offset "\n'
+        '        f"{control_offset}"\n'
+        "    )\n"
+    )
+    release = drafts.resolve_release(str(root), repo="sgl-project/sglang", ref="v9")
+    drafts.harvest_release(session, release)
+    assert records.get_record(session, "edc4df790b100979").document == before["edc4df790b100979"]
+    matcher = Matcher(session.get_bind(), settings.cache_dir, 1 << 20)
+    line = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 64"
+    first, second = match_text(matcher, session, line).matches[:2]
+    assert first.id == "edc4df790b100979" and first.record.review_state == "reviewed"
+    assert second.record.review_state == "draft"
+    assert first.score > second.score
+    assert "draft record: not yet reviewed" in second.reasons
+
+
+def test_draft_state_in_the_api(make_client, tmp_path: Path) -> None:
+    client = make_client(DATA_DIR)
+    with Session(client.app.state.engine) as session:
+        drafts.harvest_release(session, _release(tmp_path / "src", FIRST, "v1"))
+    listing = client.get("/api/errors", params={"reviewState": "draft"}).json()
+    assert listing["total"] == 3
+    assert {item["reviewState"] for item in listing["items"]} == {"draft"}
+    reviewed = client.get("/api/errors", params={"reviewState": "reviewed"}).json()
+    assert reviewed["total"] == 3
+    document = client.get(f"/api/errors/{listing['items'][0]['id']}").json()
+    assert document["review"]["state"] == "draft"
+    assert document["review"]["origin"].startswith("harvest:")
+    stats = client.get("/api/stats").json()
+    assert stats["perReviewState"] == {"draft": 3, "reviewed": 3}
+
+
+def test_folder_without_repo_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(drafts.ReleaseError, match="--repo"):
+        drafts.resolve_release(str(tmp_path))
+    with pytest.raises(drafts.ReleaseError, match="not installed"):
+        drafts.resolve_release("no-such-distribution-errkb")
+
+
+def test_installed_distribution_resolves_to_its_repo() -> None:
+    release = drafts.resolve_release("torch")
+    assert release.repo == "pytorch/pytorch"
+    assert release.ref.startswith("v2.") and "+" not in release.ref
+    assert release.scope == "torch/"
+
+
+def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
+    from app.cli import app
+
+    monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'h.db'}")
+    get_settings.cache_clear()
+    _release(tmp_path / "src", FIRST, "v1")
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["harvest", str(tmp_path / "src"), "--repo", "example/pooling", "--ref", "v1"]
+    )
+    missing = runner.invoke(app, ["harvest", str(tmp_path / "src")])
+    exported = runner.invoke(app, ["export", "--state", "draft"])
+    get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    assert "1 files, 3 raise sites; drafts created 3" in result.output
+    assert missing.exit_code == 2 and "--repo" in missing.output
+    assert len([json.loads(line) for line in exported.output.splitlines()]) == 3
