@@ -3,13 +3,19 @@
 Import, the write API and the tests all call `record_errors`, so a record is judged the same
 way wherever it comes from: JSON Schema first, then the checks a schema cannot express
 (the messagePattern must run on the linear-time engines; source line bounds must agree).
+
+The schema runs on two engines: fastjsonschema compiles it to Python and decides whether a
+record is valid in ~10 us (importing 50k records must take seconds, not minutes), and only
+for a record it refuses does the reference `jsonschema` explain every reason, field by field.
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import fastjsonschema
 from jsonschema import Draft202012Validator
 
 from app.config import PROJECT_ROOT
@@ -40,6 +46,25 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(record_schema(), format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
+@lru_cache
+def _fast_check() -> Callable[[Any], Any]:
+    return fastjsonschema.compile(record_schema())
+
+
+def _schema_errors(record: Any) -> list[FieldError]:
+    try:
+        _fast_check()(record)
+    except fastjsonschema.JsonSchemaException:
+        pass
+    else:
+        return []
+    ordered = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+    return [
+        FieldError(".".join(str(p) for p in error.absolute_path) or "(record)", error.message)
+        for error in ordered
+    ]
+
+
 def field_order() -> tuple[str, ...]:
     """The schema's property order: the stable key order of every stored or exported record."""
     return tuple(record_schema()["properties"])
@@ -47,10 +72,7 @@ def field_order() -> tuple[str, ...]:
 
 def record_errors(record: Any) -> list[FieldError]:
     """Every reason `record` is not a valid record; an empty list means it is valid."""
-    errors = [
-        FieldError(".".join(str(p) for p in error.absolute_path) or "(record)", error.message)
-        for error in sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
-    ]
+    errors = _schema_errors(record)
     if errors:
         return errors
     try:
