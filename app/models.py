@@ -17,12 +17,15 @@ class Record(SQLModel, table=True):
     __table_args__ = (
         Index("ix_records_repo_slug", "repo", "slug"),
         Index("ix_records_modified_at", "modified_at"),
+        Index("ix_records_repo_id", "repo", "id"),
+        Index("ix_records_error_class_id", "error_class", "id"),
+        Index("ix_records_review_state_id", "review_state", "id"),
     )
 
     id: str = Field(primary_key=True, max_length=16)
-    repo: str = Field(index=True)
+    repo: str
     slug: str
-    error_class: str = Field(index=True)
+    error_class: str
     error_type: str
     severity: str
     handling_strategy: str | None = None
@@ -32,7 +35,7 @@ class Record(SQLModel, table=True):
     message_pattern: str = Field(sa_column=Column(Text, nullable=False))
     document: str = Field(sa_column=Column(Text, nullable=False))
     content_hash: str = Field(max_length=64)
-    review_state: str = Field(default="reviewed", index=True)
+    review_state: str = Field(default="reviewed")
     origin: str = Field(default="import")
     gone_in: str | None = None
     created_at: datetime

@@ -212,12 +212,14 @@ def list_records(
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_PAGE_SIZE}")
     total = session.execute(_filtered(select(func.count()).select_from(Record), filters))
-    statement = _filtered(select(*_STORED_COLUMNS), filters).order_by(Record.id)
+    # Ids first, documents after: ordering only ids keeps a filtered page cheap.
+    statement = _filtered(select(Record.id), filters).order_by(Record.id)
     if cursor is not None:
         statement = statement.where(Record.id > decode_cursor(cursor))
-    rows = session.execute(statement.limit(limit + 1)).all()
-    items = [_stored(row) for row in rows[:limit]]
-    next_cursor = encode_cursor(items[-1].id) if len(rows) > limit else None
+    ids = list(session.execute(statement.limit(limit + 1)).scalars())
+    found = get_records(session, ids[:limit])
+    items = [found[record_id] for record_id in ids[:limit] if record_id in found]
+    next_cursor = encode_cursor(ids[limit - 1]) if len(ids) > limit else None
     return Page(items, total.scalar_one(), next_cursor)
 
 
