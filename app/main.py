@@ -2,15 +2,17 @@
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api import errors, match, meta, reproducers
+from app.api import errors, match, meta, reproducers, search
 from app.api.limits import BodySizeLimit
 from app.config import Settings, get_settings
 from app.db import open_store
 from app.errors import AppError
 from app.matching.service import Matcher
+from app.web import routes as web
 
 JSON_ESCAPE_FACTOR = 6
 BATCH_BODY_FACTOR = 16
@@ -32,6 +34,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(meta.router)
     app.include_router(reproducers.router)
     app.include_router(match.router)
+    app.include_router(search.router)
+    app.mount("/static", StaticFiles(directory=web.STATIC_DIR), name="static")
+    app.include_router(web.router)  # last: its /{owner}/{repo}/{slug} would shadow others
     _add_error_handlers(app)
     return app
 
@@ -55,11 +60,7 @@ def error_response(request: Request, error: AppError) -> Response:
     """The error as JSON under /api, as a page elsewhere."""
     if _wants_json(request):
         return JSONResponse(error.body(), status_code=error.status)
-    return HTMLResponse(
-        f"<!doctype html><title>{error.status} {error.title}</title>"
-        f"<h1>{error.status} {error.title}</h1>",
-        status_code=error.status,
-    )
+    return web.error_page(request, error)
 
 
 def _add_error_handlers(app: FastAPI) -> None:

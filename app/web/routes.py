@@ -1,0 +1,153 @@
+"""The web pages: home, search results, match results, record pages, the error page.
+
+Server-rendered with Jinja2 (autoescape on), every page usable without JavaScript. Pages
+call the same service functions as the JSON API (records, search, match_text, verify) and
+only render what those return (ARCHITECTURE.md, convention 1); each page that has a JSON
+twin links to it, visibly and with `Link: rel="alternate"`.
+"""
+
+from pathlib import Path
+from typing import Annotated, Literal
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Form, Query, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from app import records, search, verify
+from app.api.deps import SessionDep, SettingsDep
+from app.errors import AppError, not_found
+from app.matching.service import match_text
+from app.records import StoredRecord
+from app.web import render
+
+WEB_DIR = Path(__file__).parent
+STATIC_DIR = WEB_DIR / "static"
+RECENT_ON_HOME = 5
+MATCHES_ON_PAGE = 10
+
+router = APIRouter(include_in_schema=False)
+
+
+def _environment() -> Environment:
+    environment = Environment(
+        loader=FileSystemLoader(WEB_DIR / "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.globals["search_url"] = render.search_url
+    environment.filters["python_code"] = render.python_code
+    environment.filters["source_excerpt"] = render.source_excerpt
+    return environment
+
+
+templates = Jinja2Templates(env=_environment())
+
+
+def _alternate(path: str) -> dict[str, str]:
+    return {"Link": f'<{path}>; rel="alternate"; type="application/json"'}
+
+
+@router.get("/", response_class=HTMLResponse)
+def read_home(request: Request, session: SessionDep) -> Response:
+    """The one box for a query or a paste, recent records and the dataset's numbers."""
+    recent = search.search(session, "", limit=RECENT_ON_HOME)
+    stats = records.dataset_stats(session)
+    context = {"recent": recent, "stats": stats}
+    return templates.TemplateResponse(
+        request, "home.html", context, headers=_alternate("/api/stats")
+    )
+
+
+@router.get("/search", response_class=HTMLResponse)
+def read_search_page(
+    request: Request,
+    session: SessionDep,
+    q: Annotated[str, Query(max_length=search.MAX_QUERY_LENGTH)] = "",
+    repo: str | None = None,
+    error_class: Annotated[str | None, Query(alias="errorClass")] = None,
+    tag: str | None = None,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response:
+    """Search results: marked snippets, filters as links, pages."""
+    filters = search.SearchFilters(repo, error_class, tag)
+    results = search.search(session, q, filters, cursor=cursor, matcher=request.app.state.matcher)
+    context = {
+        "results": results,
+        "params": {"q": q or None, **filters.active()},
+        "facets": render.page_facets(results.hits),
+        "stats": records.dataset_stats(session),
+        "json_url": "/api/search?" + urlencode({"q": q, **filters.active()}),
+    }
+    headers = _alternate(context["json_url"])
+    return templates.TemplateResponse(request, "search.html", context, headers=headers)
+
+
+@router.post("/match", response_class=HTMLResponse)
+def create_match_page(
+    request: Request,
+    session: SessionDep,
+    text: Annotated[str, Form()] = "",
+    mode: Annotated[Literal["auto", "search", "match"], Form()] = "auto",
+) -> Response:
+    """The home box: a paste is matched here, a query is sent on to the search page."""
+    if mode == "search" or (mode == "auto" and not search.looks_like_paste(text)):
+        return RedirectResponse(render.search_url({"q": text.strip()}), status_code=303)
+    result = match_text(request.app.state.matcher, session, text, MATCHES_ON_PAGE)
+    matched = {match.exception_index for match in result.matches}
+    spans = {exc.index: exc.message_spans or [exc.span] for exc in result.exceptions}
+    context = {
+        "result": result,
+        "pieces": render.paste_pieces(text, spans, matched),
+        "exceptions": {exc.index: exc for exc in result.exceptions},
+    }
+    return templates.TemplateResponse(request, "match.html", context)
+
+
+def _record_page(
+    request: Request, session: SessionDep, settings: SettingsDep, stored: StoredRecord
+) -> Response:
+    context = {
+        "stored": stored,
+        "record": stored.record(),
+        "draft": stored.review_state == records.DRAFT,
+        "related": search.related_records(session, stored),
+        "reproducer": verify.reproducer_info(settings, stored.id),
+        "runs": verify.latest_runs(session, stored.id),
+        "drift": verify.latest_drift(session, stored.id),
+        "json_url": f"/api/errors/{stored.id}",
+    }
+    headers = _alternate(context["json_url"])
+    return templates.TemplateResponse(request, "record.html", context, headers=headers)
+
+
+@router.get("/errors/{record_id}", response_class=HTMLResponse)
+def read_record_page(
+    request: Request, session: SessionDep, settings: SettingsDep, record_id: str
+) -> Response:
+    """A record as a page: message, meaning, source, fixes, reproducer, related errors."""
+    stored = records.get_record(session, record_id)
+    if stored is None:
+        raise not_found(f"record {record_id}")
+    return _record_page(request, session, settings, stored)
+
+
+@router.get("/{owner}/{repo}/{slug}", response_class=HTMLResponse)
+def read_record_page_by_slug(
+    request: Request, session: SessionDep, settings: SettingsDep, owner: str, repo: str, slug: str
+) -> Response:
+    """A record page by its repo and slug, the address the seeds' pages use."""
+    stored = records.get_record_by_slug(session, f"{owner}/{repo}", slug)
+    if stored is None:
+        raise not_found(f"record {owner}/{repo}/{slug}")
+    return _record_page(request, session, settings, stored)
+
+
+def error_page(request: Request, error: AppError) -> Response:
+    """The page of an error outside /api (404, 422, ...), from the same AppError as JSON."""
+    return templates.TemplateResponse(
+        request, "error.html", {"error": error}, status_code=error.status
+    )

@@ -1,0 +1,109 @@
+"""GET /api/search (issue 3): ranked hits with marked snippets, filters, pages, no 500s."""
+
+from collections.abc import Callable
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app import search
+from tests.test_search import HOSTILE_QUERIES, SEED_001, SEED_002, SEED_002_ERROR, make_record
+
+
+def _ids(body: dict) -> list[str]:
+    return [item["record"]["id"] for item in body["items"]]
+
+
+def test_search_returns_ranked_hits_with_marked_snippets(client: TestClient) -> None:
+    response = client.get("/api/search", params={"q": "wrapping"})
+    assert response.status_code == 200
+    body = response.json()
+    assert _ids(body) == [SEED_001]
+    assert body["total"] == 1 and body["totalExact"] and not body["relaxed"]
+    assert body["nextCursor"] is None and body["datasetVersion"]
+    hit = body["items"][0]
+    assert hit["matchedBy"] == "text" and hit["score"] > 0
+    snippet = hit["snippet"]
+    assert [snippet["text"][start:end] for start, end in snippet["marks"]] == ["wrapping"]
+    assert hit["title"]["text"] == hit["record"]["errorMessage"]
+
+
+def test_the_index_follows_writes_through_the_api(
+    client: TestClient, seed_records: dict, auth: dict
+) -> None:
+    record = make_record(1, "Axolotl overflowed", documentation="mongoose")
+    assert client.post("/api/errors", json=record, headers=auth).status_code == 201
+    assert _ids(client.get("/api/search", params={"q": "mongoose"}).json()) == [record["id"]]
+
+    record["documentation"] = "meerkat"
+    assert client.put(f"/api/errors/{record['id']}", json=record, headers=auth).status_code == 200
+    assert _ids(client.get("/api/search", params={"q": "mongoose"}).json()) == []
+    assert _ids(client.get("/api/search", params={"q": "meerkat"}).json()) == [record["id"]]
+
+    assert client.delete(f"/api/errors/{record['id']}", headers=auth).status_code == 204
+    for word in ("meerkat", "axolotl"):
+        assert client.get("/api/search", params={"q": word}).json()["total"] == 0
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_hostile_queries_never_fail(client: TestClient, query: str) -> None:
+    response = client.get("/api/search", params={"q": query[: search.MAX_QUERY_LENGTH]})
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
+    ("params", "status"),
+    [
+        ({"q": "x" * (search.MAX_QUERY_LENGTH + 1)}, 422),
+        ({"q": "free", "limit": search.MAX_SEARCH_LIMIT + 1}, 422),
+        ({"q": "free", "limit": 0}, 422),
+        ({"q": "free", "cursor": "not-ours"}, 400),
+    ],
+)
+def test_bad_parameters_are_json_errors(client: TestClient, params: dict, status: int) -> None:
+    response = client.get("/api/search", params=params)
+    assert response.status_code == status
+    assert response.json()["error"]["status"] == status
+
+
+def test_filters(client: TestClient) -> None:
+    def ids(**params) -> set[str]:
+        return set(_ids(client.get("/api/search", params={"q": "free", **params}).json()))
+
+    assert ids(repo="sgl-project/sglang") == {SEED_002}
+    assert ids(errorClass="MemoryError") == {SEED_001}
+    assert ids(tag="double-free") == {SEED_002, "c53f6de81577a6bc"}
+    assert ids(tag="no-such-tag") == set()
+
+
+def test_pages_follow_next_cursor(make_client: Callable[..., TestClient], auth: dict) -> None:
+    client = make_client()
+    for number in range(1, 13):
+        record = make_record(number, f"Wombat {number} failed")
+        assert client.post("/api/errors", json=record, headers=auth).status_code == 201
+    seen, params = [], {"q": "wombat", "limit": 5}
+    while True:
+        body = client.get("/api/search", params=params).json()
+        assert body["total"] == 12
+        seen += _ids(body)
+        if body["nextCursor"] is None:
+            break
+        params["cursor"] = body["nextCursor"]
+    assert len(seen) == len(set(seen)) == 12
+
+
+def test_an_error_line_is_matched_first(client: TestClient) -> None:
+    body = client.get("/api/search", params={"q": SEED_002_ERROR}).json()
+    assert body["items"][0]["record"]["id"] == SEED_002
+    assert body["items"][0]["matchedBy"] == "matcher"
+
+
+def test_an_empty_query_lists_recent_records(client: TestClient) -> None:
+    body = client.get("/api/search").json()
+    assert body["total"] == 3
+    assert {item["matchedBy"] for item in body["items"]} == {"recent"}
+
+
+def test_search_is_in_the_openapi_document(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert "/api/search" in paths
+    assert not any(path.startswith("/errors/") or path == "/search" for path in paths)

@@ -1,0 +1,313 @@
+"""Full-text search service (issue 3): the index follows writes, ranking, snippets, hostility."""
+
+import copy
+import json
+import re
+
+import pytest
+from sqlmodel import Session
+
+from app import records, search
+from app.config import Settings
+from app.db import make_engine, upgrade
+from app.errors import AppError
+from app.matching.service import Matcher
+from app.records import import_paths, write_records
+from tests.conftest import DATA_DIR
+
+SEED_001 = "b6bab2e17ae18394"
+SEED_002 = "edc4df790b100979"
+SEED_002_ERROR = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
+HOSTILE_QUERIES = [
+    '"',
+    '"unbalanced',
+    "(",
+    "((free",
+    "free)",
+    "-",
+    "-free",
+    "free -buffers",
+    "*",
+    "free*",
+    "**",
+    ":",
+    "errorMessage:free",
+    "{error_message}: free",
+    "NEAR",
+    "NEAR(free buffers, 2)",
+    "free AND",
+    "OR free",
+    "NOT",
+    "^free",
+    "free + buffers",
+    "<script>alert(1)</script>",
+    "'; DROP TABLE records; --",
+    "\x00",
+    "\\",
+    "\u00e9t\u00e9 caf\u00e9",
+    "\u4f1a\u8bdd \u7f13\u51b2\u533a",
+    "\U0001f525\U0001f525",
+    "\u200b",
+    "___",
+    "free" * 100,
+    " ".join(["free"] * 200),
+]
+
+
+def make_record(number: int, message: str, **fields) -> dict:
+    """A valid record with a fresh id, built on seed 001, with this message and fields."""
+    record = copy.deepcopy(json.loads((DATA_DIR / f"{SEED_001}.json").read_text()))
+    slug = re.sub(r"[^a-z0-9]+", "-", message[:50].lower()).strip("-")
+    record.update(
+        id=f"{number:016x}",
+        errorMessage=message,
+        messagePattern=re.escape(message),
+        slug=slug,
+        documentation="Nothing to see here.",
+        triggerScenarios=None,
+        commonSituations=None,
+        solutions=None,
+        preventionTips=None,
+        tags=["synthetic"],
+        backgroundTag=None,
+    )
+    record.update(fields)
+    return record
+
+
+@pytest.fixture
+def seeded(session: Session) -> Session:
+    """The test session, holding the records of data/."""
+    assert import_paths(session, [DATA_DIR]).committed
+    return session
+
+
+def _ids(results: search.SearchResults) -> list[str]:
+    return [hit.record.id for hit in results.hits]
+
+
+def test_a_word_of_the_documentation_finds_its_record(seeded: Session) -> None:
+    results = search.search(seeded, "wrapping")
+    assert _ids(results) == [SEED_001]
+    assert results.total == 1 and results.total_exact
+
+
+def test_an_identifier_matches_as_a_phrase(seeded: Session) -> None:
+    assert _ids(search.search(seeded, "occupied_size_new")) == [SEED_001]
+    assert _ids(search.search(seeded, "(data_buffer_start)")) == [SEED_001]
+
+
+def test_the_last_word_is_a_prefix(seeded: Session) -> None:
+    assert _ids(search.search(seeded, "wrapp")) == [SEED_001]
+    assert _ids(search.search(seeded, "pointer wrapp")) == [SEED_001]
+
+
+def test_the_index_follows_create_edit_and_delete(session: Session) -> None:
+    write_records(session, [make_record(1, "Widget exploded", documentation="aardvark")])
+    session.commit()
+    assert _ids(search.search(session, "aardvark")) == [f"{1:016x}"]
+
+    write_records(session, [make_record(1, "Widget exploded", documentation="pangolin")])
+    session.commit()
+    assert _ids(search.search(session, "aardvark")) == []
+    assert _ids(search.search(session, "pangolin")) == [f"{1:016x}"]
+
+    records.set_review_state(session, f"{1:016x}", records.DRAFT)
+    session.commit()
+    assert _ids(search.search(session, "pangolin")) == [f"{1:016x}"]
+
+    records.delete_record(session, f"{1:016x}")
+    session.commit()
+    assert _ids(search.search(session, "pangolin")) == []
+    assert _ids(search.search(session, "widget")) == []
+
+
+def test_records_stored_before_the_index_existed_are_indexed(settings: Settings) -> None:
+    engine = make_engine(settings.database_url)
+    upgrade(engine, "0001")
+    with Session(engine) as session:
+        write_records(session, [make_record(7, "Gizmo failed", documentation="quokka")])
+        session.commit()
+    upgrade(engine)
+    with Session(engine) as session:
+        assert _ids(search.search(session, "quokka")) == [f"{7:016x}"]
+
+
+def test_a_message_hit_outranks_a_documentation_hit(session: Session) -> None:
+    prose = "The okapi okapi okapi appears in this long explanation, okapi again."
+    write_records(
+        session,
+        [
+            make_record(1, "Stream stalled", documentation=prose),
+            make_record(2, "Okapi stalled the stream"),
+        ],
+    )
+    session.commit()
+    results = search.search(session, "okapi")
+    assert _ids(results) == [f"{2:016x}", f"{1:016x}"]
+    assert [hit.matched_by for hit in results.hits] == [search.SUMMARY, search.TEXT]
+
+
+def test_reviewed_records_come_before_drafts_on_equal_scores(session: Session) -> None:
+    write_records(session, [make_record(1, "Tapir failed")], review_state=records.DRAFT)
+    write_records(session, [make_record(2, "Tapir failed")])
+    session.commit()
+    results = search.search(session, "tapir")
+    assert results.hits[0].score == results.hits[1].score
+    assert _ids(results) == [f"{2:016x}", f"{1:016x}"]
+    records.set_review_state(session, f"{1:016x}", records.REVIEWED)
+    records.set_review_state(session, f"{2:016x}", records.DRAFT)
+    session.commit()
+    assert _ids(search.search(session, "tapir")) == [f"{1:016x}", f"{2:016x}"]
+
+
+def test_snippets_mark_the_matched_words(seeded: Session) -> None:
+    hit = search.search(seeded, "wrapping pointer").hits[0]
+    marked = [hit.snippet.text[start:end] for start, end in hit.snippet.marks]
+    assert marked == ["wrapping", "pointer"]
+    assert ("wrapping", True) in hit.snippet.parts()
+    title = search.search(seeded, "buffers").hits[0].title
+    assert [title.text[start:end].lower() for start, end in title.marks] == ["buffers"]
+
+
+def test_words_beyond_ascii_are_folded_and_marked(session: Session) -> None:
+    prose = "Le café déborde quand le Straße est pleine"
+    write_records(session, [make_record(1, "Zoo closed", documentation=prose)])
+    session.commit()
+    for query, word in (("cafe", "café"), ("DÉBORDE", "déborde"), ("stra", "Straße")):
+        hit = search.search(session, query).hits[0]
+        assert [hit.snippet.text[start:end] for start, end in hit.snippet.marks] == [word]
+
+
+def test_the_snippet_is_left_out_when_it_would_repeat_the_message(session: Session) -> None:
+    write_records(session, [make_record(1, "Llama overflowed")])
+    session.commit()
+    hit = search.search(session, "llama").hits[0]
+    assert hit.title.marks == ((0, 5),)
+    assert hit.snippet is None
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_hostile_queries_never_raise(seeded: Session, query: str) -> None:
+    results = search.search(seeded, query[: search.MAX_QUERY_LENGTH])
+    assert len(results.hits) <= results.total
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_user_text_reaches_match_only_as_quoted_words(query: str) -> None:
+    phrases = search.query_phrases(query)
+    if phrases:
+        expression = search.match_expression(phrases)
+        assert re.fullmatch(r'"[^\W_]+( [^\W_]+)*"\*?( AND "[^\W_]+( [^\W_]+)*"\*?)*', expression)
+    assert len(phrases) <= search.MAX_QUERY_TERMS
+
+
+def test_operators_are_plain_words(session: Session) -> None:
+    write_records(session, [make_record(1, "Near the end or not", documentation="and then")])
+    session.commit()
+    assert _ids(search.search(session, "NEAR")) == [f"{1:016x}"]
+    assert _ids(search.search(session, "OR NOT")) == [f"{1:016x}"]
+
+
+def test_no_record_with_every_word_relaxes_to_any_word(seeded: Session) -> None:
+    results = search.search(seeded, "wrapping xylophone")
+    assert results.relaxed
+    assert _ids(results) == [SEED_001]
+
+
+def test_filters_narrow_the_hits(seeded: Session) -> None:
+    everything = search.search(seeded, "free")
+    assert len(everything.hits) >= 2
+    by_repo = search.search(seeded, "free", search.SearchFilters(repo="sgl-project/sglang"))
+    assert _ids(by_repo) == [SEED_002]
+    by_class = search.search(seeded, "free", search.SearchFilters(error_class="MemoryError"))
+    assert _ids(by_class) == [SEED_001]
+    by_tag = search.search(seeded, "free", search.SearchFilters(tag="double-free"))
+    assert set(_ids(by_tag)) == {SEED_002, "c53f6de81577a6bc"}
+    assert by_tag.total == 2
+
+
+def test_pages_cover_every_hit_once(session: Session) -> None:
+    write_records(session, [make_record(n, f"Capybara number {n} failed") for n in range(1, 26)])
+    session.commit()
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = search.search(session, "capybara", limit=10, cursor=cursor)
+        assert page.total == 25
+        seen += _ids(page)
+        pages += 1
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+        assert search.search(session, "capybara", limit=10, cursor=cursor).previous_cursor
+    assert pages == 3
+    assert sorted(seen) == sorted(f"{n:016x}" for n in range(1, 26))
+
+
+def test_counting_stops_at_the_results_window(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "MAX_RESULTS_WINDOW", 5)
+    write_records(session, [make_record(n, f"Narwhal {n} failed") for n in range(1, 9)])
+    session.commit()
+    page = search.search(session, "narwhal", limit=3)
+    assert page.total == 5 and not page.total_exact
+    last = search.search(session, "narwhal", limit=3, cursor=page.next_cursor)
+    assert last.next_cursor is None
+
+
+@pytest.mark.parametrize("cursor", ["bogus", search.encode_cursor(10**6), "b2-1", "=="])
+def test_a_cursor_we_did_not_make_is_a_400(seeded: Session, cursor: str) -> None:
+    with pytest.raises(AppError) as raised:
+        search.search(seeded, "free", cursor=cursor)
+    assert raised.value.status == 400
+
+
+def test_limits_are_enforced(seeded: Session) -> None:
+    with pytest.raises(AppError):
+        search.search(seeded, "free", limit=search.MAX_SEARCH_LIMIT + 1)
+    with pytest.raises(AppError):
+        search.search(seeded, "x" * (search.MAX_QUERY_LENGTH + 1))
+
+
+def test_an_error_line_puts_the_record_the_matcher_finds_first(
+    seeded: Session, settings: Settings
+) -> None:
+    matcher = Matcher(seeded.get_bind(), settings.cache_dir, settings.max_paste_bytes)
+    results = search.search(seeded, SEED_002_ERROR, matcher=matcher)
+    assert results.hits[0].record.id == SEED_002
+    assert results.hits[0].matched_by == search.MATCHER
+    assert _ids(results).count(SEED_002) == 1
+    without = search.search(seeded, SEED_002_ERROR)
+    assert without.relaxed  # 4096 is in no record's text
+
+
+def test_an_empty_query_lists_recent_records(seeded: Session) -> None:
+    results = search.search(seeded, "  ")
+    assert results.total == 3
+    assert {hit.matched_by for hit in results.hits} == {search.RECENT}
+    filtered = search.search(seeded, "", search.SearchFilters(tag="cuda"))
+    assert _ids(filtered) == [SEED_002]
+
+
+def test_related_records_share_background_file_or_tags(seeded: Session) -> None:
+    related = search.related_records(seeded, records.get_record(seeded, SEED_002))
+    assert [item.record.id for item in related] == ["c53f6de81577a6bc"]
+    assert related[0].reasons[0] == "same background: double-release-resource"
+
+
+@pytest.mark.parametrize(
+    ("text", "paste"),
+    [
+        ("wrapping", False),
+        ("free buffers pool", False),
+        ("RuntimeError: CUDA VMM pool", True),
+        ("torch.cuda.OutOfMemoryError: CUDA out of memory", True),
+        ("AssertionError", True),
+        ("line one\nline two", True),
+        ("see Traceback (most recent call last) above", True),
+        ("what is an Error: in logs", False),
+    ],
+)
+def test_a_paste_is_told_from_a_query(text: str, paste: bool) -> None:
+    assert search.looks_like_paste(text) is paste
