@@ -46,7 +46,7 @@ def _configure_sqlite_connection(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-def upgrade(engine: Engine, revision: str = "heads") -> None:
+def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply pending Alembic migrations: the only way the schema is created or changed."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))

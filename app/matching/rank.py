@@ -222,6 +222,13 @@ def _context_score(
     return score, reasons
 
 
+def _better(match: Match, other: Match) -> bool:
+    """Higher score; on a tie, the later exception (what finally failed) explains more."""
+    if match.score != other.score:
+        return match.score > other.score
+    return (match.exception_index or -1) > (other.exception_index or -1)
+
+
 def rank(
     index: PatternIndex,
     hits: Sequence[tuple[str, int | None, str, bool]],
@@ -275,6 +282,6 @@ def rank(
             reasons=reasons,
             reviewed=candidate.reviewed,
         )
-        if record_id not in best or match.score > best[record_id].score:
+        if record_id not in best or _better(match, best[record_id]):
             best[record_id] = match
     return sorted(best.values(), key=lambda m: (-m.score, not m.reviewed, m.id))
