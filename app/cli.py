@@ -157,6 +157,54 @@ def match_command(
         typer.echo(f"        {'; '.join(match.reasons)}")
 
 
+@app.command("search")
+def search_command(
+    query: Annotated[str, typer.Argument(help="Words, or an error line such as 'KeyError: x'.")],
+    repo: Annotated[str | None, typer.Option(help="Only records of this owner/name.")] = None,
+    error_class: Annotated[
+        str | None, typer.Option("--error-class", help="Only records raising this class.")
+    ] = None,
+    tag: Annotated[str | None, typer.Option(help="Only records with this tag.")] = None,
+    limit: Annotated[int, typer.Option(help="Most hits to show.", min=1, max=100)] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
+) -> None:
+    """Full-text search of the records, like GET /api/search."""
+    from app import search
+    from app.errors import AppError
+
+    settings = _settings()
+    with Session(open_store(settings)) as session:
+        try:
+            results = search.search(
+                session,
+                query,
+                search.SearchFilters(repo, error_class, tag),
+                limit=limit,
+                matcher=_matcher(settings),
+            )
+        except AppError as error:
+            typer.echo(f"error: {error.detail}", err=True)
+            raise typer.Exit(2) from None
+    if as_json:
+        hits = [
+            {
+                "id": hit.record.id,
+                "score": hit.score,
+                "matchedBy": hit.matched_by,
+                "errorMessage": hit.title.text,
+            }
+            for hit in results.hits
+        ]
+        typer.echo(json.dumps({"total": results.total, "hits": hits}, indent=2))
+        return
+    typer.echo(f"{results.total}{'' if results.total_exact else '+'} records")
+    for hit in results.hits:
+        record = hit.record.record()
+        typer.echo(f"{hit.record.id}  {record['repo']}  {record['errorClass']}: {hit.title.text}")
+        if hit.snippet is not None:
+            typer.echo(f"    {hit.snippet.text}")
+
+
 @app.command("serve")
 def serve_command(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",

@@ -75,3 +75,23 @@ def test_every_option_has_help() -> None:
     serve_help = runner.invoke(app, ["serve", "--help"]).output
     for option in ("--host", "--port", "--workers"):
         assert option in serve_help
+
+
+def test_search_and_match_commands(database, tmp_path) -> None:
+    runner.invoke(app, ["import", str(DATA_DIR)])
+    found = runner.invoke(app, ["search", "ring buffer"])
+    assert found.exit_code == 0, found.output
+    assert "b6bab2e17ae18394" in found.output
+    line = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
+    matched = runner.invoke(app, ["match", "-", "--json"], input=line)
+    assert matched.exit_code == 0, matched.output
+    body = json.loads(matched.output)
+    assert body["matches"][0]["captures"] == {"control_offset": "4096"}
+    paste = tmp_path / "paste.log"
+    paste.write_text(line)
+    table = runner.invoke(app, ["match", str(paste)])
+    assert "edc4df790b100979" in table.output and "control_offset=4096" in table.output
+    missing = runner.invoke(app, ["match", str(tmp_path / "nope.log")])
+    assert missing.exit_code == 2 and "cannot read" in missing.output
+    empty = runner.invoke(app, ["match", "-"], input="   ")
+    assert empty.exit_code == 2 and "paste" in empty.output
