@@ -1,0 +1,642 @@
+"""All records' message patterns -> the records whose pattern a pasted text contains.
+
+Trying every record's ``messagePattern`` in turn costs time in proportion to the number of records
+(143 ms a paste for 28k patterns) and, with Python's ``re``, can backtrack for seconds on a crafted
+line. This index makes one pass of a multi-pattern engine over the text, then confirms only the
+patterns that engine flags with RE2, whose running time is linear in the text. Two engines sit
+behind one interface:
+
+* ``portable`` (the default, ``auto``): Aho–Corasick over each pattern's longest required literal;
+* ``hyperscan`` (x86-64 only): every pattern compiled into Hyperscan databases, in shards so a
+  write recompiles one shard, serialised by :meth:`PatternIndex.save` because compiling is slow.
+
+Per paste they cost the same (bench/bench_index.py: 0.57 vs 0.55 ms at 28k patterns, 2.7 vs
+2.8 ms at 100k, against 2.3 s and 8.2 s for a loop of ``re.search``): the time goes to confirming
+and locating the real hits, which both must do. Aho–Corasick builds five times faster (3 s vs
+15 s at 28k), takes half the memory and runs everywhere, so ``auto`` picks it.
+
+Patterns neither engine can take (no literal, or refused by Hyperscan) and patterns added since
+the last :meth:`PatternIndex.rebuild` are few; they are checked with ``str.find`` on their literal
+and confirmed with RE2 like the rest.
+
+Matching is per line: a pattern matches inside one line of the text (``.``, ``\\s`` and negated
+classes never cross a newline; ``^`` and ``$`` anchor at lines), unless the pattern itself
+contains a newline, in which case its matches may span the lines it names. Offsets are ``str``
+offsets. Captures (:meth:`PatternIndex.match`) come from RE2 too, never from Python's ``re``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from itertools import accumulate, chain
+from operator import attrgetter
+from pathlib import Path
+from re import _constants as sre_constants  # Python's own regex parser: literals only, never run
+from re import _parser as sre_parser
+from typing import Any, Literal, Protocol
+
+import ahocorasick
+import re2
+
+try:
+    import hyperscan
+except ImportError:  # no wheel outside x86-64: the portable engine takes over
+    hyperscan = None
+
+Backend = Literal["auto", "hyperscan", "portable"]
+
+SHARD_SIZE = 5000
+"""Patterns per Hyperscan database: a rebuild recompiles one shard (about 3 s), and each shard
+costs one more pass over the text (20 us for 5 KB)."""
+
+MAX_LITERAL_CHARS = 24
+"""Prefix of the longest literal the Aho–Corasick automaton holds: at 100k patterns it builds in
+0.3 s instead of 1 s, for 7% more patterns to confirm (bench/bench_index.py)."""
+
+MAX_HITS_PER_KEY = 20
+"""Hits reported per pattern and paste: a log repeating one line thousands of times (one per
+rank) tells no more than its first lines, and a pattern without literal matches every line."""
+
+MAX_COMPILED = 4096
+"""RE2 programs kept compiled. Patterns are compiled when first needed, so start-up does not
+pay for 100k of them and memory stays bounded."""
+
+CACHE_FORMAT = 1
+_CACHE_MAGIC = b"errkb-pattern-index\n"
+
+_HS_FLAGS = (
+    (hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY)
+    if hyperscan
+    else 0
+)
+"""Line anchors like RE2's line mode; one report per pattern, the earliest, which is all the
+confirmation needs; empty matches allowed so ``.*`` is not refused. No UTF-8 mode: it triples the
+compile time, so the scanned text has one byte per character instead (see ``_Text.one_byte``)."""
+
+# Hyperscan scans one byte per character, so it must not meet a pattern that names a non-ASCII
+# character (by itself or by an escape), nor case-folding, which in RE2 maps ASCII to non-ASCII.
+_NOT_FOR_HYPERSCAN = re.compile(r"[^\x00-\x7f]|\\[xuUNpPC0]|\(\?[a-zA-Z-]*i")
+_ONE_BYTE = bytes(range(128)) + b"\x80" * 128
+_UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
+
+_REFUSED_GROUPS = (
+    ("(?<=", "lookbehind (?<=...)"),
+    ("(?<!", "negative lookbehind (?<!...)"),
+    ("(?=", "lookahead (?=...)"),
+    ("(?!", "negative lookahead (?!...)"),
+    ("(?>", "atomic group (?>...)"),
+    ("(?(", "conditional (?(...)...)"),
+    ("(?P=", "named backreference (?P=name)"),
+)
+_COUNTED_REPEAT = re.compile(r"\{(?:\d+(?:,\d*)?|,\d+)\}")
+_BACKREFERENCE_DIGITS = frozenset("123456789")
+
+
+class PatternError(ValueError):
+    """A pattern the linear-time engines cannot run, naming the construct so its author can
+    rewrite it."""
+
+    def __init__(self, construct: str, detail: str) -> None:
+        super().__init__(f"{construct}: {detail}")
+        self.construct = construct
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A confirmed match of record ``key``'s pattern at ``text[start:end]``."""
+
+    key: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Captures:
+    """The groups of one match, as ``re.Match.groups()`` and ``groupdict()`` would give them."""
+
+    span: tuple[int, int]
+    groups: tuple[str | None, ...]
+    named: dict[str, str | None]
+
+
+def check_pattern(pattern: str) -> None:
+    """Raise :class:`PatternError` unless RE2 (and so this index) can run ``pattern``.
+
+    Constructs that need backtracking are named before RE2 is asked, because RE2's own message
+    ("invalid perl operator: (?<") does not say what to rewrite.
+    """
+    refused = _refused_construct(pattern)
+    if refused:
+        construct, at = refused
+        raise PatternError(construct, f"at offset {at}; linear-time engines cannot run it")
+    try:
+        re2.compile(pattern, _re2_options(never_nl=False))
+    except re2.error as error:
+        detail = error.args[0] if error.args else ""
+        raise PatternError(
+            "RE2 syntax", detail.decode() if isinstance(detail, bytes) else str(detail)
+        ) from None
+
+
+def _refused_construct(pattern: str) -> tuple[str, int] | None:
+    """The first backtracking construct outside character classes, with its offset."""
+    at, in_class, after_repeat = 0, False, False
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":
+            if not in_class and pattern[at + 1 : at + 2] in _BACKREFERENCE_DIGITS:
+                return "backreference \\N", at
+            at, after_repeat = at + 2, False
+        elif in_class:
+            in_class, at = char != "]", at + 1
+        elif char == "[":
+            at, in_class, after_repeat = at + 1, True, False
+            at += pattern.startswith("^", at)
+            at += pattern.startswith("]", at)  # a leading "]" is a member, not the end
+        elif char == "(":
+            for opener, construct in _REFUSED_GROUPS:
+                if pattern.startswith(opener, at):
+                    return construct, at
+            at, after_repeat = at + (2 if pattern.startswith("(?", at) else 1), False
+        elif char in "*+?" or (repeat := _COUNTED_REPEAT.match(pattern, at)):
+            if after_repeat and char == "+":
+                return "possessive quantifier (*+, ++, ?+, {m,n}+)", at
+            # a "?" after a repeat makes it lazy; anything else starts a new repeat
+            after_repeat = not after_repeat
+            at = at + 1 if char in "*+?" else repeat.end()
+        else:
+            at, after_repeat = at + 1, False
+    return None
+
+
+def _re2_options(*, never_nl: bool) -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False
+    options.never_nl = never_nl
+    return options
+
+
+@lru_cache(maxsize=MAX_COMPILED)
+def _compiled(pattern: str, *, in_lines: bool, spans_lines: bool = False) -> Any:
+    """The RE2 program for ``match`` (as written) or for candidates (line anchors, and no
+    newline crossed unless the pattern names one)."""
+    if not in_lines:
+        return re2.compile(pattern, _re2_options(never_nl=False))
+    return re2.compile(f"(?m){pattern}", _re2_options(never_nl=not spans_lines))
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    key: str
+    pattern: str
+    literal: str  # (a prefix of) the longest literal every match contains; "" if none known
+    specificity: int  # literal characters every match contains: noise patterns score 0
+    spans_lines: bool  # the pattern names a newline, so its matches cross lines
+
+
+_ENTRY_FIELDS = [f.name for f in fields(_Entry)]
+
+
+def _entry(key: str, pattern: str) -> _Entry:
+    runs = _required_literals(pattern)
+    return _Entry(
+        key=key,
+        pattern=pattern,
+        literal=max(runs, key=len, default="")[:MAX_LITERAL_CHARS],
+        specificity=sum(map(len, runs)),
+        spans_lines=any("\n" in run for run in runs),
+    )
+
+
+def _required_literals(pattern: str) -> list[str]:
+    """Runs of literal text that every match contains, read off Python's regex parse tree.
+
+    Only the shape is used: Python's parser never runs on user text. Patterns it cannot parse
+    (RE2-only syntax) get no literal and are confirmed on every paste.
+    """
+    try:
+        tree = sre_parser.parse(pattern)
+    except (re.error, OverflowError, RecursionError):
+        return []
+    runs: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            runs.append("".join(current))
+            current.clear()
+
+    def walk(items: Iterable[tuple[Any, Any]], caseless: bool) -> None:
+        for op, arg in items:
+            if op is sre_constants.LITERAL and not caseless:
+                current.append(chr(arg))
+            elif op is sre_constants.AT:  # zero-width: the literals around it stay adjacent
+                continue
+            elif op is sre_constants.SUBPATTERN:
+                _, add_flags, del_flags, body = arg
+                ignore = sre_constants.SRE_FLAG_IGNORECASE
+                walk(body, (caseless or bool(add_flags & ignore)) and not del_flags & ignore)
+            else:
+                flush()
+                if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT) and arg[0] >= 1:
+                    walk(arg[2], caseless)
+                    flush()
+
+    walk(tree, bool(tree.state.flags & sre_constants.SRE_FLAG_IGNORECASE))
+    flush()
+    return runs
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """A pasted text with the line tables that turn engine offsets into lines and back."""
+
+    text: str
+    data: bytes  # UTF-8: what RE2 confirms against
+    char_starts: list[int]
+    byte_starts: list[int]
+
+    @classmethod
+    def of(cls, text: str) -> _Text:
+        lines = text.split("\n")
+        char_starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+        if text.isascii():
+            return cls(text, text.encode("ascii"), char_starts, char_starts)
+        data = text.encode("utf-8", "surrogatepass")
+        byte_lengths = (len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines[:-1])
+        return cls(text, data, char_starts, list(accumulate(byte_lengths, initial=0)))
+
+    def one_byte(self) -> bytes:
+        """The text with every non-ASCII character as the byte 0x80, so that Hyperscan's
+        offsets are character offsets and its ``.`` and negated classes still match once per
+        character (0x80 is no ASCII literal, word or space character)."""
+        if self.char_starts is self.byte_starts:  # ASCII
+            return self.data
+        return self.data.translate(_ONE_BYTE, _UTF8_CONTINUATION)
+
+    def line_of_char(self, char: int) -> int:
+        return bisect_right(self.char_starts, char) - 1
+
+    def char_of_byte(self, line: int, byte: int) -> int:
+        if self.char_starts is self.byte_starts:
+            return byte
+        start = self.byte_starts[line]
+        return self.char_starts[line] + len(self.data[start:byte].decode("utf-8", "surrogatepass"))
+
+
+class _Engine(Protocol):
+    """A prefilter: for each pattern it covers that may match, the char offset at or before
+    the line of its first match."""
+
+    def first_offsets(self, text: _Text) -> dict[int, int]: ...
+
+    def extended(self, entries: list[_Entry | None], ids: list[int]) -> tuple[_Engine, list[int]]:
+        """A new engine covering ``ids`` too, and those of ``ids`` it cannot cover. A new
+        object, so that readers keep using the old one until it is swapped in."""
+        ...
+
+    def dump(self) -> tuple[Any, list[bytes]]:
+        """State as JSON and binary blobs, for the cache file."""
+        ...
+
+
+class _PortableEngine:
+    """Aho–Corasick over the longest required literal of each pattern."""
+
+    def __init__(self, automaton: Any = None, ids_by_literal: list[list[int]] | None = None):
+        self._automaton = automaton
+        self._ids_by_literal = ids_by_literal or []
+
+    @classmethod
+    def restore(cls, entries: list[_Entry | None], state: Any, blobs: list[bytes]) -> _Engine:
+        """Rebuilt from the literals: quicker than pyahocorasick's own load (0.7 s vs 1.9 s at
+        100k patterns)."""
+        engine, _ = cls().extended(entries, [])
+        return engine
+
+    def first_offsets(self, text: _Text) -> dict[int, int]:
+        offsets: dict[int, int] = {}
+        if self._automaton is None:
+            return offsets
+        seen: set[int] = set()
+        for end, literal_id in self._automaton.iter(text.text):
+            if literal_id not in seen:
+                seen.add(literal_id)
+                for id_ in self._ids_by_literal[literal_id]:
+                    offsets[id_] = end
+        return offsets
+
+    def extended(self, entries: list[_Entry | None], ids: list[int]) -> tuple[_Engine, list[int]]:
+        """Remade from every live entry: one automaton is cheaper to scan than several."""
+        ids_by_literal: dict[str, list[int]] = {}
+        for id_, entry in enumerate(entries):
+            if entry is not None and entry.literal:
+                ids_by_literal.setdefault(entry.literal, []).append(id_)
+        automaton = None
+        if ids_by_literal:
+            automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+            for literal_id, literal in enumerate(ids_by_literal):
+                automaton.add_word(literal, literal_id)
+            automaton.make_automaton()
+        uncovered = [id_ for id_ in ids if not entries[id_].literal]  # type: ignore[union-attr]
+        return _PortableEngine(automaton, list(ids_by_literal.values())), uncovered
+
+    def dump(self) -> tuple[Any, list[bytes]]:
+        return None, []
+
+
+@dataclass(frozen=True, slots=True)
+class _Shard:
+    ids: list[int]
+    database: Any  # hyperscan.Database, or None when every pattern of the shard was refused
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one scratch per database
+
+
+class _HyperscanEngine:
+    """Every pattern Hyperscan accepts, in databases of at most ``SHARD_SIZE`` patterns."""
+
+    def __init__(self, shards: list[_Shard] | None = None) -> None:
+        self._shards = shards or []
+
+    @classmethod
+    def restore(cls, entries: list[_Entry | None], state: Any, blobs: list[bytes]) -> _Engine:
+        return cls(
+            [_Shard(ids, _load_database(blob)) for ids, blob in zip(state, blobs, strict=True)]
+        )
+
+    def first_offsets(self, text: _Text) -> dict[int, int]:
+        offsets: dict[int, int] = {}
+
+        def on_match(id_: int, start: int, end: int, flags: int, context: object) -> None:
+            offsets[id_] = max(end - 1, 0)  # an end offset: the match's last char is before it
+
+        data = text.one_byte()
+        for shard in self._shards:
+            if shard.database is not None:
+                with shard.lock:
+                    shard.database.scan(data, match_event_handler=on_match)
+        return offsets
+
+    def extended(self, entries: list[_Entry | None], ids: list[int]) -> tuple[_Engine, list[int]]:
+        """The new patterns fill the last shard, then new ones; the other shards are kept."""
+        fit = [id_ for id_ in ids if not _NOT_FOR_HYPERSCAN.search(entries[id_].pattern)]  # type: ignore[union-attr]
+        uncovered = sorted(set(ids) - set(fit))
+        if not fit:
+            return self, uncovered
+        shards = list(self._shards)
+        if shards and len(shards[-1].ids) < SHARD_SIZE:
+            fit = [id_ for id_ in shards.pop().ids if entries[id_] is not None] + fit
+        for first in range(0, len(fit), SHARD_SIZE):
+            shard, refused = _compile_shard(entries, fit[first : first + SHARD_SIZE])
+            shards.append(shard)
+            uncovered += refused
+        return _HyperscanEngine(shards), uncovered
+
+    def dump(self) -> tuple[Any, list[bytes]]:
+        blobs = [hyperscan.dumpb(s.database) if s.database else b"" for s in self._shards]
+        return [shard.ids for shard in self._shards], blobs
+
+
+def _compile_shard(entries: list[_Entry | None], ids: list[int]) -> tuple[_Shard, list[int]]:
+    """One database; when Hyperscan refuses the lot, pattern by pattern to find the refused
+    ones (as prefilters first: a superset is enough, RE2 confirms), which it does not name."""
+    patterns = [entries[id_].pattern for id_ in ids]  # type: ignore[union-attr]
+    try:
+        return _Shard(ids, _compile_database(patterns, ids, [_HS_FLAGS] * len(ids))), []
+    except hyperscan.error:
+        pass
+    kept: list[int] = []
+    flags: list[int] = []
+    refused: list[int] = []
+    for id_, pattern in zip(ids, patterns, strict=True):
+        for flag in (_HS_FLAGS, _HS_FLAGS | hyperscan.HS_FLAG_PREFILTER):
+            try:
+                _compile_database([pattern], [id_], [flag])
+            except hyperscan.error:
+                continue
+            kept.append(id_)
+            flags.append(flag)
+            break
+        else:
+            refused.append(id_)
+    kept_patterns = [entries[id_].pattern for id_ in kept]  # type: ignore[union-attr]
+    database = _compile_database(kept_patterns, kept, flags) if kept else None
+    return _Shard(kept, database), refused
+
+
+def _compile_database(patterns: list[str], ids: list[int], flags: list[int]) -> Any:
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    encoded = [pattern.encode("ascii") for pattern in patterns]
+    database.compile(expressions=encoded, ids=ids, elements=len(ids), flags=flags)
+    return database
+
+
+def _load_database(blob: bytes) -> Any:
+    if not blob:
+        return None
+    database = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+    database.scratch = hyperscan.Scratch(database)
+    return database
+
+
+_ENGINES: dict[str, Any] = {"hyperscan": _HyperscanEngine, "portable": _PortableEngine}
+_STALE_DATABASE = (hyperscan.error,) if hyperscan else ()  # built by another Hyperscan
+
+
+def _resolve(backend: Backend) -> str:
+    """``auto`` is the portable engine: as fast per paste, quicker to build (module docstring)."""
+    if backend == "auto":
+        return "portable"
+    if backend not in _ENGINES:
+        raise ValueError(f"unknown backend {backend!r}; expected auto, hyperscan or portable")
+    if backend == "hyperscan" and not hyperscan:
+        raise RuntimeError("the hyperscan module is not installed (it is x86-64 only)")
+    return backend
+
+
+class PatternIndex:
+    """The message patterns of all records, matched against a paste in one pass.
+
+    Reads (:meth:`candidates`, :meth:`match`) may run in several threads at once, also while a
+    write runs; writes (:meth:`add`, :meth:`remove`, :meth:`rebuild`) must not overlap.
+    """
+
+    def __init__(self, entries: Iterable[tuple[str, str]] = (), backend: Backend = "auto"):
+        """Build from ``(key, pattern)`` pairs. A pattern that :func:`check_pattern` refuses is
+        left out and reported in ``rejected`` rather than raised: one bad record must not stop
+        the service from starting (writes go through :meth:`add`, which raises)."""
+        self.backend = _resolve(backend)
+        self.rejected: dict[str, PatternError] = {}
+        self._entries: list[_Entry | None] = []
+        self._ids: dict[str, int] = {}
+        self._loose: list[int] = []  # the engine cannot take these: found with str.find
+        self._pending: list[int] = []  # added since the last rebuild: found with str.find
+        self._engine: _Engine = _ENGINES[self.backend]()
+        for key, pattern in entries:
+            try:
+                self.add(key, pattern)
+            except PatternError as error:
+                self.rejected[key] = error
+        self.rebuild()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._ids
+
+    def candidates(self, text: str) -> list[Hit]:
+        """Confirmed matches of any pattern in ``text``, by position: at most one per pattern
+        and line, ``MAX_HITS_PER_KEY`` per pattern."""
+        pasted = _Text.of(text)
+        offsets = self._engine.first_offsets(pasted)
+        for id_ in chain(self._loose, self._pending):
+            entry = self._entries[id_]
+            if entry is not None and (at := text.find(entry.literal)) >= 0:
+                offsets[id_] = min(at, offsets.get(id_, at))
+        hits: list[Hit] = []
+        for id_, at in offsets.items():
+            entry = self._entries[id_]
+            if entry is not None:  # None: removed since the engine was built
+                self._confirm(entry, at, pasted, hits)
+        hits.sort(key=attrgetter("start", "end", "key"))
+        return hits
+
+    def match(self, key: str, subject: str, full: bool = False) -> Captures | None:
+        """Groups of ``key``'s pattern in ``subject`` (an exception message, say): the whole of
+        it when ``full``, else the first match. Raises KeyError for an unknown key."""
+        regex = _compiled(self._entry(key).pattern, in_lines=False)
+        found = regex.fullmatch(subject) if full else regex.search(subject)
+        if found is None:
+            return None
+        return Captures(found.span(), found.groups(), found.groupdict())
+
+    def specificity(self, key: str) -> int:
+        """Literal characters every match of ``key``'s pattern contains: 0 for a pattern such
+        as ``(.+?)`` that matches any line, so ranking can put it last."""
+        return self._entry(key).specificity
+
+    def add(self, key: str, pattern: str) -> None:
+        """Add or replace ``key``'s pattern; it is matched at once, with ``str.find`` and RE2
+        until the next :meth:`rebuild`. Raises :class:`PatternError` for a pattern RE2 refuses."""
+        check_pattern(pattern)
+        replaced = self._ids.get(key)
+        self._entries.append(_entry(key, pattern))  # in this order, a reader sees the old
+        self._ids[key] = len(self._entries) - 1  # pattern or the new one, never neither
+        self._pending.append(self._ids[key])
+        if replaced is not None:
+            self._entries[replaced] = None
+
+    def remove(self, key: str) -> None:
+        """Forget ``key``'s pattern (nothing happens for an unknown key). Its slot in the engine
+        stays until a fresh build; hits on it are dropped."""
+        id_ = self._ids.pop(key, None)
+        if id_ is not None:
+            self._entries[id_] = None
+
+    def rebuild(self) -> None:
+        """Move the patterns added since the last rebuild into the engine: remakes the automaton
+        (0.3 s at 100k patterns) or recompiles a Hyperscan shard or two (3 s); call it off the
+        request path."""
+        pending = [id_ for id_ in self._pending if self._entries[id_] is not None]
+        self._engine, uncovered = self._engine.extended(self._entries, pending)
+        self._loose = [id_ for id_ in self._loose if self._entries[id_] is not None] + uncovered
+        self._pending = []
+
+    def save(self, path: Path, version: str) -> None:
+        """Write the index to ``path`` (atomically), to be loaded while ``version`` (say the
+        dataset version) is current: building checks and parses every pattern (3 s at 28k,
+        15 s with Hyperscan), loading reads them back (0.1 s)."""
+        state, blobs = self._engine.dump()
+        header = {
+            "format": CACHE_FORMAT,
+            "version": version,
+            "backend": self.backend,
+            "entries": {  # by column: strings and numbers decode fastest
+                name: [getattr(entry, name) if entry else None for entry in self._entries]
+                for name in _ENTRY_FIELDS
+            },
+            "loose": self._loose,
+            "pending": self._pending,
+            "engine": state,
+            "blobs": [len(blob) for blob in blobs],
+        }
+        path = Path(path)
+        with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False) as file:
+            file.write(_CACHE_MAGIC)
+            file.write(json.dumps(header, separators=(",", ":")).encode())
+            file.write(b"\n")
+            for blob in blobs:
+                file.write(blob)
+        os.replace(file.name, path)
+
+    @classmethod
+    def load(cls, path: Path, version: str, backend: Backend = "auto") -> PatternIndex | None:
+        """The index saved at ``path`` for ``version``, or None when there is none to use: no
+        file, another version or backend, or a Hyperscan database from another build."""
+        try:
+            raw = Path(path).read_bytes()
+        except FileNotFoundError:
+            return None
+        header_end = raw.find(b"\n", len(_CACHE_MAGIC))
+        if not raw.startswith(_CACHE_MAGIC) or header_end < 0:
+            return None
+        header = json.loads(raw[len(_CACHE_MAGIC) : header_end])
+        index = cls(backend=backend)
+        if (header["format"], header["version"], header["backend"]) != (
+            CACHE_FORMAT,
+            version,
+            index.backend,
+        ):
+            return None
+        blobs, at = [], header_end + 1
+        for size in header["blobs"]:
+            blobs.append(raw[at : at + size])
+            at += size
+        columns = (header["entries"][name] for name in _ENTRY_FIELDS)
+        index._entries = [
+            _Entry(*row) if row[0] is not None else None for row in zip(*columns, strict=True)
+        ]
+        index._ids = {entry.key: id_ for id_, entry in enumerate(index._entries) if entry}
+        index._loose = header["loose"]
+        index._pending = header["pending"]
+        try:
+            index._engine = _ENGINES[index.backend].restore(index._entries, header["engine"], blobs)
+        except _STALE_DATABASE:
+            return None
+        return index
+
+    def _entry(self, key: str) -> _Entry:
+        entry = self._entries[self._ids[key]]
+        if entry is None:  # removed while this call was reading
+            raise KeyError(key)
+        return entry
+
+    @staticmethod
+    def _confirm(entry: _Entry, at: int, text: _Text, hits: list[Hit]) -> None:
+        """RE2 over the text from the line of the engine's first hit (from the top for a
+        pattern that spans lines), one match per line. Each search resumes after the previous
+        match, so one pattern costs one pass over the text at most."""
+        regex = _compiled(entry.pattern, in_lines=True, spans_lines=entry.spans_lines)
+        line = 0 if entry.spans_lines else text.line_of_char(at)
+        for _ in range(MAX_HITS_PER_KEY):
+            found = regex.search(text.data, text.byte_starts[line])
+            if found is None:
+                return
+            start, end = found.span()
+            line = bisect_right(text.byte_starts, start) - 1
+            hits.append(
+                Hit(entry.key, text.char_of_byte(line, start), text.char_of_byte(line, end))
+            )
+            line += 1
+            if line == len(text.byte_starts):
+                return
