@@ -63,11 +63,12 @@ class Matcher:
                 self._index = PatternIndex(_patterns(session))
                 self._save(version)
             self._keys = set(_all_ids(session))
-        else:
-            self._apply_changes(session)
+        elif self._apply_changes(session):
+            self._save(version)
         self._version, self._synced_at = version, now
 
-    def _apply_changes(self, session: Session) -> None:
+    def _apply_changes(self, session: Session) -> bool:
+        """Add what was written since the last sync, drop what was deleted; True if any."""
         assert self._index is not None
         since = self._synced_at - timedelta(seconds=MODIFIED_MARGIN_S)
         changed = session.execute(
@@ -77,11 +78,13 @@ class Matcher:
             self._index.add(record_id, pattern)
             self._keys.add(record_id)
         present = set(_all_ids(session))
-        for record_id in self._keys - present:
+        gone = self._keys - present
+        for record_id in gone:
             self._index.remove(record_id)
         self._keys = present
         if len(changed) >= REBUILD_AFTER_PENDING:
             self._index.rebuild()
+        return bool(changed) or bool(gone)
 
     def _save(self, version: str) -> None:
         assert self._index is not None
