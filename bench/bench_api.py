@@ -7,10 +7,7 @@ level bounded in requests and time, and prints the table for the README.
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,28 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app import records  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import open_store  # noqa: E402
+from bench.server import running_server  # noqa: E402
 from bench.synthetic import synthetic_records  # noqa: E402
 
 REQUESTS_PER_LEVEL = 2000
 SECONDS_PER_LEVEL = 20.0
 CONCURRENCY_LEVELS = (1, 4, 16)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_ready(base: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start")
 
 
 def _drive(base: str, paths: list[str], concurrency: int) -> dict:
@@ -96,27 +77,7 @@ def main() -> None:
         assert report.committed and report.counts.created == args.records, report.rejected[:3]
         print(f"import of {args.records} records: {import_s:.2f} s")
 
-        port = _free_port()
-        env = os.environ | {"ERRKB_DATABASE_URL": url}
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "app.main:create_app",
-                "--factory",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-            env=env,
-        )
-        try:
-            base = f"http://127.0.0.1:{port}"
-            _wait_ready(base)
+        with running_server({"ERRKB_DATABASE_URL": url}) as base:
             ids = [rows[(i * 7919) % len(rows)]["id"] for i in range(REQUESTS_PER_LEVEL)]
             by_id = [f"/api/errors/{i}" for i in ids]
             listing = ["/api/errors?limit=50&repo=pytorch/pytorch"] * (REQUESTS_PER_LEVEL // 4)
@@ -133,9 +94,6 @@ def main() -> None:
                         f"| {name} | {level} | {result['requests']} | {result['rps']:.0f} | "
                         f"{result['median_ms']:.2f} | {result['p99_ms']:.2f} |"
                     )
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import argparse
 import os
 import random
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from app.config import Settings  # noqa: E402
 from app.db import open_store  # noqa: E402
 from app.matching.index import PatternIndex  # noqa: E402
 from app.models import Record  # noqa: E402
+from bench.server import running_server  # noqa: E402
 
 PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 TRACEBACK_BYTES = 5_000
@@ -144,19 +144,10 @@ def bench_index(rows, sizes: list[int]) -> None:
             del index, compiled
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def bench_service(database: Path, rows) -> None:
     rng = random.Random(2)
     cache = database.parent / "bench-cache"
-    env = os.environ | {
-        "ERRKB_DATABASE_URL": f"sqlite:///{database}",
-        "ERRKB_CACHE_DIR": str(cache),
-    }
+    env = {"ERRKB_DATABASE_URL": f"sqlite:///{database}", "ERRKB_CACHE_DIR": str(cache)}
     warm = subprocess.run(  # build and cache the index once, as `errkb serve` does
         [
             sys.executable,
@@ -164,7 +155,7 @@ def bench_service(database: Path, rows) -> None:
             "from app.cli import _warm_match_index; from app.config import "
             "get_settings; _warm_match_index(get_settings())",
         ],
-        env=env,
+        env=os.environ | env,
         capture_output=True,
         text=True,
         check=True,
@@ -180,7 +171,7 @@ def bench_service(database: Path, rows) -> None:
         float(
             subprocess.run(
                 [sys.executable, "-c", load_code],
-                env=env,
+                env=os.environ | env,
                 check=True,
                 capture_output=True,
                 text=True,
@@ -192,32 +183,8 @@ def bench_service(database: Path, rows) -> None:
         f"start-up with the cached index (import, open store, load): median "
         f"{statistics.median(loads):.2f} s"
     )
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "app.main:create_app",
-            "--factory",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        started = time.perf_counter()
-        while True:
-            try:
-                httpx.get(f"{base}/healthz")
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
+    started = time.perf_counter()
+    with running_server(env) as base:
         print(f"server ready after {time.perf_counter() - started:.2f} s")
         samples = rng.sample(rows, FRESH_TEXTS + 1)
         texts = [traceback_of(rng, r[2], r[3], r[4]) for r in samples]
@@ -246,9 +213,6 @@ def bench_service(database: Path, rows) -> None:
             print(f"1 MB log with {len(log)} tracebacks: {post(big) * 1000:.1f} ms")
             for name, line in CRAFTED.items():
                 print(f"crafted line ({name}, {len(line)} B): {post(line) * 1000:.2f} ms")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def main() -> None:

@@ -14,10 +14,7 @@ records hold, for contrast.
 
 import argparse
 import itertools
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,28 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app import records  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import open_store  # noqa: E402
+from bench.server import running_server  # noqa: E402
 from bench.synthetic import WORDS, synthetic_records  # noqa: E402
 
 REQUESTS_PER_KIND = 300
 WARMUP_REQUESTS = 30
 GOAL_MEDIAN_MS, GOAL_P95_MS = 10.0, 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_ready(base: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start")
 
 
 def _import(url: str, count: int) -> list[dict]:
@@ -115,14 +96,7 @@ def main() -> None:
         path = args.database or Path(folder) / "bench.db"
         url = f"sqlite:///{path.resolve()}"
         rows = _import(url, args.records)
-        port = _free_port()
-        env = os.environ | {"ERRKB_DATABASE_URL": url, "ERRKB_CACHE_DIR": folder}
-        command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
-        command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-        server = subprocess.Popen(command, env=env)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            _wait_ready(base)
+        with running_server({"ERRKB_DATABASE_URL": url, "ERRKB_CACHE_DIR": folder}) as base:
             print(f"| query ({args.records} records) | requests | median ms | p95 ms | goal |")
             print("|---|---|---|---|---|")
             with httpx.Client(base_url=base, timeout=30) as client:
@@ -135,9 +109,6 @@ def main() -> None:
                         f"| {kind} | {len(latencies)} | {median:.2f} | {p95:.2f} | "
                         f"{'met' if met else 'missed'} |"
                     )
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
 
 
 if __name__ == "__main__":

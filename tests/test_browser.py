@@ -27,6 +27,7 @@ from app.config import PROJECT_ROOT, Settings
 from app.main import create_app
 from app.records import import_paths
 from tests.conftest import DATA_DIR
+from tests.test_web import RECORD_SECTIONS
 
 pytestmark = pytest.mark.browser
 
@@ -240,18 +241,7 @@ def test_record_page_has_each_section_and_the_raising_line(page, seed_records) -
     link = response.headers["link"]
     assert link == f'</api/errors/{SEED_002}>; rel="alternate"; type="application/json"'
     headings = page.locator("main h2").all_inner_texts()
-    assert headings == [
-        "Error message",
-        "What it means",
-        "Source",
-        "Solutions",
-        "Example fix",
-        "Defensive patterns",
-        "Prevention",
-        "When it happens",
-        "Related errors",
-        "Reproducer",
-    ]
+    assert headings == RECORD_SECTIONS
     raising = page.locator("#source .hll")
     assert raising.count() == 1
     assert "raise RuntimeError(" in raising.inner_text()
