@@ -33,17 +33,29 @@ def make_engine(url: str) -> Engine:
         Path(database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False})
     event.listen(engine, "connect", _configure_sqlite_connection)
+    event.listen(engine, "begin", _begin_sqlite_transaction)
     return engine
 
 
 def _configure_sqlite_connection(dbapi_connection, _record) -> None:
-    """WAL lets readers run during a write; SQLite leaves foreign keys off unless asked."""
+    """WAL lets readers run during a write; SQLite leaves foreign keys off unless asked.
+
+    The driver's own transaction handling is turned off (its legacy mode opens a transaction
+    only before INSERT/UPDATE/DELETE, so DDL such as a trigger swap would commit on its
+    own); `_begin_sqlite_transaction` opens every transaction instead, so schema changes
+    and data changes commit or roll back together.
+    """
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _begin_sqlite_transaction(connection) -> None:
+    connection.exec_driver_sql("BEGIN")
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

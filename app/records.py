@@ -22,6 +22,7 @@ from sqlmodel import Session
 from app.errors import AppError
 from app.models import DatasetState, Record, RecordTag
 from app.recordfiles import LoadedRecord, load_records, record_files
+from app.search_index import batch_indexing
 from app.validation import field_order, record_errors
 
 MAX_PAGE_SIZE = 200
@@ -274,7 +275,8 @@ def write_records(
     for row in new_rows:
         row.update(created_at=now, review_state=review_state, origin=origin)
     if new_rows:
-        session.execute(insert(Record), new_rows)
+        with batch_indexing(session, [row["id"] for row in new_rows]):
+            session.execute(insert(Record), new_rows)
     for row in changed:
         session.execute(update(Record).where(Record.id == row["id"]).values(**row))
     touched = {row["id"] for row in new_rows + changed}
