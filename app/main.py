@@ -1,9 +1,14 @@
 """create_app(settings) -> the FastAPI application: routers, limits and error handlers."""
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import errors, match, meta, reproducers, search
@@ -25,6 +30,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="errkb",
         summary="Match ML-serving tracebacks to explained, reproduced error records.",
         version="0.1.0",
+        lifespan=_load_match_index,
     )
     app.state.settings = settings
     app.state.engine = open_store(settings)
@@ -39,6 +45,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(web.router)  # last: its /{owner}/{repo}/{slug} would shadow others
     _add_error_handlers(app)
     return app
+
+
+@asynccontextmanager
+async def _load_match_index(app: FastAPI) -> AsyncIterator[None]:
+    """Load (or build) the match index while the server starts, not on the first paste."""
+
+    def load() -> None:
+        with Session(app.state.engine) as session:
+            app.state.matcher.index(session)
+
+    await run_in_threadpool(load)
+    yield
 
 
 def body_limit(settings: Settings, path: str) -> int:

@@ -3,7 +3,7 @@
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from app.api.deps import SessionDep
@@ -30,10 +30,25 @@ _TEXT_BODY = {
 }
 
 
+async def _raw_body(request: Request) -> bytes:
+    """The request body; read here so the handlers can be plain functions, which FastAPI
+    runs in its thread pool: matching a large log must not stall the event loop."""
+    return await request.body()
+
+
+BodyDep = Annotated[bytes, Depends(_raw_body)]
+
+
 class BatchResult(BaseModel):
     """One result per pasted text, in the order they were sent."""
 
     results: list[MatchResult]
+
+
+def _json(result: BaseModel) -> Response:
+    """The result as JSON, serialised once: it is built and valid already, so FastAPI's
+    second pass through the response model would only cost time on every paste."""
+    return Response(result.model_dump_json(by_alias=True), media_type="application/json")
 
 
 def _json_body(raw: bytes) -> Any:
@@ -58,14 +73,15 @@ def _texts_field(body: Any, key: str, kind: type) -> Any:
 
 
 @router.post("", response_model=MatchResult, openapi_extra=_TEXT_BODY)
-async def create_match(request: Request, session: SessionDep, limit: LimitQuery = DEFAULT_MATCHES):
+def create_match(
+    request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
+) -> Response:
     """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body."""
-    raw = await request.body()
     if request.headers.get("content-type", "").startswith("application/json"):
         text = _texts_field(_json_body(raw), "text", str)
     else:
         text = raw.decode("utf-8", "replace")
-    return match_text(request.app.state.matcher, session, text, limit)
+    return _json(match_text(request.app.state.matcher, session, text, limit))
 
 
 class _BatchDoc(BaseModel):
@@ -79,14 +95,14 @@ class _BatchDoc(BaseModel):
         "requestBody": {"content": {"application/json": {"schema": _BatchDoc.model_json_schema()}}}
     },
 )
-async def create_matches(
-    request: Request, session: SessionDep, limit: LimitQuery = DEFAULT_MATCHES
-) -> BatchResult:
+def create_matches(
+    request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
+) -> Response:
     """Match up to 100 texts at once: {"texts": [...]} -> one result per text, in order."""
-    texts = _texts_field(_json_body(await request.body()), "texts", list)
+    texts = _texts_field(_json_body(raw), "texts", list)
     if not 1 <= len(texts) <= MAX_BATCH_TEXTS:
         raise AppError(422, "Invalid batch", f"send 1 to {MAX_BATCH_TEXTS} texts")
     if not all(isinstance(text, str) for text in texts):
         raise AppError(422, "Invalid batch", "every item of 'texts' must be a string")
     matcher = request.app.state.matcher
-    return BatchResult(results=[match_text(matcher, session, text, limit) for text in texts])
+    return _json(BatchResult(results=[match_text(matcher, session, t, limit) for t in texts]))

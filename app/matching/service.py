@@ -167,8 +167,8 @@ def find_matches(
     `lookup` turns the ids of the records that hit into their ranking view; the store
     gives them for the service, a record file for a reproducer checking its own error.
     """
-    exceptions = parse_exceptions(text)
     lines = clean_lines(text)
+    exceptions = parse_exceptions(text, lines)
     # KeyError prints the repr of its message: its escapes hide the text a pattern names,
     # so the string inside is scanned too, as an extra line that stands for that message.
     quoted = [(e.index, inner) for e in exceptions if (inner := unquoted(e.message)) is not None]

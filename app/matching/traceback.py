@@ -85,10 +85,14 @@ class ParsedException:
     has_traceback: bool
 
 
-def parse_exceptions(text: str) -> list[ParsedException]:
-    """Every exception in ``text``, in order of appearance, indexed 0..n-1."""
+def parse_exceptions(text: str, lines: Sequence[CleanLine] | None = None) -> list[ParsedException]:
+    """Every exception in ``text``, in order of appearance, indexed 0..n-1.
+
+    ``lines`` are ``clean_lines(text)`` when the caller has them already (matching scans
+    them too), so a large paste is cleaned once.
+    """
     streams: dict[str, list[CleanLine]] = {}
-    for line in clean_lines(text):
+    for line in clean_lines(text) if lines is None else lines:
         streams.setdefault(line.stream, []).append(line)
     drafts = [draft for lines in streams.values() for draft in _parse_stream(_rows(lines))]
     drafts.sort(key=lambda draft: draft.span)
