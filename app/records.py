@@ -264,7 +264,8 @@ def write_records(
 
     Callers validate first (`app.validation.record_errors`). A record whose canonical text
     is unchanged is left alone, so re-importing the same data moves nothing, not even the
-    dataset version.
+    dataset version. Created and changed records take `review_state`: a curator's import or
+    API write of a harvested draft makes it reviewed; a harvest keeps drafts drafts.
     """
     now = _utcnow()
     rows = [_row(record, canonical_json(record), now) for record in records]
@@ -273,7 +274,9 @@ def write_records(
     changed = [r for r in rows if r["id"] in known and known[r["id"]] != r["content_hash"]]
     counts = WriteCounts(len(new_rows), len(changed), len(rows) - len(new_rows) - len(changed))
     for row in new_rows:
-        row.update(created_at=now, review_state=review_state, origin=origin)
+        row.update(created_at=now, origin=origin)
+    for row in new_rows + changed:
+        row["review_state"] = review_state
     if new_rows:
         with batch_indexing(session, [row["id"] for row in new_rows]):
             session.execute(insert(Record), new_rows)

@@ -166,3 +166,15 @@ def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
     assert "1 files, 3 raise sites; drafts created 3" in result.output
     assert missing.exit_code == 2 and "--repo" in missing.output
     assert len([json.loads(line) for line in exported.output.splitlines()]) == 3
+
+
+def test_a_curators_write_of_a_draft_makes_it_reviewed(make_client, tmp_path, auth) -> None:
+    client = make_client(DATA_DIR)
+    with Session(client.app.state.engine) as session:
+        drafts.harvest_release(session, _release(tmp_path / "src", FIRST, "v1"))
+    draft = client.get("/api/errors", params={"reviewState": "draft"}).json()["items"][0]
+    record = client.get(f"/api/errors/{draft['id']}").json()["record"]
+    record["documentation"] = "Explained by a curator."
+    written = client.put(f"/api/errors/{draft['id']}", json=record, headers=auth)
+    assert written.status_code == 200
+    assert written.json()["review"]["state"] == "reviewed"
