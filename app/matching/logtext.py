@@ -61,6 +61,13 @@ _PREFIXES = (
 )
 
 
+# All of them in one alternation: a single attempt tells a line (or the rest of one) that
+# starts with no known prefix, the last step of every line, from the seven separate tries.
+_ANY_PREFIX = re.compile(
+    "|".join(f"(?:{re.sub(r'[(][?]P<[A-Za-z_]+>', '(?:', p.pattern)})" for p in _PREFIXES)
+)
+
+
 @dataclass(frozen=True, slots=True)
 class CleanLine:
     """One line of the paste with its noise removed, still tied to the original text.
@@ -123,10 +130,19 @@ def clean_lines(text: str) -> list[CleanLine]:
 def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
     """Remove colour codes, then the known prefixes at the start of the line."""
     raw = text[start:end]
-    if "\x1b" in raw or "\x9b" in raw:
-        clean, pieces = _strip_ansi(raw, start)
-    else:
-        clean, pieces = raw, [(0, start)]
+    if "\x1b" not in raw and "\x9b" not in raw:  # the common case: one unbroken run
+        cut, streams = _strip_prefixes(raw)
+        first = start + cut
+        return CleanLine(
+            text=raw[cut:],
+            start=first,
+            end=end if cut < len(raw) else first,
+            stream=" ".join(streams),
+            prefix=raw[:cut],
+            line_no=line_no,
+            pieces=((0, first),),
+        )
+    clean, pieces = _strip_ansi(raw, start)
     cut, streams = _strip_prefixes(clean)
     kept = [(index - cut, original) for index, original in pieces if index > cut]
     first = _offset_in(pieces, cut)
@@ -188,6 +204,8 @@ def _strip_prefixes(clean: str) -> tuple[int, list[str]]:
     cut = 0
     streams: list[str] = []
     for _ in range(MAX_PREFIXES):
+        if _ANY_PREFIX.match(clean, cut) is None:
+            break
         match = _first_match(_PREFIXES, clean, cut)
         if match is None:
             break
