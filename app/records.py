@@ -115,11 +115,17 @@ def _format_version(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+_VERSION_QUERY = select(DatasetState.value).where(DatasetState.key == VERSION_KEY)
+
+
 def dataset_version(session: Session) -> str:
-    """The dataset's version: an ISO timestamp that moves forward with every write."""
-    value = session.execute(
-        select(DatasetState.value).where(DatasetState.key == VERSION_KEY)
-    ).scalar_one_or_none()
+    """The dataset's version: an ISO timestamp that moves forward with every write.
+
+    Asked on every match and page, so it runs on the session's connection directly: the
+    ORM's per-statement work is most of its cost (86 us against 34 us).
+    """
+    session.flush()  # the connection does not see what the session holds unflushed
+    value = session.connection().execute(_VERSION_QUERY).scalar_one_or_none()
     return value or EMPTY_DATASET_VERSION
 
 
