@@ -4,13 +4,14 @@ import hmac
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session
 
 from app.config import Settings
 from app.db import session_scope
 from app.errors import AppError
+from app.search import SearchFilters
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -45,3 +46,15 @@ def require_admin(
 
 
 AdminDep = Annotated[None, Depends(require_admin)]
+
+
+def search_filters(
+    repo: str | None = None,
+    error_class: Annotated[str | None, Query(alias="errorClass")] = None,
+    tag: str | None = None,
+) -> SearchFilters:
+    """The filters of a search, read the same way by /api/search and the search page."""
+    return SearchFilters(repo, error_class, tag)
+
+
+SearchFiltersDep = Annotated[SearchFilters, Depends(search_filters)]

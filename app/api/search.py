@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from app import records, search
-from app.api.deps import SessionDep
+from app.api.deps import SearchFiltersDep, SessionDep
 from app.schemas import ApiModel, RecordSummary, summarize
 
 router = APIRouter(prefix="/api/search", tags=["search"])
@@ -71,10 +71,8 @@ def search_page(results: search.SearchResults, version: str) -> SearchPage:
 def read_search(
     request: Request,
     session: SessionDep,
+    filters: SearchFiltersDep,
     q: Annotated[str, Query(max_length=search.MAX_QUERY_LENGTH)] = "",
-    repo: str | None = None,
-    error_class: Annotated[str | None, Query(alias="errorClass")] = None,
-    tag: str | None = None,
     limit: Annotated[int, Query(ge=1, le=search.MAX_SEARCH_LIMIT)] = search.DEFAULT_SEARCH_LIMIT,
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
@@ -82,7 +80,7 @@ def read_search(
     results = search.search(
         session,
         q,
-        search.SearchFilters(repo, error_class, tag),
+        filters,
         limit=limit,
         cursor=cursor,
         matcher=request.app.state.matcher,

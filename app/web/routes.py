@@ -16,7 +16,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app import records, search, verify
-from app.api.deps import SessionDep, SettingsDep
+from app.api.deps import SearchFiltersDep, SessionDep, SettingsDep
 from app.errors import AppError, not_found
 from app.matching.service import match_text
 from app.records import StoredRecord
@@ -66,14 +66,11 @@ def read_home(request: Request, session: SessionDep) -> Response:
 def read_search_page(
     request: Request,
     session: SessionDep,
+    filters: SearchFiltersDep,
     q: Annotated[str, Query(max_length=search.MAX_QUERY_LENGTH)] = "",
-    repo: str | None = None,
-    error_class: Annotated[str | None, Query(alias="errorClass")] = None,
-    tag: str | None = None,
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
     """Search results: marked snippets, filters as links, pages."""
-    filters = search.SearchFilters(repo, error_class, tag)
     results = search.search(session, q, filters, cursor=cursor, matcher=request.app.state.matcher)
     context = {
         "results": results,
