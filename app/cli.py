@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app import records
@@ -99,16 +100,17 @@ def export_command(
         temporary.replace(out)
 
 
-def _matcher(settings: Settings):
+def _matcher(settings: Settings, engine: Engine):
     from app.matching.service import Matcher
 
-    return Matcher(open_store(settings), settings.cache_dir, settings.max_paste_bytes)
+    return Matcher(engine, settings.cache_dir, settings.max_paste_bytes)
 
 
 def _warm_match_index(settings: Settings) -> None:
     """Build (or load) the match index before serving, so workers start from its cache."""
-    matcher = _matcher(settings)
-    with Session(open_store(settings)) as session:
+    engine = open_store(settings)
+    matcher = _matcher(settings, engine)
+    with Session(engine) as session:
         typer.echo("loading the match index (compiled once per dataset version)...", err=True)
         typer.echo(f"match index ready: {len(matcher.index(session))} patterns", err=True)
 
@@ -131,8 +133,9 @@ def match_command(
         typer.echo(f"error: cannot read {source}: {error.strerror}", err=True)
         raise typer.Exit(2) from None
     settings = _settings()
-    matcher = _matcher(settings)
-    with Session(open_store(settings)) as session:
+    engine = open_store(settings)
+    matcher = _matcher(settings, engine)
+    with Session(engine) as session:
         try:
             result = match_text(matcher, session, raw.decode("utf-8", "replace"), limit)
         except AppError as error:
@@ -173,14 +176,15 @@ def search_command(
     from app.errors import AppError
 
     settings = _settings()
-    with Session(open_store(settings)) as session:
+    engine = open_store(settings)
+    with Session(engine) as session:
         try:
             results = search.search(
                 session,
                 query,
                 search.SearchFilters(repo, error_class, tag),
                 limit=limit,
-                matcher=_matcher(settings),
+                matcher=_matcher(settings, engine),
             )
         except AppError as error:
             typer.echo(f"error: {error.detail}", err=True)

@@ -192,8 +192,8 @@ def bench_service(database: Path, rows) -> None:
     load_code = (
         "import time; t=time.perf_counter(); from sqlmodel import Session; "
         "from app.config import get_settings; from app.cli import _matcher; "
-        "from app.db import open_store; s=get_settings(); m=_matcher(s); "
-        "m.index(Session(open_store(s))); print(time.perf_counter()-t)"
+        "from app.db import open_store; s=get_settings(); e=open_store(s); m=_matcher(s, e); "
+        "m.index(Session(e)); print(time.perf_counter()-t)"
     )
     loads = [
         float(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
 from app import records
@@ -60,9 +60,12 @@ class Matcher:
         if self._index is None:
             self._index = PatternIndex.load(self._cache_path, version)
             if self._index is None:
-                self._index = PatternIndex(_patterns(session))
+                patterns = _patterns(session)
+                self._index = PatternIndex(patterns)
                 self._save(version)
-            self._keys = set(_all_ids(session))
+                self._keys = {record_id for record_id, _ in patterns}
+            else:
+                self._keys = set(_all_ids(session))
         elif self._apply_changes(session):
             self._save(version)
         self._version, self._synced_at = version, now
@@ -77,11 +80,17 @@ class Matcher:
         for record_id, pattern in changed:
             self._index.add(record_id, pattern)
             self._keys.add(record_id)
-        present = set(_all_ids(session))
-        gone = self._keys - present
-        for record_id in gone:
-            self._index.remove(record_id)
-        self._keys = present
+        gone: set[str] = set()
+        # Every id written since is in _keys now, so equal counts mean nothing was deleted:
+        # the full list of ids is read only after a delete.
+        if session.execute(select(func.count()).select_from(Record)).scalar_one() != len(
+            self._keys
+        ):
+            present = set(_all_ids(session))
+            gone = self._keys - present
+            for record_id in gone:
+                self._index.remove(record_id)
+            self._keys = present
         if len(changed) >= REBUILD_AFTER_PENDING:
             self._index.rebuild()
         return bool(changed) or bool(gone)
