@@ -338,7 +338,8 @@ def harvest_releases(
                 f"{spec} ({release.repo}@{release.ref}): {result.files} files, "
                 f"{result.raise_sites} raise sites; drafts created {counts.created}, "
                 f"updated {counts.updated}, unchanged {counts.unchanged}, "
-                f"reviewed relocated {counts.relocated_reviewed}, gone {counts.gone}, "
+                f"sites of reviewed records {counts.claimed} (absorbed {counts.absorbed}), "
+                f"gone {counts.gone}, "
                 f"invalid {counts.invalid}; skipped: {skipped or 'none'}"
             )
 

@@ -11,26 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import select, update
 from sqlmodel import Session
 
-from app import harvest, records, upstream
+from app import harvest, locations, records, upstream
 from app.models import DatasetState, Record
-from app.records import DRAFT, REVIEWED, SQL_CHUNK
+from app.records import DRAFT, SQL_CHUNK
 from app.validation import record_errors
 
 # Where a package's folder sits inside its repository, when not at the top.
 REPO_PATH_PREFIX = {"sgl-project/sglang": "python/"}
-LOCATION_FIELDS = (
-    "filePath",
-    "lineNumber",
-    "sourceCode",
-    "sourceCodeStart",
-    "sourceCodeEnd",
-    "githubUrl",
-)
 HARVESTED_PREFIX = "harvested:"
 ORIGIN_PREFIX = "harvest:"
 
@@ -49,6 +40,7 @@ class Release:
     repo: str
     ref: str
     path_prefix: str
+    label: str  # how locations name it: `vllm==0.33.0`, or `owner/name@ref` for a folder
 
     @property
     def scope(self) -> str:
@@ -66,7 +58,7 @@ def resolve_release(spec: str, *, repo: str | None = None, ref: str | None = Non
     if folder.is_dir():
         if not repo or not ref:
             raise ReleaseError(f"{spec}: a source folder needs --repo owner/name and --ref")
-        return Release(spec, folder.resolve(), None, repo, ref, "")
+        return Release(spec, folder.resolve(), None, repo, ref, "", f"{repo}@{ref}")
     name, _, version = spec.partition("==")
     if version:
         try:
@@ -82,10 +74,12 @@ def resolve_release(spec: str, *, repo: str | None = None, ref: str | None = Non
             raise ReleaseError(f"{spec}: not installed; use NAME==VERSION to download") from error
         root = Path(distribution.locate_file(""))
         found = repo or upstream.github_repo_of(upstream.metadata_urls(distribution))
-        tag = ref or f"v{distribution.version.split('+')[0]}"
+        version = distribution.version.split("+")[0]
+        tag = ref or f"v{version}"
     if not found:
         raise ReleaseError(f"{spec}: no GitHub repository in its metadata; pass --repo")
-    return Release(spec, root, _package_dir(name), found, tag, REPO_PATH_PREFIX.get(found, ""))
+    prefix = REPO_PATH_PREFIX.get(found, "")
+    return Release(spec, root, _package_dir(name), found, tag, prefix, f"{name}=={version}")
 
 
 @dataclass(slots=True)
@@ -95,35 +89,35 @@ class DraftCounts:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
-    relocated_reviewed: int = 0
+    claimed: int = 0  # sites that reviewed records claim: located, not drafted (issue 9)
+    absorbed: int = 0  # drafts stored earlier for such sites, merged into their record
     gone: int = 0
     invalid: int = 0
-
-
-def _relocated(curated: dict[str, Any], draft: dict[str, Any]) -> dict[str, Any]:
-    """A reviewed record with only its location taken from the new draft."""
-    return curated | {key: draft[key] for key in LOCATION_FIELDS}
 
 
 def store_drafts(
     session: Session, release: Release, drafts: Sequence[harvest.Draft]
 ) -> DraftCounts:
-    """Merge one harvest into the store and commit; curated prose is never overwritten."""
+    """Merge one harvest into the store and commit; curated records are never overwritten.
+
+    A site that a reviewed record claims gets no draft: its location in this release is
+    recorded on the record (app.locations), and a draft stored for it earlier is absorbed.
+    """
     counts = DraftCounts()
     valid = []
     for draft in drafts:
         if record_errors(draft.record):
             counts.invalid += 1
         else:
-            valid.append(draft.record)
-    existing = records.get_records(session, [record["id"] for record in valid])
-    reviewed = [
-        _relocated(existing[r["id"]].record(), r)
-        for r in valid
-        if r["id"] in existing and existing[r["id"]].review_state == REVIEWED
+            valid.append(draft)
+    sites = [
+        locations.Site(
+            d.record["id"], locations.site_key(d.record), d.function, d.record["lineNumber"]
+        )
+        for d in valid
     ]
-    reviewed_ids = {record["id"] for record in reviewed}
-    fresh = [record for record in valid if record["id"] not in reviewed_ids]
+    claims = locations.find_claims(session, sites)
+    fresh = [draft.record for draft in valid if draft.record["id"] not in claims]
     origin = ORIGIN_PREFIX + release.spec
     written = records.write_records(session, fresh, origin=origin, review_state=DRAFT)
     counts.created, counts.updated, counts.unchanged = (
@@ -131,18 +125,45 @@ def store_drafts(
         written.updated,
         written.unchanged,
     )
-    counts.relocated_reviewed = records.write_records(session, reviewed).updated
+    counts.claimed = len(claims)
+    stored = records.get_records(session, [i for i, owner in claims.items() if i != owner])
+    stale = [draft_id for draft_id, item in stored.items() if item.review_state == DRAFT]
+    for draft_id in stale:
+        locations.absorb(session, draft_id, claims[draft_id])
+    counts.absorbed = len(stale)
     fresh_ids = [record["id"] for record in fresh]
     for start in range(0, len(fresh_ids), SQL_CHUNK):
         chunk = fresh_ids[start : start + SQL_CHUNK]
         session.execute(
             update(Record).where(Record.id.in_(chunk)).values(origin=origin, gone_in=None)
         )
-    counts.gone = _mark_gone(session, release, {record["id"] for record in valid})
+    counts.gone = _mark_gone(session, release, {record["id"] for record in fresh})
+    located = {
+        claims.get(d.record["id"], d.record["id"]): locations.Location.of(
+            d.record, release.label, d.function
+        )
+        for d in valid
+    }
+    located |= _gone_locations(session, release, set(located))
+    locations.replace_release(session, release.label, located)
     session.merge(DatasetState(key=HARVESTED_PREFIX + release.spec, value=_now()))
     records.bump_dataset_version(session)
     session.commit()
     return counts
+
+
+def _gone_locations(
+    session: Session, release: Release, located: set[str]
+) -> dict[str, locations.Location]:
+    """A gone location for every record of this release's files that it no longer raises."""
+    statement = select(Record.id, Record.file_path).where(
+        Record.repo == release.repo, Record.file_path.startswith(release.scope)
+    )
+    return {
+        record_id: locations.Location(release.label, release.ref, file_path, gone=True)
+        for record_id, file_path in session.execute(statement)
+        if record_id not in located
+    }
 
 
 def _now() -> str:

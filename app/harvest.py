@@ -27,6 +27,7 @@ import os
 import re
 import string
 import tokenize
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -168,7 +169,10 @@ def extract_raises(source: str, rel_path: str = "<unknown>") -> list[RaiseSite]:
     Usable on its own (e.g. to see whether a known raise moved between releases).
     """
     collector = _RaiseCollector()
-    collector.block(ast.parse(source, filename=rel_path).body, {}, _Scope())
+    with warnings.catch_warnings():  # upstream's invalid escapes are upstream's to fix
+        warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+        tree = ast.parse(source, filename=rel_path)
+    collector.block(tree.body, {}, _Scope())
     return collector.sites
 
 

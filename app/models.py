@@ -2,7 +2,7 @@
 
 from datetime import datetime
 
-from sqlalchemy import Column, ForeignKey, Index, Text
+from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, Text
 from sqlmodel import Field, SQLModel
 
 
@@ -20,6 +20,7 @@ class Record(SQLModel, table=True):
         Index("ix_records_repo_id", "repo", "id"),
         Index("ix_records_error_class_id", "error_class", "id"),
         Index("ix_records_review_state_id", "review_state", "id"),
+        Index("ix_records_site_key", "site_key"),
     )
 
     id: str = Field(primary_key=True, max_length=16)
@@ -38,6 +39,7 @@ class Record(SQLModel, table=True):
     review_state: str = Field(default="reviewed")
     origin: str = Field(default="import")
     gone_in: str | None = None
+    site_key: str | None = Field(default=None, max_length=32)  # app.locations.site_key
     created_at: datetime
     modified_at: datetime
 
@@ -52,6 +54,42 @@ class RecordTag(SQLModel, table=True):
         sa_column=Column(Text, ForeignKey("records.id", ondelete="CASCADE"), primary_key=True)
     )
     tag: str = Field(primary_key=True)
+
+
+class RecordLocation(SQLModel, table=True):
+    """Where a record's raise site is in one harvested release, or that it is gone there.
+
+    Kept beside the record, never inside it: a curated record stays what was imported,
+    and gains one row per release that harvest found its site in (issue 9).
+    """
+
+    __tablename__ = "record_locations"
+
+    record_id: str = Field(
+        sa_column=Column(Text, ForeignKey("records.id", ondelete="CASCADE"), primary_key=True)
+    )
+    release: str = Field(primary_key=True)  # `vllm==0.33.0`, or `owner/name@ref` for a folder
+    ref: str
+    file_path: str
+    line_number: int | None = Field(default=None, sa_column=Column(Integer))
+    function: str | None = None
+    source_code: str | None = Field(default=None, sa_column=Column(Text))
+    source_code_start: int | None = Field(default=None, sa_column=Column(Integer))
+    source_code_end: int | None = Field(default=None, sa_column=Column(Integer))
+    github_url: str | None = Field(default=None, sa_column=Column(Text))
+    gone: bool = Field(default=False, sa_column=Column(Boolean, nullable=False))
+
+
+class RecordAlias(SQLModel, table=True):
+    """The id of a draft that a reviewed record absorbed: it keeps answering (issue 9)."""
+
+    __tablename__ = "record_aliases"
+    __table_args__ = (Index("ix_record_aliases_record_id", "record_id"),)
+
+    alias_id: str = Field(primary_key=True, max_length=16)
+    record_id: str = Field(
+        sa_column=Column(Text, ForeignKey("records.id", ondelete="CASCADE"), nullable=False)
+    )
 
 
 class DatasetState(SQLModel, table=True):

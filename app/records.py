@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlmodel import Session
 
+from app import locations
 from app.errors import AppError
 from app.models import DatasetState, Record, RecordTag
 from app.recordfiles import LoadedRecord, load_records, record_files
@@ -30,7 +31,7 @@ DEFAULT_PAGE_SIZE = 50
 SQL_CHUNK = 500
 VERSION_KEY = "dataset_version"
 EMPTY_DATASET_VERSION = "1970-01-01T00:00:00.000Z"
-REVIEWED, DRAFT = "reviewed", "draft"
+REVIEWED, DRAFT = locations.REVIEWED, locations.DRAFT
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +231,8 @@ def list_records(
     return Page(items, total.scalar_one(), next_cursor)
 
 
-def _row(record: dict[str, Any], text: str, now: datetime) -> dict[str, Any]:
+def record_row(record: dict[str, Any], text: str, now: datetime) -> dict[str, Any]:
+    """The records-table row of a record whose canonical text is `text`."""
     return {
         "id": record["id"],
         "repo": record["repo"],
@@ -245,6 +247,7 @@ def _row(record: dict[str, Any], text: str, now: datetime) -> dict[str, Any]:
         "message_pattern": record["messagePattern"],
         "document": text,
         "content_hash": hashlib.sha256(text.encode()).hexdigest(),
+        "site_key": locations.site_key(record),
         "modified_at": now,
     }
 
@@ -271,10 +274,11 @@ def write_records(
     Callers validate first (`app.validation.record_errors`). A record whose canonical text
     is unchanged is left alone, so re-importing the same data moves nothing, not even the
     dataset version. Created and changed records take `review_state`: a curator's import or
-    API write of a harvested draft makes it reviewed; a harvest keeps drafts drafts.
+    API write of a harvested draft makes it reviewed; a harvest keeps drafts drafts. A
+    reviewed record written after a harvest absorbs the draft stored for its raise site.
     """
     now = _utcnow()
-    rows = [_row(record, canonical_json(record), now) for record in records]
+    rows = [record_row(record, canonical_json(record), now) for record in records]
     known = existing_hashes(session, [row["id"] for row in rows])
     new_rows = [row for row in rows if row["id"] not in known]
     changed = [r for r in rows if r["id"] in known and known[r["id"]] != r["content_hash"]]
@@ -291,6 +295,8 @@ def write_records(
     touched = {row["id"] for row in new_rows + changed}
     if touched:
         _replace_tags(session, [r for r in records if r["id"] in touched])
+        if review_state == REVIEWED:
+            locations.absorb_duplicates(session, sorted(touched))
         bump_dataset_version(session)
     return counts
 
@@ -308,6 +314,8 @@ def _replace_tags(session: Session, records: Sequence[dict[str, Any]]) -> None:
 def set_review_state(session: Session, record_id: str, state: str) -> None:
     """Mark a record draft or reviewed (kept beside the record, never inside it)."""
     session.execute(update(Record).where(Record.id == record_id).values(review_state=state))
+    if state == REVIEWED:
+        locations.absorb_duplicates(session, [record_id])
     bump_dataset_version(session)
 
 

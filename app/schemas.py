@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from app.locations import Location
 from app.models import DriftCheck, ReproducerRun
 from app.records import Page, Stats, StoredRecord
 from app.verify import ReproducerInfo
@@ -71,13 +72,41 @@ class ReviewInfo(ApiModel):
     gone_in: str | None
 
 
+class LocationOut(ApiModel):
+    """Where the record's raise site is in one harvested release (issue 9).
+
+    `status` compares it with the record as written: `same` line, `moved` (another line or
+    file), or `gone` (the release no longer raises it).
+    """
+
+    release: str
+    ref: str
+    file_path: str
+    line_number: int | None
+    function: str | None
+    source_code: str | None
+    source_code_start: int | None
+    source_code_end: int | None
+    github_url: str | None
+    gone: bool
+    status: str
+
+
 class RecordDocument(ApiModel):
-    """GET /api/errors/{id}: the record exactly as stored, the dataset version, and links."""
+    """GET /api/errors/{id}: the record exactly as stored, the dataset version, its
+    location in each harvested release, and links."""
 
     record: dict[str, Any]
     dataset_version: str
     review: ReviewInfo
+    locations: list[LocationOut]
     links: RecordLinks
+
+
+def location_out(location: Location, record: dict[str, Any]) -> LocationOut:
+    """The API shape of one location of a record."""
+    fields = {name: getattr(location, name) for name in Location.__dataclass_fields__}
+    return LocationOut(**fields, status=location.status(record))
 
 
 def summarize(stored: StoredRecord) -> RecordSummary:
@@ -106,12 +135,14 @@ def record_links(record_id: str) -> RecordLinks:
     )
 
 
-def record_document_json(stored: StoredRecord, version: str) -> str:
+def record_document_json(stored: StoredRecord, version: str, known: list[Location]) -> str:
     """The JSON text of GET /api/errors/{id}, splicing in the stored text byte for byte."""
     review = ReviewInfo(state=stored.review_state, origin=stored.origin, gone_in=stored.gone_in)
+    record = stored.record()
     extra = {
         "datasetVersion": version,
         "review": review.model_dump(by_alias=True),
+        "locations": [location_out(loc, record).model_dump(by_alias=True) for loc in known],
         "links": record_links(stored.id).model_dump(by_alias=True),
     }
     return '{"record":' + stored.document + "," + json.dumps(extra, ensure_ascii=False)[1:]

@@ -7,12 +7,15 @@ The index is SQLite FTS5, built and kept in step with every write by triggers (m
 1. records the matcher says explain the query, when the query is an error line such as
    "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096" (its number
    is not in any record's text; the record's message pattern captures it);
-2. records whose short fields hold every word, by BM25 over those fields;
-3. records holding every word somewhere, by BM25 over all fields, message and class first.
+2. reviewed records holding every word somewhere, by BM25 over all fields: a curated record
+   whose prose answers the query beats drafts that merely share a word in their message
+   (issue 9). There are few of them, and their FTS keys form one range, so this is cheap;
+3. records whose short fields hold every word, by BM25 over those fields;
+4. records holding every word somewhere, by BM25 over all fields, message and class first.
 
-Tier 2 answers most queries alone, and ranking it never decodes the long prose postings of
-common words, which is what makes BM25 slow on a large store; tier 3 is ranked only when a
-page reaches past tier 2. Within a tier, reviewed records come before drafts on equal
+Tier 3 answers most queries alone, and ranking it never decodes the long prose postings of
+common words, which is what makes BM25 slow on a large store; tier 4 is ranked only when a
+page reaches past tier 3. Within a tier, reviewed records come before drafts on equal
 scores. When no record holds every word, the search is relaxed to any word.
 
 User text never reaches MATCH as syntax: it is split into words, each run of words between
@@ -54,7 +57,9 @@ HEAD_WEIGHTS = (10.0, 6.0, 3.0, 3.0, 2.0)  # message, class, tags, file, repo
 FULL_WEIGHTS = HEAD_WEIGHTS + (2.0, 1.5, 1.5, 1.5, 1.0)  # documentation, triggers,
 # common situations, solutions, prevention
 
-MATCHER, SUMMARY, TEXT, RECENT = "matcher", "summary", "text", "recent"
+REVIEWED_KEYS = 1 << 40  # migration 0002: reviewed records' FTS keys lie above this
+
+MATCHER, REVIEWED, SUMMARY, TEXT, RECENT = "matcher", "reviewed", "summary", "text", "recent"
 _WORD = re.compile(r"[^\W_]+")
 _ERROR_LINE = re.compile(
     r"\s{0,40}(?:[A-Za-z_]\w{0,127}\.){0,16}[A-Za-z_]\w{0,127}"
@@ -225,7 +230,7 @@ def search(
     if relaxed:
         expression = match_expression(phrases, any_word=True, prefix=prefix)
         counted = _count(session, expression, filters)
-    ranked = _rank(session, expression, filters, boosted, offset + limit + 1)
+    ranked = _rank(session, expression, filters, boosted, offset + limit + 1, relaxed)
     extra = len(boosted) - len(_in_index(session, expression, [row.rowid for row in boosted]))
     exact = counted < MAX_RESULTS_WINDOW
     hits = _hits(session, ranked[offset : offset + limit], _Terms(phrases, prefix))
@@ -329,7 +334,9 @@ def _in_index(session: Session, expression: str, rowids: list[int]) -> set[int]:
 
 
 _TIERS = (
-    # (how found, FTS table, BM25 weights, records to leave out: those of the tier before)
+    # (how found, FTS table, BM25 weights, which records: reviewed only, or not those of the
+    # tier before)
+    (REVIEWED, "records_fts", FULL_WEIGHTS, f" AND f.rowid > {REVIEWED_KEYS}"),
     (SUMMARY, "records_fts_head", HEAD_WEIGHTS, ""),
     (
         TEXT,
@@ -347,6 +354,7 @@ def _rank(
     filters: SearchFilters,
     boosted: list[Ranked],
     wanted: int,
+    relaxed: bool = False,
 ) -> list[Ranked]:
     """The first `wanted` of the ranking, tier after tier.
 
@@ -360,13 +368,16 @@ def _rank(
     for matched_by, table, weights, leave_out in _TIERS:
         if len(ranked) >= wanted:
             break
+        if matched_by == REVIEWED and relaxed:
+            continue  # sharing any one word is no answer worth putting first
         statement = text(
             f"SELECT f.rowid, -bm25({table}, {', '.join(map(str, weights))}) AS score"
             f" FROM {table} f{join} WHERE {table} MATCH :expression{where}{leave_out}"
             " ORDER BY score DESC, f.rowid DESC LIMIT :limit"
         )
-        # A tier may rank boosted records again; taking that many more keeps the page full.
-        limit = wanted - len(ranked) + len(boosted)
+        # A tier may rank records of the tiers before again; taking as many more as those
+        # keeps the page full.
+        limit = wanted
         scored = session.execute(statement, params | {"expression": expression, "limit": limit})
         scored = scored.all()
         ids = _record_ids(session, [rowid for rowid, _ in scored])

@@ -21,7 +21,7 @@ def test_search_returns_ranked_hits_with_marked_snippets(client: TestClient) -> 
     assert body["total"] == 1 and body["totalExact"] and not body["relaxed"]
     assert body["nextCursor"] is None and body["datasetVersion"]
     hit = body["items"][0]
-    assert hit["matchedBy"] == "text" and hit["score"] > 0
+    assert hit["matchedBy"] == "reviewed" and hit["score"] > 0
     snippet = hit["snippet"]
     assert [snippet["text"][start:end] for start, end in snippet["marks"]] == ["wrapping"]
     assert hit["title"]["text"] == hit["record"]["errorMessage"]

@@ -9,7 +9,7 @@ import pytest
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app import drafts, records
+from app import drafts, locations, records
 from app.config import get_settings
 from app.matching.service import Matcher, match_text
 from tests.conftest import DATA_DIR
@@ -78,14 +78,21 @@ def test_harvest_then_reharvest(session: Session, tmp_path: Path) -> None:
 
     release = _release(tmp_path / "src", SECOND, "v2")
     _, counts = drafts.harvest_release(session, release)
-    assert (counts.created, counts.updated, counts.relocated_reviewed, counts.gone) == (1, 1, 1, 1)
+    assert (counts.created, counts.updated, counts.claimed, counts.gone) == (1, 1, 1, 1)
     after = _by_message(session)
     moved = after["cannot free {len_buffers} buffers, only {count} in use"]
     assert moved.id == free.id and moved.record()["lineNumber"] == 9
     grow = after["pool cannot grow by {n} blocks"]
     assert grow.review_state == "reviewed"
-    assert grow.record()["documentation"] == "Curated: the pool has a fixed number of blocks."
-    assert grow.record()["lineNumber"] == 12 and "/blob/v2/" in grow.record()["githubUrl"]
+    assert grow.record() == curated, "a reviewed record keeps the location it was written at"
+    located = locations.record_locations(session, [grow.id])[grow.id]
+    assert [(loc.release, loc.line_number, loc.function) for loc in located] == [
+        ("example/pooling@v1", 8, "grow"),
+        ("example/pooling@v2", 12, "grow"),
+    ]
+    assert "/blob/v2/" in located[-1].github_url and not located[-1].gone
+    gone = after["legacy slot table was removed"]
+    assert locations.record_locations(session, [gone.id])[gone.id][-1].gone
     assert after["legacy slot table was removed"].gone_in == release.spec
     assert after["pool cannot shrink below {n} blocks"].gone_in is None
 
@@ -94,29 +101,38 @@ def test_harvest_then_reharvest(session: Session, tmp_path: Path) -> None:
     assert again.unchanged == 2
 
 
-def test_seed_records_are_untouched_and_win_ties(session: Session, tmp_path: Path, settings):
+CANCEL = (
+    "def _cancel_control_offset(self, control_offset):\n"
+    "    raise RuntimeError(\n"
+    '        "CUDA VMM pool has no occupied slice at control offset "\n'
+    '        f"{control_offset}"\n'
+    "    )\n"
+)
+
+
+def test_seed_records_claim_their_site_and_win_ties(session: Session, tmp_path: Path, settings):
     records.import_paths(session, [DATA_DIR])
-    before = {rid: records.get_record(session, rid).document for rid in ("edc4df790b100979",)}
+    before = records.get_record(session, "edc4df790b100979").document
     root = tmp_path / "sglang-src"
     target = root / "python" / "sglang" / "srt" / "utils"
     target.mkdir(parents=True)
-    (target / "cuda_vmm_transport_utils.py").write_text(
-        "def _cancel_control_offset(self, control_offset):\n"
-        "    raise RuntimeError(\n"
-        '        "CUDA VMM pool has no occupied slice at control offset "\n'
-        '        f"{control_offset}"\n'
-        "    )\n"
-    )
+    (target / "cuda_vmm_transport_utils.py").write_text(CANCEL)
+    (target / "copied_elsewhere.py").write_text(CANCEL)  # same message, another file: apart
     release = drafts.resolve_release(str(root), repo="sgl-project/sglang", ref="v9")
-    drafts.harvest_release(session, release)
-    assert records.get_record(session, "edc4df790b100979").document == before["edc4df790b100979"]
+    _, counts = drafts.harvest_release(session, release)
+    assert (counts.created, counts.claimed) == (1, 1)
+    assert records.get_record(session, "edc4df790b100979").document == before
+    [located] = locations.record_locations(session, ["edc4df790b100979"])["edc4df790b100979"]
+    assert (located.release, located.line_number) == ("sgl-project/sglang@v9", 2)
     matcher = Matcher(session.get_bind(), settings.cache_dir, 1 << 20)
     line = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 64"
     first, second = match_text(matcher, session, line).matches[:2]
     assert first.id == "edc4df790b100979" and first.record.review_state == "reviewed"
     assert second.record.review_state == "draft"
+    assert second.record.file_path.endswith("copied_elsewhere.py")
     assert first.score > second.score
     assert "draft record: not yet reviewed" in second.reasons
+    assert any(reason.startswith("reviewed record") for reason in first.reasons)
 
 
 def test_draft_state_in_the_api(make_client, tmp_path: Path) -> None:

@@ -11,70 +11,12 @@ from app.errors import AppError
 from app.matching.service import Matcher, match_text
 from tests.conftest import DATA_DIR
 from tests.real_errors import (
+    SEED_CLASSES,
+    SEED_TRACEBACKS,
+    noise_variants,
     program_traceback,
     reproducer_traceback,
-    sglang_cancel_traceback,
 )
-
-SEED_TRACEBACKS = {
-    "c53f6de81577a6bc": lambda: reproducer_traceback("c53f6de81577a6bc"),
-    "b6bab2e17ae18394": lambda: reproducer_traceback("b6bab2e17ae18394"),
-    "edc4df790b100979": lambda: sglang_cancel_traceback(4096),
-}
-SEED_CLASSES = {
-    "c53f6de81577a6bc": "RuntimeError",
-    "b6bab2e17ae18394": "MemoryError",
-    "edc4df790b100979": "RuntimeError",
-}
-LOG_LINE = "INFO 08-14 12:00:{:02d} [scheduler.py:{}] Avg prompt throughput: {} tokens/s"
-
-
-def _prefixed(text: str, prefix: str) -> str:
-    return "\n".join(prefix + line for line in text.splitlines())
-
-
-def _interleave(first: str, second: str) -> str:
-    a = _prefixed(first, "(EngineCore_DP0 pid=1234) ERROR 08-14 12:00:01 [core.py:710] ")
-    b = _prefixed(second, "(EngineCore_DP1 pid=5678) ERROR 08-14 12:00:01 [core.py:710] ")
-    a_lines, b_lines = a.splitlines(), b.splitlines()
-    merged = []
-    for i in range(max(len(a_lines), len(b_lines))):
-        merged += a_lines[i : i + 1] + b_lines[i : i + 1]
-    return "\n".join(merged)
-
-
-def _cut_frames(text: str) -> str:
-    lines = text.splitlines()
-    frame_starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("File ")]
-    first, last = frame_starts[0], frame_starts[-1]
-    return "\n".join(
-        lines[: first + 2] + ["  [Previous line repeated 996 more times]", "  ..."] + lines[last:]
-    )
-
-
-def _in_log(text: str) -> str:
-    noise = [LOG_LINE.format(n % 60, 100 + n, n * 3) for n in range(200)]
-    return "\n".join(noise[:100] + text.splitlines() + noise[100:])
-
-
-def noise_variants(traceback_text: str, other: str) -> dict[str, str]:
-    """The same real traceback as real logs show it."""
-    return {
-        "plain": traceback_text,
-        "vllm": _prefixed(
-            traceback_text, "(EngineCore_DP0 pid=1234) ERROR 08-14 12:00:01 [core.py:710] "
-        ),
-        "rank": _prefixed(traceback_text, "[rank0]: "),
-        "ray": _prefixed(traceback_text, "(RayWorkerWrapper pid=5678) "),
-        "timestamp": _prefixed(traceback_text, "2026-08-14 12:00:01,123 ERROR "),
-        "ansi": _prefixed(traceback_text, "\x1b[31m").replace("\n", "\x1b[0m\n") + "\x1b[0m",
-        "crlf": traceback_text.replace("\n", "\r\n"),
-        "interleaved": _interleave(traceback_text, other),
-        "two_tracebacks": other + "\n" + traceback_text,
-        "cut_frames": _cut_frames(traceback_text),
-        "last_line": traceback_text.strip().splitlines()[-1],
-        "in_200_lines_of_log": _in_log(traceback_text),
-    }
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from app.errors import AppError
 from app.matching.service import Matcher
 from app.records import import_paths, write_records
 from tests.conftest import DATA_DIR
+from tests.helpers.old_store import insert_at_revision
 
 SEED_001 = "b6bab2e17ae18394"
 SEED_002 = "edc4df790b100979"
@@ -125,9 +126,7 @@ def test_the_index_follows_create_edit_and_delete(session: Session) -> None:
 def test_records_stored_before_the_index_existed_are_indexed(settings: Settings) -> None:
     engine = make_engine(settings.database_url)
     upgrade(engine, "0001")
-    with Session(engine) as session:
-        write_records(session, [make_record(7, "Gizmo failed", documentation="quokka")])
-        session.commit()
+    insert_at_revision(engine, [make_record(7, "Gizmo failed", documentation="quokka")])
     upgrade(engine)
     with Session(engine) as session:
         assert _ids(search.search(session, "quokka")) == [f"{7:016x}"]
@@ -141,6 +140,7 @@ def test_a_message_hit_outranks_a_documentation_hit(session: Session) -> None:
             make_record(1, "Stream stalled", documentation=prose),
             make_record(2, "Okapi stalled the stream"),
         ],
+        review_state=records.DRAFT,
     )
     session.commit()
     results = search.search(session, "okapi")
@@ -148,17 +148,40 @@ def test_a_message_hit_outranks_a_documentation_hit(session: Session) -> None:
     assert [hit.matched_by for hit in results.hits] == [search.SUMMARY, search.TEXT]
 
 
-def test_reviewed_records_come_before_drafts_on_equal_scores(session: Session) -> None:
-    write_records(session, [make_record(1, "Tapir failed")], review_state=records.DRAFT)
-    write_records(session, [make_record(2, "Tapir failed")])
+def test_drafts_on_equal_scores_come_newest_first(session: Session) -> None:
+    tapirs = [make_record(n, "Tapir failed", filePath=f"zoo/{n}.py") for n in (1, 2)]
+    write_records(session, tapirs, review_state=records.DRAFT)
     session.commit()
     results = search.search(session, "tapir")
     assert results.hits[0].score == results.hits[1].score
     assert _ids(results) == [f"{2:016x}", f"{1:016x}"]
-    records.set_review_state(session, f"{1:016x}", records.REVIEWED)
-    records.set_review_state(session, f"{2:016x}", records.DRAFT)
+
+
+def test_reviewed_prose_ranks_above_drafts_sharing_a_message_word(session: Session) -> None:
+    """Issue 9: a curated record that answers the query beats drafts that only name it."""
+    drafts = [make_record(n, f"Tapir {n} failed", filePath=f"zoo/{n}.py") for n in (1, 2)]
+    write_records(session, drafts, review_state=records.DRAFT)
+    explained = make_record(3, "Enclosure breached", documentation="A tapir escaped its pen.")
+    write_records(session, [explained])
     session.commit()
-    assert _ids(search.search(session, "tapir")) == [f"{1:016x}", f"{2:016x}"]
+    results = search.search(session, "tapir")
+    assert _ids(results)[0] == f"{3:016x}"
+    assert [hit.matched_by for hit in results.hits] == [
+        search.REVIEWED,
+        search.SUMMARY,
+        search.SUMMARY,
+    ]
+    records.set_review_state(session, f"{3:016x}", records.DRAFT)
+    records.set_review_state(session, f"{1:016x}", records.REVIEWED)
+    session.commit()
+    assert _ids(search.search(session, "tapir"))[0] == f"{1:016x}"
+
+
+def test_a_reviewed_record_absorbs_the_draft_of_its_own_site(session: Session) -> None:
+    write_records(session, [make_record(1, "Tapir failed")], review_state=records.DRAFT)
+    write_records(session, [make_record(2, "Tapir failed")])
+    session.commit()
+    assert _ids(search.search(session, "tapir")) == [f"{2:016x}"]
 
 
 def test_snippets_mark_the_matched_words(seeded: Session) -> None:

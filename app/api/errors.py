@@ -4,8 +4,9 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
+from fastapi.responses import RedirectResponse
 
-from app import records
+from app import locations, records
 from app.api.deps import AdminDep, SessionDep
 from app.errors import AppError, not_found
 from app.records import MAX_PAGE_SIZE, ListFilters
@@ -17,7 +18,8 @@ _DOCUMENT = {200: {"model": RecordDocument}}
 
 
 def _document_response(session: SessionDep, stored: records.StoredRecord, status: int = 200):
-    body = record_document_json(stored, records.dataset_version(session))
+    known = locations.record_locations(session, [stored.id]).get(stored.id, [])
+    body = record_document_json(stored, records.dataset_version(session), known)
     return Response(body, status_code=status, media_type=JSON_MEDIA)
 
 
@@ -61,12 +63,19 @@ def read_error_by_slug(session: SessionDep, owner: str, repo: str, slug: str) ->
     return _document_response(session, stored)
 
 
-@router.get("/{record_id}", responses=_DOCUMENT)
+@router.get(
+    "/{record_id}",
+    responses=_DOCUMENT | {308: {"description": "The id of a draft that a record absorbed"}},
+)
 def read_error(session: SessionDep, record_id: str) -> Response:
-    """One record: {"record": {...}, "datasetVersion": ...}, the record exactly as stored."""
+    """One record: {"record": {...}, "datasetVersion": ..., "locations": [...]}, the record
+    exactly as stored; the id of an absorbed draft redirects to the record that took it."""
     stored = records.get_record(session, record_id)
     if stored is None:
-        raise not_found(f"record {record_id}")
+        target = locations.resolve_alias(session, record_id)
+        if target is None:
+            raise not_found(f"record {record_id}")
+        return RedirectResponse(f"{router.prefix}/{target}", status_code=308)
     return _document_response(session, stored)
 
 

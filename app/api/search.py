@@ -19,7 +19,8 @@ class MarkedText(ApiModel):
 
 
 class SearchHitOut(ApiModel):
-    """One record found; `matchedBy` is matcher, summary, text or recent (see app.search)."""
+    """One record found; `matchedBy` is matcher, reviewed, summary, text or recent
+    (see app.search)."""
 
     record: RecordSummary
     score: float

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.locations import Location, raising_function, short_class
 from app.matching.index import Captures, PatternIndex
 from app.matching.traceback import Frame, ParsedException
 
@@ -29,7 +30,9 @@ FILE_IN_FRAMES, FILE_INNERMOST, SAME_LINE = 12, 6, 6
 SAME_FUNCTION = 4
 REPO_AGREES, REPO_DIFFERS = 5, -5
 LAST_EXCEPTION, ROOT_CAUSE = 4, 4
-REVIEWED_BONUS, GONE_PENALTY = 1, -2
+# Being reviewed outweighs a line number (issue 9): a draft that explains the text as well
+# only because a frame sits on its exact line must not push the explained record down.
+REVIEWED_BONUS, GONE_PENALTY = SAME_LINE + 1, -2
 
 # Packages whose name differs from their repository's (site-packages/torch -> pytorch/pytorch).
 PACKAGE_REPOS = {
@@ -38,7 +41,6 @@ PACKAGE_REPOS = {
     "sglang": "sgl-project/sglang",
 }
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}")
-_DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +52,9 @@ class Candidate:
     error_class: str
     error_message: str
     file_path: str | None
-    line_number: int | None
-    function: str | None
+    line_number: int | None  # as the record was written
+    lines: dict[int, str]  # every known line of the site in its file -> release ("": as written)
+    functions: frozenset[str]  # the functions the site is in, in any known release
     reviewed: bool
     gone: bool
 
@@ -68,21 +71,18 @@ class Match:
     reviewed: bool = False
 
 
-def raising_function(record: dict[str, Any]) -> str | None:
-    """The function around the record's raise line, read from its source excerpt."""
-    source, line, start = record["sourceCode"], record["lineNumber"], record["sourceCodeStart"]
-    if source is None or line is None or start is None:
-        return None
-    lines = source.split("\n")[: line - start + 1]
-    for text in reversed(lines):
-        found = _DEF.match(text)
-        if found:
-            return found.group(1)
-    return None
-
-
-def candidate_from(record: dict[str, Any], review_state: str, gone_in: str | None) -> Candidate:
-    """The ranking view of a stored record."""
+def candidate_from(
+    record: dict[str, Any],
+    review_state: str,
+    gone_in: str | None,
+    known: Sequence[Location] = (),
+) -> Candidate:
+    """The ranking view of a stored record, with where its site is in each known release."""
+    here = [loc for loc in known if not loc.gone and loc.file_path == record["filePath"]]
+    lines = {loc.line_number: loc.release for loc in here if loc.line_number is not None}
+    if record["lineNumber"] is not None:
+        lines.setdefault(record["lineNumber"], "")
+    functions = {loc.function for loc in here if loc.function} | {raising_function(record)}
     return Candidate(
         id=record["id"],
         repo=record["repo"],
@@ -90,15 +90,11 @@ def candidate_from(record: dict[str, Any], review_state: str, gone_in: str | Non
         error_message=record["errorMessage"],
         file_path=record["filePath"],
         line_number=record["lineNumber"],
-        function=raising_function(record),
+        lines=lines,
+        functions=frozenset(functions - {None}),
         reviewed=review_state == "reviewed",
         gone=gone_in is not None,
     )
-
-
-def short_class(name: str) -> str:
-    """`torch.OutOfMemoryError` -> `OutOfMemoryError`."""
-    return name.rsplit(".", 1)[-1]
 
 
 def frame_repo(frame: Frame) -> str | None:
@@ -196,15 +192,17 @@ def _context_score(
             if in_file[-1] is frames[-1]:
                 score += FILE_INNERMOST
             frame = in_file[-1]
-            if frame.line == candidate.line_number:
+            if frame.line in candidate.lines:
                 score += SAME_LINE
-                reasons.append(f"raised at {candidate.file_path}:{frame.line}, the record's line")
+                release = candidate.lines[frame.line]
+                where = f"the record's line in {release}" if release else "the record's line"
+                reasons.append(f"raised at {candidate.file_path}:{frame.line}, {where}")
             else:
                 reasons.append(
                     f"frame in {candidate.file_path} (line {frame.line}; "
                     f"the record says {candidate.line_number}: the code moved)"
                 )
-            if candidate.function and frame.function == candidate.function:
+            if frame.function in candidate.functions:
                 score += SAME_FUNCTION
                 reasons.append(f"in function {frame.function}")
     repos = {repo for frame in frames if (repo := frame_repo(frame))}
@@ -269,6 +267,7 @@ def rank(
         score += bonus
         if candidate.reviewed:
             score += REVIEWED_BONUS
+            reasons.append("reviewed record: explained by a curator, ranked above drafts")
         else:
             reasons.append("draft record: not yet reviewed")
         if candidate.gone:

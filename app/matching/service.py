@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
-from app import records
+from app import locations, records
 from app.errors import AppError
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
@@ -213,8 +213,11 @@ def match_text(
 
     def lookup(record_ids: set[str]) -> dict[str, Candidate]:
         stored.update(records.get_records(session, record_ids))
+        known = locations.record_locations(session, stored)
         return {
-            record_id: candidate_from(item.record(), item.review_state, item.gone_in)
+            record_id: candidate_from(
+                item.record(), item.review_state, item.gone_in, known.get(record_id, ())
+            )
             for record_id, item in stored.items()
         }
 

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from app import records, search, verify
+from app import locations, records, search, verify
 from app.api.deps import SearchFiltersDep, SessionDep, SettingsDep
 from app.errors import AppError, not_found
 from app.matching.service import match_text
@@ -111,6 +111,7 @@ def _record_page(
         "stored": stored,
         "record": stored.record(),
         "draft": stored.review_state == records.DRAFT,
+        "locations": locations.record_locations(session, [stored.id]).get(stored.id, []),
         "related": search.related_records(session, stored),
         "reproducer": verify.reproducer_info(settings, stored.id),
         "runs": verify.latest_runs(session, stored.id),
@@ -128,7 +129,10 @@ def read_record_page(
     """A record as a page: message, meaning, source, fixes, reproducer, related errors."""
     stored = records.get_record(session, record_id)
     if stored is None:
-        raise not_found(f"record {record_id}")
+        target = locations.resolve_alias(session, record_id)
+        if target is None:
+            raise not_found(f"record {record_id}")
+        return RedirectResponse(f"/errors/{target}", status_code=308)
     return _record_page(request, session, settings, stored)
 
 

@@ -1,0 +1,324 @@
+"""One record per raise site, and where that site is in every harvested release (issue 9).
+
+A raise site is known by its key: the repository, the file, the exception class (its last
+dotted name) and the message template compared structurally, so that `(.+?)`,
+`(?P<control_offset>(?s:.+?))` and `{control_offset}` are the same variable part. Several
+sites of one key (the same message raised twice in a file) are told apart by the enclosing
+function, then by the nearest line.
+
+A reviewed record claims the site of its key. Harvest then records the site's location in
+the release on the record instead of creating a draft, and a draft already stored for the
+site is absorbed: its locations move to the record and its id stays as an alias, so a link
+someone shared still answers. The record's own document is never touched: it keeps the
+location it was written at, and the rows here say where the site is in each release.
+
+Keys that differ (a renamed file, a changed message, another class) stay apart, so a
+curated record is never merged into the wrong site.
+"""
+
+import hashlib
+import json
+import re
+import re._constants as sre_constants
+import re._parser as sre_parser
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlmodel import Session
+
+from app.models import DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
+
+SQL_CHUNK = 500
+SITE_KEY_HEX = 32
+VARIABLE = "\x00"  # one variable part of a template, whatever its spelling
+_TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)")
+_VERSION_PART = re.compile(r"(\d+)")
+REVIEWED, DRAFT = "reviewed", "draft"
+
+
+def short_class(name: str) -> str:
+    """`torch.OutOfMemoryError` -> `OutOfMemoryError`."""
+    return name.rsplit(".", 1)[-1]
+
+
+def message_template(pattern: str | None, message: str) -> str:
+    """The literal text of a message with each variable part as one VARIABLE.
+
+    Read from the pattern (a capture group, a class, a repeat: all variable), so that the
+    regex spellings of one template agree; a pattern Python cannot parse (RE2-only syntax)
+    falls back to the message's `{placeholders}`.
+    """
+    try:
+        parsed = sre_parser.parse(pattern) if pattern is not None else None
+    except (re.error, RecursionError, OverflowError, ValueError):
+        parsed = None
+    if parsed is None:
+        return _TEMPLATE_FIELD.sub(VARIABLE, message)
+    out: list[str] = []
+    for op, value in parsed:
+        if op is sre_constants.LITERAL:
+            out.append(chr(value))
+        elif op is not sre_constants.AT and (not out or out[-1] != VARIABLE):
+            out.append(VARIABLE)
+    return "".join(out)
+
+
+def site_key(record: Mapping[str, Any]) -> str | None:
+    """The key of the raise site a record describes; None when it names no file."""
+    if not record.get("filePath"):
+        return None
+    parts = (
+        record["repo"],
+        record["filePath"],
+        short_class(record["errorClass"]),
+        message_template(record.get("messagePattern"), record["errorMessage"]),
+    )
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:SITE_KEY_HEX]
+
+
+def raising_function(record: Mapping[str, Any]) -> str | None:
+    """The function around the record's raise line, read from its source excerpt."""
+    source, line, start = record["sourceCode"], record["lineNumber"], record["sourceCodeStart"]
+    if source is None or line is None or start is None:
+        return None
+    for text in reversed(source.split("\n")[: line - start + 1]):
+        found = _DEF.match(text)
+        if found:
+            return found.group(1)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a raise site is in one release; `gone` when the release no longer has it."""
+
+    release: str
+    ref: str
+    file_path: str
+    line_number: int | None = None
+    function: str | None = None
+    source_code: str | None = None
+    source_code_start: int | None = None
+    source_code_end: int | None = None
+    github_url: str | None = None
+    gone: bool = False
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any], release: str, function: str | None) -> "Location":
+        """The location a harvested record (a draft of `release`) gives."""
+        return cls(
+            release=release,
+            ref=record["analyzedSha"],
+            file_path=record["filePath"],
+            line_number=record["lineNumber"],
+            function=function,
+            source_code=record["sourceCode"],
+            source_code_start=record["sourceCodeStart"],
+            source_code_end=record["sourceCodeEnd"],
+            github_url=record["githubUrl"],
+        )
+
+    def status(self, record: Mapping[str, Any]) -> str:
+        """Against the record as written: same line, moved (or to another file), or gone."""
+        if self.gone:
+            return "gone"
+        same = self.file_path == record["filePath"] and self.line_number == record["lineNumber"]
+        return "same" if same else "moved"
+
+
+def release_order(release: str) -> tuple[Any, ...]:
+    """Sort key of release labels with numbers compared as numbers (0.9 before 0.10)."""
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part)
+        for part in _VERSION_PART.split(release)
+    )
+
+
+def record_locations(session: Session, record_ids: Iterable[str]) -> dict[str, list[Location]]:
+    """The known locations of these records, by id, oldest release first."""
+    found: dict[str, list[Location]] = defaultdict(list)
+    ids = list(record_ids)
+    columns = [RecordLocation.record_id, *(getattr(RecordLocation, f) for f in _FIELDS)]
+    for start in range(0, len(ids), SQL_CHUNK):
+        statement = select(*columns).where(
+            RecordLocation.record_id.in_(ids[start : start + SQL_CHUNK])
+        )
+        for record_id, *values in session.execute(statement):
+            found[record_id].append(Location(*values))
+    for locations in found.values():
+        locations.sort(key=lambda location: release_order(location.release))
+    return dict(found)
+
+
+_FIELDS = tuple(Location.__dataclass_fields__)
+
+
+def location_row(record_id: str, location: Location) -> dict[str, Any]:
+    """The record_locations row of a record's location."""
+    return {"record_id": record_id} | {name: getattr(location, name) for name in _FIELDS}
+
+
+def replace_release(session: Session, release: str, located: Mapping[str, Location]) -> None:
+    """Make these the locations of `release`: one per record id, none for anything else."""
+    session.execute(delete(RecordLocation).where(RecordLocation.release == release))
+    rows = [location_row(record_id, location) for record_id, location in located.items()]
+    for start in range(0, len(rows), SQL_CHUNK):
+        session.execute(insert(RecordLocation), rows[start : start + SQL_CHUNK])
+
+
+def resolve_alias(session: Session, record_id: str) -> str | None:
+    """The id of the record that absorbed this one, if it was absorbed."""
+    statement = select(RecordAlias.record_id).where(RecordAlias.alias_id == record_id)
+    return session.execute(statement).scalar_one_or_none()
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """A raise site as claiming compares them: its key, function and line."""
+
+    id: str
+    key: str | None
+    function: str | None
+    line: int | None
+
+
+def _closest(claimer: Site, sites: Sequence[Site]) -> Site:
+    """The site a record claims among those of its key: same function, then nearest line."""
+    return min(
+        sites,
+        key=lambda site: (
+            claimer.function is None or site.function != claimer.function,
+            abs((site.line or 0) - (claimer.line or 0)),
+            site.id,
+        ),
+    )
+
+
+def _reviewed_sites(session: Session, *conditions: Any) -> list[Site]:
+    """Reviewed records under these conditions, with the function of their latest location."""
+    rows = session.execute(
+        select(Record.id, Record.site_key, Record.document).where(
+            Record.review_state == REVIEWED, *conditions
+        )
+    ).all()
+    located = record_locations(session, [row.id for row in rows])
+    sites = []
+    for record_id, key, document in rows:
+        record = json.loads(document)
+        latest = [loc for loc in located.get(record_id, ()) if not loc.gone]
+        function = latest[-1].function if latest else raising_function(record)
+        line = latest[-1].line_number if latest else record["lineNumber"]
+        sites.append(Site(record_id, key, function, line))
+    return sites
+
+
+def _in_chunks(column: Any, values: Sequence[Any]) -> Iterable[Any]:
+    for start in range(0, len(values), SQL_CHUNK):
+        yield column.in_(values[start : start + SQL_CHUNK])
+
+
+def find_claims(session: Session, harvested: Sequence[Site]) -> dict[str, str]:
+    """Which harvested sites reviewed records claim: harvested draft id -> record id.
+
+    A reviewed record with the draft's own id (a curator saved the draft) or that absorbed
+    that id claims it outright; otherwise each reviewed record claims the closest site of
+    its key, one site each.
+    """
+    ids = [site.id for site in harvested]
+    claims: dict[str, str] = {}
+    for condition in _in_chunks(Record.id, ids):
+        statement = select(Record.id).where(Record.review_state == REVIEWED, condition)
+        claims.update((record_id, record_id) for record_id in session.execute(statement).scalars())
+    for condition in _in_chunks(RecordAlias.alias_id, ids):
+        claims.update(
+            session.execute(
+                select(RecordAlias.alias_id, RecordAlias.record_id).where(condition)
+            ).all()
+        )
+    by_key: dict[str, list[Site]] = defaultdict(list)
+    for site in harvested:
+        if site.key is not None and site.id not in claims:
+            by_key[site.key].append(site)
+    keys = list(by_key)
+    claimers = [s for c in _in_chunks(Record.site_key, keys) for s in _reviewed_sites(session, c)]
+    taken = set(claims.values())
+    for claimer in sorted(claimers, key=lambda site: site.id):
+        open_sites = [site for site in by_key[claimer.key] if site.id not in claims]
+        if claimer.id in taken or not open_sites:
+            continue
+        claims[_closest(claimer, open_sites).id] = claimer.id
+    return claims
+
+
+def absorb(session: Session, draft_id: str, record_id: str) -> None:
+    """Merge a stored draft into the reviewed record that claims its site; nothing is lost.
+
+    The draft's locations in releases the record has none for, its reproducer runs and
+    drift checks move to the record; its id (and the ids it had absorbed) become aliases.
+    """
+    have = set(
+        session.execute(
+            select(RecordLocation.release).where(RecordLocation.record_id == record_id)
+        ).scalars()
+    )
+    moving = RecordLocation.record_id == draft_id
+    session.execute(
+        update(RecordLocation)
+        .where(moving, RecordLocation.release.not_in(have))
+        .values(record_id=record_id)
+    )
+    for table in (ReproducerRun, DriftCheck):
+        session.execute(
+            update(table).where(table.record_id == draft_id).values(record_id=record_id)
+        )
+    session.execute(
+        update(RecordAlias).where(RecordAlias.record_id == draft_id).values(record_id=record_id)
+    )
+    session.execute(delete(Record).where(Record.id == draft_id))
+    session.execute(insert(RecordAlias).values(alias_id=draft_id, record_id=record_id))
+
+
+def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None) -> int:
+    """Absorb stored drafts whose site a reviewed record claims; how many were absorbed.
+
+    Runs after a reviewed record is written (a harvest may have come first) and when a
+    database made before issue 9 is upgraded. A draft found in a release where the record
+    has its own location is another site of the same key, and stays.
+    """
+    conditions = [Record.site_key.is_not(None)]
+    claimers = (
+        [
+            s
+            for c in _in_chunks(Record.id, list(record_ids))
+            for s in _reviewed_sites(session, c, *conditions)
+        ]
+        if record_ids is not None
+        else _reviewed_sites(session, *conditions)
+    )
+    absorbed = 0
+    for claimer in sorted(claimers, key=lambda site: site.id):
+        rows = session.execute(
+            select(Record.id, Record.document).where(
+                Record.site_key == claimer.key, Record.review_state == DRAFT
+            )
+        ).all()
+        if not rows:
+            continue
+        located = record_locations(session, [claimer.id, *(row.id for row in rows)])
+        own = {loc.release for loc in located.get(claimer.id, ()) if not loc.gone}
+        sites = []
+        for draft_id, document in rows:
+            releases = {loc.release for loc in located.get(draft_id, ()) if not loc.gone}
+            if releases & own:
+                continue
+            record = json.loads(document)
+            function = raising_function(record)
+            sites.append(Site(draft_id, claimer.key, function, record["lineNumber"]))
+        if sites:
+            absorb(session, _closest(claimer, sites).id, claimer.id)
+            absorbed += 1
+    return absorbed

@@ -1,0 +1,31 @@
+"""Stores as earlier revisions of errkb left them, for tests of what an upgrade repairs."""
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, MetaData, insert
+
+from app import records
+
+
+def insert_at_revision(
+    engine: Engine,
+    rows: Sequence[dict[str, Any]],
+    *,
+    review_state: str = records.REVIEWED,
+    origin: str = "import",
+) -> None:
+    """Insert records the way the code of the database's own revision wrote them: only the
+    columns its `records` table has (later columns did not exist yet)."""
+    metadata = MetaData()
+    metadata.reflect(engine, only=["records"])
+    table = metadata.tables["records"]
+    now = datetime.now(UTC)
+    values = []
+    for record in rows:
+        row = records.record_row(record, records.canonical_json(record), now)
+        row |= {"created_at": now, "review_state": review_state, "origin": origin}
+        values.append({key: value for key, value in row.items() if key in table.c})
+    with engine.begin() as connection:
+        connection.execute(insert(table), values)

@@ -1,0 +1,248 @@
+"""One raise site, one record (issue 9): site keys, claims, locations per release, aliases,
+and the seed errors answering with their curated record on the default serve's store."""
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlmodel import Session
+
+from app import drafts, locations, records, search, upstream
+from app.config import Settings
+from app.db import make_engine, upgrade
+from app.main import create_app
+from app.matching.service import Matcher, match_text
+from app.models import Record
+from tests.conftest import DATA_DIR
+from tests.helpers.old_store import insert_at_revision
+from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
+
+DEFAULT_RELEASES = ("vllm==0.33.0", "sglang==0.5.23")
+# Where each seed's raise site is in the harvested release: what its real traceback shows.
+SEED_SITES = {
+    "c53f6de81577a6bc": ("vllm==0.33.0", 259),
+    "b6bab2e17ae18394": ("vllm==0.33.0", 241),
+    "edc4df790b100979": ("sglang==0.5.23", 584),
+}
+# The drafts today's harvest made for those sites before issue 9.
+SEED_DUPLICATES = {
+    "9207809c0c7eaea6": "c53f6de81577a6bc",
+    "5c72e2f1cc5fd8d6": "b6bab2e17ae18394",
+    "20f38da6158c9a5b": "edc4df790b100979",
+}
+SEED_FILES = {  # release -> (package folder inside the repository, the seed files in it)
+    ("vllm", "0.33.0", "vllm-project/vllm", ""): [
+        "vllm/distributed/kv_transfer/kv_connector/v1/hf3fs/utils/gather_scatter_helper.py",
+        "vllm/distributed/device_communicators/shm_object_storage.py",
+    ],
+    ("sglang", "0.5.23", "sgl-project/sglang", "python/"): [
+        "sglang/srt/utils/cuda_vmm_transport_utils.py",
+    ],
+}
+
+
+def test_regex_spellings_of_one_template_are_one_key() -> None:
+    spellings = [
+        ("no slice at offset (.+?)", "no slice at offset {offset}"),
+        ("no slice at offset (?P<control_offset>(?s:.+?))", "no slice at offset {x}"),
+        ("no slice at offset \\d+", "no slice at offset {n}"),
+        ("no slice \\C at (.+?)", "no slice at offset {control_offset}"),
+    ]
+    templates = {locations.message_template(pattern, message) for pattern, message in spellings}
+    assert templates == {"no slice at offset \x00"}  # `\C` is RE2's: read from the message
+    assert locations.message_template("free_buf\\(\\) to free", "") == "free_buf() to free"
+    assert locations.message_template(None, "a {b} c") == "a \x00 c"
+
+
+def _site(**changes) -> str | None:
+    base = {
+        "repo": "vllm-project/vllm",
+        "filePath": "vllm/pool.py",
+        "errorClass": "RuntimeError",
+        "errorMessage": "cannot free {n} buffers",
+        "messagePattern": "cannot free (?P<n>(?s:.+?)) buffers",
+    }
+    return locations.site_key(base | changes)
+
+
+def test_keys_that_really_differ_stay_apart() -> None:
+    same = _site()
+    assert _site(messagePattern="cannot free (.+?) buffers") == same
+    assert _site(errorClass="builtins.RuntimeError") == same
+    assert _site(filePath="vllm/renamed_pool.py") != same
+    assert _site(messagePattern="cannot release (.+?) buffers") != same
+    assert _site(errorClass="ValueError") != same
+    assert _site(repo="sgl-project/sglang") != same
+    assert _site(filePath=None) is None
+
+
+def test_release_order_compares_numbers_as_numbers() -> None:
+    labels = ["vllm==0.10.0", "vllm==0.9.2", "vllm==0.33.0", "vllm==0.9.10"]
+    assert sorted(labels, key=locations.release_order) == [
+        "vllm==0.9.2",
+        "vllm==0.9.10",
+        "vllm==0.10.0",
+        "vllm==0.33.0",
+    ]
+
+
+def _seed_release_folders(tmp_path: Path) -> list[drafts.Release]:
+    """The real files of the seed errors, copied from the released packages into folders
+    laid out as their repositories are, each a small release to harvest quickly."""
+    releases = []
+    for (name, version, repo, prefix), files in SEED_FILES.items():
+        source = upstream.ensure_unpacked(name, version)
+        root = tmp_path / name
+        for file_path in files:
+            target = root / prefix / file_path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source / file_path, target)
+        releases.append(drafts.resolve_release(str(root), repo=repo, ref=f"v{version}"))
+    return releases
+
+
+def test_an_upgrade_merges_the_duplicates_an_earlier_harvest_made(tmp_path: Path) -> None:
+    """A store made before issue 9: curated seeds, and beside each the draft of its site."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    upgrade(engine, "0004")
+    insert_at_revision(engine, [_load(path) for path in sorted(DATA_DIR.glob("*.json"))])
+    for release in _seed_release_folders(tmp_path / "src"):
+        harvested = drafts.harvest.harvest_tree(
+            release.root, repo=release.repo, ref=release.ref, analyzed_at="2026-11-30T00:00:00Z"
+        )
+        spec = "vllm==0.33.0" if release.repo.startswith("vllm") else "sglang==0.5.23"
+        origin = drafts.ORIGIN_PREFIX + spec
+        rows = [draft.record for draft in harvested.drafts]
+        insert_at_revision(engine, rows, review_state=records.DRAFT, origin=origin)
+    with Session(engine) as session:
+        present = records.get_records(session, SEED_DUPLICATES)
+        assert set(present) == set(SEED_DUPLICATES), "the old harvest made the duplicates"
+
+    upgrade(engine)
+    with Session(engine) as session:
+        assert records.get_records(session, SEED_DUPLICATES) == {}
+        assert _drafts_sharing_a_curated_key(session) == []
+        for alias, record_id in SEED_DUPLICATES.items():
+            assert locations.resolve_alias(session, alias) == record_id
+            release, line = SEED_SITES[record_id]
+            [located] = locations.record_locations(session, [record_id])[record_id]
+            assert (located.release, located.line_number) == (release, line)
+        for path in DATA_DIR.glob("*.json"):
+            assert records.get_record(session, path.stem).record() == _load(path)
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _drafts_sharing_a_curated_key(session: Session) -> list[str]:
+    curated = select(Record.site_key).where(Record.review_state == records.REVIEWED)
+    statement = select(Record.id).where(
+        Record.review_state == records.DRAFT, Record.site_key.in_(curated)
+    )
+    return list(session.execute(statement).scalars())
+
+
+def test_a_curated_record_whose_key_differs_is_left_alone(session: Session, tmp_path) -> None:
+    renamed = _load(DATA_DIR / "c53f6de81577a6bc.json") | {
+        "filePath": "vllm/distributed/kv_transfer/old_location/gather_scatter_helper.py"
+    }
+    records.write_records(session, [renamed])
+    session.commit()
+    [vllm, _sglang] = _seed_release_folders(tmp_path)
+    _, counts = drafts.harvest_release(session, vllm)
+    assert counts.claimed == 0 and counts.absorbed == 0
+    draft = records.get_record(session, "9207809c0c7eaea6")
+    assert draft is not None and draft.review_state == records.DRAFT
+    assert records.get_record(session, renamed["id"]).record() == renamed
+    assert locations.resolve_alias(session, "9207809c0c7eaea6") is None
+    [gone] = locations.record_locations(session, [renamed["id"]])[renamed["id"]]
+    assert gone.gone and gone.release == vllm.label
+
+
+@pytest.fixture(scope="module", params=["import-then-harvest", "harvest-then-import"])
+def default_store(request, tmp_path_factory) -> Iterator[tuple[Session, Matcher, TestClient, str]]:
+    """The store `make serve` builds: data/ imported and the default releases harvested."""
+    folder = tmp_path_factory.mktemp(request.param)
+    settings = Settings(database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder)
+    app = create_app(settings)
+    with Session(app.state.engine) as session:
+        steps = [lambda: records.import_paths(session, [DATA_DIR])] + [
+            lambda spec=spec: drafts.harvest_release(session, drafts.resolve_release(spec))
+            for spec in DEFAULT_RELEASES
+        ]
+        for step in steps if request.param == "import-then-harvest" else steps[1:] + steps[:1]:
+            step()
+        yield session, app.state.matcher, TestClient(app), request.param
+
+
+def test_every_seed_traceback_finds_its_curated_record_first(default_store, tmp_path) -> None:
+    session, matcher, _, _ = default_store
+    other, _ = program_traceback(tmp_path)
+    for record_id, make in SEED_TRACEBACKS.items():
+        for name, text in noise_variants(make(), other).items():
+            matches = match_text(matcher, session, text).matches
+            top = matches[0]
+            assert top.id == record_id, (name, [(m.id, m.score, m.reasons) for m in matches[:3]])
+            if name == "plain":
+                release, line = SEED_SITES[record_id]
+                assert any(f":{line}, the record's line in {release}" in r for r in top.reasons)
+
+
+def test_no_draft_shares_a_key_with_a_curated_record(default_store) -> None:
+    session, _, _, _ = default_store
+    assert _drafts_sharing_a_curated_key(session) == []
+    for record_id, (release, line) in SEED_SITES.items():
+        known = locations.record_locations(session, [record_id])[record_id]
+        assert [(loc.release, loc.line_number, loc.gone) for loc in known] == [
+            (release, line, False)
+        ]
+
+
+def test_the_api_and_the_page_show_each_release(default_store) -> None:
+    _, _, client, _ = default_store
+    body = client.get("/api/errors/c53f6de81577a6bc").json()
+    assert body["record"]["lineNumber"] == 285, "the record stays as it was written"
+    [located] = body["locations"]
+    assert located["release"] == "vllm==0.33.0" and located["lineNumber"] == 259
+    assert located["status"] == "moved" and located["function"] == "free_buffer"
+    assert located["githubUrl"].startswith("https://github.com/vllm-project/vllm/blob/v0.33.0/")
+    assert located["sourceCode"].split("\n")[259 - located["sourceCodeStart"]].strip() == (
+        'raise RuntimeError("Attempted to free more buffers than allocated")'
+    )
+    page = client.get("/errors/c53f6de81577a6bc").text
+    assert "vllm 0.33.0</strong>:" in page
+    assert "line 259, in <code>free_buffer</code>, moved from 285 at c794754" in page
+
+
+def test_absorbed_ids_keep_answering(default_store) -> None:
+    session, _, client, order = default_store
+    for alias, record_id in SEED_DUPLICATES.items():
+        if order == "import-then-harvest":
+            assert locations.resolve_alias(session, alias) is None, "no draft was ever made"
+            assert client.get(f"/api/errors/{alias}").status_code == 404
+            continue
+        moved = client.get(f"/api/errors/{alias}", follow_redirects=False)
+        assert moved.status_code == 308
+        assert moved.headers["location"] == f"/api/errors/{record_id}"
+        assert client.get(f"/api/errors/{alias}").json()["record"]["id"] == record_id
+        page = client.get(f"/errors/{alias}", follow_redirects=False)
+        assert page.status_code == 308 and page.headers["location"] == f"/errors/{record_id}"
+
+
+@pytest.mark.parametrize(
+    ("query", "record_id"),
+    [("ring buffer", "b6bab2e17ae18394"), ("free more buffers than allocated", "c53f6de81577a6bc")],
+)
+def test_search_puts_the_curated_record_first_and_each_site_once(
+    default_store, query, record_id
+) -> None:
+    session, matcher, _, _ = default_store
+    hits = search.search(session, query, limit=50, matcher=matcher).hits
+    assert hits[0].record.id == record_id
+    keys = [hit.record.record() for hit in hits]
+    assert len({locations.site_key(record) for record in keys}) == len(hits)
