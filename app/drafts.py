@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlmodel import Session
@@ -117,7 +118,9 @@ def store_drafts(
         for d in valid
     ]
     claims = locations.find_claims(session, sites)
-    fresh = [draft.record for draft in valid if draft.record["id"] not in claims]
+    fresh = _keep_analyzed_at(
+        session, [draft.record for draft in valid if draft.record["id"] not in claims]
+    )
     origin = ORIGIN_PREFIX + release.spec
     written = records.write_records(session, fresh, origin=origin, review_state=DRAFT)
     counts.created, counts.updated, counts.unchanged = (
@@ -140,7 +143,7 @@ def store_drafts(
     counts.gone = _mark_gone(session, release, {record["id"] for record in fresh})
     located = {
         claims.get(d.record["id"], d.record["id"]): locations.Location.of(
-            d.record, release.label, d.function
+            d.record, release.label, d.function, d.context
         )
         for d in valid
     }
@@ -150,6 +153,23 @@ def store_drafts(
     records.bump_dataset_version(session)
     session.commit()
     return counts
+
+
+def _keep_analyzed_at(
+    session: Session, harvested: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The drafts, each keeping the analyzedAt already stored when nothing else changed:
+    harvesting the same release again then changes nothing, not even the dataset version."""
+    stored = records.get_records(session, [record["id"] for record in harvested])
+    kept = []
+    for record in harvested:
+        before = stored.get(record["id"])
+        if before is not None:
+            old = before.record()
+            if old | {"analyzedAt": record["analyzedAt"]} == record:
+                record = record | {"analyzedAt": old["analyzedAt"]}
+        kept.append(record)
+    return kept
 
 
 def _gone_locations(

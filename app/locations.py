@@ -33,6 +33,7 @@ from app.models import DriftCheck, Record, RecordAlias, RecordLocation, Reproduc
 
 SQL_CHUNK = 500
 SITE_KEY_HEX = 32
+MAX_VARIABLE_PATTERN = 80  # longer patterns always hold literal text worth matching
 VARIABLE = "\x00"  # one variable part of a template, whatever its spelling
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)")
@@ -65,6 +66,19 @@ def message_template(pattern: str | None, message: str) -> str:
         elif op is not sre_constants.AT and (not out or out[-1] != VARIABLE):
             out.append(VARIABLE)
     return "".join(out)
+
+
+def matched_by_location(pattern: str) -> bool:
+    """Whether a pattern is one variable part and nothing else: the message of its raise
+    site is built at run time, so the record is found by where it raises (the innermost
+    frame), never by its text, and its pattern stays out of the message index (issue 12)."""
+    if (
+        len(pattern) > MAX_VARIABLE_PATTERN
+        or not pattern.startswith("(")
+        or not pattern.endswith(")")
+    ):
+        return False
+    return message_template(pattern, "") == VARIABLE
 
 
 def site_key(record: Mapping[str, Any]) -> str | None:
@@ -106,9 +120,16 @@ class Location:
     source_code_end: int | None = None
     github_url: str | None = None
     gone: bool = False
+    context: dict[str, Any] | None = None  # what the code checks, callers, handlers (#12)
 
     @classmethod
-    def of(cls, record: Mapping[str, Any], release: str, function: str | None) -> "Location":
+    def of(
+        cls,
+        record: Mapping[str, Any],
+        release: str,
+        function: str | None,
+        context: dict[str, Any] | None = None,
+    ) -> "Location":
         """The location a harvested record (a draft of `release`) gives."""
         return cls(
             release=release,
@@ -120,6 +141,7 @@ class Location:
             source_code_start=record["sourceCodeStart"],
             source_code_end=record["sourceCodeEnd"],
             github_url=record["githubUrl"],
+            context=context,
         )
 
     def status(self, record: Mapping[str, Any]) -> str:
@@ -142,24 +164,30 @@ def record_locations(session: Session, record_ids: Iterable[str]) -> dict[str, l
     """The known locations of these records, by id, oldest release first."""
     found: dict[str, list[Location]] = defaultdict(list)
     ids = list(record_ids)
-    columns = [RecordLocation.record_id, *(getattr(RecordLocation, f) for f in _FIELDS)]
+    columns = [RecordLocation.record_id, *(getattr(RecordLocation, f) for f in _COLUMNS)]
     for start in range(0, len(ids), SQL_CHUNK):
-        statement = select(*columns).where(
+        statement = select(*columns, RecordLocation.code_context).where(
             RecordLocation.record_id.in_(ids[start : start + SQL_CHUNK])
         )
-        for record_id, *values in session.execute(statement):
-            found[record_id].append(Location(*values))
+        for record_id, *values, context in session.execute(statement):
+            found[record_id].append(Location(*values, context=_loaded(context)))
     for locations in found.values():
         locations.sort(key=lambda location: release_order(location.release))
     return dict(found)
 
 
-_FIELDS = tuple(Location.__dataclass_fields__)
+_COLUMNS = tuple(name for name in Location.__dataclass_fields__ if name != "context")
+
+
+def _loaded(context: str | None) -> dict[str, Any] | None:
+    return json.loads(context) if context else None
 
 
 def location_row(record_id: str, location: Location) -> dict[str, Any]:
     """The record_locations row of a record's location."""
-    return {"record_id": record_id} | {name: getattr(location, name) for name in _FIELDS}
+    row = {"record_id": record_id} | {name: getattr(location, name) for name in _COLUMNS}
+    context = location.context
+    return row | {"code_context": json.dumps(context, ensure_ascii=False) if context else None}
 
 
 def replace_release(session: Session, release: str, located: Mapping[str, Location]) -> None:
@@ -168,6 +196,14 @@ def replace_release(session: Session, release: str, located: Mapping[str, Locati
     rows = [location_row(record_id, location) for record_id, location in located.items()]
     for start in range(0, len(rows), SQL_CHUNK):
         session.execute(insert(RecordLocation), rows[start : start + SQL_CHUNK])
+
+
+def known_lines(session: Session) -> list[tuple[str, str, int | None]]:
+    """(record id, file, line) of every location a site still has in some release."""
+    statement = select(
+        RecordLocation.record_id, RecordLocation.file_path, RecordLocation.line_number
+    ).where(RecordLocation.gone.is_(False))
+    return [tuple(row) for row in session.execute(statement)]
 
 
 def resolve_alias(session: Session, record_id: str) -> str | None:

@@ -78,6 +78,7 @@ class RecordLocation(SQLModel, table=True):
     source_code_end: int | None = Field(default=None, sa_column=Column(Integer))
     github_url: str | None = Field(default=None, sa_column=Column(Text))
     gone: bool = Field(default=False, sa_column=Column(Boolean, nullable=False))
+    code_context: str | None = Field(default=None, sa_column=Column(Text))  # JSON (issue 12)
 
 
 class RecordAlias(SQLModel, table=True):

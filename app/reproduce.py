@@ -131,8 +131,11 @@ def _run_trigger(record_id: str, trigger: Trigger, module: ModuleType, device: s
     try:
         trigger(module, device)
     except ENVIRONMENT_ERRORS as exc:
-        return {"status": "error", "detail": f"{type(exc).__name__}: {exc}",
-                "traceback": _format(exc)}
+        return {
+            "status": "error",
+            "detail": f"{type(exc).__name__}: {exc}",
+            "traceback": _format(exc),
+        }
     except Exception as exc:
         return check_error(record_id, exc)
     return {"status": "failed", "detail": "the trigger scenario raised nothing"}
@@ -144,14 +147,20 @@ def _run_fix(fix: Fix, module: ModuleType, device: str) -> dict:
     except CheckFailed as exc:
         return {"status": "failed", "detail": str(exc)}
     except ENVIRONMENT_ERRORS as exc:
-        return {"status": "error", "detail": f"{type(exc).__name__}: {exc}",
-                "traceback": _format(exc)}
+        return {
+            "status": "error",
+            "detail": f"{type(exc).__name__}: {exc}",
+            "traceback": _format(exc),
+        }
     except Exception as exc:
-        return {"status": "failed", "detail": f"the fix raised {type(exc).__name__}: {exc}",
-                "errorClass": type(exc).__name__, "message": str(exc),
-                "traceback": _format(exc)}
-    return {"status": "passed", "detail": "nothing raised and the state is sound",
-            "state": state}
+        return {
+            "status": "failed",
+            "detail": f"the fix raised {type(exc).__name__}: {exc}",
+            "errorClass": type(exc).__name__,
+            "message": str(exc),
+            "traceback": _format(exc),
+        }
+    return {"status": "passed", "detail": "nothing raised and the state is sound", "state": state}
 
 
 def _timed(run: Callable[[], dict]) -> dict:
@@ -168,8 +177,10 @@ def _skip_reason(device: str, devices: Sequence[str]) -> str | None:
     if device == "cuda":
         torch = importlib.import_module("torch")
         if not torch.cuda.is_available():
-            return (f"needs a CUDA device; torch {torch.__version__}: "
-                    "torch.cuda.is_available() is False")
+            return (
+                f"needs a CUDA device; torch {torch.__version__}: "
+                "torch.cuda.is_available() is False"
+            )
     return None
 
 
@@ -183,11 +194,19 @@ def _overall(checks: list[dict]) -> tuple[str, str]:
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Run one errkb reproducer against upstream.")
-    parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
-                        help="device to run on; auto takes the reproducer's first device")
-    parser.add_argument("--bundle", type=Path, metavar="CACHE_DIR",
-                        help="only copy the loaded upstream files into CACHE_DIR (a cache "
-                             "directory layout, for a GPU machine without network) and exit")
+    parser.add_argument(
+        "--device",
+        choices=DEVICE_CHOICES,
+        default="auto",
+        help="device to run on; auto takes the reproducer's first device",
+    )
+    parser.add_argument(
+        "--bundle",
+        type=Path,
+        metavar="CACHE_DIR",
+        help="only copy the loaded upstream files into CACHE_DIR (a cache "
+        "directory layout, for a GPU machine without network) and exit",
+    )
     return parser.parse_args(argv)
 
 
@@ -221,8 +240,7 @@ def main(
     }
     try:
         expected_record(record_id)
-        module = upstream.load_module(target.package, target.version, target.module,
-                                      target.stubs)
+        module = upstream.load_module(target.package, target.version, target.module, target.stubs)
         result["torch"] = getattr(sys.modules.get("torch"), "__version__", None)
         if args.bundle is not None:
             files = upstream.copy_loaded_files(target.package, target.version, args.bundle)

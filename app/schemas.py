@@ -90,6 +90,7 @@ class LocationOut(ApiModel):
     github_url: str | None
     gone: bool
     status: str
+    code_context: dict[str, Any] | None  # function, docstring, guard, callers, handlers...
 
 
 class RecordDocument(ApiModel):
@@ -106,6 +107,7 @@ class RecordDocument(ApiModel):
 def location_out(location: Location, record: dict[str, Any]) -> LocationOut:
     """The API shape of one location of a record."""
     fields = {name: getattr(location, name) for name in Location.__dataclass_fields__}
+    fields["code_context"] = fields.pop("context")
     return LocationOut(**fields, status=location.status(record))
 
 

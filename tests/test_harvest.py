@@ -184,15 +184,43 @@ def test_local_variable_of_another_function_or_parameter_is_dynamic() -> None:
     sites = extract_raises(
         dedent(
             """
-            msg = "module level message"
+            def elsewhere():
+                note = "a message of another function"
             def first(msg2):
-                raise ValueError(msg)
+                raise ValueError(note)
             def second(msg2):
                 raise ValueError(msg2)
             """
         )
     )
     assert [site.skip for site in sites] == [SkipReason.DYNAMIC_MESSAGE] * 2
+
+
+def test_module_level_constants_and_their_format_at_the_raise() -> None:
+    """Issue 12: torch's default_collate raises a module constant's `.format(...)`."""
+    sites = extract_raises(
+        dedent(
+            """
+            def collate(batch):
+                raise TypeError(ERR_FORMAT.format(type(batch)))
+            def check(n):
+                raise ValueError(PLAIN % n)
+            ERR_FORMAT = (
+                "default_collate: batch must contain tensors; found {}"
+            )
+            PLAIN = "bad size %d"
+            REBOUND = "first"
+            REBOUND = "second"
+            def rebound():
+                raise ValueError(REBOUND)
+            """
+        )
+    )
+    assert [site.message.template if site.message else site.skip for site in sites] == [
+        "default_collate: batch must contain tensors; found {type_batch}",
+        "bad size {n}",
+        SkipReason.DYNAMIC_MESSAGE,
+    ]
 
 
 def test_conditional_expression_is_dynamic() -> None:
@@ -258,6 +286,179 @@ def test_enclosing_class_function_and_qualified_name() -> None:
         ("Pool.free", "free", "Pool", "RuntimeError", 8),
         ("fetch", "fetch", None, "torch.OutOfMemoryError", 10),  # the class as written
     ]
+
+
+# --- issue 12: messages built elsewhere, asserts, checks, guards ---------------------------
+
+
+def test_factories_are_followed_through_nested_scopes_and_factories() -> None:
+    """torch's env:// rendezvous raises `_env_error("RANK")`, built by two factories."""
+    sites = extract_raises(
+        dedent(
+            """
+            def _rendezvous_error(msg):
+                return ValueError("Error initializing torch.distributed using " + msg)
+
+            def _tcp_handler(url):
+                def _error(msg):
+                    return _rendezvous_error("tcp:// rendezvous: " + msg)
+                raise _error("port number missing")
+
+            def _env_handler(url):
+                def _error(msg):
+                    return _rendezvous_error("env:// rendezvous: " + msg)
+                def _env_error(var):
+                    return _error(f"environment variable {var} expected, but not set")
+                def _get_env_or_raise(env_var):
+                    raise _env_error(env_var)
+                raise _env_error("RANK")
+
+            class Pool:
+                def _full(self, size):
+                    return MemoryError(f"pool full: {size} bytes asked")
+                def put(self, size):
+                    raise self._full(size)
+
+            def _unknown(kind):
+                return make_error(kind)
+            raise _unknown("x")
+            """
+        )
+    )
+    prefix = "Error initializing torch.distributed using "
+    env = prefix + "env:// rendezvous: environment variable "
+    found = [(s.error_class, s.message.template if s.message else s.skip) for s in sites]
+    assert found == [
+        ("ValueError", prefix + "tcp:// rendezvous: port number missing"),
+        ("ValueError", env + "{env_var} expected, but not set"),
+        ("ValueError", env + "RANK expected, but not set"),
+        ("MemoryError", "pool full: {size} bytes asked"),
+        (None, SkipReason.DYNAMIC_CLASS),
+    ]
+
+
+def test_classes_that_build_their_message_in_init_even_in_subclasses() -> None:
+    sites = extract_raises(
+        dedent(
+            """
+            class InvalidBackend(Exception):
+                def __init__(self, name):
+                    super().__init__(f"Invalid backend: {name!r}, see list_backends()")
+
+            class WorseBackend(InvalidBackend):
+                pass
+
+            class Legacy(Exception):
+                def __init__(self, what, why="unknown"):
+                    Exception.__init__(self, "legacy %s failed: %s" % (what, why))
+
+            def lookup(compiler_fn):
+                raise InvalidBackend(name=compiler_fn)
+
+            def other():
+                raise WorseBackend("eager2")
+
+            def old():
+                raise Legacy("load")
+            """
+        )
+    )
+    # A `!r` field stays a placeholder: the repr of a bound literal is not its text.
+    assert [(s.error_class, s.message.template) for s in sites] == [
+        ("InvalidBackend", "Invalid backend: {name}, see list_backends()"),
+        ("WorseBackend", "Invalid backend: {name}, see list_backends()"),
+        ("Legacy", "legacy {what} failed: {why}"),
+    ]
+
+
+def test_asserts_and_torch_checks_are_raise_sites() -> None:
+    sites = extract_raises(
+        dedent(
+            """
+            def f(x, n):
+                assert x is not None, f"x must be given for {n}"
+                assert n > 0
+                torch._check(n < 8, lambda: f"n too large: {n}")
+                torch._check_index(n >= 0, lambda: "negative index")
+                torch._check(n != 3)
+            """
+        )
+    )
+    found = [(s.kind, s.error_class, s.message.template, s.guard) for s in sites]
+    assert found == [
+        ("assert", "AssertionError", "x must be given for {n}", "x is None"),
+        ("check", "RuntimeError", "n too large: {n}", "n >= 8"),
+        ("check", "IndexError", "negative index", "n < 0"),
+    ]
+
+
+def test_guard_is_the_path_of_if_tests_inside_the_function() -> None:
+    """Issue 12's example: CopyBufferAllocator.free_buffer raises when the count is short."""
+    sites = extract_raises(
+        dedent(
+            """
+            class CopyBufferAllocator:
+                def free_buffer(self, buffers):
+                    \"\"\"Return buffers to the pool.
+
+                    More text that is not the first paragraph.\"\"\"
+                    if not buffers:
+                        return
+                    if self._inuse_count >= len(buffers):
+                        self._inuse_count -= len(buffers)
+                    else:
+                        raise RuntimeError("Attempted to free more buffers than allocated")
+
+            def pick(items, mode):
+                for item in items:
+                    if item.ok:
+                        continue
+                    if mode == "a" or mode == "b":
+                        if item.size > 3:
+                            raise ValueError("item too large")
+                    elif mode is None:
+                        raise ValueError("no mode")
+                    raise ValueError("bad item")
+                try:
+                    load(items)
+                except (KeyError, IndexError) as error:
+                    raise LookupError("could not load the items") from error
+            """
+        )
+    )
+    assert [(s.guard, s.translates) for s in sites] == [
+        ("self._inuse_count < len(buffers)", ()),
+        ("(mode == 'a' or mode == 'b') and item.size > 3", ()),
+        ("not (mode == 'a' or mode == 'b') and mode is None", ()),
+        ("not item.ok", ()),
+        (None, ("KeyError", "IndexError")),
+    ]
+    assert sites[0].docstring == "Return buffers to the pool."
+    assert (sites[0].function, sites[0].class_name) == ("free_buffer", "CopyBufferAllocator")
+
+
+def test_a_dynamic_message_gets_a_draft_found_by_its_site(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "pkg" / "load.py",
+        """
+        def load(data):
+            try:
+                return parse(data)
+            except Exception as error:
+                raise UnpicklingError(describe(str(error))) from None
+        def pick(kind):
+            raise ERRORS[kind](f"{kind}")
+        """,
+    )
+    result = harvest_tree(
+        tmp_path, repo="example/pkg", ref="v1", analyzed_at=ANALYZED_AT, package_dir="pkg"
+    )
+    located = [d.record for d in result.drafts if d.located]
+    assert [(r["errorClass"], r["errorMessage"], r["messagePattern"]) for r in located] == [
+        ("UnpicklingError", "{describe_str_error}", "(?P<describe_str_error>(?s:.+?))"),
+        ("Exception", "{f_kind}", "(?P<f_kind>(?s:.+?))"),
+    ]
+    assert result.located == 2 and not result.skipped
 
 
 # --- trees -----------------------------------------------------------------------------------
@@ -360,7 +561,8 @@ def test_torch_yields_thousands_of_schema_valid_drafts(torch_result: HarvestResu
         start, end = record["sourceCodeStart"], record["sourceCodeEnd"]
         assert start <= record["lineNumber"] <= end
         assert record["sourceCode"].count("\n") == end - start
-        assert "raise" in record["sourceCode"].split("\n")[record["lineNumber"] - start]
+        statement = {"raise": "raise", "assert": "assert", "check": "torch._check"}[draft.site.kind]
+        assert statement in record["sourceCode"].split("\n")[record["lineNumber"] - start]
 
 
 def test_torch_ids_are_unique(torch_result: HarvestResult) -> None:

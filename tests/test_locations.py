@@ -214,7 +214,14 @@ def test_the_api_and_the_page_show_each_release(default_store) -> None:
     assert located["sourceCode"].split("\n")[259 - located["sourceCodeStart"]].strip() == (
         'raise RuntimeError("Attempted to free more buffers than allocated")'
     )
+    code = located["codeContext"]  # issue 12: what the code checks, for the curated site too
+    assert code["guard"] == "self._inuse_count < len(buffers)"
+    assert code["docstring"] == "Return buffers to the pool."
+    assert {c["function"] for c in code["callers"]} >= {"_handle_save_task", "_handle_load_task"}
+    assert all(c["githubUrl"].split("/blob/")[1].startswith("v0.33.0/") for c in code["callers"])
     page = client.get("/errors/c53f6de81577a6bc").text
+    assert "It raises when <code class=\"guard\">self._inuse_count &lt; len(buffers)</code>" in page
+    assert "Called from" in page and "_handle_save_task" in page and "Caught by" in page
     assert "vllm 0.33.0</strong>:" in page
     assert "line 259, in <code>free_buffer</code>, moved from 285 at c794754" in page
 
@@ -244,5 +251,12 @@ def test_search_puts_the_curated_record_first_and_each_site_once(
     session, matcher, _, _ = default_store
     hits = search.search(session, query, limit=50, matcher=matcher).hits
     assert hits[0].record.id == record_id
-    keys = [hit.record.record() for hit in hits]
-    assert len({locations.site_key(record) for record in keys}) == len(hits)
+    curated = {
+        locations.site_key(hit.record.record()) for hit in hits if hit.record.id in SEED_SITES
+    }
+    drafts_of_curated_sites = [
+        hit.record.id
+        for hit in hits
+        if hit.record.id not in SEED_SITES and locations.site_key(hit.record.record()) in curated
+    ]
+    assert drafts_of_curated_sites == []

@@ -140,3 +140,55 @@ def test_noise_hits_rank_below_message_hits(store) -> None:
     )
     result = match_text(matcher, session, text)
     assert result.matches[0].id == "edc4df790b100979"
+
+
+def _record_like(session, **fields) -> dict:
+    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record())
+    return base | {"sourceCode": None, "sourceCodeStart": None, "sourceCodeEnd": None} | fields
+
+
+def test_a_dynamic_message_is_found_by_its_raise_site(store, tmp_path) -> None:
+    """Issue 12: a draft whose message is built at run time is matched by where it raises."""
+    session, matcher = store
+    text, _ = program_traceback(tmp_path)
+    located = _record_like(
+        session,
+        id="00000000000000d1",
+        repo="example/widgets",
+        errorClass="WidgetError",
+        errorMessage="{msg}",
+        messagePattern="(?P<msg>(?s:.+?))",
+        filePath="widgets/registry.py",
+        lineNumber=17,
+    )
+    records.write_records(session, [located], review_state=records.DRAFT)
+    session.commit()
+    top = match_text(matcher, session, text).matches[0]
+    assert top.id == "00000000000000d1"
+    assert top.reasons[0] == "raised at the record's site, whose message is built at run time"
+    assert top.captures == {"msg": "no widget named sprocket in registry"}
+    assert "00000000000000d1" not in matcher.index(session), "never matched by its text"
+    assert match_text(matcher, session, "WidgetError: anything at all").matches == []
+
+
+def test_little_literal_text_needs_frames_in_the_records_file(store, tmp_path) -> None:
+    session, matcher = store
+    vague = _record_like(
+        session,
+        id="00000000000000d2",
+        repo="example/widgets",
+        errorClass="TypeError",
+        errorMessage="{layout} tensor",
+        messagePattern="(?P<layout>(?s:.+?)) tensor",
+        filePath="widgets/layouts.py",
+        lineNumber=3,
+    )
+    records.write_records(session, [vague], review_state=records.DRAFT)
+    session.commit()
+    assert match_text(matcher, session, "TypeError: sparse tensor").matches == []
+    framed = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/widgets/layouts.py", line 3, in convert\n'
+        "TypeError: sparse tensor\n"
+    )
+    assert match_text(matcher, session, framed).matches[0].id == "00000000000000d2"

@@ -33,6 +33,12 @@ LAST_EXCEPTION, ROOT_CAUSE = 4, 4
 # Being reviewed outweighs a line number (issue 9): a draft that explains the text as well
 # only because a frame sits on its exact line must not push the explained record down.
 REVIEWED_BONUS, GONE_PENALTY = SAME_LINE + 1, -2
+# Found by where it raises (issue 12): a fully dynamic message has nothing else to go by, and
+# a site raising at the very line of the innermost frame is strong evidence; a record whose
+# template does not fit the message (the message changed) is weaker.
+RAISED_HERE_DYNAMIC, RAISED_HERE_OTHER_MESSAGE = 34, 14
+RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees nor differs
+NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
 
 # Packages whose name differs from their repository's (site-packages/torch -> pytorch/pytorch).
 PACKAGE_REPOS = {
@@ -106,7 +112,7 @@ def frame_repo(frame: Frame) -> str | None:
     return None
 
 
-def _path_suffixes(file_path: str) -> tuple[str, ...]:
+def path_suffixes(file_path: str) -> tuple[str, ...]:
     """The record's path, and without its first folder (SGLang's `python/`), as suffixes."""
     parts = file_path.split("/")
     suffixes = ["/" + file_path]
@@ -180,12 +186,14 @@ def _context_score(
     if short_class(candidate.error_class) == exception.error_class:
         score += CLASS_AGREES
         reasons.append(f"exception class {exception.error_class} agrees")
+    elif candidate.error_class in RUN_TIME_CLASSES:
+        reasons.append("the record's class is decided at run time")
     else:
         score += CLASS_DIFFERS
         reasons.append(f"record raises {candidate.error_class}, not {exception.error_class}")
     frames = exception.frames
     if frames and candidate.file_path:
-        suffixes = _path_suffixes(candidate.file_path)
+        suffixes = path_suffixes(candidate.file_path)
         in_file = [frame for frame in frames if _frame_in_file(frame, suffixes)]
         if in_file:
             score += FILE_IN_FRAMES
@@ -227,29 +235,67 @@ def _better(match: Match, other: Match) -> bool:
     return (match.exception_index or -1) > (other.exception_index or -1)
 
 
+def _frames_agree(candidate: Candidate, exception: ParsedException) -> bool:
+    """Whether a frame of the exception is in the record's file."""
+    if not candidate.file_path:
+        return False
+    suffixes = path_suffixes(candidate.file_path)
+    return any(_frame_in_file(frame, suffixes) for frame in exception.frames)
+
+
+def _finish(
+    candidate: Candidate,
+    score: float,
+    reasons: list[str],
+    exception_index: int | None,
+    captures: dict[str, str | None],
+) -> Match:
+    """The match, with the points every match gets: reviewed, or gone in a newer release."""
+    if candidate.reviewed:
+        score += REVIEWED_BONUS
+        reasons.append("reviewed record: explained by a curator, ranked above drafts")
+    else:
+        reasons.append("draft record: not yet reviewed")
+    if candidate.gone:
+        score += GONE_PENALTY
+        reasons.append("raise site gone in a newer release")
+    return Match(
+        candidate.id, round(score, 2), exception_index, captures, reasons, candidate.reviewed
+    )
+
+
 def rank(
     index: PatternIndex,
     hits: Sequence[tuple[str, int | None, str, bool]],
     candidates: dict[str, Candidate],
     exceptions: Sequence[ParsedException],
+    raised_at: Sequence[tuple[str, int]] = (),
 ) -> list[Match]:
     """Scored matches, best first, one per record.
 
     `hits` are (record id, exception index or None, the hit's clean line, whether the line
     is a message line of that exception); a hit outside any exception came from a log line.
+    `raised_at` are (record id, exception index) of records whose raise site is the
+    exception's innermost frame: found by where they raise, whatever the message says.
     """
     last_index = exceptions[-1].index if exceptions else -1
     causes = {e.cause_index for e in exceptions if e.cause_index is not None}
     best: dict[str, Match] = {}
+
+    def keep(match: Match) -> None:
+        if match.id not in best or _better(match, best[match.id]):
+            best[match.id] = match
+
     for record_id, exception_index, line, on_message in hits:
         candidate = candidates.get(record_id)
         if candidate is None:
             continue
         specificity = index.specificity(record_id)
         bonus = min(SPECIFICITY_MAX, specificity / SPECIFICITY_PER_POINT)
-        reasons: list[str] = []
         if exception_index is not None and on_message:
             exception = exceptions[exception_index]
+            if specificity < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
+                continue  # issue 12: `{x} tensor` alone says too little to name a site
             score, found, why = _message_score(index, candidate, exception, line)
             context, context_reasons = _context_score(
                 candidate, exception, exceptions, last_index, causes
@@ -264,23 +310,33 @@ def rank(
                 if exception_index is None
                 else "pattern found in a traceback frame line"
             ]
-        score += bonus
-        if candidate.reviewed:
-            score += REVIEWED_BONUS
-            reasons.append("reviewed record: explained by a curator, ranked above drafts")
-        else:
-            reasons.append("draft record: not yet reviewed")
-        if candidate.gone:
-            score += GONE_PENALTY
-            reasons.append("raise site gone in a newer release")
-        match = Match(
-            id=record_id,
-            score=round(score, 2),
-            exception_index=exception_index if on_message else None,
-            captures=_captures(candidate, found),
-            reasons=reasons,
-            reviewed=candidate.reviewed,
+        captures = _captures(candidate, found)
+        keep(
+            _finish(
+                candidate, score + bonus, reasons, exception_index if on_message else None, captures
+            )
         )
-        if record_id not in best or _better(match, best[record_id]):
-            best[record_id] = match
+    for record_id, exception_index in raised_at:
+        candidate = candidates.get(record_id)
+        if candidate is None:
+            continue
+        exception = exceptions[exception_index]
+        if record_id in index:
+            score, why = (
+                RAISED_HERE_OTHER_MESSAGE,
+                ("raised at the record's site, but the message differs from its template"),
+            )
+        else:
+            score, why = (
+                RAISED_HERE_DYNAMIC,
+                ("raised at the record's site, whose message is built at run time"),
+            )
+        context, context_reasons = _context_score(
+            candidate, exception, exceptions, last_index, causes
+        )
+        names = _PLACEHOLDER.findall(candidate.error_message)
+        captures = {names[0]: exception.message} if record_id not in index and names else {}
+        keep(
+            _finish(candidate, score + context, [why, *context_reasons], exception_index, captures)
+        )
     return sorted(best.values(), key=lambda m: (-m.score, not m.reviewed, m.id))

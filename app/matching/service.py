@@ -22,7 +22,7 @@ from app import locations, records
 from app.errors import AppError
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
-from app.matching.rank import Candidate, Match, candidate_from, rank, unquoted
+from app.matching.rank import Candidate, Match, candidate_from, path_suffixes, rank, unquoted
 from app.matching.traceback import ParsedException, parse_exceptions
 from app.models import Record
 from app.schemas import ExceptionOut, FrameOut, MatchOut, MatchResult, summarize
@@ -31,6 +31,10 @@ DEFAULT_MATCHES = 10
 MAX_MATCHES = 100
 REBUILD_AFTER_PENDING = 200  # patterns matched the slow way before the engine takes them in
 MODIFIED_MARGIN_S = 2.0  # re-read rows this much older than the last sync (clock steps)
+
+
+RaiseSites = dict[tuple[str, int], list[tuple[str, str]]]
+"""(file name, line) -> (record id, the record's filePath) of the sites raising there."""
 
 
 class Matcher:
@@ -43,6 +47,7 @@ class Matcher:
         self._version: str | None = None
         self._synced_at = datetime.now(UTC)
         self._keys: set[str] = set()
+        self._sites: RaiseSites = {}
         self._lock = threading.Lock()
 
     def index(self, session: Session) -> PatternIndex:
@@ -55,19 +60,26 @@ class Matcher:
         assert self._index is not None
         return self._index
 
+    def raise_sites(self) -> RaiseSites:
+        """Where each record's site raises, for finding records by the innermost frame;
+        current as of the last `index()` call."""
+        return self._sites
+
     def _sync(self, session: Session, version: str) -> None:
         now = datetime.now(UTC)
         if self._index is None:
             self._index = PatternIndex.load(self._cache_path, version)
             if self._index is None:
                 patterns = _patterns(session)
-                self._index = PatternIndex(patterns)
+                indexed = [p for p in patterns if not locations.matched_by_location(p[1])]
+                self._index = PatternIndex(indexed)
                 self._save(version)
                 self._keys = {record_id for record_id, _ in patterns}
             else:
                 self._keys = set(_all_ids(session))
         elif self._apply_changes(session):
             self._save(version)
+        self._sites = _raise_sites(session)
         self._version, self._synced_at = version, now
 
     def _apply_changes(self, session: Session) -> bool:
@@ -78,7 +90,10 @@ class Matcher:
             select(Record.id, Record.message_pattern).where(Record.modified_at >= since)
         ).all()
         for record_id, pattern in changed:
-            self._index.add(record_id, pattern)
+            if not locations.matched_by_location(pattern):
+                self._index.add(record_id, pattern)
+            elif record_id in self._index:
+                self._index.remove(record_id)
             self._keys.add(record_id)
         gone: set[str] = set()
         # Every id written since is in _keys now, so equal counts mean nothing was deleted:
@@ -89,7 +104,8 @@ class Matcher:
             present = set(_all_ids(session))
             gone = self._keys - present
             for record_id in gone:
-                self._index.remove(record_id)
+                if record_id in self._index:
+                    self._index.remove(record_id)
             self._keys = present
         if len(changed) >= REBUILD_AFTER_PENDING:
             self._index.rebuild()
@@ -113,6 +129,20 @@ def _patterns(session: Session) -> list[tuple[str, str]]:
 
 def _all_ids(session: Session) -> list[str]:
     return list(session.execute(select(Record.id)).scalars())
+
+
+def _raise_sites(session: Session) -> RaiseSites:
+    """Every known raise line of every record: as written, and in each harvested release."""
+    sites: RaiseSites = {}
+    rows = session.execute(select(Record.id, Record.file_path, Record.line_number)).all()
+    rows += locations.known_lines(session)
+    for record_id, file_path, line in rows:
+        if file_path and line is not None:
+            entry = (record_id, file_path)
+            at = sites.setdefault((file_path.rpartition("/")[2], line), [])
+            if entry not in at:
+                at.append(entry)
+    return sites
 
 
 def _exception_out(exception: ParsedException) -> ExceptionOut:
@@ -169,9 +199,10 @@ CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
 
 
 def find_matches(
-    index: PatternIndex, text: str, lookup: CandidateLookup
+    index: PatternIndex, text: str, lookup: CandidateLookup, sites: RaiseSites | None = None
 ) -> tuple[list[ParsedException], list[Match]]:
-    """The exceptions of `text` and every record whose pattern hit it, best first.
+    """The exceptions of `text` and every record whose pattern hit it, or whose raise site
+    is an exception's innermost frame (`sites`), best first.
 
     `lookup` turns the ids of the records that hit into their ranking view; the store
     gives them for the service, a record file for a reproducer checking its own error.
@@ -198,8 +229,23 @@ def find_matches(
         if not on_message:
             exception_index, on_message = regions.at(line.offset(begin))
         hits.append((hit.key, exception_index, line.text, on_message))
-    candidates = lookup({hit[0] for hit in hits})
-    return exceptions, rank(index, hits, candidates, exceptions)
+    raised_at = _raised_at(exceptions, sites or {})
+    candidates = lookup({hit[0] for hit in hits} | {record_id for record_id, _ in raised_at})
+    return exceptions, rank(index, hits, candidates, exceptions, raised_at)
+
+
+def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list[tuple[str, int]]:
+    """(record id, exception index) of the records raising at each innermost frame."""
+    found = []
+    for exception in exceptions:
+        if not exception.frames:
+            continue
+        frame = exception.frames[-1]
+        path = "/" + frame.file.replace("\\", "/").lstrip("/")
+        for record_id, file_path in sites.get((path.rpartition("/")[2], frame.line), ()):
+            if path.endswith(path_suffixes(file_path)):
+                found.append((record_id, exception.index))
+    return found
 
 
 def match_text(
@@ -221,7 +267,8 @@ def match_text(
             for record_id, item in stored.items()
         }
 
-    exceptions, ranked = find_matches(matcher.index(session), text, lookup)
+    index = matcher.index(session)
+    exceptions, ranked = find_matches(index, text, lookup, matcher.raise_sites())
     return MatchResult(
         exceptions=[_exception_out(exception) for exception in exceptions],
         matches=[

@@ -107,11 +107,13 @@ def create_match_page(
 def _record_page(
     request: Request, session: SessionDep, settings: SettingsDep, stored: StoredRecord
 ) -> Response:
+    known = locations.record_locations(session, [stored.id]).get(stored.id, [])
     context = {
         "stored": stored,
         "record": stored.record(),
         "draft": stored.review_state == records.DRAFT,
-        "locations": locations.record_locations(session, [stored.id]).get(stored.id, []),
+        "locations": known,
+        "code": next((loc.context for loc in reversed(known) if loc.context), None),
         "related": search.related_records(session, stored),
         "reproducer": verify.reproducer_info(settings, stored.id),
         "runs": verify.latest_runs(session, stored.id),

@@ -6,6 +6,8 @@
   gone there. Backfilled from the drafts stored so far: each came from the release its
   origin (`harvest:vllm==0.33.0`) names, and its document holds that location.
 - `record_aliases`: ids of drafts a reviewed record absorbed; they keep answering.
+- `record_locations.code_context`: what the code around the site checks, who calls it and
+  who catches it, as harvest computed it for that release (issue 12; JSON).
 
 Then the duplicates that harvests made before this revision (a draft beside the curated
 record of the same site) are merged into the curated record, through the same code that
@@ -58,6 +60,7 @@ def upgrade() -> None:
         sa.Column("source_code_end", sa.Integer(), nullable=True),
         sa.Column("github_url", sa.Text(), nullable=True),
         sa.Column("gone", sa.Boolean(), nullable=False),
+        sa.Column("code_context", sa.Text(), nullable=True),
     )
     op.create_table(
         "record_aliases",

@@ -1,0 +1,28 @@
+"""Harvest: the raise sites of an upstream release as draft records (issues 6 and 12).
+
+`extract` reads the AST (raise sites, messages, factories, constants, what resolves them),
+`context` adds what the code around each site tells (guard, callers, handlers). Storing the
+drafts is app/drafts.py's job.
+"""
+
+from app.harvest.extract import (
+    Draft,
+    HarvestResult,
+    Message,
+    ProgressCallback,
+    RaiseSite,
+    SkipReason,
+    extract_raises,
+    harvest_tree,
+)
+
+__all__ = [
+    "Draft",
+    "HarvestResult",
+    "Message",
+    "ProgressCallback",
+    "RaiseSite",
+    "SkipReason",
+    "extract_raises",
+    "harvest_tree",
+]

@@ -1,0 +1,205 @@
+"""What the code around a raise site tells a user (issue 12): the function and its docstring,
+the condition that leads to the raise (`guard`, from extract), who calls the function in the
+same release (`callers`), which `except` clauses around those calls catch the error
+(`handlers`), and the other sites that raise the same message (`sameMessageAt`).
+
+Callers are found by name: every `name(` in the release's sources, as a bare call or an
+attribute (`self.free_buffer(`), found in one Aho-Corasick pass over all files; an
+`__init__` is called through its class's name. Name lookup cannot tell two functions of one
+name apart, so callers in the raise's own file and class come first.
+"""
+
+import builtins
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ahocorasick
+
+from app.harvest.extract import Draft, ModuleFacts, TryBlock
+
+MAX_CALLERS = 10
+MAX_HANDLERS = 10
+MAX_SAME_MESSAGE = 10
+MAX_CALL_SITES_PER_NAME = 2000  # a very common name (`get`) stops being collected here
+_IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """A call of a function by name: where, in which function, with which try around it."""
+
+    file_path: str
+    line: int
+    function: str | None
+    attribute: bool  # `x.name(`, not `name(`
+    handlers: tuple[TryBlock, ...]
+
+
+class _Module:
+    """Line and scope lookups of one module's source."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.starts = [0]
+        at = facts.source.find("\n")
+        while at != -1:
+            self.starts.append(at + 1)
+            at = facts.source.find("\n", at + 1)
+
+    def line_of(self, offset: int) -> int:
+        return bisect_right(self.starts, offset)
+
+    def function_at(self, line: int) -> str | None:
+        """The innermost function whose body holds this line."""
+        inner = None
+        for first, last, name in self.facts.functions:
+            if first < line <= last and (inner is None or first > inner[0]):
+                inner = (first, name)
+        return inner[1] if inner else None
+
+    def handlers_at(self, line: int) -> tuple[TryBlock, ...]:
+        """The except clauses whose try body holds this line, innermost first."""
+        around = [block for block in self.facts.tries if block.first <= line <= block.last]
+        return tuple(sorted(around, key=lambda block: -block.first))
+
+
+def _callee_names(drafts: Sequence[Draft]) -> set[str]:
+    """The names through which each raising function is called."""
+    names = set()
+    for draft in drafts:
+        if draft.function == "__init__" and draft.class_name:
+            names.add(draft.class_name)
+        elif draft.function and not draft.function.startswith("__"):
+            names.add(draft.function)
+    return names
+
+
+def find_call_sites(modules: Sequence[ModuleFacts], names: set[str]) -> dict[str, list[CallSite]]:
+    """Every `name(` of these names in the modules, by name, in file order."""
+    found: dict[str, list[CallSite]] = defaultdict(list)
+    if not names:
+        return found
+    automaton = ahocorasick.Automaton()
+    for name in names:
+        automaton.add_word(name + "(", name)
+    automaton.make_automaton()
+    for facts in modules:
+        module: _Module | None = None
+        source = facts.source
+        for end, name in automaton.iter(source):
+            start = end - len(name)
+            before = source[start - 1] if start else "\n"
+            if before in _IDENTIFIER_CHARS or len(found[name]) >= MAX_CALL_SITES_PER_NAME:
+                continue
+            line_start = source.rfind("\n", 0, start) + 1
+            prefix = source[line_start:start].strip()
+            if prefix.endswith(("def", "class")) or prefix.startswith("#"):
+                continue
+            module = module or _Module(facts)
+            line = module.line_of(start)
+            found[name].append(
+                CallSite(
+                    facts.file_path,
+                    line,
+                    module.function_at(line),
+                    before == ".",
+                    module.handlers_at(line),
+                )
+            )
+    return found
+
+
+def _catchers(error_class: str, bases: dict[str, tuple[str, ...]]) -> set[str]:
+    """The short class names an `except` may name to catch this class: itself and its
+    ancestors, from the release's classes and then Python's built-in hierarchy."""
+    names, pending = set(), [error_class.rpartition(".")[2]]
+    while pending:
+        name = pending.pop()
+        if name in names:
+            continue
+        names.add(name)
+        builtin = getattr(builtins, name, None)
+        if isinstance(builtin, type) and issubclass(builtin, BaseException):
+            names.update(cls.__name__ for cls in builtin.__mro__ if cls is not object)
+        pending.extend(bases.get(name, ()))
+    return names | {"Exception", "BaseException"}
+
+
+def _link(repo: str, ref: str, file_path: str, line: int) -> str:
+    return f"https://github.com/{repo}/blob/{ref}/{file_path}#L{line}"
+
+
+def _rank_callers(draft: Draft, sites: list[CallSite]) -> list[CallSite]:
+    """Same file first (a method called on self), then the nearest folders."""
+    here = draft.record["filePath"].split("/")
+
+    def closeness(site: CallSite) -> tuple[int, int, str, int]:
+        there = site.file_path.split("/")
+        shared = next((i for i, (a, b) in enumerate(zip(here, there, strict=False)) if a != b), 0)
+        return (site.file_path != draft.record["filePath"], -shared, site.file_path, site.line)
+
+    own_line = draft.record["lineNumber"]
+    return sorted((s for s in sites if s.line != own_line), key=closeness)
+
+
+def add_context(
+    drafts: Sequence[Draft],
+    modules: Sequence[ModuleFacts],
+    bases: dict[str, tuple[str, ...]],
+    repo: str,
+    ref: str,
+) -> None:
+    """Fill in each draft's `context`: function, docstring, guard, callers, handlers and
+    the other sites of its message."""
+    calls = find_call_sites(modules, _callee_names(drafts))
+    same_message: dict[tuple[str, str], list[Draft]] = defaultdict(list)
+    for draft in drafts:
+        if not draft.located:
+            same_message[(draft.record["errorClass"], draft.record["errorMessage"])].append(draft)
+    for draft in drafts:
+        site = draft.site
+        record = draft.record
+        name = draft.class_name if draft.function == "__init__" else draft.function
+        callers = _rank_callers(draft, calls.get(name or "", []))
+        catchers = _catchers(record["errorClass"], bases)
+        handlers = {}
+        for caller in callers:
+            block = next((b for b in caller.handlers if catchers & set(b.catches)), None)
+            if block is not None:
+                handlers.setdefault((caller.file_path, block.line), (caller, block))
+        others = [
+            other
+            for other in same_message.get((record["errorClass"], record["errorMessage"]), [])
+            if other is not draft
+        ]
+        draft.context = {
+            "function": draft.function,
+            "className": draft.class_name,
+            "docstring": site.docstring if site else None,
+            "guard": site.guard if site else None,
+            "translates": list(site.translates) if site else [],
+            "callers": [
+                _place(repo, ref, c.file_path, c.line, c.function) for c in callers[:MAX_CALLERS]
+            ],
+            "handlers": [
+                _place(repo, ref, caller.file_path, block.line, caller.function)
+                | {"catches": list(block.catches), "callLine": caller.line}
+                for caller, block in list(handlers.values())[:MAX_HANDLERS]
+            ],
+            "sameMessageAt": [
+                _place(repo, ref, o.record["filePath"], o.record["lineNumber"], o.function)
+                for o in others[:MAX_SAME_MESSAGE]
+            ],
+        }
+
+
+def _place(repo: str, ref: str, file_path: str, line: int, function: str | None) -> dict[str, Any]:
+    return {
+        "filePath": file_path,
+        "lineNumber": line,
+        "function": function,
+        "githubUrl": _link(repo, ref, file_path, line),
+    }

@@ -1,0 +1,1020 @@
+"""Raise sites of an upstream release -> draft records, with what the code checks.
+
+Walks the Python sources of a released package with `ast` and turns every raise site into a
+draft record in the seed schema: the message as a template with `{name}` for each
+interpolated value, a pattern that fullmatches the real message (compiles in RE2 and in
+`re`), the source excerpt around the raise and a stable id. The prose fields stay null;
+people fill them in later. Storage lives in app/drafts.py; this module only reads files and
+returns dataclasses.
+
+Raise sites are `raise X(...)` statements, `assert cond, "message"` (AssertionError) and
+`torch._check*(cond, lambda: "message")` calls (issue 12). Message forms understood: a
+literal (implicitly concatenated or not), an f-string, a literal's `.format(...)`, a literal
+`% args`, `+` concatenation of these (an operand of another kind becomes a placeholder,
+since `str + x` only works when `x` is a str), a local variable assigned one of these earlier
+in the same block or an enclosing one of the same function (`msg += ...` extends it; an
+assignment to it inside a nested block makes it unknown), a module-level string constant,
+and messages built elsewhere: by an exception factory (a function of the module that
+`return`s `SomeError(...)`, followed through factories that call factories) or by the
+raised class's own `__init__` (`super().__init__(f"...")`, found anywhere in the release and
+inherited by subclasses). A site whose message stays fully dynamic still gets a draft, whose
+pattern is one variable part: it is matched by where it was raised, not by its message.
+
+Files under `test`, `tests` and `benchmarks` directories are not harvested: errors raised there
+are not errors users of the library meet.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import hashlib
+import os
+import re
+import string
+import tokenize
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+SCHEMA_VERSION = 2
+CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198-234
+MIN_LITERAL_ALNUM = 4  # fewer literal letters/digits than this cannot identify an error
+MAX_MESSAGE_CHARS = 4000  # record.schema.json: errorMessage maxLength
+MAX_PATTERN_CHARS = 8000  # record.schema.json: messagePattern maxLength
+SLUG_SOURCE_CHARS = 50
+ID_HEX_CHARS = 16
+MAX_TAGS = 4
+MAX_PLACEHOLDER_CHARS = 32
+MAX_FACTORY_DEPTH = 4  # factories calling factories, followed this deep
+MAX_GUARD_CHARS = 1000
+MAX_DOCSTRING_CHARS = 600
+# Values (tensor reprs, lists) may span lines; a scoped flag, unlike a leading `(?s)`, keeps
+# patterns composable into one alternation. Lazy, yet fullmatch still takes the whole value.
+PLACEHOLDER_REGEX = "(?s:.+?)"
+SKIPPED_DIRS = frozenset({"test", "tests", "benchmarks"})
+# Directory names that say nothing about the error: package roots and catch-alls.
+GENERIC_TAG_DIRS = frozenset(
+    "python sglang srt vllm torch utils util internal common impl lib src".split()
+)
+VERSION_DIR = re.compile(r"v\d+")
+CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+PERCENT_SPEC = re.compile(
+    r"%(?:\((?P<key>[^)]*)\))?[-#0 +]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d+))?[hlL]?"
+    r"(?P<conversion>[diouxXeEfFgGcrsa%])"
+)
+FIELD_ATTRIBUTE_OR_INDEX = re.compile(r"[.\[]")  # `{0.name}`, `{key[1]}`
+REGEX_SPECIAL = re.compile(r"[\\.^$|?*+()\[\]{}]|[\x00-\x1f\x7f]")
+CONTROL_ESCAPES = {"\n": r"\n", "\r": r"\r", "\t": r"\t"}
+# torch's checks: the exception each raises when its condition is false (torch/__init__.py).
+TORCH_CHECKS = {
+    "torch._check": "RuntimeError",
+    "torch._check_index": "IndexError",
+    "torch._check_value": "ValueError",
+    "torch._check_type": "TypeError",
+    "torch._check_not_implemented": "NotImplementedError",
+}
+_FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+_EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
+UNKNOWN_CLASS = "Exception"  # what a draft names when only run time decides the class
+
+ProgressCallback = Callable[[int, int, str], None]
+"""Called after each file with (files done, files in all, filePath)."""
+
+
+class SkipReason(StrEnum):
+    """Why a raise site, or a whole file, has no message to match (see `located`)."""
+
+    RERAISE = "re-raise"
+    RERAISE_VARIABLE = "re-raise variable"
+    NO_MESSAGE = "no message"
+    DYNAMIC_CLASS = "dynamic exception class"
+    DYNAMIC_MESSAGE = "dynamic message"
+    NO_LITERAL_TEXT = "no literal text"
+    MESSAGE_TOO_LONG = "message too long"
+    UNPARSABLE_FILE = "unparsable file"
+
+
+# Sites skipped for these reasons still get a draft, matched by where they raise (issue 12);
+# one whose class is decided at run time names UNKNOWN_CLASS.
+LOCATED_REASONS = frozenset(
+    {
+        SkipReason.DYNAMIC_MESSAGE,
+        SkipReason.NO_LITERAL_TEXT,
+        SkipReason.MESSAGE_TOO_LONG,
+        SkipReason.DYNAMIC_CLASS,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message as the seeds write it: a `{name}` template and its fullmatch pattern."""
+
+    template: str
+    pattern: str
+    placeholders: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RaiseSite:
+    """One raise site: where it is, what it raises, its message or why none, and what the
+    code checks to get there (`guard`, and the exceptions an `except` around it catches)."""
+
+    line: int
+    qualname: str | None  # Python's __qualname__ of the enclosing def/class; None: module level
+    function: str | None  # innermost enclosing function
+    class_name: str | None  # innermost enclosing class
+    error_class: str | None  # as written, e.g. "torch.OutOfMemoryError"; None for bare raise
+    message: Message | None
+    skip: SkipReason | None  # set exactly when message is None
+    kind: str = "raise"  # raise | assert | check
+    guard: str | None = None
+    translates: tuple[str, ...] = ()
+    docstring: str | None = None  # first paragraph of the enclosing function's docstring
+    hint: str = "message"  # what a dynamic message is named after
+    call: ast.Call | None = field(default=None, compare=False, repr=False)
+    env: _Env | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class Draft:
+    """A draft record plus what the record schema has no field for."""
+
+    record: dict[str, Any]
+    function: str | None
+    class_name: str | None
+    qualname: str | None
+    located: bool = False  # the message is fully dynamic: matched by where it raises
+    site: RaiseSite | None = field(default=None, repr=False)
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class HarvestResult:
+    """Drafts of one source tree and the counts that say how complete they are."""
+
+    drafts: list[Draft] = field(default_factory=list)
+    files: int = 0  # Python files parsed
+    raise_sites: int = 0  # raise sites in them, drafted or skipped
+    skipped: Counter[str] = field(default_factory=Counter)  # SkipReason -> sites (or files)
+    located: int = 0  # drafts of dynamic messages, matched by their raise site
+
+
+@dataclass(frozen=True)
+class _Field:
+    """An interpolated value; `hint` is the expression (or field name) it is named after."""
+
+    hint: str
+
+
+_Part = str | _Field
+_Parts = tuple[_Part, ...]
+_Env = dict[str, _Parts]  # local name -> message parts it was last assigned
+
+
+@dataclass(frozen=True)
+class _Release:
+    """What every draft of one harvest shares."""
+
+    repo: str
+    ref: str  # tag or commit: pins githubUrl, recorded as analyzedSha
+    analyzed_at: str
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Where a statement sits: enough to name the enclosing function and class."""
+
+    qualname: str | None = None
+    function: str | None = None
+    class_name: str | None = None
+    in_function: bool = False
+    docstring: str | None = None
+
+    def enter(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> _Scope:
+        if self.qualname is None:
+            qualname = node.name
+        else:
+            locals_marker = ".<locals>" if self.in_function else ""
+            qualname = f"{self.qualname}{locals_marker}.{node.name}"
+        if isinstance(node, ast.ClassDef):
+            return _Scope(qualname, self.function, node.name, False, self.docstring)
+        return _Scope(qualname, node.name, self.class_name, True, _first_paragraph(node))
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What encloses a statement inside its function: `if` tests, `except` clauses."""
+
+    conditions: tuple[ast.expr, ...] = ()
+    translates: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Factory:
+    """A message built elsewhere: a function's `return X(...)`, or a class's `__init__`
+    passing a message to its base. Its parameters become the caller's arguments."""
+
+    params: tuple[str, ...]
+    call: ast.Call  # the returned call; for an __init__, the base __init__ call
+    env: _Env
+    message_arg: int = 0  # which argument of `call` is the message
+    qualname: str | None = None  # where the returned call is made, to resolve its callee
+
+
+@dataclass(frozen=True)
+class TryBlock:
+    """An `except` clause and the lines of the `try` body it covers."""
+
+    first: int
+    last: int
+    catches: tuple[str, ...]  # short class names; bare `except:` is BaseException
+    line: int
+
+
+@dataclass
+class ModuleFacts:
+    """What one module tells the release-wide passes: its raise sites and what resolves
+    them, and where its functions and try blocks are (for callers and handlers)."""
+
+    file_path: str
+    source: str
+    sites: list[RaiseSite] = field(default_factory=list)
+    factories: dict[str, Factory] = field(default_factory=dict)  # qualname -> factory
+    init_messages: dict[str, Factory] = field(default_factory=dict)  # class -> its __init__
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
+    functions: list[tuple[int, int, str]] = field(default_factory=list)  # first, last, name
+    tries: list[TryBlock] = field(default_factory=list)
+
+
+def extract_module(source: str, rel_path: str = "<unknown>") -> ModuleFacts:
+    """Parse one module (SyntaxError if it cannot be) and collect its facts; the raise
+    sites still name factories and classes by name (see `resolve_sites`)."""
+    with warnings.catch_warnings():  # upstream's invalid escapes are upstream's to fix
+        warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+        tree = ast.parse(source, filename=rel_path)
+    collector = _Collector(rel_path, source, _module_constants(tree.body))
+    collector.block(tree.body, {}, _Scope(), _Context())
+    return collector.finish()
+
+
+def extract_raises(source: str, rel_path: str = "<unknown>") -> list[RaiseSite]:
+    """Every raise site of one module, in source order, resolved against the module alone;
+    raises SyntaxError if unparsable. Usable on its own (e.g. to see whether a known raise
+    moved between releases)."""
+    facts = extract_module(source, rel_path)
+    return resolve_sites(facts, _ClassMessages([facts]))
+
+
+def harvest_tree(
+    root: Path,
+    *,
+    repo: str,
+    ref: str,
+    analyzed_at: str,
+    path_prefix: str = "",
+    package_dir: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> HarvestResult:
+    """Draft records, with code context, for every raise site under `root/package_dir`.
+
+    filePath is `path_prefix` + the path relative to `root`, so an unpacked wheel with
+    `package_dir="vllm"` gives `vllm/...`, and `path_prefix="python/"` gives SGLang's
+    `python/sglang/...`. `ref` (tag or commit) pins githubUrl and is the analyzedSha.
+    Modules are parsed once; messages built in another module (a class's `__init__`),
+    callers and handlers are resolved over the whole release afterwards.
+    """
+    from app.harvest.context import add_context
+
+    release = _Release(repo, ref, analyzed_at)
+    paths = _python_files(root / package_dir if package_dir else root)
+    result = HarvestResult()
+    modules: list[ModuleFacts] = []
+    with _cyclic_gc_paused():
+        for done, path in enumerate(paths, start=1):
+            file_path = path_prefix + path.relative_to(root).as_posix()
+            try:
+                modules.append(extract_module(_read_source(path), file_path))
+            except (SyntaxError, ValueError, RecursionError):  # ValueError: bad bytes, NUL
+                result.skipped[SkipReason.UNPARSABLE_FILE] += 1
+            if progress:
+                progress(done, len(paths), file_path)
+        classes = _ClassMessages(modules)
+        for module in modules:
+            sites = resolve_sites(module, classes)
+            result.files += 1
+            result.raise_sites += len(sites)
+            drafts = _file_drafts(sites, module.source, module.file_path, release)
+            drafted = {id(draft.site) for draft in drafts}
+            result.skipped.update(s.skip for s in sites if s.skip and id(s) not in drafted)
+            result.located += sum(draft.located for draft in drafts)
+            result.drafts.extend(drafts)
+        add_context(result.drafts, modules, classes.bases, release.repo, release.ref)
+    return result
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Syntax trees hold no cycles, so refcounting frees them; left on, the cycle collector
+    rescans the whole heap again and again while they are built. Harvesting torch took
+    10 s -> 7 s, and 15 s -> 7.5 s in a process that has torch itself loaded."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _python_files(base: Path) -> list[Path]:
+    """The .py files under base, sorted so that runs are reproducible."""
+    found: list[Path] = []
+    for directory, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and d != "__pycache__")
+        found.extend(Path(directory, name) for name in sorted(files) if name.endswith(".py"))
+    return found
+
+
+def _read_source(path: Path) -> str:
+    """Decoded as Python does (PEP 263 cookie, universal newlines), so line numbers agree."""
+    with tokenize.open(path) as handle:
+        return handle.read()
+
+
+def _first_paragraph(node: ast.AST) -> str | None:
+    """The first paragraph of a function's docstring, on one line."""
+    try:
+        doc = ast.get_docstring(node)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not doc:
+        return None
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    return paragraph[:MAX_DOCSTRING_CHARS] or None
+
+
+def _module_constants(body: list[ast.stmt]) -> _Env:
+    """Module-level names bound once to a string message (`ERR = "bad {}"`): functions see
+    them, whatever the order of definitions, since they run after the module is loaded."""
+    bound: Counter[str] = Counter()
+    for statement in body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        if isinstance(statement, ast.AnnAssign | ast.AugAssign):
+            targets = [statement.target]
+        for target in targets:
+            bound.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    constants: _Env = {}
+    for statement in body:
+        if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+            continue
+        target = statement.targets[0]
+        if isinstance(target, ast.Name) and bound[target.id] == 1:
+            parts = _parts(statement.value, constants)
+            if parts is not None:
+                constants[target.id] = parts
+    return constants
+
+
+def _negated(test: ast.expr) -> ast.expr:
+    """`not test`, simplified only where exact: `not not x` -> x, `a >= b` -> `a < b`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _FLIPPED:
+        return ast.Compare(test.left, [_FLIPPED[type(test.ops[0])]()], test.comparators)
+    return ast.UnaryOp(ast.Not(), test)
+
+
+def _guard_text(conditions: tuple[ast.expr, ...]) -> str | None:
+    """The conditions joined with `and`, as source text."""
+    if not conditions:
+        return None
+    node = conditions[0] if len(conditions) == 1 else ast.BoolOp(ast.And(), list(conditions))
+    text = ast.unparse(node)
+    return text if len(text) <= MAX_GUARD_CHARS else text[: MAX_GUARD_CHARS - 1] + "…"
+
+
+def _early_exit(node: ast.stmt) -> ast.expr | None:
+    """The test of `if test: return` (or continue, break, raise): later siblings run only
+    when it is false."""
+    if isinstance(node, ast.If) and not node.orelse and isinstance(node.body[-1], _EXITS):
+        return node.test
+    return None
+
+
+def _caught(handler: ast.ExceptHandler) -> tuple[str, ...]:
+    """The short class names an `except` clause catches."""
+    if handler.type is None:
+        return ("BaseException",)
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return tuple(ast.unparse(t).rpartition(".")[2] for t in types)
+
+
+class _Collector:
+    """Walks statement blocks in order, tracking local string variables, enclosing tests
+    and handlers for each raise site, and what resolves messages built elsewhere."""
+
+    def __init__(self, file_path: str, source: str, constants: _Env) -> None:
+        self.facts = ModuleFacts(file_path, source)
+        self.constants = constants
+        self._returns: dict[str, list[tuple[ast.Call, _Env]]] = {}
+        self._params: dict[str, tuple[str, ...]] = {}
+
+    def finish(self) -> ModuleFacts:
+        """The facts, with the functions that return one exception call as factories."""
+        for qualname, returns in self._returns.items():
+            if len(returns) == 1 and qualname in self._params:
+                call, env = returns[0]
+                factory = Factory(self._params[qualname], call, env, qualname=qualname)
+                self.facts.factories[qualname] = factory
+        return self.facts
+
+    def block(self, statements: list[ast.stmt], env: _Env, scope: _Scope, ctx: _Context) -> None:
+        exits: list[ast.expr] = []
+        for statement in statements:
+            self.statement(statement, env, scope, ctx, tuple(exits))
+            test = _early_exit(statement)
+            if test is not None:
+                exits.append(_negated(test))
+
+    def statement(
+        self,
+        node: ast.stmt,
+        env: _Env,
+        scope: _Scope,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            env.pop(node.name, None)
+            self._function(node, scope)
+        elif isinstance(node, ast.ClassDef):
+            env.pop(node.name, None)
+            names = tuple(ast.unparse(base).rpartition(".")[2] for base in node.bases)
+            self.facts.bases[node.name] = names
+            self.block(node.body, {}, scope.enter(node), _Context())
+        elif isinstance(node, ast.Raise):
+            self._site(_raise_site(node, env, scope), ctx, exits)
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            site = _message_site(node, "AssertionError", node.msg, env, scope, "assert")
+            self._site(site, ctx, (*exits, _negated(node.test)))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            self._call_statement(node, node.value, env, scope, ctx, exits)
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            if scope.in_function and scope.qualname:
+                self._returns.setdefault(scope.qualname, []).append((node.value, dict(env)))
+        elif isinstance(node, ast.Assign):
+            value = _parts(node.value, env)
+            for target in node.targets:
+                _bind(target, value, env)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            _bind(node.target, _parts(node.value, env), env)
+        elif isinstance(node, ast.AugAssign):
+            extended = ast.BinOp(node.target, node.op, node.value)
+            _bind(node.target, _parts(extended, env), env)
+        else:
+            self._nested_blocks(node, env, scope, ctx)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
+        inner = scope.enter(node)
+        arguments = node.args
+        params = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+        if scope.class_name is not None and not scope.in_function and params:
+            params = params[1:]  # self or cls: the caller does not pass it
+        self._params[inner.qualname or node.name] = tuple(params)
+        self.facts.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
+        self.block(node.body, dict(self.constants), inner, _Context())
+
+    def _call_statement(
+        self,
+        node: ast.Expr,
+        call: ast.Call,
+        env: _Env,
+        scope: _Scope,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        """A torch check, or an `__init__` passing its message to the base class."""
+        callee = ast.unparse(call.func)
+        if callee in TORCH_CHECKS and call.args:
+            message = call.args[1] if len(call.args) > 1 else None
+            message = next((k.value for k in call.keywords if k.arg == "message"), message)
+            if isinstance(message, ast.Lambda):
+                site = _message_site(node, TORCH_CHECKS[callee], message.body, env, scope, "check")
+                self._site(site, ctx, (*exits, _negated(call.args[0])))
+            return
+        base_init = callee.endswith(".__init__") and scope.function == "__init__"
+        if base_init and scope.class_name and (call.args or call.keywords):
+            offset = 0 if callee.startswith("super(") else 1  # Base.__init__(self, msg)
+            if len(call.args) > offset:
+                params = self._params.get(scope.qualname or "", ())
+                factory = Factory(params, call, dict(env), offset)
+                self.facts.init_messages[scope.class_name] = factory
+
+    def _site(self, site: RaiseSite, ctx: _Context, exits: tuple[ast.expr, ...]) -> None:
+        guard = _guard_text((*ctx.conditions, *exits))
+        self.facts.sites.append(replace(site, guard=guard, translates=ctx.translates))
+
+    def _nested_blocks(self, node: ast.stmt, env: _Env, scope: _Scope, ctx: _Context) -> None:
+        """Inner blocks see the outer variables; what they assign is unknown afterwards."""
+        if isinstance(node, ast.If):
+            self.block(node.body, dict(env), scope, _add(ctx, node.test))
+            self.block(node.orelse, dict(env), scope, _add(ctx, _negated(node.test)))
+        elif isinstance(node, ast.Try | ast.TryStar):
+            self.block(node.body, dict(env), scope, ctx)
+            first, last = node.body[0].lineno, node.body[-1].end_lineno or node.lineno
+            for handler in node.handlers:
+                catches = _caught(handler)
+                self.facts.tries.append(TryBlock(first, last, catches, handler.lineno))
+                translated = replace(ctx, translates=catches)
+                self.block(handler.body, dict(env), scope, translated)
+            for block in (node.orelse, node.finalbody):
+                self.block(block, dict(env), scope, ctx)
+        else:
+            blocks = [getattr(node, name, None) for name in ("body", "orelse", "finalbody")]
+            blocks += [case.body for case in getattr(node, "cases", ())]
+            for block in blocks:
+                if isinstance(block, list):
+                    self.block(block, dict(env), scope, ctx)
+        if env:
+            for child in ast.walk(node):
+                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                    env.pop(child.id, None)
+
+
+def _add(ctx: _Context, condition: ast.expr) -> _Context:
+    return replace(ctx, conditions=(*ctx.conditions, condition))
+
+
+def _bind(target: ast.expr, value: _Parts | None, env: _Env) -> None:
+    """Record `name = <message>`; any other binding forgets the names it assigns."""
+    if isinstance(target, ast.Name) and value is not None:
+        env[target.id] = value
+        return
+    for child in ast.walk(target):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            env.pop(child.id, None)
+
+
+def _raise_site(node: ast.Raise, env: _Env, scope: _Scope) -> RaiseSite:
+    exc = node.exc
+    error_class: str | None = None
+    message: Message | None = None
+    call: ast.Call | None = None
+    hint = "message"
+    if exc is None:
+        skip: SkipReason | None = SkipReason.RERAISE
+    elif not isinstance(exc, ast.Call):
+        error_class = ast.unparse(exc)
+        # A capitalised name is a class raised without arguments; anything else an instance.
+        raised_class = error_class.rpartition(".")[2][:1].isupper()
+        skip = SkipReason.NO_MESSAGE if raised_class else SkipReason.RERAISE_VARIABLE
+    else:
+        error_class = ast.unparse(exc.func)
+        hint = _placeholder_name(ast.unparse(exc.args[0])) if exc.args else "message"
+        if CLASS_NAME.fullmatch(error_class):
+            message, skip = _call_message(exc, env)
+            call = exc
+        else:  # `raise errors[kind](...)`: no class name a record could hold
+            skip = SkipReason.DYNAMIC_CLASS
+    return RaiseSite(
+        node.lineno,
+        scope.qualname,
+        scope.function,
+        scope.class_name,
+        error_class,
+        message,
+        skip,
+        docstring=scope.docstring,
+        hint=hint,
+        call=call,
+        env=dict(env) if call is not None else None,
+    )
+
+
+def _message_site(
+    node: ast.stmt, error_class: str, expr: ast.expr, env: _Env, scope: _Scope, kind: str
+) -> RaiseSite:
+    """An assert's or a torch check's site: its class is fixed, its message an expression."""
+    message, skip = _parts_message(_parts(expr, env))
+    return RaiseSite(
+        node.lineno,
+        scope.qualname,
+        scope.function,
+        scope.class_name,
+        error_class,
+        message,
+        skip,
+        kind=kind,
+        docstring=scope.docstring,
+        hint=_placeholder_name(ast.unparse(expr)),
+    )
+
+
+def _call_message(call: ast.Call, env: _Env) -> tuple[Message | None, SkipReason | None]:
+    """The message of `X(first_arg, ...)`, or why it has none we can match."""
+    if not call.args:  # `X(msg=...)`: the class builds its message, out of our sight
+        return None, SkipReason.DYNAMIC_MESSAGE if call.keywords else SkipReason.NO_MESSAGE
+    return _parts_message(_parts(call.args[0], env))
+
+
+def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | None]:
+    if parts is None:
+        return None, SkipReason.DYNAMIC_MESSAGE
+    literal = "".join(part for part in parts if isinstance(part, str))
+    if sum(char.isalnum() for char in literal) < MIN_LITERAL_ALNUM:
+        return None, SkipReason.NO_LITERAL_TEXT
+    message = _message(parts)
+    if len(message.template) > MAX_MESSAGE_CHARS or len(message.pattern) > MAX_PATTERN_CHARS:
+        return None, SkipReason.MESSAGE_TOO_LONG
+    return message, None
+
+
+class _ClassMessages:
+    """Classes of the release whose `__init__` builds the message, by name, with what each
+    class inherits from its bases; a name two classes share with different messages is
+    left out, since the raise cannot say which one it means."""
+
+    def __init__(self, modules: list[ModuleFacts]) -> None:
+        self.bases: dict[str, tuple[str, ...]] = {}
+        found: dict[str, Factory | None] = {}
+        for module in modules:
+            self.bases.update(module.bases)
+            for name, factory in module.init_messages.items():
+                known = found.get(name, factory)
+                same = known is not None and ast.dump(known.call) == ast.dump(factory.call)
+                found[name] = factory if same else None
+        self._inits = {name: factory for name, factory in found.items() if factory is not None}
+
+    def init_of(self, name: str, depth: int = 0) -> Factory | None:
+        """The __init__ message of a class, or of the nearest base that has one."""
+        if name in self._inits or depth >= MAX_FACTORY_DEPTH:
+            return self._inits.get(name)
+        for base in self.bases.get(name, ()):
+            if base != name and (found := self.init_of(base, depth + 1)) is not None:
+                return found
+        return None
+
+
+def resolve_sites(facts: ModuleFacts, classes: _ClassMessages) -> list[RaiseSite]:
+    """The module's raise sites, with messages built by factories and `__init__`s filled in."""
+    resolved = []
+    for site in facts.sites:
+        if site.call is not None and site.env is not None:
+            outcome = _outcome(site.call, site.env, site.qualname, facts.factories, classes, 0)
+            if outcome == (UNKNOWN_CLASS, None):
+                site = replace(site, error_class=None, message=None, skip=SkipReason.DYNAMIC_CLASS)
+            elif outcome is not None:
+                error_class, parts = outcome
+                message, skip = _parts_message(parts)
+                site = replace(site, error_class=error_class, message=message, skip=skip)
+        resolved.append(replace(site, call=None, env=None))
+    return resolved
+
+
+def _factory(factories: dict[str, Factory], callee: str, scope: str | None) -> Factory | None:
+    """The factory a call names, seen from the function `scope`: a function nested in it or
+    in an enclosing one, a method of the enclosing class (`self.name`), or the module's."""
+    owner, _, name = callee.rpartition(".")
+    if owner not in ("", "self", "cls"):
+        return None
+    prefixes = []
+    parts = scope.split(".") if scope else []
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if not prefix.endswith("<locals>"):
+            prefixes += [f"{prefix}.<locals>.{name}", f"{prefix}.{name}"]
+    for qualname in [*prefixes, name]:
+        if qualname in factories:
+            return factories[qualname]
+    return None
+
+
+def _outcome(
+    call: ast.Call,
+    env: _Env,
+    scope: str | None,
+    factories: dict[str, Factory],
+    classes: _ClassMessages,
+    depth: int,
+) -> tuple[str, _Parts | None] | None:
+    """(class, message parts) of `raise call` when a factory or an `__init__` builds them;
+    None when the call is a plain class taking its message as first argument."""
+    callee = ast.unparse(call.func)
+    factory = _factory(factories, callee, scope) if depth < MAX_FACTORY_DEPTH else None
+    if factory is not None:
+        inner = factory.env | _bindings(factory, call, env)
+        returned = ast.unparse(factory.call.func)
+        found = _outcome(factory.call, inner, factory.qualname, factories, classes, depth + 1)
+        if found is not None:
+            return found
+        if not _class_like(returned):
+            return UNKNOWN_CLASS, None  # a call we cannot follow: the class is unknown
+        args = factory.call.args
+        return returned, _parts(args[0], inner) if args else None
+    init = classes.init_of(callee.rpartition(".")[2])
+    if init is None:
+        return None
+    arguments = init.env | _bindings(init, call, env)
+    message = init.call.args[init.message_arg]
+    return callee, _parts(message, arguments)
+
+
+def _class_like(callee: str) -> bool:
+    """`ValueError`, `errors.Custom`: a dotted name whose last part is capitalised."""
+    return bool(CLASS_NAME.fullmatch(callee)) and callee.rpartition(".")[2][:1].isupper()
+
+
+def _bindings(factory: Factory, call: ast.Call, env: _Env) -> _Env:
+    """The factory's parameters bound to the call's arguments, as message parts; one the
+    call leaves to its default stays a placeholder named after it."""
+    bound: _Env = {param: (_Field(param),) for param in factory.params}
+    for param, arg in zip(factory.params, call.args, strict=False):
+        if isinstance(arg, ast.Starred):
+            break
+        bound[param] = _parts(arg, env) or (_Field(ast.unparse(arg)),)
+    for keyword in call.keywords:
+        if keyword.arg in factory.params:
+            bound[keyword.arg] = _parts(keyword.value, env) or (_Field(ast.unparse(keyword.value)),)
+    return bound
+
+
+def _parts(node: ast.expr, env: _Env) -> _Parts | None:
+    """The literal pieces and interpolated values of a string expression; None if dynamic."""
+    if isinstance(node, ast.Constant):
+        return (node.value,) if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        parts: list[_Part] = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(value.value)
+            elif _plain_name(value) and value.value.id in env:  # type: ignore[union-attr]
+                parts.extend(env[value.value.id])  # type: ignore[union-attr]
+            else:
+                parts.append(_Field(ast.unparse(value.value)))  # type: ignore[union-attr]
+        return tuple(parts)
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _parts(node.left, env), _parts(node.right, env)
+        if left is None and right is None:
+            return None
+        return (left or (_Field(ast.unparse(node.left)),)) + (
+            right or (_Field(ast.unparse(node.right)),)
+        )
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        template = _literal(node.left, env)
+        return None if template is None else _percent_parts(template, node.right)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+    ):
+        template = _literal(node.func.value, env)
+        return None if template is None else _format_parts(template, node)
+    return None
+
+
+def _plain_name(value: ast.expr) -> bool:
+    """An f-string field that is a bare name with no conversion or format: `{msg}`."""
+    return (
+        isinstance(value, ast.FormattedValue)
+        and isinstance(value.value, ast.Name)
+        and value.conversion == -1
+        and value.format_spec is None
+    )
+
+
+def _literal(node: ast.expr, env: _Env) -> str | None:
+    """The text of an expression that is a plain string with no interpolation."""
+    parts = _parts(node, env)
+    if parts is None or not all(isinstance(part, str) for part in parts):
+        return None
+    return "".join(part for part in parts if isinstance(part, str))
+
+
+def _percent_parts(template: str, args: ast.expr) -> _Parts | None:
+    """`template % args`: positional specs take their names from a tuple's items."""
+    specs = list(PERCENT_SPEC.finditer(template))
+    if any(spec["width"] == "*" or spec["precision"] == "*" for spec in specs):
+        return None
+    values = [spec for spec in specs if spec["conversion"] != "%" and spec["key"] is None]
+    if not isinstance(args, ast.Tuple):  # one value, or a tuple held in a variable
+        hints = iter([ast.unparse(args)] * len(values))
+    elif len(args.elts) == len(values) and not any(
+        isinstance(item, ast.Starred) for item in args.elts
+    ):
+        hints = iter([ast.unparse(item) for item in args.elts])
+    else:
+        return None
+    parts: list[_Part] = []
+    position = 0
+    for spec in [*specs, None]:
+        gap = template[position : spec.start() if spec else None]
+        if "%" in gap:
+            return None  # not a conversion spec: the real call would fail
+        if gap:
+            parts.append(gap)
+        if spec is None:
+            break
+        if spec["conversion"] == "%":
+            parts.append("%")
+        else:
+            parts.append(_Field(spec["key"] if spec["key"] is not None else next(hints)))
+        position = spec.end()
+    return tuple(parts)
+
+
+def _format_parts(template: str, call: ast.Call) -> _Parts | None:
+    """`template.format(...)`: positional fields are named after their argument."""
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return None
+    parts: list[_Part] = []
+    auto_index = 0
+    for literal, field_name, _spec, _conversion in fields:
+        if literal:
+            parts.append(literal)
+        if field_name is None:
+            continue
+        base = FIELD_ATTRIBUTE_OR_INDEX.split(field_name, maxsplit=1)[0]
+        rest = field_name[len(base) :]
+        if base and not base.isdigit():
+            parts.append(_Field(field_name))
+            continue
+        index = int(base) if base else auto_index
+        auto_index += not base
+        args = call.args
+        if index < len(args) and not any(isinstance(arg, ast.Starred) for arg in args[: index + 1]):
+            parts.append(_Field(ast.unparse(args[index]) + rest))
+        else:
+            parts.append(_Field(f"arg{index}{rest}"))
+    return tuple(parts)
+
+
+def _message(parts: _Parts) -> Message:
+    """Template and pattern with one uniquely named group per interpolated value."""
+    template: list[str] = []
+    pattern: list[str] = []
+    names: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            template.append(part)
+            pattern.append(REGEX_SPECIAL.sub(_escape_char, part))
+            continue
+        name = base = _placeholder_name(part.hint)
+        suffix = 1
+        while name in names:
+            suffix += 1
+            name = f"{base}_{suffix}"
+        names.append(name)
+        template.append(f"{{{name}}}")
+        pattern.append(f"(?P<{name}>{PLACEHOLDER_REGEX})")
+    return Message("".join(template), "".join(pattern), tuple(names))
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    """Escape a regex metacharacter; spell control characters as escapes RE2 and re share."""
+    char = match[0]
+    if char in CONTROL_ESCAPES:
+        return CONTROL_ESCAPES[char]
+    if ord(char) < 0x20 or char == "\x7f":
+        return f"\\x{ord(char):02x}"
+    return "\\" + char
+
+
+def _placeholder_name(hint: str) -> str:
+    """`x` -> x, `self.x` -> x, `len(buffers)` -> len_buffers, `shape[0]` -> shape_0."""
+    if hint.isidentifier() and hint.isascii():
+        return hint
+    name = re.sub(r"[^0-9A-Za-z]+", "_", hint).strip("_")
+    name = re.sub(r"^(?:self|cls)_(?=[A-Za-z_])", "", name)[:MAX_PLACEHOLDER_CHARS].rstrip("_")
+    if not name:
+        return "value"
+    return f"v{name}" if name[0].isdigit() else name
+
+
+def _file_drafts(
+    sites: list[RaiseSite], source: str, file_path: str, release: _Release
+) -> list[Draft]:
+    """Drafts of one file; the n-th raise of a template in a function gets the n-th id.
+
+    A site whose message is fully dynamic gets a draft whose template is one placeholder,
+    named after the expression it raises (`{msg}`): it is matched by where it raises.
+    """
+    lines = source.split("\n")  # not splitlines(): ast counts only \n as a line break
+    if lines[-1] == "":
+        lines.pop()
+    occurrences: Counter[tuple[str | None, str]] = Counter()
+    drafts = []
+    for site in sites:
+        message = site.message
+        located = message is None and site.skip in LOCATED_REASONS
+        if located:
+            message = _message((_Field(site.hint),))
+        if message is None:
+            continue
+        key = (site.qualname, message.template)
+        occurrences[key] += 1
+        record = _record(site, message, lines, file_path, release, occurrences[key])
+        if site.skip == SkipReason.DYNAMIC_CLASS:
+            record["errorClass"] = UNKNOWN_CLASS
+        drafts.append(Draft(record, site.function, site.class_name, site.qualname, located, site))
+    return drafts
+
+
+def _record(
+    site: RaiseSite,
+    message: Message,
+    lines: list[str],
+    file_path: str,
+    release: _Release,
+    occurrence: int,
+) -> dict[str, Any]:
+    """The record in the seeds' key order; prose fields null until someone writes them."""
+    repo, ref = release.repo, release.ref
+    start = max(1, site.line - CONTEXT_LINES)
+    end = min(len(lines), site.line + CONTEXT_LINES)
+    return {
+        "id": _record_id(repo, file_path, site.qualname, message.template, occurrence),
+        "repo": repo,
+        "slug": _slug(message.template) or _slug(site.error_class or ""),
+        "errorCode": None,
+        "errorMessage": message.template,
+        "messagePattern": message.pattern,
+        "errorType": "exception",
+        "errorClass": site.error_class,
+        "httpStatus": None,
+        "severity": "error",
+        "filePath": file_path,
+        "lineNumber": site.line,
+        "sourceCode": "\n".join(lines[start - 1 : end]),
+        "sourceCodeStart": start,
+        "sourceCodeEnd": end,
+        "githubUrl": f"https://github.com/{repo}/blob/{ref}/{file_path}#L{start}-L{end}",
+        "documentation": None,
+        "triggerScenarios": None,
+        "commonSituations": None,
+        "solutions": None,
+        "exampleFix": None,
+        "handlingStrategy": None,
+        "validationCode": None,
+        "typeGuard": None,
+        "tryCatchPattern": None,
+        "preventionTips": None,
+        "tags": _tags(file_path),
+        "backgroundTag": None,
+        "analyzedSha": ref,
+        "analyzedAt": release.analyzed_at,
+        "schemaVersion": SCHEMA_VERSION,
+    }
+
+
+def _record_id(
+    repo: str, file_path: str, qualname: str | None, template: str, occurrence: int
+) -> str:
+    """Independent of the line number, so a raise that only moves keeps its record."""
+    key = "\0".join([repo, file_path, qualname or "<module>", template, str(occurrence)])
+    return hashlib.sha256(key.encode()).hexdigest()[:ID_HEX_CHARS]
+
+
+def _slug(text: str) -> str:
+    """The seeds' rule: the first 50 characters, lowercased, other runs turned into '-'."""
+    return re.sub(r"[^a-z0-9]+", "-", text[:SLUG_SOURCE_CHARS].lower()).strip("-")
+
+
+def _tags(file_path: str) -> list[str]:
+    """Meaningful directory names, outermost first, kebab-cased like the seeds' tags.
+
+    `_dynamo` -> dynamo, `kv_transfer` -> kv-transfer; package roots and catch-alls
+    (GENERIC_TAG_DIRS), version directories (`v1`) and one-letter names are dropped.
+    """
+    tags: list[str] = []
+    for part in PurePosixPath(file_path).parent.parts:
+        tag = _slug(part)
+        if (
+            len(tag) > 1
+            and tag not in GENERIC_TAG_DIRS
+            and not VERSION_DIR.fullmatch(tag)
+            and tag not in tags
+        ):
+            tags.append(tag)
+    return tags[:MAX_TAGS]
