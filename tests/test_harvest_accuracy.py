@@ -3,22 +3,20 @@ calling torch's Python APIs on CPU with bad arguments, and check that /api/match
 result points at the file and line that raised each one (the traceback's last frame)."""
 
 import io
-import linecache
-import traceback
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session
+
+from tests.helpers import accuracy
 
 torch = pytest.importorskip("torch", reason="torch comes with the reproducers extra")
 import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset, random_split  # noqa: E402
-
-from app import drafts  # noqa: E402
-from app.main import create_app  # noqa: E402
 
 TOP1_GOAL = 0.95
 
@@ -101,60 +99,24 @@ TRIGGERS: dict[str, Callable[[], object]] = {
 }
 
 
-def _raise_site(error: BaseException) -> tuple[str, int]:
-    """The file (repo-relative, torch/...) and line of the traceback's last frame."""
-    tb = error.__traceback__
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    path = tb.tb_frame.f_code.co_filename
-    assert "/torch/" in path, path
-    assert linecache.getline(path, tb.tb_lineno).lstrip().startswith("raise"), path
-    return "torch/" + path.rsplit("/torch/", 1)[1], tb.tb_lineno
-
-
-def real_errors() -> dict[str, tuple[str, str, int]]:
+def real_errors() -> dict[str, accuracy.RealError]:
     """name -> (the real traceback, the file and line that raised it)."""
-    found = {}
-    for name, trigger in TRIGGERS.items():
-        try:
-            trigger()
-        except Exception as error:  # noqa: BLE001 - every real error is wanted
-            found[name] = ("".join(traceback.format_exception(error)), *_raise_site(error))
-        else:
-            raise AssertionError(f"{name} raised nothing")
-    return found
+    site = partial(accuracy.raise_site, root=Path(torch.__file__).parent, repo_prefix="torch/")
+    return accuracy.trigger_all(TRIGGERS, site)
 
 
 @pytest.fixture(scope="module")
-def torch_client(tmp_path_factory) -> TestClient:
+def torch_client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     """A service whose store holds the drafts harvested from the installed torch."""
-    from app.config import Settings
-
-    folder = tmp_path_factory.mktemp("torch-harvest")
-    settings = Settings(database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder)
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        result, counts = drafts.harvest_release(session, drafts.resolve_release("torch"))
+    client, result, counts = accuracy.harvested_client(tmp_path_factory.mktemp("torch"), "torch")
     assert counts.created > 10_000 and result.files > 2_000
-    return TestClient(app)
+    return client
 
 
 def test_top_match_points_at_the_raising_line(torch_client: TestClient) -> None:
     errors = real_errors()
     sites = {(path, line) for _, path, line in errors.values()}
     assert len(sites) >= 30, "need at least 30 different raise sites"
-    top1, top3, misses = 0, 0, []
-    for name, (text, path, line) in errors.items():
-        response = torch_client.post("/api/match", json={"text": text}, params={"limit": 3})
-        assert response.status_code == 200, response.text
-        places = [
-            (m["record"]["filePath"], m["record"]["lineNumber"]) for m in response.json()["matches"]
-        ]
-        top1 += places[:1] == [(path, line)]
-        top3 += (path, line) in places
-        if places[:1] != [(path, line)]:
-            misses.append(f"{name}: raised at {path}:{line}, top {places[:1]}")
-    rate1, rate3 = top1 / len(errors), top3 / len(errors)
-    print(f"\ntorch accuracy over {len(errors)} real errors: top-1 {rate1:.1%}, top-3 {rate3:.1%}")
-    print("\n".join(misses))
-    assert rate1 >= TOP1_GOAL, misses
+    score = accuracy.score(torch_client, errors)
+    print("\n" + score.report("torch"))
+    assert score.top1_rate >= TOP1_GOAL, score.misses
