@@ -3,6 +3,7 @@ calling torch's Python APIs on CPU with bad arguments, and check that /api/match
 result points at the file and line that raised each one (the traceback's last frame)."""
 
 import io
+import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -23,6 +24,10 @@ TOP1_GOAL = 0.95
 
 def _params() -> list:
     return [torch.zeros(2, requires_grad=True)]
+
+
+def _child_fails(rank: int) -> None:
+    raise RuntimeError(f"worker {rank} failed on purpose")
 
 
 def _sgd(**kwargs) -> torch.optim.Optimizer:
@@ -96,11 +101,21 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "save to an int": lambda: torch.save(torch.zeros(1), 12345),
     "grad scaler growth": lambda: torch.amp.GradScaler("cpu", growth_factor=0.5).unscale_(_sgd()),
     "hub source": lambda: torch.hub.load("a/b", "m", source="bogus"),
+    # issue 12: messages built by factories, module constants, __init__, helpers, run time
+    "env rendezvous without RANK": lambda: next(dist.rendezvous("env://")),
+    "default_collate of an object": lambda: torch.utils.data.default_collate([object()]),
+    "compile with an unknown backend": lambda: torch.compile(nn.Linear(1, 1), backend="bogus"),
+    "assert_close multi-line": lambda: torch.testing.assert_close(torch.zeros(2), torch.ones(2)),
+    "spawned process raised": lambda: torch.multiprocessing.start_processes(
+        _child_fails, nprocs=1, start_method="fork"
+    ),
+    "vmap in_dims": lambda: torch.func.vmap(lambda x: x, in_dims=(0, 0))(torch.zeros(2)),
 }
 
 
 def real_errors() -> dict[str, accuracy.RealError]:
     """name -> (the real traceback, the file and line that raised it)."""
+    os.environ.pop("RANK", None)  # the env:// rendezvous must find it missing
     site = partial(accuracy.raise_site, root=Path(torch.__file__).parent, repo_prefix="torch/")
     return accuracy.trigger_all(TRIGGERS, site)
 

@@ -199,12 +199,6 @@ def test_the_errors_are_many_and_varied(vllm_errors: dict[str, accuracy.RealErro
     assert len(vllm_errors) >= MIN_ERRORS and len(sites) >= MIN_SITES, sorted(sites)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    raises=AssertionError,
-    reason="issue 12: harvest depth pending; misses: a message from a module-level dict "
-    "(vllm/tasks.py:30) and a fully dynamic KeyError(key) (vllm/utils/collection_utils.py:34)",
-)
 def test_top_match_points_at_the_raising_line(
     vllm_client: TestClient, vllm_errors: dict[str, accuracy.RealError]
 ) -> None:
