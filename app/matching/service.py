@@ -55,6 +55,11 @@ class Matcher:
         assert self._index is not None
         return self._index
 
+    @property
+    def patterns(self) -> int:
+        """Patterns in the index; 0 before it is loaded (asking must not load it)."""
+        return len(self._index) if self._index is not None else 0
+
     def _sync(self, session: Session, version: str) -> None:
         now = datetime.now(UTC)
         if self._index is None:
