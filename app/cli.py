@@ -384,6 +384,30 @@ def harvest_command(
     harvest_releases(_settings(), specs, repo, ref)
 
 
+@app.command("curate")
+def curate_command(
+    record_id: Annotated[str, typer.Argument(help="Id of the draft to explain (see /curate).")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite the record file and reproducer.")
+    ] = False,
+) -> None:
+    """Write data/records/ID.json and reproducers/ID.py from a draft, prose marked TO FILL."""
+    from app.curation.scaffold import CurateError, curate
+
+    settings = _settings()
+    with Session(open_store(settings)) as session:
+        try:
+            scaffold = curate(session, settings, record_id, force)
+        except CurateError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(1) from None
+    typer.echo(f"wrote {scaffold.record_file}\nwrote {scaffold.reproducer_file}")
+    typer.echo(
+        "next: write every field marked TO FILL, then `errkb import "
+        f"{scaffold.record_file}` (it stays refused until they are written)"
+    )
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
