@@ -22,6 +22,7 @@ from app.ops.metrics import Metrics
 from app.ops.middleware import RequestObserver
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
+from app.web import curation as web_curation
 from app.web import routes as web
 
 JSON_ESCAPE_FACTOR = 6
@@ -53,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(match.router)
     app.include_router(search.router)
     app.mount("/static", StaticFiles(directory=web.STATIC_DIR), name="static")
+    app.include_router(web_curation.router)
     app.include_router(web.router)  # last: its /{owner}/{repo}/{slug} would shadow others
     _add_error_handlers(app)
     return app
