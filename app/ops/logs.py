@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 REQUEST_ID: ContextVar[str | None] = ContextVar("errkb_request_id", default=None)
 REQUEST_ID_HEADER = "X-Request-ID"
 _SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-# LogRecord attributes that are not the caller's `extra` fields.
-_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+# LogRecord attributes that are not the caller's `extra` fields (uvicorn adds color_message).
+_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
 
 
 def request_id_from(header: str | None) -> str:
