@@ -1,6 +1,9 @@
 """GET /api/curation/queue and the /curate page over real harvested drafts: most-hit first,
 paged, filtered by repo, reviewed records left out (issue 13)."""
 
+import base64
+import json
+
 from sqlmodel import Session
 
 from app.curation.queue import template_id
@@ -77,6 +80,8 @@ def test_queue_pages_and_filters(make_client, tmp_path) -> None:
 def test_bad_queue_parameters_are_4xx(client) -> None:
     assert client.get("/api/curation/queue", params={"cursor": "not-ours"}).status_code == 400
     assert client.get("/api/curation/queue", params={"cursor": "W10"}).status_code == 400
+    forged = base64.urlsafe_b64encode(json.dumps([10**30, "record", "x"]).encode()).decode()
+    assert client.get("/api/curation/queue", params={"cursor": forged}).status_code == 400
     assert client.get("/api/curation/queue", params={"limit": 0}).status_code == 422
     assert client.get("/api/curation/queue", params={"limit": 201}).status_code == 422
     assert client.get("/api/curation/queue", params={"repo": "x" * 201}).status_code == 422

@@ -25,6 +25,7 @@ from app.records import DRAFT, StoredRecord
 DEFAULT_QUEUE_PAGE = 50
 MAX_QUEUE_PAGE = 200
 UNEXPLAINED = "unexplained"
+MAX_SQL_INTEGER = 2**63  # a larger number in a forged cursor would overflow the driver
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,8 @@ def _decode(cursor: str) -> tuple[int, str, str]:
         hits, kind, subject = json.loads(raw)
     except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
         hits = None
-    if not (isinstance(hits, int) and kind in (RECORD, TEMPLATE) and isinstance(subject, str)):
+    valid_hits = isinstance(hits, int) and 0 <= hits < MAX_SQL_INTEGER
+    if not (valid_hits and kind in (RECORD, TEMPLATE) and isinstance(subject, str)):
         raise AppError(400, "Invalid cursor", "cursor must be a value returned as nextCursor")
     return hits, kind, subject
 
