@@ -106,15 +106,6 @@ def _matcher(settings: Settings, engine: Engine):
     return Matcher(engine, settings.cache_dir, settings.max_paste_bytes)
 
 
-def _warm_match_index(settings: Settings) -> None:
-    """Build (or load) the match index before serving, so workers start from its cache."""
-    engine = open_store(settings)
-    matcher = _matcher(settings, engine)
-    with Session(engine) as session:
-        typer.echo("loading the match index (compiled once per dataset version)...", err=True)
-        typer.echo(f"match index ready: {len(matcher.index(session))} patterns", err=True)
-
-
 @app.command("match")
 def match_command(
     source: Annotated[
@@ -225,20 +216,20 @@ def serve_command(
         ),
     ] = True,
 ) -> None:
-    """Migrate, import curated records, harvest default releases, serve API and pages."""
+    """Migrate, import curated records, serve API and pages; harvest the default releases
+    and load the match index in the background (/readyz answers 200 once both are done)."""
     import uvicorn
 
+    os.environ["ERRKB_HARVEST_ON_START"] = str(harvest_defaults).lower()  # read by each worker
+    get_settings.cache_clear()
     settings = _settings()
     if import_data and run_import(settings, [settings.data_dir], partial=False).rejected:
         raise typer.Exit(1)
-    if harvest_defaults:
-        from app.drafts import is_harvested
-
-        with Session(open_store(settings)) as session:
-            missing = [s for s in settings.default_releases if not is_harvested(session, s)]
-        harvest_releases(settings, missing, None, None)
-    _warm_match_index(settings)
-    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers)
+    # JSON logs: uvicorn's loggers go to errkb's JSON handler, and errkb logs each request.
+    logs = {"log_config": None, "access_log": False} if settings.log_format == "json" else {}
+    uvicorn.run(
+        "app.main:create_app", factory=True, host=host, port=port, workers=workers, **logs
+    )
 
 
 @app.command("verify")
@@ -383,6 +374,30 @@ def harvest_command(
 ) -> None:
     """Harvest a draft record for every raise site of upstream releases."""
     harvest_releases(_settings(), specs, repo, ref)
+
+
+@app.command("curate")
+def curate_command(
+    record_id: Annotated[str, typer.Argument(help="Id of the draft to explain (see /curate).")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite the record file and reproducer.")
+    ] = False,
+) -> None:
+    """Write data/records/ID.json and reproducers/ID.py from a draft, prose marked TO FILL."""
+    from app.curation.scaffold import CurateError, curate
+
+    settings = _settings()
+    with Session(open_store(settings)) as session:
+        try:
+            scaffold = curate(session, settings, record_id, force)
+        except CurateError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(1) from None
+    typer.echo(f"wrote {scaffold.record_file}\nwrote {scaffold.reproducer_file}")
+    typer.echo(
+        "next: write every field marked TO FILL, then `errkb import "
+        f"{scaffold.record_file}` (it stays refused until they are written)"
+    )
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ elsewhere, and nothing builds settings at import time, so tests pass their own.
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -56,6 +57,19 @@ class Settings(BaseSettings):
     default_releases: list[str] = Field(
         default=["vllm==0.33.0", "sglang==0.5.23"],
         description="Upstream releases `errkb serve` harvests when the store lacks them.",
+    )
+    harvest_on_start: bool = Field(
+        default=False,
+        description="Harvest the default releases the store lacks in the background when the "
+        "server starts (`errkb serve` sets it from --harvest/--no-harvest); /readyz waits.",
+    )
+    record_hits: bool = Field(
+        default=True,
+        description="Count a hit (record id or scrubbed template, and the day) per match and "
+        "record-page view, for the curation queue and /stats.",
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="text: uvicorn's usual logs; json: one JSON object a line."
     )
 
 

@@ -1,22 +1,28 @@
 """create_app(settings) -> the FastAPI application: routers, limits and error handlers."""
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api import errors, match, meta, reproducers, search
+from app.api import curation, errors, match, meta, reproducers, search
 from app.api.limits import BodySizeLimit
 from app.config import Settings, get_settings
+from app.curation.hits import HitCounter
 from app.db import open_store
 from app.errors import AppError
 from app.matching.service import Matcher
+from app.ops.logs import configure_logging
+from app.ops.metrics import Metrics
+from app.ops.middleware import RequestObserver
+from app.ops.readiness import Readiness
+from app.ops.startup import LOAD_INDEX, start_up
+from app.web import curation as web_curation
 from app.web import routes as web
 
 JSON_ESCAPE_FACTOR = 6
@@ -30,33 +36,39 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="errkb",
         summary="Match ML-serving tracebacks to explained, reproduced error records.",
         version="0.1.0",
-        lifespan=_load_match_index,
+        lifespan=_start_up,
     )
+    configure_logging(settings.log_format)
     app.state.settings = settings
     app.state.engine = open_store(settings)
     app.state.matcher = Matcher(app.state.engine, settings.cache_dir, settings.max_paste_bytes)
+    app.state.metrics = Metrics()
+    app.state.readiness = Readiness([LOAD_INDEX])
+    app.state.hits = HitCounter(app.state.engine, settings.record_hits)
     app.add_middleware(BodySizeLimit, limit_for=lambda path: body_limit(settings, path))
+    app.add_middleware(RequestObserver, metrics=app.state.metrics)  # outermost: sees the 413s
+    app.include_router(curation.router)
     app.include_router(errors.router)
     app.include_router(meta.router)
     app.include_router(reproducers.router)
     app.include_router(match.router)
     app.include_router(search.router)
     app.mount("/static", StaticFiles(directory=web.STATIC_DIR), name="static")
+    app.include_router(web_curation.router)
     app.include_router(web.router)  # last: its /{owner}/{repo}/{slug} would shadow others
     _add_error_handlers(app)
     return app
 
 
 @asynccontextmanager
-async def _load_match_index(app: FastAPI) -> AsyncIterator[None]:
-    """Load (or build) the match index while the server starts, not on the first paste."""
-
-    def load() -> None:
-        with Session(app.state.engine) as session:
-            app.state.matcher.index(session)
-
-    await run_in_threadpool(load)
+async def _start_up(app: FastAPI) -> AsyncIterator[None]:
+    """Harvest (if asked) and load the match index in a thread while the server already
+    answers, /readyz saying when it is done (issue 13); write pending hits on the way out."""
+    state = app.state
+    arguments = (state.settings, state.engine, state.matcher, state.readiness, state.metrics)
+    threading.Thread(target=start_up, args=arguments, name="errkb-start-up", daemon=True).start()
     yield
+    state.hits.flush()
 
 
 def body_limit(settings: Settings, path: str) -> int:
@@ -71,7 +83,7 @@ def body_limit(settings: Settings, path: str) -> int:
 
 
 def _wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api") or request.url.path == "/healthz"
+    return request.url.path.startswith("/api") or request.url.path in ("/healthz", "/readyz")
 
 
 def error_response(request: Request, error: AppError) -> Response:

@@ -1,6 +1,6 @@
 """SQLModel tables of the store. Change them only together with a migration (issue 2)."""
 
-from datetime import datetime
+from datetime import date, datetime
 
 from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, Text
 from sqlmodel import Field, SQLModel
@@ -143,3 +143,18 @@ class DriftCheck(SQLModel, table=True):
     found_line: int | None = None
     detail: str = Field(sa_column=Column(Text, nullable=False))
     checked_at: datetime
+
+
+class Hit(SQLModel, table=True):
+    """How often a record, or an unexplained error's scrubbed template, was met on one day.
+
+    Only the subject and the day are kept, never a paste or a captured value (issue 13).
+    """
+
+    __tablename__ = "hits"
+    __table_args__ = (Index("ix_hits_day", "day"),)
+
+    kind: str = Field(primary_key=True)
+    subject: str = Field(sa_column=Column(Text, primary_key=True))
+    day: date = Field(primary_key=True)
+    count: int

@@ -22,6 +22,9 @@ from app.config import PROJECT_ROOT
 from app.matching.index import PatternError, check_pattern
 
 SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"
+# `errkb curate` starts each prose field a curator must write with this (issue 13); a record
+# still holding it is refused, field by field, wherever it is written.
+TO_FILL = "TO FILL: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +73,21 @@ def field_order() -> tuple[str, ...]:
     return tuple(record_schema()["properties"])
 
 
+def unfilled_fields(record: Any) -> list[FieldError]:
+    """The fields that still hold the TO FILL text `errkb curate` put there."""
+    if not isinstance(record, dict):
+        return []
+    errors = []
+    for key, value in record.items():
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(item, str) and item.startswith(TO_FILL) for item in values):
+            errors.append(FieldError(key, "still to fill: replace the TO FILL text"))
+    return errors
+
+
 def record_errors(record: Any) -> list[FieldError]:
     """Every reason `record` is not a valid record; an empty list means it is valid."""
-    errors = _schema_errors(record)
+    errors = _schema_errors(record) + unfilled_fields(record)
     if errors:
         return errors
     try:

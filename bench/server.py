@@ -23,7 +23,7 @@ def free_port() -> int:
 @contextmanager
 def running_server(env: dict[str, str]) -> Iterator[str]:
     """Start `uvicorn app.main:create_app` with these ERRKB_* settings; yield its base URL
-    once /healthz answers; stop it afterwards."""
+    once /readyz answers 200 (the match index is loaded: issue 13); stop it afterwards."""
     port = free_port()
     command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
@@ -33,12 +33,13 @@ def running_server(env: dict[str, str]) -> Iterator[str]:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
+                if httpx.get(f"{base}/readyz").status_code == 200:
                     break
             except httpx.TransportError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("the server did not start") from None
-                time.sleep(0.05)
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.05)
         yield base
     finally:
         server.terminate()

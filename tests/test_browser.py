@@ -285,3 +285,41 @@ def test_unknown_page_is_a_404_page(page) -> None:
     assert response.status == 404
     assert page.locator("h1").inner_text() == "Not found"
     _screenshot(page, "not-found")
+
+
+def test_stats_page_draws_its_charts_with_and_without_javascript(browser, page, server) -> None:
+    """Issue 13: server-side SVG charts, no script of their own, readable on a phone."""
+    paste = "Traceback (most recent call last):\n" + SEED_002_ERROR + "\n"
+    assert page.request.post("/api/match", data={"text": paste}).ok
+    unexplained = "Traceback (most recent call last):\nValueError: no shard at /data/x.bin\n"
+    assert page.request.post("/api/match", data={"text": unexplained}).ok
+    page.goto(f"/errors/{SEED_002}")
+    response = page.goto("/stats")
+    assert response.status == 200
+    assert response.headers["link"].startswith("</api/stats/charts?days=30>")
+    charts = page.locator("section.chart svg.pygal-chart")
+    assert charts.count() == 5
+    for index in range(5):
+        box = charts.nth(index).bounding_box()
+        assert box["width"] > 400 and box["height"] > 150
+    assert page.locator("svg script").count() == 0
+    scripts = page.locator("script").evaluate_all("nodes => nodes.map(node => node.src)")
+    assert [src.rsplit("/", 1)[-1] for src in scripts] == ["app.js"]
+    assert "vllm-project/vllm" in page.locator("#records svg").text_content()
+    drawn = "rects => rects.filter(r => r.getBBox().width > 0 && r.getBBox().height > 0).length"
+    # today: one stack, its reviewed and its unexplained parts
+    assert page.locator("#hits svg rect.rect").evaluate_all(drawn) == 2
+    assert "ValueError: no shard at <path>" in page.locator("#most-hit svg").text_content()
+    assert page.locator("#reproducers tbody tr").count() == 3
+    _screenshot(page, "stats")
+    page.set_viewport_size(PHONE)
+    assert _fits_width(page)
+    _screenshot(page, "stats-phone")
+
+    context = browser.new_context(base_url=server, viewport=DESKTOP, java_script_enabled=False)
+    no_script = context.new_page()
+    no_script.goto("/stats")
+    assert no_script.locator("section.chart svg.pygal-chart").count() == 5
+    assert no_script.locator("#records svg").bounding_box()["height"] > 150
+    _screenshot(no_script, "stats-no-javascript")
+    context.close()

@@ -7,8 +7,9 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from app.api.deps import SessionDep
+from app.api.observed import match_counted
 from app.errors import AppError
-from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES, match_text
+from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
 from app.schemas import MatchResult
 
 router = APIRouter(prefix="/api/match", tags=["match"])
@@ -81,7 +82,7 @@ def create_match(
         text = _texts_field(_json_body(raw), "text", str)
     else:
         text = raw.decode("utf-8", "replace")
-    return _json(match_text(request.app.state.matcher, session, text, limit))
+    return _json(match_counted(request, session, text, limit))
 
 
 class _BatchDoc(BaseModel):
@@ -104,5 +105,4 @@ def create_matches(
         raise AppError(422, "Invalid batch", f"send 1 to {MAX_BATCH_TEXTS} texts")
     if not all(isinstance(text, str) for text in texts):
         raise AppError(422, "Invalid batch", "every item of 'texts' must be a string")
-    matcher = request.app.state.matcher
-    return _json(BatchResult(results=[match_text(matcher, session, t, limit) for t in texts]))
+    return _json(BatchResult(results=[match_counted(request, session, t, limit) for t in texts]))

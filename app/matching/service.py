@@ -65,6 +65,11 @@ class Matcher:
         current as of the last `index()` call."""
         return self._sites
 
+    @property
+    def patterns(self) -> int:
+        """Patterns in the index; 0 before it is loaded (asking must not load it)."""
+        return len(self._index) if self._index is not None else 0
+
     def _sync(self, session: Session, version: str) -> None:
         now = datetime.now(UTC)
         if self._index is None:

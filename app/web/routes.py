@@ -17,8 +17,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app import locations, records, search, verify
 from app.api.deps import SearchFiltersDep, SessionDep, SettingsDep
+from app.api.observed import count_view, match_counted
 from app.errors import AppError, not_found
-from app.matching.service import match_text
 from app.records import StoredRecord
 from app.web import render
 
@@ -93,7 +93,7 @@ def create_match_page(
     """The home box: a paste is matched here, a query is sent on to the search page."""
     if mode == "search" or (mode == "auto" and not search.looks_like_paste(text)):
         return RedirectResponse(render.search_url({"q": text.strip()}), status_code=303)
-    result = match_text(request.app.state.matcher, session, text, MATCHES_ON_PAGE)
+    result = match_counted(request, session, text, MATCHES_ON_PAGE)
     matched = {match.exception_index for match in result.matches}
     spans = {exc.index: exc.message_spans or [exc.span] for exc in result.exceptions}
     context = {
@@ -107,6 +107,7 @@ def create_match_page(
 def _record_page(
     request: Request, session: SessionDep, settings: SettingsDep, stored: StoredRecord
 ) -> Response:
+    count_view(request, stored.id)
     known = locations.record_locations(session, [stored.id]).get(stored.id, [])
     context = {
         "stored": stored,

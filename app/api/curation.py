@@ -1,0 +1,63 @@
+"""/api/curation/queue: what to explain next, most-hit first (issue 13)."""
+
+from datetime import date
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from app.api.deps import SessionDep
+from app.curation.queue import DEFAULT_QUEUE_PAGE, MAX_QUEUE_PAGE, QueueItem, curation_queue
+from app.schemas import ApiModel, RecordSummary, summarize
+
+router = APIRouter(prefix="/api/curation", tags=["curation"])
+MAX_CURSOR_CHARS = 2048
+MAX_REPO_CHARS = 200
+
+
+class QueueItemOut(ApiModel):
+    """A draft (`record`) or an unexplained error's scrubbed template (`template`)."""
+
+    id: str
+    hits: int
+    last_hit: date
+    review_state: str
+    record: RecordSummary | None
+    template: str | None
+
+
+class QueuePageOut(ApiModel):
+    """One page of the curation queue."""
+
+    items: list[QueueItemOut]
+    total: int
+    next_cursor: str | None
+
+
+def queue_item_out(item: QueueItem) -> QueueItemOut:
+    """The API shape of a queue item."""
+    return QueueItemOut(
+        id=item.id,
+        hits=item.hits,
+        last_hit=item.last_hit,
+        review_state=item.review_state,
+        record=summarize(item.record) if item.record else None,
+        template=item.template,
+    )
+
+
+@router.get("/queue", response_model=QueuePageOut)
+def read_queue(
+    request: Request,
+    session: SessionDep,
+    repo: Annotated[str | None, Query(max_length=MAX_REPO_CHARS)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_QUEUE_PAGE)] = DEFAULT_QUEUE_PAGE,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+) -> QueuePageOut:
+    """Drafts and unexplained templates people hit, most-hit first; filter by repo."""
+    request.app.state.hits.flush()
+    page = curation_queue(session, repo, limit, cursor)
+    return QueuePageOut(
+        items=[queue_item_out(item) for item in page.items],
+        total=page.total,
+        next_cursor=page.next_cursor,
+    )

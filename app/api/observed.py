@@ -1,0 +1,34 @@
+"""Matches and record views as the endpoints serve them: timed for /metrics, counted as hits.
+
+The API, the batch endpoint and the web pages all go through here, so a paste is counted
+the same way wherever it comes in; the CLI and the search page's error-line boost call
+match_text directly and count nothing (issue 13).
+"""
+
+import time
+
+from fastapi import Request
+from sqlmodel import Session
+
+from app.curation.hits import RECORD, match_subject
+from app.matching.service import match_text
+from app.schemas import MatchResult
+
+
+def match_counted(request: Request, session: Session, text: str, limit: int) -> MatchResult:
+    """match_text, timed as errkb_match_seconds, its top record (or template) counted."""
+    state = request.app.state
+    started = time.perf_counter()
+    result = match_text(state.matcher, session, text, limit)
+    state.metrics.match_seconds.observe(time.perf_counter() - started)
+    subject = match_subject(result)
+    if subject is not None and state.hits.add(*subject):
+        state.metrics.hits.labels(subject[0], "match").inc()
+    return result
+
+
+def count_view(request: Request, record_id: str) -> None:
+    """Count a record-page view as a hit of the record."""
+    state = request.app.state
+    if state.hits.add(RECORD, record_id):
+        state.metrics.hits.labels(RECORD, "view").inc()

@@ -1,0 +1,1 @@
+"""The curation loop: hits (what people meet), the queue (what to explain next), scaffolds."""

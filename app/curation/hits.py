@@ -1,0 +1,133 @@
+"""Hits: how often each record, or each unexplained error, is met; per day and nothing else.
+
+A match counts one hit for its top record, and a record page view one for its record
+(issue 13). A paste that nothing matches counts toward its scrubbed template instead: the
+exception class and the first line of its message with every quoted string, path, hex value
+and number replaced, so no value from the paste is kept. The paste itself and the values a
+match captures are never stored.
+
+Counting must not slow matching: hits gather in memory (a dict increment under a lock) and
+are written at most every FLUSH_INTERVAL_S seconds, as one upsert per (subject, day), by the
+request that finds them due; readers of hits flush first, and the app flushes on shutdown.
+"""
+
+import logging
+import re
+import threading
+import time
+from collections import Counter
+from datetime import UTC, date, datetime
+
+from sqlalchemy import Engine
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session
+
+from app.models import Hit
+from app.schemas import MatchResult
+
+RECORD, TEMPLATE = "record", "template"
+FLUSH_INTERVAL_S = 10.0
+MAX_TEMPLATE_CHARS = 300
+
+log = logging.getLogger(__name__)
+
+# Applied in this order: a quoted string may hold a path, a path may hold numbers.
+_SCRUBS = (
+    (re.compile(r"'[^'\n]*'|\"[^\"\n]*\""), "<str>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~+-]*[/\\])+[\w.~+-]*"), "<path>"),
+    (
+        re.compile(
+            r"\b0[xX][0-9a-fA-F]+\b"
+            r"|\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"
+            r"|\b(?=[a-fA-F]*\d)[0-9a-fA-F]{8,}\b"
+        ),
+        "<hex>",
+    ),
+    (re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"), "<num>"),
+)
+
+
+def template_key(error_class: str, message: str) -> str:
+    """The scrubbed template of an error: `Class: first line` with the values replaced."""
+    text = message.strip().split("\n", 1)[0]
+    for pattern, placeholder in _SCRUBS:
+        text = pattern.sub(placeholder, text)
+    text = " ".join(text.split())
+    return f"{error_class}: {text}"[:MAX_TEMPLATE_CHARS] if text else error_class
+
+
+def match_subject(result: MatchResult) -> tuple[str, str] | None:
+    """What a match counts toward: its top record, else the last exception's template."""
+    if result.matches:
+        return RECORD, result.matches[0].id
+    if result.exceptions:
+        last = result.exceptions[-1]
+        return TEMPLATE, template_key(last.qualified_class, last.message)
+    return None
+
+
+def today() -> date:
+    """Hits are kept per UTC day."""
+    return datetime.now(UTC).date()
+
+
+def _upsert(dialect: str):
+    """INSERT ... ON CONFLICT DO UPDATE adding to the count (SQLite and PostgreSQL alike)."""
+    insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}[dialect]
+    statement = insert(Hit)
+    return statement.on_conflict_do_update(
+        index_elements=["kind", "subject", "day"],
+        set_={"count": Hit.count + statement.excluded["count"]},
+    )
+
+
+class HitCounter:
+    """Counts hits in memory and writes them to the store in batches."""
+
+    def __init__(
+        self, engine: Engine, enabled: bool, interval_s: float = FLUSH_INTERVAL_S
+    ) -> None:
+        self.engine = engine
+        self.enabled = enabled
+        self.interval_s = interval_s
+        self._pending: Counter[tuple[str, str, date]] = Counter()
+        self._flushed_at = time.monotonic()
+        self._lock = threading.Lock()
+
+    def add(self, kind: str, subject: str) -> bool:
+        """Count one hit for today; False when counting is off (ERRKB_RECORD_HITS=false)."""
+        if not self.enabled:
+            return False
+        with self._lock:
+            self._pending[(kind, subject, today())] += 1
+            due = time.monotonic() - self._flushed_at >= self.interval_s
+        if due:
+            self.flush()
+        return True
+
+    def flush(self) -> int:
+        """Write the counted hits; how many subject-days were written.
+
+        A locked or unreachable database must not fail the match that found the flush due:
+        the counts go back to memory for the next flush, and a warning is logged.
+        """
+        with self._lock:
+            pending, self._pending = self._pending, Counter()
+            self._flushed_at = time.monotonic()
+        if not pending:
+            return 0
+        rows = [
+            {"kind": kind, "subject": subject, "day": day, "count": count}
+            for (kind, subject, day), count in pending.items()
+        ]
+        try:
+            with Session(self.engine) as session:
+                session.execute(_upsert(self.engine.dialect.name), rows)
+                session.commit()
+        except OperationalError as error:
+            with self._lock:
+                self._pending.update(pending)
+            log.warning("hits not written yet, kept for the next flush: %s", error)
+            return 0
+        return len(rows)

@@ -1,0 +1,131 @@
+"""The curation queue: drafts and unexplained templates, most-hit first (issue 13).
+
+It answers a curator's first question, "which unexplained error do people hit most?".
+Reviewed records are explained already and stay out; a record or template nobody met stays
+out too, so the queue holds only what people really run into. Pages resume by keyset on
+(hits, kind, subject), so a cursor stays valid while hits keep coming in.
+"""
+
+import base64
+import binascii
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date
+
+from sqlalchemy import and_, func, or_, select
+from sqlmodel import Session
+
+from app import records
+from app.curation.hits import RECORD, TEMPLATE
+from app.errors import AppError
+from app.models import Hit, Record
+from app.records import DRAFT, StoredRecord
+
+DEFAULT_QUEUE_PAGE = 50
+MAX_QUEUE_PAGE = 200
+UNEXPLAINED = "unexplained"
+MAX_SQL_INTEGER = 2**63  # a larger number in a forged cursor would overflow the driver
+
+
+@dataclass(frozen=True, slots=True)
+class QueueItem:
+    """One thing to explain: a draft (`record`) or an unexplained template (`template`)."""
+
+    id: str
+    hits: int
+    last_hit: date
+    review_state: str
+    record: StoredRecord | None
+    template: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePage:
+    """A page of the queue, the number of items under the filter, the next page's cursor."""
+
+    items: list[QueueItem]
+    total: int
+    next_cursor: str | None
+
+
+def template_id(template: str) -> str:
+    """A short stable id for an unexplained template (it has no record id)."""
+    return "tpl-" + hashlib.sha256(template.encode()).hexdigest()[:16]
+
+
+def _encode(hits: int, kind: str, subject: str) -> str:
+    raw = json.dumps([hits, kind, subject], ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode(cursor: str) -> tuple[int, str, str]:
+    """The position a cursor resumes after; a cursor we did not make is a 400."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        hits, kind, subject = json.loads(raw)
+    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
+        hits = None
+    valid_hits = isinstance(hits, int) and 0 <= hits < MAX_SQL_INTEGER
+    if not (valid_hits and kind in (RECORD, TEMPLATE) and isinstance(subject, str)):
+        raise AppError(400, "Invalid cursor", "cursor must be a value returned as nextCursor")
+    return hits, kind, subject
+
+
+def curation_queue(
+    session: Session,
+    repo: str | None = None,
+    limit: int = DEFAULT_QUEUE_PAGE,
+    cursor: str | None = None,
+) -> QueuePage:
+    """Drafts and unexplained templates with hits, most-hit first; `repo` keeps that repo's
+    drafts only (templates belong to no repo)."""
+    if not 1 <= limit <= MAX_QUEUE_PAGE:
+        raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_QUEUE_PAGE}")
+    totals = (
+        select(
+            Hit.kind,
+            Hit.subject,
+            func.sum(Hit.count).label("hits"),
+            func.max(Hit.day).label("last_hit"),
+        )
+        .group_by(Hit.kind, Hit.subject)
+        .subquery()
+    )
+    joined = totals.outerjoin(
+        Record, and_(totals.c.kind == RECORD, Record.id == totals.c.subject)
+    )
+    condition = or_(totals.c.kind == TEMPLATE, Record.review_state == DRAFT)
+    if repo is not None:
+        condition = and_(condition, Record.repo == repo)
+    total = session.execute(select(func.count()).select_from(joined).where(condition))
+    statement = select(totals).select_from(joined).where(condition)
+    if cursor is not None:
+        hits, kind, subject = _decode(cursor)
+        statement = statement.where(
+            or_(
+                totals.c.hits < hits,
+                and_(
+                    totals.c.hits == hits,
+                    or_(
+                        totals.c.kind > kind,
+                        and_(totals.c.kind == kind, totals.c.subject > subject),
+                    ),
+                ),
+            )
+        )
+    ordered = statement.order_by(totals.c.hits.desc(), totals.c.kind, totals.c.subject)
+    rows = session.execute(ordered.limit(limit + 1)).all()
+    page = rows[:limit]
+    stored = records.get_records(session, [row.subject for row in page if row.kind == RECORD])
+    last = page[-1] if page else None
+    next_cursor = _encode(last.hits, last.kind, last.subject) if len(rows) > limit else None
+    return QueuePage([_item(row, stored) for row in page], total.scalar_one(), next_cursor)
+
+
+def _item(row, stored: dict[str, StoredRecord]) -> QueueItem:
+    hits, last_hit = int(row.hits), row.last_hit
+    if row.kind == TEMPLATE:
+        return QueueItem(template_id(row.subject), hits, last_hit, UNEXPLAINED, None, row.subject)
+    record = stored[row.subject]  # the same transaction read the row: it is there
+    return QueueItem(record.id, hits, last_hit, record.review_state, record, None)

@@ -1,0 +1,1 @@
+"""What an operator needs: metrics, request ids, JSON logs, readiness, the stats overview."""

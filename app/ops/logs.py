@@ -1,0 +1,63 @@
+"""Logs: one JSON object a line with ERRKB_LOG_FORMAT=json, each carrying its request id.
+
+The request id comes from the client's X-Request-ID header when it is a sane token, or is
+made here; it is echoed in the response header and kept in a context variable that the
+handler's thread inherits, so every line logged for a request names it (issue 13).
+"""
+
+import json
+import logging
+import re
+import sys
+import uuid
+from contextvars import ContextVar
+from datetime import UTC, datetime
+
+REQUEST_ID: ContextVar[str | None] = ContextVar("errkb_request_id", default=None)
+REQUEST_ID_HEADER = "X-Request-ID"
+_SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# LogRecord attributes that are not the caller's `extra` fields (uvicorn adds color_message).
+_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
+
+
+def request_id_from(header: str | None) -> str:
+    """The client's id when it is a short token (it ends up in logs), else a fresh one."""
+    if header and _SANE_ID.fullmatch(header):
+        return header
+    return uuid.uuid4().hex
+
+
+class JsonFormatter(logging.Formatter):
+    """A log record as one line of JSON: time, level, logger, message, requestId, extras."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "requestId": REQUEST_ID.get(),
+        }
+        entry.update((k, v) for k, v in vars(record).items() if k not in _STANDARD)
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+class _JsonHandler(logging.StreamHandler):
+    """The root handler installed for ERRKB_LOG_FORMAT=json (found again by its class)."""
+
+
+def configure_logging(log_format: str) -> None:
+    """JSON lines on stderr for every logger with "json"; leave logging alone with "text".
+
+    Idempotent: an app built again (tests build many) replaces the handler it installed.
+    """
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _JsonHandler)]:
+        root.removeHandler(handler)
+    if log_format == "json":
+        handler = _JsonHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)

@@ -1,0 +1,74 @@
+"""The curator's and the operator's pages: /curate (what to explain next) and /stats (charts).
+
+They render what /api/curation/queue and /api/stats/charts return, from the same service
+functions, and link to those JSON twins (ARCHITECTURE.md, convention 1; issue 13).
+"""
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import HTMLResponse
+
+from app import records
+from app.api.curation import MAX_CURSOR_CHARS, MAX_REPO_CHARS
+from app.api.deps import SessionDep, SettingsDep
+from app.api.meta import DaysQuery
+from app.curation.queue import DEFAULT_QUEUE_PAGE, curation_queue
+from app.ops import stats
+from app.web.charts import charts
+from app.web.routes import templates
+
+router = APIRouter(include_in_schema=False)
+
+
+def _json_link(url: str) -> dict[str, str]:
+    return {"Link": f'<{url}>; rel="alternate"; type="application/json"'}
+
+
+def _with_query(path: str, **params: str | int | None) -> str:
+    query = urlencode({key: value for key, value in params.items() if value is not None})
+    return f"{path}?{query}" if query else path
+
+
+@router.get("/curate", response_class=HTMLResponse)
+def read_curate_page(
+    request: Request,
+    session: SessionDep,
+    repo: Annotated[str | None, Query(max_length=MAX_REPO_CHARS)] = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+) -> Response:
+    """The curation queue: the drafts and unexplained errors people hit most, first."""
+    request.app.state.hits.flush()
+    repo = repo or None  # the form's "any repository" sends repo=
+    page = curation_queue(session, repo, DEFAULT_QUEUE_PAGE, cursor)
+    json_url = _with_query("/api/curation/queue", repo=repo, cursor=cursor)
+    context = {
+        "page": page,
+        "repo": repo,
+        "repos": sorted(records.dataset_stats(session).per_repo),
+        "json_url": json_url,
+        "next_url": page.next_cursor and _with_query("/curate", repo=repo, cursor=page.next_cursor),
+    }
+    return templates.TemplateResponse(request, "curate.html", context, headers=_json_link(json_url))
+
+
+@router.get("/stats", response_class=HTMLResponse)
+def read_stats_page(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    days: DaysQuery = stats.DEFAULT_DAYS,
+) -> Response:
+    """Charts of the dataset, its use, its reproducers and its drift."""
+    request.app.state.hits.flush()
+    overview = stats.overview(session, settings, days)
+    json_url = _with_query("/api/stats/charts", days=days)
+    context = {
+        "overview": overview,
+        "charts": charts(overview),
+        "days": days,
+        "day_choices": (7, 30, 90, 365),
+        "json_url": json_url,
+    }
+    return templates.TemplateResponse(request, "stats.html", context, headers=_json_link(json_url))

@@ -1,0 +1,100 @@
+"""Hits: one per match (its top record, else its scrubbed template) and per record-page view;
+only the subject and the day are kept, never the paste nor a captured value (issue 13)."""
+
+import sqlite3
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlmodel import Session
+
+from app.curation.hits import RECORD, TEMPLATE, HitCounter, template_key, today
+from app.models import Hit
+from tests.conftest import DATA_DIR
+
+SEED_002 = "edc4df790b100979"
+SECRET_OFFSET = "987654321"  # a value the seed-002 pattern captures
+SECRET_LOG = "user=alice.secret-7731 token=sk-live-41f9c0de"
+MATCHED = (
+    f"INFO 08-28 05:02:10 [tokenizer_manager.py:702] {SECRET_LOG}\n"
+    "Traceback (most recent call last):\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/utils/cuda_vmm_transport_utils.py", '
+    "line 535, in _cancel_control_offset\n"
+    "    raise RuntimeError(\n"
+    f"RuntimeError: CUDA VMM pool has no occupied slice at control offset {SECRET_OFFSET}\n"
+)
+UNMATCHED = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/alice/serve.py", line 12, in <module>\n'
+    "    load()\n"
+    "ValueError: cannot open '/home/alice/models/llama-7b.safetensors' for rank 3 "
+    "(handle 0x7f3a9c001e40, shard 5ac8d6f2e1b3, 12.5 GiB)\n"
+)
+UNMATCHED_TEMPLATE = (
+    "ValueError: cannot open <str> for rank <num> (handle <hex>, shard <hex>, <num> GiB)"
+)
+
+
+def _hits(engine) -> list[tuple[str, str, int]]:
+    with Session(engine) as session:
+        rows = session.execute(select(Hit.kind, Hit.subject, Hit.day, Hit.count)).all()
+    assert all(day == today() for _, _, day, _ in rows)
+    return sorted((kind, subject, count) for kind, subject, _, count in rows)
+
+
+def _database_text(tmp_path: Path) -> str:
+    """Every row of every table of the test database, as SQL text."""
+    with sqlite3.connect(tmp_path / "errkb.db") as connection:
+        return "\n".join(connection.iterdump())
+
+
+def test_template_replaces_every_value() -> None:
+    assert template_key("ValueError", UNMATCHED.splitlines()[-1][12:]) == UNMATCHED_TEMPLATE
+    assert template_key("KeyError", "'layers.31.mlp'") == "KeyError: <str>"
+    assert template_key(
+        "RuntimeError", "bad path C:\\models\\x.bin, id 3fa85f64-5717-4562-b3fc-2c963f66afa6"
+    ) == ("RuntimeError: bad path <path>, id <hex>")
+    assert template_key("OSError", "first line 1e-05\nsecond line /etc/x") == (
+        "OSError: first line <num>"
+    )
+    assert template_key("StopIteration", "") == "StopIteration"
+
+
+def test_matches_and_views_count_and_no_paste_or_capture_is_kept(make_client, tmp_path) -> None:
+    client = make_client(DATA_DIR)
+    matched = client.post("/api/match", json={"text": MATCHED}).json()
+    assert matched["matches"][0]["id"] == SEED_002
+    assert matched["matches"][0]["captures"] == {"control_offset": SECRET_OFFSET}
+    assert client.post("/api/match", json={"text": UNMATCHED}).json()["matches"] == []
+    assert client.get(f"/errors/{SEED_002}").status_code == 200
+    batch = client.post("/api/match/batch", json={"texts": [MATCHED, "no error here at all"]})
+    assert batch.status_code == 200
+    assert client.post("/match", data={"text": MATCHED, "mode": "match"}).status_code == 200
+    assert client.get(f"/api/errors/{SEED_002}").status_code == 200  # the JSON is no view
+    client.app.state.hits.flush()
+    assert _hits(client.app.state.engine) == [
+        (RECORD, SEED_002, 4),
+        (TEMPLATE, UNMATCHED_TEMPLATE, 1),
+    ]
+    stored = _database_text(tmp_path)
+    for secret in (SECRET_OFFSET, "alice", "sk-live", "7731", "llama-7b", "0x7f3a9c001e40"):
+        assert secret not in stored, secret
+
+
+def test_hits_off_keeps_nothing(make_client) -> None:
+    client = make_client(DATA_DIR, record_hits=False)
+    client.post("/api/match", json={"text": MATCHED})
+    client.post("/api/match", json={"text": UNMATCHED})
+    client.get(f"/errors/{SEED_002}")
+    assert client.get("/api/curation/queue").json()["total"] == 0
+    assert _hits(client.app.state.engine) == []
+
+
+def test_flushes_add_up_per_subject_and_day(session) -> None:
+    engine = session.get_bind()
+    counter = HitCounter(engine, enabled=True, interval_s=0.0)  # every hit is due at once
+    for _ in range(3):
+        assert counter.add(RECORD, SEED_002)
+    counter.add(TEMPLATE, "KeyError: <str>")
+    assert counter.flush() == 0  # nothing left in memory
+    assert _hits(engine) == [(RECORD, SEED_002, 3), (TEMPLATE, "KeyError: <str>", 1)]
+    assert not HitCounter(engine, enabled=False).add(RECORD, SEED_002)

@@ -1,0 +1,75 @@
+"""/readyz: 503 while the default harvest runs or the index loads, 200 after, the failure
+named when a step fails; /healthz answers all along (issue 13)."""
+
+import time
+from contextlib import ExitStack
+
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+from sqlmodel import Session
+
+from app import drafts
+from app.main import create_app
+from app.ops.startup import LOAD_INDEX, harvest_step, startup_lock
+
+READY_WITHIN_S = 60.0
+
+
+def _wait_ready(client: TestClient) -> dict:
+    deadline = time.monotonic() + READY_WITHIN_S
+    while (response := client.get("/readyz")).status_code != 200:
+        assert response.status_code == 503 and response.json()["status"] == "starting"
+        assert time.monotonic() < deadline, response.json()
+        time.sleep(0.05)
+    return response.json()
+
+
+def test_not_ready_until_the_default_release_is_harvested_and_indexed(settings) -> None:
+    settings = settings.model_copy(update={"harvest_on_start": True, "default_releases": ["typer"]})
+    app = create_app(settings)
+    with ExitStack() as stack:
+        lock = stack.enter_context(ExitStack())
+        lock.enter_context(startup_lock(settings, app.state.engine))  # another worker's turn
+        client = stack.enter_context(TestClient(app))
+        waiting = client.get("/readyz")
+        assert waiting.status_code == 503
+        assert waiting.json() == {
+            "status": "starting",
+            "pending": [harvest_step("typer"), LOAD_INDEX],
+            "failed": None,
+        }
+        assert client.get("/healthz").status_code == 200
+        lock.close()  # the other worker is done
+        assert _wait_ready(client) == {"status": "ready", "pending": [], "failed": None}
+        with Session(app.state.engine) as session:
+            assert drafts.is_harvested(session, "typer")
+        drafts_total = client.get("/api/errors", params={"repo": "fastapi/typer"}).json()["total"]
+        assert drafts_total > 10
+        metrics = {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(client.get("/metrics").text)
+            for sample in family.samples
+        }
+        assert metrics["errkb_index_patterns"] == drafts_total
+        assert metrics["errkb_index_build_seconds"] > 0
+
+
+def test_a_failed_harvest_is_reported_and_never_ready(settings) -> None:
+    settings = settings.model_copy(
+        update={"harvest_on_start": True, "default_releases": ["no-such-distribution-errkb"]}
+    )
+    with TestClient(create_app(settings)) as client:
+        deadline = time.monotonic() + READY_WITHIN_S
+        while (body := client.get("/readyz").json())["status"] == "starting":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert client.get("/readyz").status_code == 503
+        assert body["status"] == "failed"
+        assert body["failed"].startswith("harvest no-such-distribution-errkb: ")
+        assert "not installed" in body["failed"]
+        assert client.get("/healthz").status_code == 200
+
+
+def test_without_harvest_only_the_index_is_waited_for(settings) -> None:
+    with TestClient(create_app(settings)) as client:
+        assert _wait_ready(client)["status"] == "ready"
