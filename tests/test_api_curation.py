@@ -8,7 +8,7 @@ from sqlmodel import Session
 
 from app.curation.queue import template_id
 from tests.conftest import DATA_DIR
-from tests.helpers.harvested import KEY_EXISTS, NO_SPACE, OBJECT_TOO_BIG, harvest_into
+from tests.helpers.harvested import KEY_EXISTS, NO_LOCK, OBJECT_TOO_BIG, harvest_into
 
 SEED_002 = "edc4df790b100979"
 KEY_PASTE = (
@@ -42,12 +42,12 @@ def _hit(client, pastes: int, unexplained: int, views: dict[str, int]) -> None:
 
 def test_queue_orders_drafts_and_templates_by_hits(make_client, tmp_path) -> None:
     client = _client(make_client, tmp_path)
-    _hit(client, pastes=3, unexplained=2, views={KEY_EXISTS: 1, NO_SPACE: 1, SEED_002: 9})
+    _hit(client, pastes=3, unexplained=2, views={KEY_EXISTS: 1, NO_LOCK: 1, SEED_002: 9})
     body = client.get("/api/curation/queue").json()
     assert [(item["id"], item["hits"]) for item in body["items"]] == [
         (KEY_EXISTS, 4),
         (template_id(UNEXPLAINED_TEMPLATE), 2),
-        (NO_SPACE, 1),
+        (NO_LOCK, 1),
     ]  # the reviewed seed, however often seen, is explained already
     assert body["total"] == 3 and body["nextCursor"] is None
     first = body["items"][0]
@@ -61,7 +61,7 @@ def test_queue_orders_drafts_and_templates_by_hits(make_client, tmp_path) -> Non
 
 def test_queue_pages_and_filters(make_client, tmp_path) -> None:
     client = _client(make_client, tmp_path)
-    _hit(client, pastes=0, unexplained=1, views={KEY_EXISTS: 3, OBJECT_TOO_BIG: 2, NO_SPACE: 2})
+    _hit(client, pastes=0, unexplained=1, views={KEY_EXISTS: 3, OBJECT_TOO_BIG: 2, NO_LOCK: 2})
     seen, params = [], {"limit": 1}
     while True:
         page = client.get("/api/curation/queue", params=params).json()
@@ -70,7 +70,7 @@ def test_queue_pages_and_filters(make_client, tmp_path) -> None:
         if page["nextCursor"] is None:
             break
         params["cursor"] = page["nextCursor"]
-    ties = sorted([OBJECT_TOO_BIG, NO_SPACE])
+    ties = sorted([OBJECT_TOO_BIG, NO_LOCK])
     assert seen == [KEY_EXISTS, *ties, template_id(UNEXPLAINED_TEMPLATE)]
     vllm = client.get("/api/curation/queue", params={"repo": "vllm-project/vllm"}).json()
     assert [item["id"] for item in vllm["items"]] == [KEY_EXISTS, *ties]

@@ -78,6 +78,9 @@ def test_curate_a_real_draft_refused_until_written_then_reviewed(curator: Path) 
     for key in PROSE:
         value = written[key]
         assert (value[0] if isinstance(value, list) else value).startswith(TO_FILL), key
+    # the hints start from the code context harvest stored (issue 12)
+    assert "it raises when `occupied_size_new > self.data_buffer_size`" in written["documentation"]
+    assert "called from " in written["triggerScenarios"]
 
     refused = runner.invoke(app, ["import", str(record_file)])
     assert refused.exit_code == 1

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app import drafts, records
+from app import drafts, locations, records
 from app.config import Settings
 from app.validation import TO_FILL, field_order
 
@@ -33,6 +33,7 @@ PROSE_LIST_HINTS: dict[str, str] = {
     "preventionTips": "how to avoid it in the first place (one string per tip)",
 }
 VERSION_REF = re.compile(r"v?(\d+(?:\.\d+)+\S*)")
+MAX_PLACES_IN_HINT = 3
 COMMENT_CHARS = 96  # generated lines stay within the linter's 100 columns
 REPRODUCER_TEMPLATE = Template('''\
 """Reproducer for record $record_id ($error_class), written from its draft by errkb curate.
@@ -90,14 +91,39 @@ class Scaffold:
     reproducer_file: Path
 
 
-def scaffold_record(draft: dict[str, Any]) -> dict[str, Any]:
-    """The draft with each prose field a curator must write marked TO FILL, in schema order."""
+def scaffold_record(draft: dict[str, Any], code: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The draft with each prose field a curator must write marked TO FILL, in schema order;
+    the hints carry what harvest read in the code (issue 12), so the curator starts there."""
     marked = dict(draft)
     for key, hint in PROSE_HINTS.items():
-        marked[key] = TO_FILL + hint
+        marked[key] = TO_FILL + hint + _code_hint(key, code or {})
     for key, hint in PROSE_LIST_HINTS.items():
-        marked[key] = [TO_FILL + hint]
+        marked[key] = [TO_FILL + hint + _code_hint(key, code or {})]
     return {key: marked[key] for key in field_order() if key in marked}
+
+
+def _places(places: list[dict[str, Any]]) -> str:
+    return "; ".join(
+        f"{p['filePath']}:{p['lineNumber']}" + (f" in {p['function']}" if p["function"] else "")
+        for p in places[:MAX_PLACES_IN_HINT]
+    )
+
+
+def _code_hint(key: str, code: dict[str, Any]) -> str:
+    """What the code context says that bears on one prose field, or nothing."""
+    said = []
+    if key == "documentation":
+        if code.get("docstring"):
+            said.append(f"{code['function']}: {code['docstring']}")
+        if code.get("guard"):
+            said.append(f"it raises when `{code['guard']}`")
+        if code.get("translates"):
+            said.append(f"it translates {', '.join(code['translates'])}")
+    elif key == "triggerScenarios" and code.get("callers"):
+        said.append(f"called from {_places(code['callers'])}")
+    elif key == "solutions" and code.get("handlers"):
+        said.append(f"upstream catches it at {_places(code['handlers'])}")
+    return f" (the code: {'; '.join(said)})" if said else ""
 
 
 def _one_line(text: str) -> str:
@@ -173,7 +199,9 @@ def curate(session: Session, settings: Settings, record_id: str, force: bool) ->
     existing = [str(p) for p in (scaffold.record_file, scaffold.reproducer_file) if p.exists()]
     if existing and not force:
         raise CurateError(f"already there: {', '.join(existing)} (--force overwrites)")
-    document = scaffold_record(stored.record())
+    known = locations.record_locations(session, [record_id]).get(record_id, [])
+    code = next((loc.context for loc in reversed(known) if loc.context), None)
+    document = scaffold_record(stored.record(), code)
     _write(scaffold.record_file, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     _write(scaffold.reproducer_file, reproducer_script(stored))
     return scaffold

@@ -1,7 +1,7 @@
 """hits: matches and record-page views per record (or unexplained template) and day
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-12-01
 """
 

@@ -13,6 +13,8 @@ REPO, REF = "vllm-project/vllm", "v0.33.0"
 KEY_EXISTS = "df4f5b411ce3c056"  # ValueError: Key '{key}' already exists in the storage.
 OBJECT_TOO_BIG = "8859b41c46b5ee2e"  # ValueError: Serialized object size ({buffer_size} ...
 NO_SPACE = "5c72e2f1cc5fd8d6"  # MemoryError: Not enough space in the data buffer, ...
+# (NO_SPACE is the site of seed record b6bab2e17ae18394: with data/ imported, it is claimed.)
+NO_LOCK = "96f76af7f6d5c61b"  # ValueError: Lock must be provided for readers.
 
 
 def release_folder(tmp_path: Path) -> Path:
