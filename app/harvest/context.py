@@ -48,17 +48,17 @@ class _Module:
         while at != -1:
             self.starts.append(at + 1)
             at = facts.source.find("\n", at + 1)
+        # The innermost function of each line: outer functions first, inner ones overwrite.
+        self.functions: list[str | None] = [None] * (len(self.starts) + 2)
+        for first, last, name in sorted(self.facts.functions):
+            self.functions[first + 1 : last + 1] = [name] * (last - first)
 
     def line_of(self, offset: int) -> int:
         return bisect_right(self.starts, offset)
 
     def function_at(self, line: int) -> str | None:
         """The innermost function whose body holds this line."""
-        inner = None
-        for first, last, name in self.facts.functions:
-            if first < line <= last and (inner is None or first > inner[0]):
-                inner = (first, name)
-        return inner[1] if inner else None
+        return self.functions[line] if line < len(self.functions) else None
 
     def handlers_at(self, line: int) -> tuple[TryBlock, ...]:
         """The except clauses whose try body holds this line, innermost first."""
@@ -132,17 +132,16 @@ def _link(repo: str, ref: str, file_path: str, line: int) -> str:
     return f"https://github.com/{repo}/blob/{ref}/{file_path}#L{line}"
 
 
-def _rank_callers(draft: Draft, sites: list[CallSite]) -> list[CallSite]:
+def _rank_callers(file_path: str, sites: list[CallSite]) -> list[CallSite]:
     """Same file first (a method called on self), then the nearest folders."""
-    here = draft.record["filePath"].split("/")
+    here = file_path.split("/")
 
     def closeness(site: CallSite) -> tuple[int, int, str, int]:
         there = site.file_path.split("/")
         shared = next((i for i, (a, b) in enumerate(zip(here, there, strict=False)) if a != b), 0)
-        return (site.file_path != draft.record["filePath"], -shared, site.file_path, site.line)
+        return (site.file_path != file_path, -shared, site.file_path, site.line)
 
-    own_line = draft.record["lineNumber"]
-    return sorted((s for s in sites if s.line != own_line), key=closeness)
+    return sorted(sites, key=closeness)
 
 
 def add_context(
@@ -159,11 +158,15 @@ def add_context(
     for draft in drafts:
         if not draft.located:
             same_message[(draft.record["errorClass"], draft.record["errorMessage"])].append(draft)
+    ranked: dict[tuple[str, str], list[CallSite]] = {}  # drafts of one function share it
     for draft in drafts:
         site = draft.site
         record = draft.record
         name = draft.class_name if draft.function == "__init__" else draft.function
-        callers = _rank_callers(draft, calls.get(name or "", []))
+        key = (name or "", record["filePath"])
+        if key not in ranked:
+            ranked[key] = _rank_callers(record["filePath"], calls.get(name or "", []))
+        callers = [c for c in ranked[key] if c.line != record["lineNumber"]]
         catchers = _catchers(record["errorClass"], bases)
         handlers = {}
         for caller in callers:

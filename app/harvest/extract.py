@@ -34,7 +34,7 @@ import re
 import string
 import tokenize
 import warnings
-from collections import Counter
+from collections import ChainMap, Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -79,6 +79,7 @@ TORCH_CHECKS = {
     "torch._check_type": "TypeError",
     "torch._check_not_implemented": "NotImplementedError",
 }
+_CHECK_NAMES = frozenset(name.rpartition(".")[2] for name in TORCH_CHECKS)
 _FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Eq: ast.NotEq,
     ast.NotEq: ast.Eq,
@@ -148,7 +149,7 @@ class RaiseSite:
     guard: str | None = None
     translates: tuple[str, ...] = ()
     docstring: str | None = None  # first paragraph of the enclosing function's docstring
-    hint: str = "message"  # what a dynamic message is named after
+    hint_node: ast.expr | None = field(default=None, compare=False, repr=False)
     call: ast.Call | None = field(default=None, compare=False, repr=False)
     env: _Env | None = field(default=None, compare=False, repr=False)
 
@@ -186,7 +187,14 @@ class _Field:
 
 _Part = str | _Field
 _Parts = tuple[_Part, ...]
-_Env = dict[str, _Parts]  # local name -> message parts it was last assigned
+# Local name -> message parts it was last assigned, in front of the module's constants. A
+# constant a function shadows by assigning the same name is rare enough to be ignored.
+_Env = ChainMap[str, _Parts]
+
+
+def _child(env: _Env) -> _Env:
+    """A copy for a nested block: its own locals, the same constants behind them."""
+    return ChainMap(dict(env.maps[0]), *env.maps[1:])
 
 
 @dataclass(frozen=True)
@@ -271,7 +279,7 @@ def extract_module(source: str, rel_path: str = "<unknown>") -> ModuleFacts:
         warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
         tree = ast.parse(source, filename=rel_path)
     collector = _Collector(rel_path, source, _module_constants(tree.body))
-    collector.block(tree.body, {}, _Scope(), _Context())
+    collector.block(tree.body, ChainMap({}), _Scope(), _Context())
     return collector.finish()
 
 
@@ -469,7 +477,7 @@ class _Collector:
             env.pop(node.name, None)
             names = tuple(ast.unparse(base).rpartition(".")[2] for base in node.bases)
             self.facts.bases[node.name] = names
-            self.block(node.body, {}, scope.enter(node), _Context())
+            self.block(node.body, ChainMap({}, self.constants), scope.enter(node), _Context())
         elif isinstance(node, ast.Raise):
             self._site(_raise_site(node, env, scope), ctx, exits)
         elif isinstance(node, ast.Assert) and node.msg is not None:
@@ -479,7 +487,7 @@ class _Collector:
             self._call_statement(node, node.value, env, scope, ctx, exits)
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
             if scope.in_function and scope.qualname:
-                self._returns.setdefault(scope.qualname, []).append((node.value, dict(env)))
+                self._returns.setdefault(scope.qualname, []).append((node.value, _child(env)))
         elif isinstance(node, ast.Assign):
             value = _parts(node.value, env)
             for target in node.targets:
@@ -500,7 +508,7 @@ class _Collector:
             params = params[1:]  # self or cls: the caller does not pass it
         self._params[inner.qualname or node.name] = tuple(params)
         self.facts.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
-        self.block(node.body, dict(self.constants), inner, _Context())
+        self.block(node.body, ChainMap({}, self.constants), inner, _Context())
 
     def _call_statement(
         self,
@@ -512,7 +520,12 @@ class _Collector:
         exits: tuple[ast.expr, ...],
     ) -> None:
         """A torch check, or an `__init__` passing its message to the base class."""
-        callee = ast.unparse(call.func)
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not (
+            func.attr == "__init__" or func.attr in _CHECK_NAMES
+        ):
+            return  # most calls: decided without the cost of unparsing them
+        callee = ast.unparse(func)
         if callee in TORCH_CHECKS and call.args:
             message = call.args[1] if len(call.args) > 1 else None
             message = next((k.value for k in call.keywords if k.arg == "message"), message)
@@ -525,7 +538,7 @@ class _Collector:
             offset = 0 if callee.startswith("super(") else 1  # Base.__init__(self, msg)
             if len(call.args) > offset:
                 params = self._params.get(scope.qualname or "", ())
-                factory = Factory(params, call, dict(env), offset)
+                factory = Factory(params, call, _child(env), offset)
                 self.facts.init_messages[scope.class_name] = factory
 
     def _site(self, site: RaiseSite, ctx: _Context, exits: tuple[ast.expr, ...]) -> None:
@@ -535,32 +548,32 @@ class _Collector:
     def _nested_blocks(self, node: ast.stmt, env: _Env, scope: _Scope, ctx: _Context) -> None:
         """Inner blocks see the outer variables; what they assign is unknown afterwards."""
         if isinstance(node, ast.If):
-            self.block(node.body, dict(env), scope, _add(ctx, node.test))
-            self.block(node.orelse, dict(env), scope, _add(ctx, _negated(node.test)))
+            self.block(node.body, _child(env), scope, _add(ctx, node.test))
+            self.block(node.orelse, _child(env), scope, _add(ctx, _negated(node.test)))
         elif isinstance(node, ast.Try | ast.TryStar):
-            self.block(node.body, dict(env), scope, ctx)
+            self.block(node.body, _child(env), scope, ctx)
             first, last = node.body[0].lineno, node.body[-1].end_lineno or node.lineno
             for handler in node.handlers:
                 catches = _caught(handler)
                 self.facts.tries.append(TryBlock(first, last, catches, handler.lineno))
-                translated = replace(ctx, translates=catches)
-                self.block(handler.body, dict(env), scope, translated)
+                translated = _Context(ctx.conditions, catches)
+                self.block(handler.body, _child(env), scope, translated)
             for block in (node.orelse, node.finalbody):
-                self.block(block, dict(env), scope, ctx)
+                self.block(block, _child(env), scope, ctx)
         else:
             blocks = [getattr(node, name, None) for name in ("body", "orelse", "finalbody")]
             blocks += [case.body for case in getattr(node, "cases", ())]
             for block in blocks:
                 if isinstance(block, list):
-                    self.block(block, dict(env), scope, ctx)
-        if env:
+                    self.block(block, _child(env), scope, ctx)
+        if env.maps[0]:
             for child in ast.walk(node):
                 if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
                     env.pop(child.id, None)
 
 
 def _add(ctx: _Context, condition: ast.expr) -> _Context:
-    return replace(ctx, conditions=(*ctx.conditions, condition))
+    return _Context((*ctx.conditions, condition), ctx.translates)
 
 
 def _bind(target: ast.expr, value: _Parts | None, env: _Env) -> None:
@@ -568,6 +581,8 @@ def _bind(target: ast.expr, value: _Parts | None, env: _Env) -> None:
     if isinstance(target, ast.Name) and value is not None:
         env[target.id] = value
         return
+    if isinstance(target, ast.Attribute | ast.Subscript):
+        return  # `self.x = ...`, `d[k] = ...` bind no name
     for child in ast.walk(target):
         if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
             env.pop(child.id, None)
@@ -578,7 +593,7 @@ def _raise_site(node: ast.Raise, env: _Env, scope: _Scope) -> RaiseSite:
     error_class: str | None = None
     message: Message | None = None
     call: ast.Call | None = None
-    hint = "message"
+    hint: ast.expr | None = None
     if exc is None:
         skip: SkipReason | None = SkipReason.RERAISE
     elif not isinstance(exc, ast.Call):
@@ -588,7 +603,7 @@ def _raise_site(node: ast.Raise, env: _Env, scope: _Scope) -> RaiseSite:
         skip = SkipReason.NO_MESSAGE if raised_class else SkipReason.RERAISE_VARIABLE
     else:
         error_class = ast.unparse(exc.func)
-        hint = _placeholder_name(ast.unparse(exc.args[0])) if exc.args else "message"
+        hint = exc.args[0] if exc.args else None
         if CLASS_NAME.fullmatch(error_class):
             message, skip = _call_message(exc, env)
             call = exc
@@ -603,9 +618,9 @@ def _raise_site(node: ast.Raise, env: _Env, scope: _Scope) -> RaiseSite:
         message,
         skip,
         docstring=scope.docstring,
-        hint=hint,
+        hint_node=hint,
         call=call,
-        env=dict(env) if call is not None else None,
+        env=_child(env) if call is not None else None,
     )
 
 
@@ -624,7 +639,7 @@ def _message_site(
         skip,
         kind=kind,
         docstring=scope.docstring,
-        hint=_placeholder_name(ast.unparse(expr)),
+        hint_node=expr,
     )
 
 
@@ -929,7 +944,8 @@ def _file_drafts(
         message = site.message
         located = message is None and site.skip in LOCATED_REASONS
         if located:
-            message = _message((_Field(site.hint),))
+            hint = ast.unparse(site.hint_node) if site.hint_node is not None else "message"
+            message = _message((_Field(hint),))
         if message is None:
             continue
         key = (site.qualname, message.template)
