@@ -22,6 +22,25 @@ from app.config import PROJECT_ROOT
 from app.matching.index import PatternError, check_pattern
 
 SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"
+MAX_REASON_CHARS = 200
+"""A reason says what is wrong, never repeats the value: an 8,000-character pattern or a
+megabyte of prose must not come back in the 422 (issue 10)."""
+
+# Reasons by JSON Schema keyword, from the schema's value; jsonschema's own messages start
+# with the instance itself.
+_REASONS = {
+    "maxLength": "is longer than {} characters",
+    "minLength": "is shorter than {} characters",
+    "maxItems": "has more than {} items",
+    "minimum": "is less than {}",
+    "maximum": "is more than {}",
+    "pattern": "does not match the pattern {!r}",
+    "type": "is not of type {}",
+    "enum": "is not one of {}",
+    "const": "must be {!r}",
+    "format": "is not a valid {}",
+    "uniqueItems": "has repeated items",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +79,18 @@ def _schema_errors(record: Any) -> list[FieldError]:
         return []
     ordered = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
     return [
-        FieldError(".".join(str(p) for p in error.absolute_path) or "(record)", error.message)
+        FieldError(".".join(str(p) for p in error.absolute_path) or "(record)", _reason(error))
         for error in ordered
     ]
+
+
+def _reason(error: Any) -> str:
+    template = _REASONS.get(error.validator)
+    return _shortened(template.format(error.validator_value) if template else error.message)
+
+
+def _shortened(reason: str) -> str:
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
 
 
 def field_order() -> tuple[str, ...]:
@@ -78,7 +106,7 @@ def record_errors(record: Any) -> list[FieldError]:
     try:
         check_pattern(record["messagePattern"])
     except PatternError as error:
-        errors.append(FieldError("messagePattern", str(error)))
+        errors.append(FieldError("messagePattern", _shortened(str(error))))
     start, end, line = record["sourceCodeStart"], record["sourceCodeEnd"], record["lineNumber"]
     if start is not None and end is not None and start > end:
         errors.append(FieldError("sourceCodeEnd", "must not be before sourceCodeStart"))
