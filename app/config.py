@@ -16,6 +16,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 PROJECT_ROOT = Path(os.environ.get("ERRKB_PROJECT_ROOT") or Path(__file__).resolve().parent.parent)
 
 
+DEFAULT_LOCK_TIMEOUT_S = 5.0
+"""How long a write waits for the database's write lock before it answers 503 (issue 10)."""
+
+
 def _default_cache_dir() -> Path:
     """Upstream wheels live outside git, under the user's cache directory (issue 5)."""
     return Path.home() / ".cache" / "errkb"
@@ -42,6 +46,12 @@ class Settings(BaseSettings):
     )
     max_paste_bytes: int = Field(
         default=1024 * 1024, description="Largest pasted traceback or log accepted by matching."
+    )
+    lock_timeout_s: float = Field(
+        default=DEFAULT_LOCK_TIMEOUT_S,
+        ge=0,
+        description="Seconds a write waits for the database's write lock before it answers "
+        "503 with Retry-After.",
     )
     cache_dir: Path = Field(
         default_factory=_default_cache_dir,

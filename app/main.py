@@ -8,19 +8,21 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import errors, match, meta, reproducers, search
 from app.api.limits import BodySizeLimit
 from app.config import Settings, get_settings
-from app.db import open_store
+from app.db import is_lock_timeout, open_store
 from app.errors import AppError
 from app.matching.service import Matcher
 from app.web import routes as web
 
 JSON_ESCAPE_FACTOR = 6
 BATCH_BODY_FACTOR = 16
+LOCK_RETRY_AFTER_S = 1
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -77,7 +79,7 @@ def _wants_json(request: Request) -> bool:
 def error_response(request: Request, error: AppError) -> Response:
     """The error as JSON under /api, as a page elsewhere."""
     if _wants_json(request):
-        return JSONResponse(error.body(), status_code=error.status)
+        return JSONResponse(error.body(), status_code=error.status, headers=error.headers())
     return web.error_page(request, error)
 
 
@@ -97,6 +99,14 @@ def _add_error_handlers(app: FastAPI) -> None:
         ]
         detail = "; ".join(f"{f['field']}: {f['reason']}" for f in fields)
         return error_response(request, AppError(422, "Invalid request", detail, fields))
+
+    @app.exception_handler(OperationalError)
+    async def handle_database_error(request: Request, error: OperationalError) -> Response:
+        if not is_lock_timeout(error):
+            raise error  # anything else is a bug: a 500 that stays visible
+        detail = "the database is busy with other writes; retry shortly"
+        busy = AppError(503, "Database busy", detail, retry_after_s=LOCK_RETRY_AFTER_S)
+        return error_response(request, busy)
 
     @app.exception_handler(StarletteHTTPException)
     async def handle_http_error(request: Request, error: StarletteHTTPException) -> Response:
