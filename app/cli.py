@@ -105,7 +105,7 @@ def export_command(
 def _matcher(settings: Settings, engine: Engine):
     from app.matching.service import Matcher
 
-    return Matcher(engine, settings.cache_dir, settings.max_paste_bytes)
+    return Matcher(engine, settings.cache_dir, settings.max_paste_bytes, settings.match_deadline_s)
 
 
 def _warm_match_index(settings: Settings) -> None:

@@ -45,7 +45,15 @@ class Settings(BaseSettings):
         default=1024 * 1024, description="Largest request body accepted (413 above)."
     )
     max_paste_bytes: int = Field(
-        default=1024 * 1024, description="Largest pasted traceback or log accepted by matching."
+        default=1024 * 1024,
+        description="Largest pasted traceback or log accepted by matching; a batch's texts "
+        "together may not be larger either.",
+    )
+    match_deadline_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds one match request (a paste or a batch) may compute before it "
+        "stops and answers 503.",
     )
     lock_timeout_s: float = Field(
         default=DEFAULT_LOCK_TIMEOUT_S,

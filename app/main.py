@@ -21,7 +21,6 @@ from app.matching.service import Matcher
 from app.web import routes as web
 
 JSON_ESCAPE_FACTOR = 6
-BATCH_BODY_FACTOR = 16
 LOCK_RETRY_AFTER_S = 1
 
 
@@ -36,7 +35,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.engine = open_store(settings)
-    app.state.matcher = Matcher(app.state.engine, settings.cache_dir, settings.max_paste_bytes)
+    app.state.matcher = Matcher(
+        app.state.engine, settings.cache_dir, settings.max_paste_bytes, settings.match_deadline_s
+    )
     app.add_middleware(BodySizeLimit, limit_for=lambda path: body_limit(settings, path))
     app.include_router(errors.router)
     app.include_router(meta.router)
@@ -64,9 +65,8 @@ async def _load_match_index(app: FastAPI) -> AsyncIterator[None]:
 def body_limit(settings: Settings, path: str) -> int:
     """Bytes a request body may have: pastes may be larger than records, and their JSON
     escaping (up to 6 bytes a character) must not refuse a paste within the paste limit;
-    the paste itself is then measured after decoding (app.matching.service.check_paste)."""
-    if path.startswith("/api/match/batch"):
-        return settings.max_paste_bytes * BATCH_BODY_FACTOR
+    the paste itself is then measured after decoding (app.matching.service.check_paste).
+    A batch is one paste cut in pieces: the same limits hold for all its texts together."""
     if path.startswith("/api/match") or path.startswith("/match"):
         return settings.max_paste_bytes * JSON_ESCAPE_FACTOR
     return settings.max_body_bytes
