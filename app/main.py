@@ -18,7 +18,9 @@ from app.config import Settings, get_settings
 from app.db import is_lock_timeout, open_store
 from app.errors import AppError
 from app.matching.service import Matcher
+from app.web import docs
 from app.web import routes as web
+from app.web.security import SecurityHeaders
 
 JSON_ESCAPE_FACTOR = 6
 LOCK_RETRY_AFTER_S = 1
@@ -32,6 +34,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Match ML-serving tracebacks to explained, reproduced error records.",
         version="0.1.0",
         lifespan=_load_match_index,
+        docs_url=None,  # app.web.docs serves /docs from local files
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.engine = open_store(settings)
@@ -39,11 +43,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.engine, settings.cache_dir, settings.max_paste_bytes, settings.match_deadline_s
     )
     app.add_middleware(BodySizeLimit, limit_for=lambda path: body_limit(settings, path))
+    app.add_middleware(SecurityHeaders)  # outermost: a 413 from the limit gets them too
     app.include_router(errors.router)
     app.include_router(meta.router)
     app.include_router(reproducers.router)
     app.include_router(match.router)
     app.include_router(search.router)
+    app.include_router(docs.router)
+    app.mount(docs.ASSETS_URL, StaticFiles(directory=docs.ASSETS_DIR), name="docs-assets")
     app.mount("/static", StaticFiles(directory=web.STATIC_DIR), name="static")
     app.include_router(web.router)  # last: its /{owner}/{repo}/{slug} would shadow others
     _add_error_handlers(app)

@@ -26,6 +26,8 @@ MAX_REASON_CHARS = 200
 """A reason says what is wrong, never repeats the value: an 8,000-character pattern or a
 megabyte of prose must not come back in the 422 (issue 10)."""
 
+_INTEGER_FIELDS = ("httpStatus", "lineNumber", "sourceCodeStart", "sourceCodeEnd", "schemaVersion")
+
 # Reasons by JSON Schema keyword, from the schema's value; jsonschema's own messages start
 # with the instance itself.
 _REASONS = {
@@ -103,6 +105,9 @@ def record_errors(record: Any) -> list[FieldError]:
     errors = _schema_errors(record)
     if errors:
         return errors
+    for key in _INTEGER_FIELDS:  # JSON Schema's "integer" takes 12.0; the code needs 12
+        if isinstance(record[key], float):
+            errors.append(FieldError(key, "must be written as an integer (12, not 12.0)"))
     try:
         check_pattern(record["messagePattern"])
     except PatternError as error:
