@@ -55,6 +55,13 @@ class Settings(BaseSettings):
         description="Seconds one match request (a paste or a batch) may compute before it "
         "stops and answers 503.",
     )
+    match_concurrency: int = Field(
+        default=1,
+        ge=1,
+        description="Matches one server process computes at once; others wait for their turn "
+        "within their deadline. Matching holds Python's GIL, so more at once would not be "
+        "faster, only slow every other request (scale with `serve --workers`).",
+    )
     lock_timeout_s: float = Field(
         default=DEFAULT_LOCK_TIMEOUT_S,
         ge=0,

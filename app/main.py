@@ -40,7 +40,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = open_store(settings)
     app.state.matcher = Matcher(
-        app.state.engine, settings.cache_dir, settings.max_paste_bytes, settings.match_deadline_s
+        app.state.engine,
+        settings.cache_dir,
+        settings.max_paste_bytes,
+        settings.match_deadline_s,
+        settings.match_concurrency,
     )
     app.add_middleware(BodySizeLimit, limit_for=lambda path: body_limit(settings, path))
     app.add_middleware(SecurityHeaders)  # outermost: a 413 from the limit gets them too

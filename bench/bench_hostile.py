@@ -17,11 +17,11 @@ Run by hand (each section starts its own uvicorn on 127.0.0.1 with a temporary d
 """
 
 import argparse
+import multiprocessing
 import random
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -131,30 +131,38 @@ def bench_pastes() -> None:
                     print(f"| {name} | {seconds:.3f} | {status} | {size:,} |", flush=True)
 
 
+def _attack(base: str, body: bytes, stop: float, statuses) -> None:
+    """One hostile client: the same paste, again and again, until `stop` (monotonic)."""
+    with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client:
+        while time.monotonic() < stop:
+            statuses.append(_post(client, body)[1])
+
+
 def bench_healthz(seconds: float) -> None:
     pastes = _pastes()
     hostile = [
-        pastes["1 MiB of newlines"],
         pastes["1 MiB of 'ValueError: x' lines"],
         pastes["10 KB of 'a' (the issue's)"],
         pastes["1 MiB line 'a a a ... Z'"],
+        pastes["1 MiB random 'ab'"],
+        pastes["1 MiB of newlines"],
     ]
-    with tempfile.TemporaryDirectory() as folder:
+    context = multiprocessing.get_context("fork")  # clients in processes: no shared GIL
+    with tempfile.TemporaryDirectory() as folder, context.Manager() as manager:
         env, url = _settings(folder)
         open_store(Settings(database_url=url))
         _plant(url)
+        statuses = manager.list()
         with running_server(env) as base:
             stop = time.monotonic() + seconds
-            statuses: list[int | str] = []
-
-            def attack(number: int) -> None:
-                with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client:
-                    while time.monotonic() < stop:
-                        statuses.append(_post(client, hostile[number % len(hostile)])[1])
-
-            threads = [threading.Thread(target=attack, args=(n,)) for n in range(HEALTH_CLIENTS)]
-            for thread in threads:
-                thread.start()
+            clients = [
+                context.Process(
+                    target=_attack, args=(base, hostile[n % len(hostile)], stop, statuses)
+                )
+                for n in range(HEALTH_CLIENTS)
+            ]
+            for client in clients:
+                client.start()
             latencies = []
             with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client:
                 while time.monotonic() < stop:
@@ -162,15 +170,16 @@ def bench_healthz(seconds: float) -> None:
                     assert client.get("/healthz").status_code == 200
                     latencies.append(time.perf_counter() - started)
                     time.sleep(HEALTH_INTERVAL_S)
-            for thread in threads:
-                thread.join()
+            for client in clients:
+                client.join()
+            seen = list(statuses)
     latencies.sort()
     p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
     print(
         f"/healthz under {HEALTH_CLIENTS} hostile clients: {len(latencies)} polls, "
         f"median {statistics.median(latencies) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, "
         f"max {latencies[-1] * 1000:.1f} ms; paste statuses "
-        f"{ {s: statuses.count(s) for s in set(statuses)} }"
+        f"{ {s: seen.count(s) for s in set(seen)} }"
     )
 
 

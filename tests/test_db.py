@@ -1,15 +1,9 @@
 """Tests for app.db: how transactions begin, bounded lock waits, and concurrent writers
 against a real server (issue 10)."""
 
-import os
-import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.exc import OperationalError
@@ -18,14 +12,12 @@ from sqlmodel import Session
 from app import records
 from app.config import PROJECT_ROOT, Settings
 from app.db import is_lock_timeout, make_engine, open_store, write_session, writer
-from bench.server import free_port
 from tests.conftest import ADMIN_TOKEN
 from tests.helpers.writers import probe_record, run_writers, stored_markers
 
 WRITERS = 8
 WRITE_SECONDS = 3.0
 CONTESTED = [f"{0xD000:04x}{n:012x}" for n in range(10)]
-SERVER_START_S = 60.0
 
 
 def _statements(engine) -> list[str]:
@@ -109,35 +101,6 @@ def test_writes_of_the_store_layer_go_through_write_sessions(settings: Settings)
         report = records.import_paths(session, [PROJECT_ROOT / "data" / "records"])
     assert report.committed
     assert "BEGIN IMMEDIATE" in seen
-
-
-@pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """uvicorn on 127.0.0.1 at a free port over a fresh database; stopped afterwards."""
-    database = tmp_path / "errkb.db"
-    env = os.environ | {
-        "ERRKB_DATABASE_URL": f"sqlite:///{database}",
-        "ERRKB_ADMIN_TOKEN": ADMIN_TOKEN,
-        "ERRKB_CACHE_DIR": str(tmp_path / "cache"),
-    }
-    port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    server = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert server.poll() is None and time.monotonic() < deadline, "no server"
-                time.sleep(0.1)
-        yield base, database
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_issue_10_eight_writers_lose_nothing_and_see_no_5xx(live_server) -> None:

@@ -288,3 +288,16 @@ def test_issue_10_a_match_past_its_deadline_stops_with_a_503(store, tmp_path) ->
     assert caught.value.status == 503
     assert caught.value.retry_after_s == DEADLINE_RETRY_AFTER_S
     assert "ERRKB_MATCH_DEADLINE_S" in caught.value.detail
+
+
+def test_issue_10_a_match_waits_for_its_turn_within_its_deadline(store, tmp_path) -> None:
+    session, _ = store
+    line = reproducer_traceback("c53f6de81577a6bc")
+    one = Matcher(session.get_bind(), tmp_path, 1 << 20, deadline_s=0.2, concurrency=1)
+    with one.slot():  # another match is computing
+        started = time.monotonic()
+        with pytest.raises(AppError) as caught:
+            match_text(one, session, line)
+        assert time.monotonic() - started >= 0.2
+    assert caught.value.status == 503
+    assert match_text(one, session, line).matches[0].id == "c53f6de81577a6bc"  # its turn

@@ -53,6 +53,12 @@ def within(seconds: float | None) -> Iterator[None]:
         _current.reset(token)
 
 
+def remaining() -> float | None:
+    """Seconds left before the current limit (0 once it has passed); None without one."""
+    limit = _current.get()
+    return None if limit is None else max(0.0, limit.expires_at - time.monotonic())
+
+
 def check() -> None:
     """Raise DeadlineExceeded when the current limit has passed."""
     limit = _current.get()

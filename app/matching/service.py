@@ -15,7 +15,8 @@ the shown matches explain first) and `truncated: true`, not with a reply ten tim
 import hashlib
 import threading
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -56,9 +57,11 @@ class Matcher:
         cache_dir: Path,
         max_paste_bytes: int,
         deadline_s: float | None = None,
+        concurrency: int | None = None,
     ) -> None:
         self.max_paste_bytes = max_paste_bytes
         self.deadline_s = deadline_s
+        self._slots = threading.BoundedSemaphore(concurrency) if concurrency else None
         self._cache_path = cache_dir / "index" / f"{_database_key(engine)}.idx"
         self._index: PatternIndex | None = None
         self._version: str | None = None
@@ -75,6 +78,22 @@ class Matcher:
                     self._sync(session, version)
         assert self._index is not None
         return self._index
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """One of the `concurrency` places to compute a match, waited for until the match
+        deadline at most (issue 10): a few CPU-bound matches at a time, so that the rest of
+        the server (/healthz, pages, writes) still gets the GIL."""
+        if self._slots is None:
+            yield
+            return
+        wait = deadline.remaining()
+        if not self._slots.acquire(timeout=-1 if wait is None else wait):
+            deadline.check()  # the wait used up the deadline
+        try:
+            yield
+        finally:
+            self._slots.release()
 
     def _sync(self, session: Session, version: str) -> None:
         now = datetime.now(UTC)
@@ -262,7 +281,7 @@ def match_text(
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
     try:
-        with deadline.within(matcher.deadline_s):
+        with deadline.within(matcher.deadline_s), matcher.slot():
             return _match(matcher, session, text, limit)
     except deadline.DeadlineExceeded as error:
         raise AppError(
