@@ -308,9 +308,7 @@ def test_issue_10_pages_and_docs_work_under_the_policy_with_no_network(browser, 
     for path in ("/", "/search?q=buffer", f"/errors/{SEED_001}"):
         assert tab.goto(path).ok, path
     tab.goto("/")
-    tab.get_by_label("Paste a traceback or a log, or type what to search for").fill(
-        SEED_002_ERROR
-    )
+    tab.get_by_label("Paste a traceback or a log, or type what to search for").fill(SEED_002_ERROR)
     tab.get_by_role("button", name="Explain").click()
     tab.wait_for_load_state()
     assert "Match results" in tab.locator("h1").inner_text()
