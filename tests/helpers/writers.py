@@ -50,6 +50,7 @@ class WriterLog:
     writes: int = 0  # acknowledged (2xx) writes
     expected: dict[str, str | None] = field(default_factory=dict)  # id -> marker, None: absent
     contested: dict[str, int] = field(default_factory=dict)  # contested id -> POST status
+    window: tuple[float, float] = (0.0, 0.0)  # time.time() when writing began and ended
 
 
 def run_writer(
@@ -77,6 +78,7 @@ def run_writer(
                 log.writes += 1
             return response.status_code
 
+        started = time.time()
         for rid in contested:
             status = send("POST", rid, f"contested by writer {writer}")
             if status is not None:
@@ -105,6 +107,7 @@ def run_writer(
                     log.expected[rid] = None
                 else:
                     live.append(rid)
+    log.window = (started, time.time())
     return log
 
 
