@@ -671,3 +671,22 @@ def test_groups_are_those_of_a_plain_re2_search(
         assert found.span == expected.span()
         assert found.groups == expected.groups()
         assert found.named == expected.groupdict()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "subject"),
+    [
+        (r"\Q(\Ex(y)", "a (xy b"),  # a parenthesis inside \Q...\E is text
+        (r"[(](a)\((b)\)", "x (a(b) y"),
+        (r"(?P<n>\d+) of (?<m>\d+)", "item 3 of 7"),
+        (r"(?i)(warn|error): (.+)", "ERROR: disk full"),
+        (r"\Q(plain)\E", "a (plain) b"),
+    ],
+)
+def test_spans_without_groups_keep_the_meaning(pattern: str, subject: str) -> None:
+    index = PatternIndex([("key", pattern)])
+    expected = re2.compile(pattern).search(subject)
+    found = index.match("key", subject)
+    assert (found.span, found.groups) == (expected.span(), expected.groups())
+    [hit] = index.candidates(subject)
+    assert (hit.start, hit.end) == expected.span()

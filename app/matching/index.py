@@ -230,6 +230,12 @@ def _without_groups(pattern: str) -> str:
     out, at, in_class = [], 0, False
     while at < len(pattern):
         char = pattern[at]
+        if pattern.startswith("\\Q", at):  # literal text up to \E: nothing to change there
+            end = pattern.find("\\E", at)
+            end = len(pattern) if end < 0 else end + 2
+            out.append(pattern[at:end])
+            at = end
+            continue
         if char == "\\":
             out.append(pattern[at : at + 2])
             at += 2
@@ -300,13 +306,14 @@ def _compiled(
     newline crossed unless the pattern names one); without ``groups``, the same program with
     its groups made non-capturing, for finding spans fast (or as written, should that fail)."""
     if not groups:
-        bare = _without_groups(pattern)
-        try:
-            regex = _compiled(bare, in_lines=in_lines, spans_lines=spans_lines)
-        except re2.error:
-            regex = None
-        if regex is not None and regex.groups == 0:
+        regex = _compiled(pattern, in_lines=in_lines, spans_lines=spans_lines)
+        if regex.groups == 0:
             return regex
+        try:
+            bare = _compiled(_without_groups(pattern), in_lines=in_lines, spans_lines=spans_lines)
+        except re2.error:
+            return regex
+        return bare if bare.groups == 0 else regex
     if not in_lines:
         return re2.compile(pattern, _re2_options(never_nl=False))
     return re2.compile(f"(?m){pattern}", _re2_options(never_nl=not spans_lines))

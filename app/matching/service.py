@@ -48,8 +48,9 @@ MODIFIED_MARGIN_S = 2.0  # re-read rows this much older than the last sync (cloc
 
 
 class Matcher:
-    """The store's message patterns in a PatternIndex that follows every write; matches
-    stop after `deadline_s` seconds (None: no limit)."""
+    """The store's message patterns in a PatternIndex that follows every write; a match
+    stops after `deadline_s` seconds, and at most `concurrency` compute at once (None: no
+    limit to either)."""
 
     def __init__(
         self,
@@ -87,9 +88,11 @@ class Matcher:
         if self._slots is None:
             yield
             return
-        wait = deadline.remaining()
-        if not self._slots.acquire(timeout=-1 if wait is None else wait):
-            deadline.check()  # the wait used up the deadline
+        while True:
+            wait = deadline.remaining()
+            if self._slots.acquire(timeout=-1 if wait is None else wait):
+                break
+            deadline.check()  # raises once the wait has used up the deadline
         try:
             yield
         finally:
