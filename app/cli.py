@@ -13,7 +13,7 @@ from sqlmodel import Session
 
 from app import records
 from app.config import Settings, get_settings
-from app.db import open_store
+from app.db import open_store, write_session
 
 app = typer.Typer(
     help="errkb: error knowledge for ML-serving infrastructure.", no_args_is_help=True
@@ -50,8 +50,10 @@ def db_upgrade() -> None:
 def run_import(settings: Settings, paths: list[Path], partial: bool) -> records.ImportReport:
     """Import record files and print what happened; shared by `import` and `serve`."""
     engine = open_store(settings)
-    with Session(engine) as session:
+    with write_session(engine) as session:
         report = records.import_paths(session, paths, partial=partial)
+    for skipped in report.skipped:
+        typer.echo(f"skipped {skipped}", err=True)
     for rejection in report.rejected:
         typer.echo(f"rejected {rejection}", err=True)
     counts = report.counts
@@ -103,7 +105,7 @@ def export_command(
 def _matcher(settings: Settings, engine: Engine):
     from app.matching.service import Matcher
 
-    return Matcher(engine, settings.cache_dir, settings.max_paste_bytes)
+    return Matcher(engine, settings.cache_dir, settings.max_paste_bytes, settings.match_deadline_s)
 
 
 @app.command("match")
@@ -248,7 +250,7 @@ def verify_command(
     if device not in ("auto", "cpu", "cuda"):
         raise typer.BadParameter("must be cpu, cuda or auto", param_hint="--device")
     settings = _settings()
-    with Session(open_store(settings)) as session:
+    with write_session(open_store(settings)) as session:
         try:
             outcomes = verify.verify(session, settings, record_ids or [], device)
         except ValueError as error:
@@ -291,9 +293,13 @@ def drift_command(
     settings = _settings()
     ids = record_ids or [info.record_id for info in verify.all_reproducers(settings)]
     outcomes = []
-    with Session(open_store(settings)) as session:
+    engine = open_store(settings)
+    with Session(engine) as session:
+        found = records.get_records(session, ids)
+    # Checking may download a release: the write lock is only taken to store each outcome.
+    with write_session(engine) as session:
         for record_id in ids:
-            stored = records.get_record(session, record_id)
+            stored = found.get(record_id)
             outcome = verify.check_drift(settings, stored) if stored else None
             if outcome is None:
                 typer.echo(f"{record_id}: no record with a reproducer and a source line", err=True)
@@ -315,7 +321,7 @@ def harvest_releases(
     """Harvest each release into the store, with a progress bar and a summary per package."""
     from app import drafts
 
-    with Session(open_store(settings)) as session:
+    with write_session(open_store(settings)) as session:
         for spec in specs:
             try:
                 release = drafts.resolve_release(spec, repo=repo, ref=ref)

@@ -17,6 +17,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 PROJECT_ROOT = Path(os.environ.get("ERRKB_PROJECT_ROOT") or Path(__file__).resolve().parent.parent)
 
 
+DEFAULT_LOCK_TIMEOUT_S = 5.0
+"""How long a write waits for the database's write lock before it answers 503 (issue 10)."""
+
+
 def _default_cache_dir() -> Path:
     """Upstream wheels live outside git, under the user's cache directory (issue 5)."""
     return Path.home() / ".cache" / "errkb"
@@ -42,7 +46,28 @@ class Settings(BaseSettings):
         default=1024 * 1024, description="Largest request body accepted (413 above)."
     )
     max_paste_bytes: int = Field(
-        default=1024 * 1024, description="Largest pasted traceback or log accepted by matching."
+        default=1024 * 1024,
+        description="Largest pasted traceback or log accepted by matching; a batch's texts "
+        "together may not be larger either.",
+    )
+    match_deadline_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds one match request (a paste or a batch) may compute before it "
+        "stops and answers 503.",
+    )
+    match_concurrency: int = Field(
+        default=1,
+        ge=1,
+        description="Matches one server process computes at once; others wait for their turn "
+        "within their deadline. Matching holds Python's GIL, so more at once would not be "
+        "faster, only slow every other request (scale with `serve --workers`).",
+    )
+    lock_timeout_s: float = Field(
+        default=DEFAULT_LOCK_TIMEOUT_S,
+        ge=0,
+        description="Seconds a write waits for the database's write lock before it answers "
+        "503 with Retry-After.",
     )
     cache_dir: Path = Field(
         default_factory=_default_cache_dir,

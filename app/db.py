@@ -1,22 +1,34 @@
 """Database engine and sessions; the one module that knows the store is SQLite.
 
-Everything SQLite-specific (WAL, foreign keys, busy timeout, the file's folder) lives here,
-so a PostgreSQL backend only has to add its branch in `make_engine` (issue 2).
+Everything SQLite-specific (WAL, foreign keys, busy timeout, the file's folder, how a
+transaction begins) lives here, so a PostgreSQL backend only has to add its branch in
+`make_engine` (issue 2).
+
+Writers and readers open their transactions differently (issue 10). A reader's plain `BEGIN`
+takes no lock until it reads, and WAL lets it read while another connection writes. A writer
+that began that way and read before writing cannot take the write lock once another writer
+has committed in between: SQLite answers "database is locked" at once, whatever the busy
+timeout. So every writer goes through `write_session`, whose transactions begin with
+`BEGIN IMMEDIATE`: the write lock is taken up front, waiting at most the busy timeout, and
+what the writer reads stays true until it commits.
 """
 
+import sqlite3
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, create_engine
 
-from app.config import PROJECT_ROOT, Settings
+from app.config import DEFAULT_LOCK_TIMEOUT_S, PROJECT_ROOT, Settings
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
-SQLITE_BUSY_TIMEOUT_MS = 30_000
+_WRITE_OPTION = "errkb_writer"
 
 
 def is_sqlite(url: str) -> bool:
@@ -24,20 +36,22 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for the URL; for SQLite, WAL journaling and enforced foreign keys."""
+def make_engine(url: str, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> Engine:
+    """An engine for the URL; for SQLite, WAL journaling, enforced foreign keys, and lock
+    waits of at most `lock_timeout_s` (Settings.lock_timeout_s)."""
     if not is_sqlite(url):
         return create_engine(url, pool_pre_ping=True)
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False})
-    event.listen(engine, "connect", _configure_sqlite_connection)
+    busy_timeout_ms = round(lock_timeout_s * 1000)
+    event.listen(engine, "connect", partial(_configure_sqlite_connection, busy_timeout_ms))
     event.listen(engine, "begin", _begin_sqlite_transaction)
     return engine
 
 
-def _configure_sqlite_connection(dbapi_connection, _record) -> None:
+def _configure_sqlite_connection(busy_timeout_ms: int, dbapi_connection, _record) -> None:
     """WAL lets readers run during a write; SQLite leaves foreign keys off unless asked.
 
     The driver's own transaction handling is turned off (its legacy mode opens a transaction
@@ -49,27 +63,53 @@ def _configure_sqlite_connection(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
 
 def _begin_sqlite_transaction(connection) -> None:
-    connection.exec_driver_sql("BEGIN")
+    writer = connection.get_execution_options().get(_WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
+
+
+def writer(engine: Engine) -> Engine:
+    """The engine as writers use it: on SQLite its transactions begin with BEGIN IMMEDIATE.
+
+    The same pool and connections; only the option that `_begin_sqlite_transaction` reads.
+    """
+    return engine.execution_options(**{_WRITE_OPTION: True})
+
+
+def write_session(engine: Engine) -> Session:
+    """A session for a unit of work that writes: every transaction takes the write lock when
+    it begins, so its reads and writes see one state (module docstring). Read what the reply
+    needs before committing: after the commit the session would begin (and lock) again."""
+    return Session(writer(engine))
+
+
+def is_lock_timeout(error: OperationalError) -> bool:
+    """Whether a database error is a lock wait that ran out (SQLite's SQLITE_BUSY), which the
+    API answers with 503 and Retry-After: the request may succeed when retried."""
+    original = error.orig
+    if not isinstance(original, sqlite3.OperationalError):
+        return False
+    primary = original.sqlite_errorcode & 0xFF  # the extended code, e.g. SQLITE_BUSY_SNAPSHOT
+    return primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply pending Alembic migrations: the only way the schema is created or changed."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with engine.begin() as connection:
+    with writer(engine).begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 
 
 def open_store(settings: Settings) -> Engine:
     """The engine for the configured database, migrated to the newest schema."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, settings.lock_timeout_s)
     upgrade(engine)
     return engine
 

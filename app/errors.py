@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 
 @dataclass
 class AppError(Exception):
-    """A failure with an HTTP status, a short title and the reason in words."""
+    """A failure with an HTTP status, a short title and the reason in words; `retry_after_s`
+    (a 503's Retry-After) says when the same request may succeed."""
 
     status: int
     title: str
     detail: str
     errors: list[dict[str, str]] = field(default_factory=list)
+    retry_after_s: int | None = None
 
     def __str__(self) -> str:
         return f"{self.title}: {self.detail}"
@@ -26,6 +28,10 @@ class AppError(Exception):
         if self.errors:
             content["errors"] = self.errors
         return {"error": content}
+
+    def headers(self) -> dict[str, str]:
+        """The reply's headers: Retry-After when the request is worth retrying."""
+        return {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}
 
 
 def not_found(what: str) -> AppError:

@@ -33,7 +33,7 @@ from app.models import DriftCheck, Record, RecordAlias, RecordLocation, Reproduc
 
 SQL_CHUNK = 500
 SITE_KEY_HEX = 32
-MAX_VARIABLE_PATTERN = 80  # longer patterns always hold literal text worth matching
+LOCATED_PATTERN = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>\(\?s:\.\+\?\)\)")
 VARIABLE = "\x00"  # one variable part of a template, whatever its spelling
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)")
@@ -69,16 +69,11 @@ def message_template(pattern: str | None, message: str) -> str:
 
 
 def matched_by_location(pattern: str) -> bool:
-    """Whether a pattern is one variable part and nothing else: the message of its raise
-    site is built at run time, so the record is found by where it raises (the innermost
-    frame), never by its text, and its pattern stays out of the message index (issue 12)."""
-    if (
-        len(pattern) > MAX_VARIABLE_PATTERN
-        or not pattern.startswith("(")
-        or not pattern.endswith(")")
-    ):
-        return False
-    return message_template(pattern, "") == VARIABLE
+    """Whether a pattern is harvest's spelling of a message built at run time: one named
+    variable part, `(?P<msg>(?s:.+?))`, and nothing else. Such a record is found by where it
+    raises (the innermost frame), never by its text, and its pattern stays out of the message
+    index (issue 12). Any other pattern that matches every line is refused (issue 10)."""
+    return LOCATED_PATTERN.fullmatch(pattern) is not None
 
 
 def site_key(record: Mapping[str, Any]) -> str | None:

@@ -8,13 +8,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import curation, errors, match, meta, reproducers, search
 from app.api.limits import BodySizeLimit
 from app.config import Settings, get_settings
 from app.curation.hits import HitCounter
-from app.db import open_store
+from app.db import is_lock_timeout, open_store
 from app.errors import AppError
 from app.matching.service import Matcher
 from app.ops.logs import configure_logging
@@ -23,10 +24,12 @@ from app.ops.middleware import RequestObserver
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
 from app.web import curation as web_curation
+from app.web import docs
 from app.web import routes as web
+from app.web.security import SecurityHeaders
 
 JSON_ESCAPE_FACTOR = 6
-BATCH_BODY_FACTOR = 16
+LOCK_RETRY_AFTER_S = 1
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -37,15 +40,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Match ML-serving tracebacks to explained, reproduced error records.",
         version="0.1.0",
         lifespan=_start_up,
+        docs_url=None,  # app.web.docs serves /docs from local files
+        redoc_url=None,
     )
     configure_logging(settings.log_format)
     app.state.settings = settings
     app.state.engine = open_store(settings)
-    app.state.matcher = Matcher(app.state.engine, settings.cache_dir, settings.max_paste_bytes)
+    app.state.matcher = Matcher(
+        app.state.engine,
+        settings.cache_dir,
+        settings.max_paste_bytes,
+        settings.match_deadline_s,
+        settings.match_concurrency,
+    )
     app.state.metrics = Metrics()
     app.state.readiness = Readiness([LOAD_INDEX])
     app.state.hits = HitCounter(app.state.engine, settings.record_hits)
     app.add_middleware(BodySizeLimit, limit_for=lambda path: body_limit(settings, path))
+    app.add_middleware(SecurityHeaders)  # a 413 from the limit gets them too
     app.add_middleware(RequestObserver, metrics=app.state.metrics)  # outermost: sees the 413s
     app.include_router(curation.router)
     app.include_router(errors.router)
@@ -53,6 +65,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(reproducers.router)
     app.include_router(match.router)
     app.include_router(search.router)
+    app.include_router(docs.router)
+    app.mount(docs.ASSETS_URL, StaticFiles(directory=docs.ASSETS_DIR), name="docs-assets")
     app.mount("/static", StaticFiles(directory=web.STATIC_DIR), name="static")
     app.include_router(web_curation.router)
     app.include_router(web.router)  # last: its /{owner}/{repo}/{slug} would shadow others
@@ -74,9 +88,8 @@ async def _start_up(app: FastAPI) -> AsyncIterator[None]:
 def body_limit(settings: Settings, path: str) -> int:
     """Bytes a request body may have: pastes may be larger than records, and their JSON
     escaping (up to 6 bytes a character) must not refuse a paste within the paste limit;
-    the paste itself is then measured after decoding (app.matching.service.check_paste)."""
-    if path.startswith("/api/match/batch"):
-        return settings.max_paste_bytes * BATCH_BODY_FACTOR
+    the paste itself is then measured after decoding (app.matching.service.check_paste).
+    A batch is one paste cut in pieces: the same limits hold for all its texts together."""
     if path.startswith("/api/match") or path.startswith("/match"):
         return settings.max_paste_bytes * JSON_ESCAPE_FACTOR
     return settings.max_body_bytes
@@ -89,7 +102,7 @@ def _wants_json(request: Request) -> bool:
 def error_response(request: Request, error: AppError) -> Response:
     """The error as JSON under /api, as a page elsewhere."""
     if _wants_json(request):
-        return JSONResponse(error.body(), status_code=error.status)
+        return JSONResponse(error.body(), status_code=error.status, headers=error.headers())
     return web.error_page(request, error)
 
 
@@ -109,6 +122,14 @@ def _add_error_handlers(app: FastAPI) -> None:
         ]
         detail = "; ".join(f"{f['field']}: {f['reason']}" for f in fields)
         return error_response(request, AppError(422, "Invalid request", detail, fields))
+
+    @app.exception_handler(OperationalError)
+    async def handle_database_error(request: Request, error: OperationalError) -> Response:
+        if not is_lock_timeout(error):
+            raise error  # anything else is a bug: a 500 that stays visible
+        detail = "the database is busy with other writes; retry shortly"
+        busy = AppError(503, "Database busy", detail, retry_after_s=LOCK_RETRY_AFTER_S)
+        return error_response(request, busy)
 
     @app.exception_handler(StarletteHTTPException)
     async def handle_http_error(request: Request, error: StarletteHTTPException) -> Response:

@@ -1,27 +1,34 @@
 """Reading record files (.json, .jsonl) with the position of every record in them.
 
 Import reports each rejected record by file and position (line of a .jsonl, index in a
-.json list), so this module yields positions along with the records (issue 2).
+.json list), so this module yields positions along with the records (issue 2). Text that is
+no JSON, nests too deeply or holds absurd numbers is reported the same way, never raised;
+a JSON Schema (such as data/record.schema.json beside the records) is skipped, and said so
+(issue 10).
 """
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.jsontext import JsonTextError, parse_json
+
 RECORD_SUFFIXES = (".json", ".jsonl")
 WHOLE_FILE = "(whole file)"
+SCHEMA_SKIPPED = "a JSON Schema ($schema), not records"
 
 
 @dataclass(frozen=True, slots=True)
 class LoadedRecord:
-    """One record read from a file, or the reason the text at that position is no record."""
+    """One record read from a file, the reason the text at that position is no record, or
+    why the whole file was skipped."""
 
     file: str
     position: str
     record: Any = None
     error: str | None = None
+    skipped: str | None = None
 
     @property
     def where(self) -> str:
@@ -53,6 +60,8 @@ def load_records(path: Path) -> Iterator[LoadedRecord]:
     loaded = _decode(name, WHOLE_FILE, text)
     if loaded.error is not None:
         yield loaded
+    elif isinstance(loaded.record, dict) and "$schema" in loaded.record:
+        yield LoadedRecord(name, WHOLE_FILE, skipped=SCHEMA_SKIPPED)
     elif isinstance(loaded.record, list):
         for index, item in enumerate(loaded.record):
             yield LoadedRecord(name, f"[{index}]", record=item)
@@ -62,10 +71,12 @@ def load_records(path: Path) -> Iterator[LoadedRecord]:
 
 def _decode(file: str, position: str, text: str) -> LoadedRecord:
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        where = f"line {error.lineno} column {error.colno}" if position == WHOLE_FILE else position
-        return LoadedRecord(file, where, error=f"invalid JSON: {error.msg}")
+        value = parse_json(text)
+    except JsonTextError as error:
+        where = position
+        if position == WHOLE_FILE and error.line is not None:
+            where = f"line {error.line} column {error.column}"
+        return LoadedRecord(file, where, error=f"invalid JSON: {error.reason}")
     if isinstance(value, dict) and "record" in value and "datasetVersion" in value:
         value = value["record"]
     return LoadedRecord(file, position, record=value)

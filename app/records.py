@@ -94,10 +94,12 @@ class Rejection:
 
 @dataclass(slots=True)
 class ImportReport:
-    """The outcome of `import_paths`; `committed` is False when nothing was written."""
+    """The outcome of `import_paths`; `committed` is False when nothing was written;
+    `skipped` names files that hold no records (a JSON Schema), with why."""
 
     counts: WriteCounts = field(default_factory=WriteCounts)
     rejected: list[Rejection] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
     committed: bool = False
 
 
@@ -190,6 +192,19 @@ def decode_cursor(cursor: str) -> str:
     return value
 
 
+def _as_utc(moment: datetime) -> datetime:
+    """The moment in UTC (naive ones are UTC). One that falls outside the years datetime
+    covers once in UTC (0001-01-01T00:00:00+03:00, 9999-12-31T23:59:59-01:00) becomes the
+    first or last moment there is, which filters the same (issue 10)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        edge = datetime.min if moment.year == datetime.min.year else datetime.max
+        return edge.replace(tzinfo=UTC)
+
+
 def _filtered(statement: Any, filters: ListFilters) -> Any:
     equal = {
         Record.repo: filters.repo,
@@ -203,7 +218,7 @@ def _filtered(statement: Any, filters: ListFilters) -> Any:
         if value is not None:
             statement = statement.where(column == value)
     if filters.modified_since is not None:
-        statement = statement.where(Record.modified_at >= filters.modified_since)
+        statement = statement.where(Record.modified_at >= _as_utc(filters.modified_since))
     if filters.tag is not None:
         tagged = select(RecordTag.record_id).where(RecordTag.tag == filters.tag)
         statement = statement.where(Record.id.in_(tagged))
@@ -367,6 +382,9 @@ def import_paths(session: Session, paths: Iterable[Path], *, partial: bool = Fal
             report.rejected.append(Rejection(str(path), "-", "no such file or folder"))
             continue
         for loaded in load_records(path):
+            if loaded.skipped is not None:
+                report.skipped.append(f"{loaded.file}: {loaded.skipped}")
+                continue
             reason = _accept(loaded, seen)
             if reason is None:
                 accepted.append(loaded.record)

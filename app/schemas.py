@@ -259,3 +259,4 @@ class MatchResult(ApiModel):
 
     exceptions: list[ExceptionOut]
     matches: list[MatchOut]
+    truncated: bool = False  # a reply cap left out exceptions, frames, matches or characters

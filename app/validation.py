@@ -19,12 +19,39 @@ import fastjsonschema
 from jsonschema import Draft202012Validator
 
 from app.config import PROJECT_ROOT
+from app.locations import matched_by_location
 from app.matching.index import PatternError, check_pattern
 
 SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"
 # `errkb curate` starts each prose field a curator must write with this (issue 13); a record
 # still holding it is refused, field by field, wherever it is written.
 TO_FILL = "TO FILL: "
+LOCATED_NEEDS_SITE = (
+    "is one named variable part (a message built at run time), so the record is found by "
+    "where it raises: it needs filePath and "
+    "lineNumber"
+)
+MAX_REASON_CHARS = 200
+"""A reason says what is wrong, never repeats the value: an 8,000-character pattern or a
+megabyte of prose must not come back in the 422 (issue 10)."""
+
+_INTEGER_FIELDS = ("httpStatus", "lineNumber", "sourceCodeStart", "sourceCodeEnd", "schemaVersion")
+
+# Reasons by JSON Schema keyword, from the schema's value; jsonschema's own messages start
+# with the instance itself.
+_REASONS = {
+    "maxLength": "is longer than {} characters",
+    "minLength": "is shorter than {} characters",
+    "maxItems": "has more than {} items",
+    "minimum": "is less than {}",
+    "maximum": "is more than {}",
+    "pattern": "does not match the pattern {!r}",
+    "type": "is not of type {}",
+    "enum": "is not one of {}",
+    "const": "must be {!r}",
+    "format": "is not a valid {}",
+    "uniqueItems": "has repeated items",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +90,18 @@ def _schema_errors(record: Any) -> list[FieldError]:
         return []
     ordered = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
     return [
-        FieldError(".".join(str(p) for p in error.absolute_path) or "(record)", error.message)
+        FieldError(".".join(str(p) for p in error.absolute_path) or "(record)", _reason(error))
         for error in ordered
     ]
+
+
+def _reason(error: Any) -> str:
+    template = _REASONS.get(error.validator)
+    return _shortened(template.format(error.validator_value) if template else error.message)
+
+
+def _shortened(reason: str) -> str:
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
 
 
 def field_order() -> tuple[str, ...]:
@@ -90,10 +126,19 @@ def record_errors(record: Any) -> list[FieldError]:
     errors = _schema_errors(record) + unfilled_fields(record)
     if errors:
         return errors
-    try:
-        check_pattern(record["messagePattern"])
-    except PatternError as error:
-        errors.append(FieldError("messagePattern", str(error)))
+    for key in _INTEGER_FIELDS:  # JSON Schema's "integer" takes 12.0; the code needs 12
+        if isinstance(record[key], float):
+            errors.append(FieldError(key, "must be written as an integer (12, not 12.0)"))
+    if matched_by_location(record["messagePattern"]):
+        # One variable part: a message built at run time, never matched by its text but by
+        # where it raises (issue 12), so the catch-all limit does not apply; the site must.
+        if record["filePath"] is None or record["lineNumber"] is None:
+            errors.append(FieldError("messagePattern", LOCATED_NEEDS_SITE))
+    else:
+        try:
+            check_pattern(record["messagePattern"])
+        except PatternError as error:
+            errors.append(FieldError("messagePattern", _shortened(str(error))))
     start, end, line = record["sourceCodeStart"], record["sourceCodeEnd"], record["lineNumber"]
     if start is not None and end is not None and start > end:
         errors.append(FieldError("sourceCodeEnd", "must not be before sourceCodeStart"))

@@ -214,7 +214,7 @@ def verify(
         outcome = run_reproducer(settings, info, device)
         if records.get_record(session, info.record_id) is not None:
             store_run(session, outcome)
-            session.commit()
+        session.commit()  # either way: no transaction (or write lock) held while the next runs
         outcomes.append(outcome)
     return outcomes
 

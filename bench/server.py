@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import httpx
 
 START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 10.0
 
 
 def free_port() -> int:
@@ -43,4 +44,8 @@ def running_server(env: dict[str, str]) -> Iterator[str]:
         yield base
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        try:
+            server.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # a request still running holds it (issue 10)
+            server.kill()
+            server.wait()

@@ -1,9 +1,14 @@
 """Fixtures: every test builds its own app on its own temporary SQLite database."""
 
 import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
@@ -11,10 +16,12 @@ from sqlmodel import Session
 from app.config import PROJECT_ROOT, Settings
 from app.db import open_store
 from app.main import create_app
+from bench.server import free_port
 
 DATA_DIR = PROJECT_ROOT / "data" / "records"
 SEEDS_DIR = Path(__file__).parent / "fixtures" / "seeds"
 ADMIN_TOKEN = "test-admin-token"
+SERVER_START_S = 60.0
 
 
 @pytest.fixture
@@ -68,3 +75,32 @@ def seed_records() -> dict[str, dict]:
 def auth() -> dict[str, str]:
     """Headers that carry the admin token."""
     return {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """uvicorn on 127.0.0.1 at a free port over a fresh database; stopped afterwards."""
+    database = tmp_path / "errkb.db"
+    env = os.environ | {
+        "ERRKB_DATABASE_URL": f"sqlite:///{database}",
+        "ERRKB_ADMIN_TOKEN": ADMIN_TOKEN,
+        "ERRKB_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline, "no server"
+                time.sleep(0.1)
+        yield base, database
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -1,9 +1,15 @@
 """POST /api/match and /api/match/batch over HTTP: shapes, bodies, limits, bad input."""
 
 import json
+from datetime import timedelta
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from app.matching.service import DEADLINE_RETRY_AFTER_S, MAX_EXCEPTIONS
+from tests.conftest import DATA_DIR
+from tests.helpers.hostile import pastes
 from tests.real_errors import reproducer_traceback, sglang_cancel_traceback
 
 SEED_LINE = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
@@ -73,8 +79,6 @@ def test_bad_requests_are_4xx_with_a_reason(client, kwargs, status) -> None:
 
 
 def test_paste_over_the_limit_is_413(make_client) -> None:
-    from tests.conftest import DATA_DIR
-
     client = make_client(DATA_DIR, max_paste_bytes=10_000)
     assert (
         client.post("/api/match", json={"text": "a" * 9_000 + "\n" + SEED_LINE}).status_code == 200
@@ -117,3 +121,69 @@ def test_bad_batches(client, body) -> None:
 def test_openapi_documents_both_bodies(client) -> None:
     operation = client.get("/openapi.json").json()["paths"]["/api/match"]["post"]
     assert set(operation["requestBody"]["content"]) == {"application/json", "text/plain"}
+
+
+# --- hostile requests (issue 10) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/api/match", "/api/match/batch"])
+@pytest.mark.parametrize("body", ["[" * 1000 + "]" * 1000, '{"text": ' + "9" * 5000 + "}"])
+def test_issue_10_absurd_json_is_a_422(client, path, body) -> None:
+    response = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert response.json()["error"]["title"] == "Invalid JSON"
+
+
+def test_issue_10_a_batch_is_limited_like_one_paste(make_client) -> None:
+    client = make_client(DATA_DIR, max_paste_bytes=10_000)
+    texts = [SEED_LINE + "\n" + "x" * 3000] * 3
+    assert client.post("/api/match/batch", json={"texts": texts}).status_code == 200
+    response = client.post("/api/match/batch", json={"texts": texts * 2})
+    assert response.status_code == 413
+    assert "10000" in response.json()["error"]["detail"]
+
+
+def test_issue_10_a_paste_past_the_deadline_is_a_503_with_retry_after(make_client) -> None:
+    client = make_client(DATA_DIR, match_deadline_s=0.001)
+    response = client.post("/api/match", json={"text": "ValueError: bad value\n" * 20_000})
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == str(DEADLINE_RETRY_AFTER_S)
+    assert response.json()["error"]["title"] == "Match took too long"
+
+
+def test_issue_10_the_reply_stays_smaller_than_the_paste(client) -> None:
+    paste = "ValueError: x\n" * ((1 << 20) // 14)
+    response = client.post("/api/match", content=paste, headers={"content-type": "text/plain"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["truncated"] and len(body["exceptions"]) == MAX_EXCEPTIONS
+    assert len(response.content) < len(paste) // 10  # it was 12.7 MB for 1 MiB
+
+
+@pytest.mark.filterwarnings("ignore:Generating overly large repr")
+@settings(
+    max_examples=40,
+    deadline=timedelta(seconds=20),
+    derandomize=True,  # the same inputs on every run: CI failures reproduce
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(paste=pastes(over_the_limits=True), as_json=st.booleans(), raw=st.binary(max_size=64))
+def test_issue_10_hostile_pastes_never_get_a_5xx(client, paste, as_json, raw) -> None:
+    """Hostile text, as JSON (lone surrogates survive its escapes) or as raw bytes with
+    invalid UTF-8 in front: a 200 with spans inside the paste, or a 4xx with a reason."""
+    if as_json:  # ASCII JSON: a lone surrogate travels as its escape, \ud800
+        body = json.dumps({"text": paste}).encode()
+        headers = {"content-type": "application/json"}
+        response = client.post("/api/match", content=body, headers=headers)
+        text = paste
+    else:
+        body = raw + paste.encode("utf-8", "surrogatepass")
+        response = client.post("/api/match", content=body, headers={"content-type": "text/plain"})
+        text = body.decode("utf-8", "replace")
+    assert response.status_code < 500, response.text[:300]
+    if response.status_code != 200:
+        assert response.json()["error"]["detail"]
+        return
+    for exception in response.json()["exceptions"]:
+        start, end = exception["span"]
+        assert 0 <= start <= end <= len(text)

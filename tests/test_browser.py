@@ -323,3 +323,37 @@ def test_stats_page_draws_its_charts_with_and_without_javascript(browser, page, 
     assert no_script.locator("#records svg").bounding_box()["height"] > 150
     _screenshot(no_script, "stats-no-javascript")
     context.close()
+
+
+def test_issue_10_pages_and_docs_work_under_the_policy_with_no_network(browser, server) -> None:
+    """Every request outside the server is blocked and recorded; the pages and Swagger UI
+    must still work, and the browser must report no Content-Security-Policy violation."""
+    context = browser.new_context(base_url=server, viewport=DESKTOP)
+    outside: list[str] = []
+
+    def only_local(route) -> None:
+        if route.request.url.startswith(server):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_local)
+    tab = context.new_page()
+    complaints: list[str] = []
+    tab.on("console", lambda message: complaints.append(message.text))
+    tab.on("pageerror", lambda error: complaints.append(str(error)))
+    for path in ("/", "/search?q=buffer", f"/errors/{SEED_001}"):
+        assert tab.goto(path).ok, path
+    tab.goto("/")
+    tab.get_by_label("Paste a traceback or a log, or type what to search for").fill(SEED_002_ERROR)
+    tab.get_by_role("button", name="Explain").click()
+    tab.wait_for_load_state()
+    assert "Match results" in tab.locator("h1").inner_text()
+    tab.goto("/docs")
+    tab.wait_for_selector(".opblock-summary", timeout=20_000)
+    assert tab.locator(".opblock-summary").count() >= 12
+    _screenshot(tab, "docs")
+    context.close()
+    assert outside == []
+    assert [c for c in complaints if "Content Security Policy" in c or "Refused" in c] == []

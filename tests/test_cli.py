@@ -49,6 +49,34 @@ def test_import_reports_the_broken_file_and_imports_nothing(database, tmp_path) 
     assert "created 1" in partial.output
 
 
+def test_issue_10_absurd_files_are_named_not_tracebacks(database, tmp_path) -> None:
+    """Deep nesting and a 5,000-digit number: a message with the file and position, and
+    --partial still imports the good files."""
+    folder = tmp_path / "records"
+    folder.mkdir()
+    good = json.loads((DATA_DIR / "c53f6de81577a6bc.json").read_text())
+    (folder / "a_good.json").write_text(json.dumps(good))
+    nested = folder / "b_nested.json"
+    nested.write_text("[" * 5000 + "]" * 5000)
+    digits = folder / "c_digits.jsonl"
+    digits.write_text(json.dumps(good | {"id": "00000000000000ab"}) + "\n")
+    digits.write_text(digits.read_text() + '{"lineNumber": ' + "9" * 5000 + "}\n")
+    result = runner.invoke(app, ["import", str(folder)])
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit)  # a message, not an uncaught error
+    assert f"{nested}:(whole file): invalid JSON: arrays or objects nested deeper" in result.output
+    assert f"{digits}:line 2: invalid JSON: a number has more than 4300 digits" in result.output
+    partial = runner.invoke(app, ["import", "--partial", str(folder)])
+    assert "created 2" in partial.output and "rejected 2" in partial.output
+
+
+def test_issue_10_importing_data_skips_the_schema_and_says_so(database) -> None:
+    result = runner.invoke(app, ["import", str(DATA_DIR.parent)])
+    assert result.exit_code == 0, result.output
+    assert "skipped" in result.output and "record.schema.json" in result.output
+    assert "created 3, updated 0, unchanged 0, rejected 0" in result.output
+
+
 def test_missing_path_is_reported(database, tmp_path) -> None:
     result = runner.invoke(app, ["import", str(tmp_path / "nope.json")])
     assert result.exit_code == 1

@@ -23,11 +23,16 @@ from hypothesis import strategies as st
 
 from app.matching import index as index_module
 from app.matching.index import (
+    MAX_GROUPS,
     MAX_HITS_PER_KEY,
+    MAX_PROGRAM_SIZE,
+    MAX_SCAN_BYTES,
+    MAX_SUBJECT_CHARS,
     Captures,
     Hit,
     PatternError,
     PatternIndex,
+    _Text,
     check_pattern,
 )
 
@@ -514,7 +519,7 @@ def test_check_pattern_names_the_refused_construct(pattern: str, construct: str)
 
 @pytest.mark.parametrize(
     "pattern",
-    [t.pattern for t in SEEDS] + [r"a+?b*?c??", r"[(?=]\\1 \(\?<=x\)", r"x{2}y{1,}z{,3}", ""],
+    [t.pattern for t in SEEDS] + [r"a+?b*?c??", r"[(?=]\\1 \(\?<=x\)", r"x{2}y{1,}z{,3}"],
 )
 def test_check_pattern_accepts_linear_patterns(pattern: str) -> None:
     check_pattern(pattern)
@@ -530,7 +535,7 @@ def test_build_reports_refused_patterns_and_keeps_the_rest(backend: str) -> None
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_patterns_without_literal_are_confirmed_and_rank_last(backend: str) -> None:
     index = small(backend)
-    index.add("anything", r"(.+?)")
+    index.add("anything", r"([a-z]+)")  # no literal; (.+?) alone is refused (issue 10)
     index.add("zip-code", r"\d{5}-\d{4}")
     index.rebuild()
     text = "\n".join(f"line {i}" for i in range(50))
@@ -569,3 +574,119 @@ def test_hyperscan_compile_failure_falls_back_pattern_by_pattern() -> None:
     entries = [index_module._entry("a", "alpha (\\d+)"), index_module._entry("b", "(?U)beta")]
     shard, refused = index_module._compile_shard(entries, [0, 1])
     assert refused == [1] and shard.ids == [0] and shard.database is not None
+
+
+# --- limits on patterns and on what one RE2 call reads (issue 10) -----------------------------
+
+HOSTILE_PATTERNS = [
+    ("(a)" * 2666, "program size"),  # 8.5 s on a 10 KB paste before the limit
+    ("a.{300}b", "program size"),
+    ("(x)" * (MAX_GROUPS + 1), "capturing groups"),
+    (".*", "empty match"),
+    ("^", "empty match"),
+    ("(?:)", "empty match"),
+    ("x*", "empty match"),
+    (r"\b", "empty match"),
+    ("error|", "empty match"),
+    (r"\pN*", "empty match"),  # RE2-only syntax: found by trying sample lines
+    ("(?s:.+?)", "catch-all"),
+    (".", "catch-all"),
+    (r"\D|\d", "catch-all"),
+    (r"[^\n]+", "catch-all"),
+    (r"\C", "any byte \\C"),
+    (r"caf\C+", "any byte \\C"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "limit"), HOSTILE_PATTERNS)
+def test_issue_10_hostile_patterns_are_refused_naming_the_limit(pattern: str, limit: str) -> None:
+    with pytest.raises(PatternError) as raised:
+        check_pattern(pattern)
+    assert raised.value.construct == limit
+
+
+def test_patterns_at_the_limits_are_accepted() -> None:
+    check_pattern("(x)" * MAX_GROUPS)
+    literal = "a" * 2000
+    sizes = [n for n in range(1, 2000) if re2.compile(literal[:n]).programsize <= MAX_PROGRAM_SIZE]
+    size = max(sizes)
+    check_pattern(literal[:size])
+    with pytest.raises(PatternError, match="program size"):
+        check_pattern(literal[: size + 1])
+    for pattern in (r"\d+", r"[A-Z]\w+Error", r"x\b", r"\pN+ items"):  # narrow, not catch-all
+        check_pattern(pattern)
+
+
+def test_a_stored_any_byte_pattern_is_left_out_and_non_ascii_pastes_still_match() -> None:
+    index = PatternIndex([("any-byte", r"caf\C"), ("word", "café au lait")])
+    assert set(index.rejected) == {"any-byte"}
+    [hit] = index.candidates("un café au lait, merci\n")
+    assert hit.key == "word"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_long_line_is_read_in_its_first_window_only(backend: str) -> None:
+    index = PatternIndex([("needle", r"needle in \w+")], backend=backend)
+    far = "é" * (MAX_SCAN_BYTES // 2) + " needle in hay"  # past the window: 2 bytes a char
+    near = "needle in loft " + "é" * MAX_SCAN_BYTES
+    text = "\n".join([far, "needle in barn", near])
+    found = {text[h.start : h.end] for h in index.candidates(text)}
+    assert found == {"needle in barn", "needle in loft"}
+
+
+def test_windows_end_after_whole_lines_or_at_a_character_boundary() -> None:
+    short = "x" * 100
+    text = _Text.of("\n".join([short] * 1000))
+    end = text.window_end(0)
+    assert text.data[end : end + 1] == b"\n"
+    assert MAX_SCAN_BYTES - 101 <= end <= MAX_SCAN_BYTES
+    wide = _Text.of("é" * MAX_SCAN_BYTES)
+    cut = wide.window_end(0)
+    assert cut <= MAX_SCAN_BYTES and cut % 2 == 0
+    wide.data[:cut].decode("utf-8")  # no character cut in two
+
+
+def test_a_long_subject_is_read_in_its_first_characters_only() -> None:
+    index = PatternIndex([("key", r"bad value (\d+)")])
+    subject = "bad value 7" + " pad" * MAX_SUBJECT_CHARS
+    assert index.match("key", subject).groups == ("7",)
+    assert index.match("key", subject, full=True) is None
+    assert index.match("key", "x" * MAX_SUBJECT_CHARS + "bad value 7") is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(pick=st.integers(0, 10**6), seed=st.integers(0, 10**6), before=st.text(max_size=8))
+def test_groups_are_those_of_a_plain_re2_search(
+    corpus: list[Template], pick: int, seed: int, before: str
+) -> None:
+    """The index finds a match's span without groups, then its groups on that span alone:
+    the same groups as RE2 searching with them from the start."""
+    item = corpus[pick % len(corpus)]
+    subject = before + item.sample(random.Random(seed))
+    index = PatternIndex([(item.key, item.pattern)])
+    expected = re2.compile(item.pattern).search(subject)
+    found = index.match(item.key, subject)
+    assert (found is None) == (expected is None)
+    if found is not None:
+        assert found.span == expected.span()
+        assert found.groups == expected.groups()
+        assert found.named == expected.groupdict()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "subject"),
+    [
+        (r"\Q(\Ex(y)", "a (xy b"),  # a parenthesis inside \Q...\E is text
+        (r"[(](a)\((b)\)", "x (a(b) y"),
+        (r"(?P<n>\d+) of (?<m>\d+)", "item 3 of 7"),
+        (r"(?i)(warn|error): (.+)", "ERROR: disk full"),
+        (r"\Q(plain)\E", "a (plain) b"),
+    ],
+)
+def test_spans_without_groups_keep_the_meaning(pattern: str, subject: str) -> None:
+    index = PatternIndex([("key", pattern)])
+    expected = re2.compile(pattern).search(subject)
+    found = index.match("key", subject)
+    assert (found.span, found.groups) == (expected.span(), expected.groups())
+    [hit] = index.candidates(subject)
+    assert (hit.start, hit.end) == expected.span()

@@ -2,13 +2,23 @@
 Python errors, and each under the log noise that real servers add (issue 3)."""
 
 import copy
+import time
 
 import pytest
 from sqlmodel import Session
 
 from app import records
 from app.errors import AppError
-from app.matching.service import Matcher, match_text
+from app.matching.service import (
+    DEADLINE_RETRY_AFTER_S,
+    MAX_CAPTURE_CHARS,
+    MAX_EXCEPTIONS,
+    MAX_FRAMES,
+    MAX_MESSAGE_CHARS,
+    Matcher,
+    match_text,
+    match_texts,
+)
 from tests.conftest import DATA_DIR
 from tests.real_errors import (
     SEED_CLASSES,
@@ -192,3 +202,96 @@ def test_little_literal_text_needs_frames_in_the_records_file(store, tmp_path) -
         "TypeError: sparse tensor\n"
     )
     assert match_text(matcher, session, framed).matches[0].id == "00000000000000d2"
+
+
+# --- hostile pastes and patterns (issue 10) ----------------------------------------------------
+
+
+def _widget_record(session, record_id: str, pattern: str) -> dict:
+    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record())
+    return base | {
+        "id": record_id,
+        "errorClass": "ValueError",
+        "errorMessage": "widget {name} exploded",
+        "messagePattern": pattern,
+    }
+
+
+def test_issue_10_a_stored_catch_all_pattern_is_left_out(store) -> None:
+    """A pattern stored before its limit existed (straight into the store, past validation)
+    must neither claim every paste nor stop the matcher."""
+    session, matcher = store
+    line = reproducer_traceback("c53f6de81577a6bc")
+    assert match_text(matcher, session, line).matches[0].id == "c53f6de81577a6bc"
+    records.write_records(session, [_widget_record(session, "00000000000000c1", ".*")])
+    session.commit()
+    result = match_text(matcher, session, line)
+    assert "00000000000000c1" not in {m.id for m in result.matches}
+    assert result.matches[0].id == "c53f6de81577a6bc"
+
+
+def test_issue_10_replies_are_capped_and_say_so(store) -> None:
+    session, matcher = store
+    many = "\n".join(f"ValueError: bad value {n}" for n in range(MAX_EXCEPTIONS + 50))
+    result = match_text(matcher, session, many)
+    assert len(result.exceptions) == MAX_EXCEPTIONS and result.truncated
+    assert [e.index for e in result.exceptions] == list(range(MAX_EXCEPTIONS))
+
+    frames = "".join(f'  File "/srv/f{n}.py", line {n}, in f{n}\n    f()\n' for n in range(150))
+    deep = f"Traceback (most recent call last):\n{frames}RuntimeError: {'x' * 5000}\n"
+    [exception] = match_text(matcher, session, deep).exceptions
+    assert len(exception.frames) == MAX_FRAMES
+    assert exception.frames[-1].file == "/srv/f149.py"  # the innermost are kept
+    assert len(exception.message) == MAX_MESSAGE_CHARS
+
+    records.write_records(
+        session, [_widget_record(session, "00000000000000c2", r"widget (?P<name>\w+) exploded")]
+    )
+    session.commit()
+    capture = match_text(matcher, session, f"ValueError: widget {'w' * 1000} exploded")
+    [match] = capture.matches
+    assert match.captures == {"name": "w" * MAX_CAPTURE_CHARS} and capture.truncated
+
+    small = match_text(matcher, session, reproducer_traceback("c53f6de81577a6bc"))
+    assert not small.truncated
+
+
+def test_issue_10_a_batch_is_limited_like_one_paste(store) -> None:
+    session, matcher = store
+    half = "ValueError: x\n" * ((1 << 20) // 28 + 1)
+    with pytest.raises(AppError) as caught:
+        match_texts(matcher, session, [half, half])
+    assert caught.value.status == 413
+    assert len(match_texts(matcher, session, [half])) == 1
+
+
+def test_issue_10_a_match_past_its_deadline_stops_with_a_503(store, tmp_path) -> None:
+    """The work stops, not only the reply: against the time the whole match takes here,
+    a deadline of a tenth of it ends the request well before."""
+    session, matcher = store
+    paste = "ValueError: bad value\n" * 40_000
+    started = time.monotonic()
+    match_text(matcher, session, paste)
+    whole = time.monotonic() - started
+    slow = Matcher(session.get_bind(), tmp_path, 1 << 20, deadline_s=whole / 10)
+    slow.index(session)  # loading the index is not the request's work
+    started = time.monotonic()
+    with pytest.raises(AppError) as caught:
+        match_text(slow, session, paste)
+    assert time.monotonic() - started < whole / 2
+    assert caught.value.status == 503
+    assert caught.value.retry_after_s == DEADLINE_RETRY_AFTER_S
+    assert "ERRKB_MATCH_DEADLINE_S" in caught.value.detail
+
+
+def test_issue_10_a_match_waits_for_its_turn_within_its_deadline(store, tmp_path) -> None:
+    session, _ = store
+    line = reproducer_traceback("c53f6de81577a6bc")
+    one = Matcher(session.get_bind(), tmp_path, 1 << 20, deadline_s=0.2, concurrency=1)
+    with one.slot():  # another match is computing
+        started = time.monotonic()
+        with pytest.raises(AppError) as caught:
+            match_text(one, session, line)
+        assert time.monotonic() - started >= 0.2
+    assert caught.value.status == 503
+    assert match_text(one, session, line).matches[0].id == "c53f6de81577a6bc"  # its turn

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from itertools import zip_longest
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from app.matching.traceback import (
     final_exceptions,
     parse_exceptions,
 )
+from tests.helpers.hostile import pastes as hostile_pastes
 
 SAMPLES = '''
 """Code that fails the way serving stacks do; each function name is one scenario."""
@@ -568,6 +570,15 @@ def test_never_raises_on_arbitrary_text(text: str) -> None:
     ).map("".join)
 )
 def test_never_raises_on_traceback_fragments(text: str) -> None:
+    check_invariants(text, parse_exceptions(text))
+
+
+@pytest.mark.filterwarnings("ignore:Generating overly large repr")
+@settings(max_examples=40, deadline=timedelta(seconds=20), derandomize=True)
+@given(hostile_pastes())
+def test_issue_10_hostile_pastes_parse_in_bounded_time(text: str) -> None:
+    """Floods of newlines, CRs, NULs and colour codes, lines of a mebibyte, lone surrogates:
+    the parser returns, within the deadline of the test (one input, 20 s)."""
     check_invariants(text, parse_exceptions(text))
 
 

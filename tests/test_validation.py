@@ -6,7 +6,7 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from app.validation import SCHEMA_PATH, field_order, record_errors
+from app.validation import MAX_REASON_CHARS, SCHEMA_PATH, field_order, record_errors
 from tests.conftest import DATA_DIR
 
 
@@ -45,6 +45,12 @@ def test_data_holds_the_three_seed_records() -> None:
         ({"messagePattern": "unbalanced ("}, "messagePattern"),
         ({"lineNumber": 400}, "lineNumber"),
         ({"tags": ["a", "a"]}, "tags"),
+        # issue 10: found by Schemathesis; a 216.0 slipped through and broke ranking later
+        ({"sourceCodeStart": 199.0}, "sourceCodeStart"),
+        ({"lineNumber": 2**31}, "lineNumber"),
+        ({"messagePattern": ".*"}, "messagePattern"),
+        ({"documentation": "x" * 20_001}, "documentation"),
+        ({"solutions": ["x"] * 33}, "solutions"),
     ],
 )
 def test_invalid_records_name_the_field(seed_records, change, field) -> None:
@@ -62,3 +68,18 @@ def test_missing_field_is_refused(seed_records) -> None:
 
 def test_non_object_is_refused() -> None:
     assert record_errors([1, 2]) and record_errors("text") and record_errors(None)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"messagePattern": "(a)" * 2666},
+        {"documentation": "y" * 1_000_000},
+        {"filePath": "z" * 5000},
+    ],
+)
+def test_issue_10_reasons_do_not_repeat_the_value(seed_records, change) -> None:
+    record = copy.deepcopy(seed_records["c53f6de81577a6bc"]) | change
+    [error] = record_errors(record)
+    assert len(error.reason) <= MAX_REASON_CHARS
+    assert "limit" in error.reason or "longer than" in error.reason

@@ -6,10 +6,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from app.api.deps import SessionDep
+from app.api.responses import problems
 from app.curation.queue import DEFAULT_QUEUE_PAGE, MAX_QUEUE_PAGE, QueueItem, curation_queue
 from app.schemas import ApiModel, RecordSummary, summarize
 
-router = APIRouter(prefix="/api/curation", tags=["curation"])
+router = APIRouter(prefix="/api/curation", tags=["curation"], responses=problems(400, 422))
 MAX_CURSOR_CHARS = 2048
 MAX_REPO_CHARS = 200
 

@@ -2,15 +2,16 @@
 
 import hmac
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session
 
 from app.config import Settings
-from app.db import session_scope
+from app.db import session_scope, write_session
 from app.errors import AppError
+from app.jsontext import JsonTextError, parse_json
 from app.search import SearchFilters
 
 
@@ -24,8 +25,16 @@ def get_session(request: Request) -> Iterator[Session]:
     yield from session_scope(request.app.state.engine)
 
 
+def get_write_session(request: Request) -> Iterator[Session]:
+    """A database session for a request that writes: its transaction takes the write lock
+    when it begins (app.db.write_session), not at the first statement that writes."""
+    with write_session(request.app.state.engine) as session:
+        yield session
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
+WriteSessionDep = Annotated[Session, Depends(get_write_session)]
 _bearer = HTTPBearer(auto_error=False, description="ERRKB_ADMIN_TOKEN")
 
 
@@ -46,6 +55,24 @@ def require_admin(
 
 
 AdminDep = Annotated[None, Depends(require_admin)]
+
+
+def parse_body(raw: bytes) -> Any:
+    """A JSON request body; bytes that are not UTF-8 are decoded with replacement, not
+    refused. Malformed, too deeply nested or absurd JSON is a 422 saying where (issue 10)."""
+    try:
+        return parse_json(raw.decode("utf-8", "replace"))
+    except JsonTextError as error:
+        raise AppError(422, "Invalid JSON", str(error)) from None
+
+
+async def admin_body(request: Request, _admin: AdminDep) -> Any:
+    """The JSON body of a write, read only after the token is checked: a caller without it
+    learns nothing from how its body was parsed (issue 10)."""
+    return parse_body(await request.body())
+
+
+AdminBodyDep = Annotated[Any, Depends(admin_body)]
 
 
 def search_filters(

@@ -3,18 +3,29 @@
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
 
 from app import locations, records
-from app.api.deps import AdminDep, SessionDep
+from app.api.deps import AdminBodyDep, AdminDep, SessionDep, WriteSessionDep
+from app.api.responses import problems
 from app.errors import AppError, not_found
 from app.records import MAX_PAGE_SIZE, ListFilters
 from app.schemas import RecordDocument, RecordPage, record_document_json, record_page
+from app.validation import record_schema
 
-router = APIRouter(prefix="/api/errors", tags=["errors"])
+router = APIRouter(prefix="/api/errors", tags=["errors"], responses=problems(422))
 JSON_MEDIA = "application/json"
-_DOCUMENT = {200: {"model": RecordDocument}}
+_DOCUMENT = {200: {"model": RecordDocument}, **problems(404)}
+_WRITE_PROBLEMS = (401, 403, 413, 422, 503)
+
+
+def _record_body() -> dict[str, Any]:
+    """The request body of POST and PUT in OpenAPI: one record, as data/record.schema.json
+    says (the handlers read the body themselves, after the token is checked)."""
+    schema = {k: v for k, v in record_schema().items() if k not in ("$schema", "$id")}
+    content = {JSON_MEDIA: {"schema": schema}}
+    return {"requestBody": {"required": True, "content": content}}
 
 
 def _document_response(session: SessionDep, stored: records.StoredRecord, status: int = 200):
@@ -23,7 +34,7 @@ def _document_response(session: SessionDep, stored: records.StoredRecord, status
     return Response(body, status_code=status, media_type=JSON_MEDIA)
 
 
-@router.get("", response_model=RecordPage)
+@router.get("", response_model=RecordPage, responses=problems(400))
 def read_errors(
     session: SessionDep,
     repo: str | None = None,
@@ -79,26 +90,29 @@ def read_error(session: SessionDep, record_id: str) -> Response:
     return _document_response(session, stored)
 
 
-@router.post("", status_code=201, responses={201: {"model": RecordDocument}})
-def create_error(
-    session: SessionDep, _admin: AdminDep, record: Annotated[dict[str, Any], Body()]
-) -> Response:
+@router.post(
+    "",
+    status_code=201,
+    responses={201: {"model": RecordDocument}, **problems(409, *_WRITE_PROBLEMS)},
+    openapi_extra=_record_body(),
+)
+def create_error(session: WriteSessionDep, record: AdminBodyDep) -> Response:
     """Create a record (admin token required); 409 if its id exists."""
     records.check_record(record)
     if records.get_record(session, record["id"]) is not None:
         raise AppError(409, "Conflict", f"record {record['id']} exists; PUT replaces it")
     records.write_records(session, [record], origin="api")
+    response = _document_response(session, records.get_record(session, record["id"]), 201)
     session.commit()
-    return _document_response(session, records.get_record(session, record["id"]), 201)
+    return response
 
 
-@router.put("/{record_id}", responses=_DOCUMENT)
-def replace_error(
-    session: SessionDep,
-    _admin: AdminDep,
-    record_id: str,
-    record: Annotated[dict[str, Any], Body()],
-) -> Response:
+@router.put(
+    "/{record_id}",
+    responses={**_DOCUMENT, 201: {"model": RecordDocument}, **problems(*_WRITE_PROBLEMS)},
+    openapi_extra=_record_body(),
+)
+def replace_error(session: WriteSessionDep, record_id: str, record: AdminBodyDep) -> Response:
     """Create or replace the record with this id (admin token required)."""
     records.check_record(record)
     if record["id"] != record_id:
@@ -109,13 +123,14 @@ def replace_error(
             [{"field": "id", "reason": "must equal the id in the path"}],
         )
     counts = records.write_records(session, [record], origin="api")
-    session.commit()
     status = 201 if counts.created else 200
-    return _document_response(session, records.get_record(session, record_id), status)
+    response = _document_response(session, records.get_record(session, record_id), status)
+    session.commit()
+    return response
 
 
-@router.delete("/{record_id}", status_code=204)
-def delete_error(session: SessionDep, _admin: AdminDep, record_id: str) -> Response:
+@router.delete("/{record_id}", status_code=204, responses=problems(404, *_WRITE_PROBLEMS))
+def delete_error(session: WriteSessionDep, _admin: AdminDep, record_id: str) -> Response:
     """Delete a record (admin token required)."""
     if not records.delete_record(session, record_id):
         raise not_found(f"record {record_id}")

@@ -1,18 +1,18 @@
 """/api/match: pasted tracebacks and logs -> the records that explain them (issue 3)."""
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
-from app.api.deps import SessionDep
-from app.api.observed import match_counted
+from app.api.deps import SessionDep, parse_body
+from app.api.observed import match_counted, matches_counted
+from app.api.responses import problems
 from app.errors import AppError
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
 from app.schemas import MatchResult
 
-router = APIRouter(prefix="/api/match", tags=["match"])
+router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 503))
 MAX_BATCH_TEXTS = 100
 LimitQuery = Annotated[int, Query(ge=1, le=MAX_MATCHES, description="Most matches per text.")]
 _TEXT_BODY = {
@@ -52,14 +52,6 @@ def _json(result: BaseModel) -> Response:
     return Response(result.model_dump_json(by_alias=True), media_type="application/json")
 
 
-def _json_body(raw: bytes) -> Any:
-    """The JSON body; bytes that are not UTF-8 are decoded with replacement, not refused."""
-    try:
-        return json.loads(raw.decode("utf-8", "replace"))
-    except json.JSONDecodeError as error:
-        raise AppError(422, "Invalid JSON", f"{error.msg} at line {error.lineno}") from None
-
-
 def _texts_field(body: Any, key: str, kind: type) -> Any:
     value = body.get(key) if isinstance(body, dict) else None
     if not isinstance(value, kind):
@@ -79,7 +71,7 @@ def create_match(
 ) -> Response:
     """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body."""
     if request.headers.get("content-type", "").startswith("application/json"):
-        text = _texts_field(_json_body(raw), "text", str)
+        text = _texts_field(parse_body(raw), "text", str)
     else:
         text = raw.decode("utf-8", "replace")
     return _json(match_counted(request, session, text, limit))
@@ -99,10 +91,11 @@ class _BatchDoc(BaseModel):
 def create_matches(
     request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
 ) -> Response:
-    """Match up to 100 texts at once: {"texts": [...]} -> one result per text, in order."""
-    texts = _texts_field(_json_body(raw), "texts", list)
+    """Match up to 100 texts at once, together no larger than one paste: {"texts": [...]} ->
+    one result per text, in order."""
+    texts = _texts_field(parse_body(raw), "texts", list)
     if not 1 <= len(texts) <= MAX_BATCH_TEXTS:
         raise AppError(422, "Invalid batch", f"send 1 to {MAX_BATCH_TEXTS} texts")
     if not all(isinstance(text, str) for text in texts):
         raise AppError(422, "Invalid batch", "every item of 'texts' must be a string")
-    return _json(BatchResult(results=[match_counted(request, session, t, limit) for t in texts]))
+    return _json(BatchResult(results=matches_counted(request, session, texts, limit)))

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from app import records
 from app.api.curation import QueueItemOut, queue_item_out
 from app.api.deps import SessionDep, SettingsDep
+from app.api.responses import problems
 from app.ops import stats
 from app.ops.metrics import CONTENT_TYPE
 from app.schemas import ApiModel, DatasetStats, dataset_stats_out
@@ -71,7 +72,7 @@ def stats_charts_out(overview: stats.Overview) -> StatsCharts:
     )
 
 
-@router.get("/api/stats/charts", response_model=StatsCharts)
+@router.get("/api/stats/charts", response_model=StatsCharts, responses=problems(422))
 def read_stats_charts(
     request: Request,
     session: SessionDep,
@@ -85,13 +86,16 @@ def read_stats_charts(
 
 
 @router.get("/healthz")
-def read_health(session: SessionDep) -> dict[str, str]:
+async def read_health(request: Request) -> dict[str, str]:
     """Liveness and database reachability."""
-    session.execute(text("SELECT 1"))
+    # On the event loop (SELECT 1 takes microseconds), not in the thread pool, where it
+    # would queue behind the requests that fill it (issue 10).
+    with request.app.state.engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses={503: {"description": "Starting, or a start-up step failed"}})
 def read_readiness(request: Request) -> JSONResponse:
     """Readiness: 503 while the default harvest runs or the match index loads, or after
     either failed (the reason is in `failed`)."""

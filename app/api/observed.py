@@ -11,20 +11,35 @@ from fastapi import Request
 from sqlmodel import Session
 
 from app.curation.hits import RECORD, match_subject
-from app.matching.service import match_text
+from app.matching.service import match_text, match_texts
 from app.schemas import MatchResult
 
 
 def match_counted(request: Request, session: Session, text: str, limit: int) -> MatchResult:
     """match_text, timed as errkb_match_seconds, its top record (or template) counted."""
-    state = request.app.state
     started = time.perf_counter()
-    result = match_text(state.matcher, session, text, limit)
-    state.metrics.match_seconds.observe(time.perf_counter() - started)
-    subject = match_subject(result)
-    if subject is not None and state.hits.add(*subject):
-        state.metrics.hits.labels(subject[0], "match").inc()
+    result = match_text(request.app.state.matcher, session, text, limit)
+    _observed(request, [result], time.perf_counter() - started)
     return result
+
+
+def matches_counted(
+    request: Request, session: Session, texts: list[str], limit: int
+) -> list[MatchResult]:
+    """match_texts (one deadline, one size limit for the batch), each result counted."""
+    started = time.perf_counter()
+    results = match_texts(request.app.state.matcher, session, texts, limit)
+    _observed(request, results, time.perf_counter() - started)
+    return results
+
+
+def _observed(request: Request, results: list[MatchResult], seconds: float) -> None:
+    state = request.app.state
+    state.metrics.match_seconds.observe(seconds)
+    for result in results:
+        subject = match_subject(result)
+        if subject is not None and state.hits.add(*subject):
+            state.metrics.hits.labels(subject[0], "match").inc()
 
 
 def count_view(request: Request, record_id: str) -> None:

@@ -4,11 +4,12 @@ from fastapi import APIRouter
 
 from app import records, verify
 from app.api.deps import SessionDep, SettingsDep
+from app.api.responses import problems
 from app.config import PROJECT_ROOT
 from app.errors import not_found
 from app.schemas import ReproducerOut, reproducer_out
 
-router = APIRouter(prefix="/api/errors", tags=["reproducers"])
+router = APIRouter(prefix="/api/errors", tags=["reproducers"], responses=problems(404, 422))
 
 
 @router.get("/{record_id}/reproducer", response_model=ReproducerOut)

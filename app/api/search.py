@@ -6,9 +6,10 @@ from fastapi import APIRouter, Query, Request, Response
 
 from app import records, search
 from app.api.deps import SearchFiltersDep, SessionDep
+from app.api.responses import problems
 from app.schemas import ApiModel, RecordSummary, summarize
 
-router = APIRouter(prefix="/api/search", tags=["search"])
+router = APIRouter(prefix="/api/search", tags=["search"], responses=problems(400, 422, 503))
 
 
 class MarkedText(ApiModel):

@@ -19,6 +19,12 @@ Patterns neither engine can take (no literal, or refused by Hyperscan) and patte
 the last :meth:`PatternIndex.rebuild` are few; they are checked with ``str.find`` on their literal
 and confirmed with RE2 like the rest.
 
+Every pattern is checked before it is stored (:func:`check_pattern`) against limits that bound
+what one RE2 call can cost (issue 10): its program size and groups, no ``\\C``, and no pattern
+that matches the empty string or any line; and no RE2 call scans more than ``MAX_SCAN_BYTES``
+of a paste or extracts groups from more than that. Between calls, the scan and confirm loops
+check the match deadline (app.matching.deadline), so a request stops soon after it.
+
 Matching is per line: a pattern matches inside one line of the text (``.``, ``\\s`` and negated
 classes never cross a newline; ``^`` and ``$`` anchor at lines), unless the pattern itself
 contains a newline, in which case its matches may span the lines it names. Offsets are ``str``
@@ -32,6 +38,7 @@ import os
 import re
 import tempfile
 import threading
+import warnings
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
@@ -45,6 +52,8 @@ from typing import Any, Literal, Protocol
 
 import ahocorasick
 import re2
+
+from app.matching import deadline
 
 try:
     import hyperscan
@@ -69,7 +78,31 @@ MAX_COMPILED = 4096
 """RE2 programs kept compiled. Patterns are compiled when first needed, so start-up does not
 pay for 100k of them and memory stays bounded."""
 
-CACHE_FORMAT = 1
+MAX_PROGRAM_SIZE = 1000
+"""Most RE2 instructions a pattern may compile to. RE2's slowest path (its NFA, taken when the
+DFA runs out of memory or groups must be extracted) costs up to ~3 ns per byte and
+instruction; the largest harvested pattern (vLLM 0.33.0, SGLang 0.5.23, torch 2.13) has 874."""
+
+MAX_GROUPS = 32
+"""Most capturing groups a pattern may have: extracting them costs per group too (a pattern of
+2,666 groups took 8.5 s on a 10 KB paste). Harvested patterns have at most 12."""
+
+MAX_SCAN_BYTES = 32 * 1024
+"""Most bytes of a paste one RE2 call scans: confirmation walks the text in windows of whole
+lines up to this size (a longer line is scanned in its first MAX_SCAN_BYTES only), and groups
+are extracted from subjects no longer than this. With MAX_PROGRAM_SIZE, one call stays under
+about 0.1 s whatever the pattern and the paste. A match of a multi-line pattern must fit in
+one window."""
+
+MAX_SUBJECT_CHARS = MAX_SCAN_BYTES // 4
+"""Characters of a subject (an exception message) that :meth:`PatternIndex.match` reads: a
+character is at most four bytes of UTF-8, so the subject fits one scan."""
+
+ANY_LINE_PROBES = ("x", "0", " ", "-", "\u00e9", "\t")
+"""One-character lines that share nothing: a pattern that matches each of them would claim
+every line of every paste (``.``, ``(?s:.+?)``, ``\\D|\\d``)."""
+
+CACHE_FORMAT = 2  # 2: patterns refused by the limits of issue 10 are left out
 _CACHE_MAGIC = b"errkb-pattern-index\n"
 
 _HS_FLAGS = (
@@ -96,6 +129,9 @@ _REFUSED_GROUPS = (
     ("(?(", "conditional (?(...)...)"),
     ("(?P=", "named backreference (?P=name)"),
 )
+_ANY_BYTE = "any byte \\C"
+_WHY_REFUSED = {_ANY_BYTE: "a match could end inside a character"}
+_CAPTURING_OPENER = re.compile(r"\((?:\?P?<[A-Za-z_][A-Za-z0-9_]*>)?(?!\?)")
 _COUNTED_REPEAT = re.compile(r"\{(?:\d+(?:,\d*)?|,\d+)\}")
 _BACKREFERENCE_DIGITS = frozenset("123456789")
 
@@ -129,7 +165,8 @@ class Captures:
 
 
 def check_pattern(pattern: str) -> None:
-    """Raise :class:`PatternError` unless RE2 (and so this index) can run ``pattern``.
+    """Raise :class:`PatternError` unless RE2 (and so this index) can run ``pattern`` within
+    the limits above and it tells one message from another.
 
     Constructs that need backtracking are named before RE2 is asked, because RE2's own message
     ("invalid perl operator: (?<") does not say what to rewrite.
@@ -137,14 +174,88 @@ def check_pattern(pattern: str) -> None:
     refused = _refused_construct(pattern)
     if refused:
         construct, at = refused
-        raise PatternError(construct, f"at offset {at}; linear-time engines cannot run it")
+        why = _WHY_REFUSED.get(construct, "linear-time engines cannot run it")
+        raise PatternError(construct, f"at offset {at}; {why}")
     try:
-        re2.compile(pattern, _re2_options(never_nl=False))
+        regex = re2.compile(pattern, _re2_options(never_nl=False))
     except re2.error as error:
         detail = error.args[0] if error.args else ""
         raise PatternError(
             "RE2 syntax", detail.decode() if isinstance(detail, bytes) else str(detail)
         ) from None
+    if regex.programsize > MAX_PROGRAM_SIZE:
+        raise PatternError(
+            "program size",
+            f"compiles to {regex.programsize} RE2 instructions; the limit is {MAX_PROGRAM_SIZE}",
+        )
+    if regex.groups > MAX_GROUPS:
+        raise PatternError(
+            "capturing groups", f"has {regex.groups} groups; the limit is {MAX_GROUPS}"
+        )
+    if _matches_empty(pattern, regex):
+        raise PatternError("empty match", "matches the empty string, so it would claim any text")
+    if all(regex.search(line) for line in ANY_LINE_PROBES):
+        raise PatternError("catch-all", "matches any line, so it would claim every paste")
+
+
+def _matches_empty(pattern: str, regex: Any) -> bool:
+    """Whether the pattern can match zero characters somewhere (``^``, ``(?:)``, ``x*``,
+    ``\\b``): Python's parse tree gives the shortest match; RE2-only syntax it cannot parse is
+    tried on sample lines instead."""
+    tree = _parsed(pattern)
+    if tree is not None:
+        return tree.getwidth()[0] == 0
+    for line in ("", *ANY_LINE_PROBES):
+        found = regex.search(line)
+        if found is not None and found.start() == found.end():
+            return True
+    return False
+
+
+@lru_cache(maxsize=64)
+def _parsed(pattern: str) -> Any:
+    """Python's parse tree of the pattern (shape only, never run), or None when Python cannot
+    parse it; cached because checking and indexing a pattern both read it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "possible nested set" and the like
+            return sre_parser.parse(pattern)
+    except (re.error, OverflowError, RecursionError):
+        return None
+
+
+def _without_groups(pattern: str) -> str:
+    """The pattern with each capturing group made non-capturing: RE2 then finds a match's span
+    with its DFA alone, where groups would need its NFA (much slower on long lines)."""
+    out, at, in_class = [], 0, False
+    while at < len(pattern):
+        char = pattern[at]
+        if pattern.startswith("\\Q", at):  # literal text up to \E: nothing to change there
+            end = pattern.find("\\E", at)
+            end = len(pattern) if end < 0 else end + 2
+            out.append(pattern[at:end])
+            at = end
+            continue
+        if char == "\\":
+            out.append(pattern[at : at + 2])
+            at += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            start = at + 1 + pattern.startswith("^", at + 1)
+            start += pattern.startswith("]", start)  # a leading "]" is a member
+            out.append(pattern[at:start])
+            at = start
+            continue
+        elif opener := _CAPTURING_OPENER.match(pattern, at):
+            out.append("(?:")
+            at = opener.end()
+            continue
+        out.append(char)
+        at += 1
+    return "".join(out)
 
 
 def _refused_construct(pattern: str) -> tuple[str, int] | None:
@@ -155,6 +266,8 @@ def _refused_construct(pattern: str) -> tuple[str, int] | None:
         if char == "\\":
             if not in_class and pattern[at + 1 : at + 2] in _BACKREFERENCE_DIGITS:
                 return "backreference \\N", at
+            if pattern[at + 1 : at + 2] == "C":
+                return _ANY_BYTE, at
             at, after_repeat = at + 2, False
         elif in_class:
             in_class, at = char != "]", at + 1
@@ -186,9 +299,21 @@ def _re2_options(*, never_nl: bool) -> re2.Options:
 
 
 @lru_cache(maxsize=MAX_COMPILED)
-def _compiled(pattern: str, *, in_lines: bool, spans_lines: bool = False) -> Any:
+def _compiled(
+    pattern: str, *, in_lines: bool, spans_lines: bool = False, groups: bool = True
+) -> Any:
     """The RE2 program for ``match`` (as written) or for candidates (line anchors, and no
-    newline crossed unless the pattern names one)."""
+    newline crossed unless the pattern names one); without ``groups``, the same program with
+    its groups made non-capturing, for finding spans fast (or as written, should that fail)."""
+    if not groups:
+        regex = _compiled(pattern, in_lines=in_lines, spans_lines=spans_lines)
+        if regex.groups == 0:
+            return regex
+        try:
+            bare = _compiled(_without_groups(pattern), in_lines=in_lines, spans_lines=spans_lines)
+        except re2.error:
+            return regex
+        return bare if bare.groups == 0 else regex
     if not in_lines:
         return re2.compile(pattern, _re2_options(never_nl=False))
     return re2.compile(f"(?m){pattern}", _re2_options(never_nl=not spans_lines))
@@ -223,9 +348,8 @@ def _required_literals(pattern: str) -> list[str]:
     Only the shape is used: Python's parser never runs on user text. Patterns it cannot parse
     (RE2-only syntax) get no literal and are confirmed on every paste.
     """
-    try:
-        tree = sre_parser.parse(pattern)
-    except (re.error, OverflowError, RecursionError):
+    tree = _parsed(pattern)
+    if tree is None:
         return []
     runs: list[str] = []
     current: list[str] = []
@@ -286,6 +410,21 @@ class _Text:
     def line_of_char(self, char: int) -> int:
         return bisect_right(self.char_starts, char) - 1
 
+    def window_end(self, line: int) -> int:
+        """Where a scan that starts at ``line`` stops (a byte offset): after the last whole
+        line within ``MAX_SCAN_BYTES``, or, for a longer line, ``MAX_SCAN_BYTES`` into it at a
+        character boundary."""
+        start = self.byte_starts[line]
+        limit = start + MAX_SCAN_BYTES
+        if limit >= len(self.data):
+            return len(self.data)
+        after = bisect_right(self.byte_starts, limit + 1) - 1  # first line that does not fit
+        if after > line:
+            return self.byte_starts[after] - 1  # the newline ending the last line that fits
+        while self.data[limit] & 0xC0 == 0x80:  # not inside a UTF-8 sequence
+            limit -= 1
+        return limit
+
     def char_of_byte(self, line: int, byte: int) -> int:
         if self.char_starts is self.byte_starts:
             return byte
@@ -328,7 +467,9 @@ class _PortableEngine:
         if self._automaton is None:
             return offsets
         seen: set[int] = set()
-        for end, literal_id in self._automaton.iter(text.text):
+        for number, (end, literal_id) in enumerate(self._automaton.iter(text.text)):
+            if number % deadline.CHECK_EVERY == 0:
+                deadline.check()
             if literal_id not in seen:
                 seen.add(literal_id)
                 for id_ in self._ids_by_literal[literal_id]:
@@ -381,6 +522,7 @@ class _HyperscanEngine:
 
         data = text.one_byte()
         for shard in self._shards:
+            deadline.check()
             if shard.database is not None:
                 with shard.lock:
                     shard.database.scan(data, match_event_handler=on_match)
@@ -496,10 +638,12 @@ class PatternIndex:
 
     def candidates(self, text: str) -> list[Hit]:
         """Confirmed matches of any pattern in ``text``, by position: at most one per pattern
-        and line, ``MAX_HITS_PER_KEY`` per pattern."""
+        and line, ``MAX_HITS_PER_KEY`` per pattern. Stops at the match deadline."""
         pasted = _Text.of(text)
         offsets = self._engine.first_offsets(pasted)
-        for id_ in chain(self._loose, self._pending):
+        for number, id_ in enumerate(chain(self._loose, self._pending)):
+            if number % deadline.CHECK_EVERY == 0:
+                deadline.check()
             entry = self._entries[id_]
             if entry is not None and (at := text.find(entry.literal)) >= 0:
                 offsets[id_] = min(at, offsets.get(id_, at))
@@ -513,11 +657,23 @@ class PatternIndex:
 
     def match(self, key: str, subject: str, full: bool = False) -> Captures | None:
         """Groups of ``key``'s pattern in ``subject`` (an exception message, say): the whole of
-        it when ``full``, else the first match. Raises KeyError for an unknown key."""
-        regex = _compiled(self._entry(key).pattern, in_lines=False)
-        found = regex.fullmatch(subject) if full else regex.search(subject)
+        it when ``full``, else the first match. Only the first ``MAX_SUBJECT_CHARS`` are read:
+        a longer subject never matches whole. Raises KeyError for an unknown key, and
+        DeadlineExceeded past the match deadline."""
+        deadline.check()
+        pattern = self._entry(key).pattern
+        if len(subject) > MAX_SUBJECT_CHARS:
+            if full:
+                return None
+            subject = subject[:MAX_SUBJECT_CHARS]
+        bare = _compiled(pattern, in_lines=False, groups=False)
+        found = bare.fullmatch(subject) if full else bare.search(subject)
         if found is None:
             return None
+        start, end = found.span()
+        regex = _compiled(pattern, in_lines=False)
+        if regex is not bare:  # the groups of that same match: the span fixed, only they vary
+            found = regex.fullmatch(subject, start, end)
         return Captures(found.span(), found.groups(), found.groupdict())
 
     def specificity(self, key: str) -> int:
@@ -624,19 +780,23 @@ class PatternIndex:
     @staticmethod
     def _confirm(entry: _Entry, at: int, text: _Text, hits: list[Hit]) -> None:
         """RE2 over the text from the line of the engine's first hit (from the top for a
-        pattern that spans lines), one match per line. Each search resumes after the previous
-        match, so one pattern costs one pass over the text at most."""
-        regex = _compiled(entry.pattern, in_lines=True, spans_lines=entry.spans_lines)
+        pattern that spans lines), one match per line, in windows of at most
+        ``MAX_SCAN_BYTES``. Each search resumes after the previous match or window, so one
+        pattern costs one pass over the text at most; the deadline is checked before each."""
+        regex = _compiled(entry.pattern, in_lines=True, spans_lines=entry.spans_lines, groups=False)
         line = 0 if entry.spans_lines else text.line_of_char(at)
-        for _ in range(MAX_HITS_PER_KEY):
-            found = regex.search(text.data, text.byte_starts[line])
+        found_hits = 0
+        while line < len(text.byte_starts) and found_hits < MAX_HITS_PER_KEY:
+            deadline.check()
+            end = text.window_end(line)
+            found = regex.search(text.data, text.byte_starts[line], end)
             if found is None:
-                return
-            start, end = found.span()
+                line = bisect_right(text.byte_starts, end)
+                continue
+            start, stop = found.span()
             line = bisect_right(text.byte_starts, start) - 1
             hits.append(
-                Hit(entry.key, text.char_of_byte(line, start), text.char_of_byte(line, end))
+                Hit(entry.key, text.char_of_byte(line, start), text.char_of_byte(line, stop))
             )
+            found_hits += 1
             line += 1
-            if line == len(text.byte_starts):
-                return

@@ -17,6 +17,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.matching import deadline
+
 MAX_PREFIXES = 8
 """Most prefixes stripped from one line; real logs stack three or four at most."""
 
@@ -109,17 +111,21 @@ def clean_lines(text: str) -> list[CleanLine]:
     """Split a paste into clean lines, one per line of the original.
 
     LF and CRLF end a line; so does a lone CR, because progress bars rewrite a line with it
-    and each version is a line of its own in the paste.
+    and each version is a line of its own in the paste. Stops at the match deadline.
     """
     lines: list[CleanLine] = []
     position = 0
     while True:
+        if len(lines) % deadline.CHECK_EVERY == 0:
+            deadline.check()
         newline = text.find("\n", position)
         stop = len(text) if newline < 0 else newline
         begin = position
         while (carriage := text.find("\r", begin, stop)) >= 0:
             lines.append(_clean_line(text, begin, carriage, len(lines)))
             begin = carriage + 1
+            if len(lines) % deadline.CHECK_EVERY == 0:
+                deadline.check()
         if begin < stop or begin == position or newline < 0:
             lines.append(_clean_line(text, begin, stop, len(lines)))
         if newline < 0:

@@ -6,12 +6,17 @@ logtext -> traceback -> index -> rank). `Matcher` keeps the pattern index of the
 and follows its writes: it compares the dataset version on each call and adds what
 changed, and it caches the built index on disk by dataset version, so a restart loads it
 instead of compiling every pattern again (issue 3).
+
+A request runs under the matcher's deadline and its reply is capped (issue 10): a paste of a
+hundred thousand exception lines answers with the first `MAX_EXCEPTIONS` of them (those that
+the shown matches explain first) and `truncated: true`, not with a reply ten times its size.
 """
 
 import hashlib
 import threading
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,7 +25,8 @@ from sqlmodel import Session
 
 from app import locations, records
 from app.errors import AppError
-from app.matching.index import PatternIndex
+from app.matching import deadline
+from app.matching.index import PatternError, PatternIndex
 from app.matching.logtext import clean_lines
 from app.matching.rank import Candidate, Match, candidate_from, path_suffixes, rank, unquoted
 from app.matching.traceback import ParsedException, parse_exceptions
@@ -29,6 +35,14 @@ from app.schemas import ExceptionOut, FrameOut, MatchOut, MatchResult, summarize
 
 DEFAULT_MATCHES = 10
 MAX_MATCHES = 100
+MAX_EXCEPTIONS = 100  # exceptions in one reply
+MAX_FRAMES = 100  # frames of one exception in a reply, the innermost
+MAX_MESSAGE_CHARS = 4000  # of one exception's message in a reply (errorMessage's maxLength)
+MAX_CAPTURE_CHARS = 256  # of one captured value in a reply
+DEADLINE_RETRY_AFTER_S = 5
+MAX_PASTE_LINES = 100_000
+"""Lines a paste may have: each costs ~10 us to clean and parse whatever it holds, so a
+mebibyte of newlines took 8 s; real logs of a mebibyte have 10k-30k lines (issue 10)."""
 REBUILD_AFTER_PENDING = 200  # patterns matched the slow way before the engine takes them in
 MODIFIED_MARGIN_S = 2.0  # re-read rows this much older than the last sync (clock steps)
 
@@ -38,10 +52,21 @@ RaiseSites = dict[tuple[str, int], list[tuple[str, str]]]
 
 
 class Matcher:
-    """The store's message patterns in a PatternIndex that follows every write."""
+    """The store's message patterns in a PatternIndex that follows every write; a match
+    stops after `deadline_s` seconds, and at most `concurrency` compute at once (None: no
+    limit to either)."""
 
-    def __init__(self, engine: Engine, cache_dir: Path, max_paste_bytes: int) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        cache_dir: Path,
+        max_paste_bytes: int,
+        deadline_s: float | None = None,
+        concurrency: int | None = None,
+    ) -> None:
         self.max_paste_bytes = max_paste_bytes
+        self.deadline_s = deadline_s
+        self._slots = threading.BoundedSemaphore(concurrency) if concurrency else None
         self._cache_path = cache_dir / "index" / f"{_database_key(engine)}.idx"
         self._index: PatternIndex | None = None
         self._version: str | None = None
@@ -70,6 +95,24 @@ class Matcher:
         """Patterns in the index; 0 before it is loaded (asking must not load it)."""
         return len(self._index) if self._index is not None else 0
 
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """One of the `concurrency` places to compute a match, waited for until the match
+        deadline at most (issue 10): a few CPU-bound matches at a time, so that the rest of
+        the server (/healthz, pages, writes) still gets the GIL."""
+        if self._slots is None:
+            yield
+            return
+        while True:
+            wait = deadline.remaining()
+            if self._slots.acquire(timeout=-1 if wait is None else wait):
+                break
+            deadline.check()  # raises once the wait has used up the deadline
+        try:
+            yield
+        finally:
+            self._slots.release()
+
     def _sync(self, session: Session, version: str) -> None:
         now = datetime.now(UTC)
         if self._index is None:
@@ -95,11 +138,15 @@ class Matcher:
             select(Record.id, Record.message_pattern).where(Record.modified_at >= since)
         ).all()
         for record_id, pattern in changed:
-            if not locations.matched_by_location(pattern):
-                self._index.add(record_id, pattern)
-            elif record_id in self._index:
-                self._index.remove(record_id)
             self._keys.add(record_id)
+            if locations.matched_by_location(pattern):
+                self._index.remove(record_id)  # found by its raise site only (issue 12)
+                continue
+            try:
+                self._index.add(record_id, pattern)
+            except PatternError as error:  # stored before its limit existed (issue 10)
+                self._index.remove(record_id)
+                self._index.rejected[record_id] = error
         gone: set[str] = set()
         # Every id written since is in _keys now, so equal counts mean nothing was deleted:
         # the full list of ids is read only after a delete.
@@ -150,17 +197,38 @@ def _raise_sites(session: Session) -> RaiseSites:
     return sites
 
 
-def _exception_out(exception: ParsedException) -> ExceptionOut:
-    return ExceptionOut(
+def _exception_out(exception: ParsedException) -> tuple[ExceptionOut, bool]:
+    """The exception as the reply shows it, and whether a cap shortened it."""
+    frames = exception.frames[-MAX_FRAMES:]
+    out = ExceptionOut(
         index=exception.index,
         error_class=exception.error_class,
         qualified_class=exception.qualified_class,
-        message=exception.message,
-        frames=[FrameOut(file=f.file, line=f.line, function=f.function) for f in exception.frames],
+        message=exception.message[:MAX_MESSAGE_CHARS],
+        frames=[FrameOut(file=f.file, line=f.line, function=f.function) for f in frames],
         cause_index=exception.cause_index,
         span=exception.span,
         message_spans=list(exception.message_line_spans),
     )
+    shortened = len(frames) < len(exception.frames) or len(out.message) < len(exception.message)
+    return out, shortened
+
+
+def _shown_exceptions(
+    exceptions: Sequence[ParsedException], explained: set[int]
+) -> list[ParsedException]:
+    """At most MAX_EXCEPTIONS, in paste order: those the shown matches explain, then the
+    first of the rest."""
+    if len(exceptions) <= MAX_EXCEPTIONS:
+        return list(exceptions)
+    shown = [e for e in exceptions if e.index in explained]
+    shown += [e for e in exceptions if e.index not in explained][: MAX_EXCEPTIONS - len(shown)]
+    return sorted(shown, key=lambda e: e.index)
+
+
+def _capped_captures(captures: dict[str, str | None]) -> tuple[dict[str, str | None], bool]:
+    capped = {k: v[:MAX_CAPTURE_CHARS] if v else v for k, v in captures.items()}
+    return capped, capped != captures
 
 
 class _Regions:
@@ -193,9 +261,12 @@ def _subject(lines: Sequence[str]) -> tuple[str, list[int]]:
 
 
 def check_paste(text: str, max_bytes: int) -> None:
-    """Refuse an empty paste (422) or one over the size limit (413)."""
+    """Refuse an empty paste (422) or one over the size or line limit (413)."""
     if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         raise AppError(413, "Paste too large", f"the paste is larger than {max_bytes} bytes")
+    lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1  # as clean_lines
+    if lines > MAX_PASTE_LINES:
+        raise AppError(413, "Paste too large", f"the paste has more than {MAX_PASTE_LINES} lines")
     if not text.strip():
         raise AppError(422, "Empty paste", "paste a traceback, a log or an error line")
 
@@ -220,7 +291,9 @@ def find_matches(
     subject, starts = _subject([line.text for line in lines] + [inner for _, inner in quoted])
     regions = _Regions(exceptions)
     hits = []
-    for hit in index.candidates(subject):
+    for count, hit in enumerate(index.candidates(subject)):
+        if count % deadline.CHECK_EVERY == 0:
+            deadline.check()
         number = bisect_right(starts, hit.start) - 1
         if number >= len(lines):
             exception_index, inner = quoted[number - len(lines)]
@@ -256,10 +329,46 @@ def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list
 def match_text(
     matcher: Matcher, session: Session, text: str, limit: int = DEFAULT_MATCHES
 ) -> MatchResult:
-    """The exceptions in `text` and the records that explain them, best first."""
+    """The exceptions in `text` and the records that explain them, best first; a 503 when
+    the matcher's deadline passes first (the work stops there too)."""
     check_paste(text, matcher.max_paste_bytes)
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
+    # Following the store's writes (a harvest adds thousands of patterns) is the store's
+    # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
+    index = matcher.index(session)
+    try:
+        with deadline.within(matcher.deadline_s), matcher.slot():
+            return _match(matcher, index, session, text, limit)
+    except deadline.DeadlineExceeded as error:
+        raise AppError(
+            503,
+            "Match took too long",
+            f"{error} (ERRKB_MATCH_DEADLINE_S): send a shorter paste, or retry later",
+            retry_after_s=DEADLINE_RETRY_AFTER_S,
+        ) from None
+
+
+def match_texts(
+    matcher: Matcher, session: Session, texts: Sequence[str], limit: int = DEFAULT_MATCHES
+) -> list[MatchResult]:
+    """`match_text` for each text, in order, under one deadline: a batch is one paste cut in
+    pieces, so its texts together may not exceed the paste limit either (issue 10)."""
+    total = sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
+    if total > matcher.max_paste_bytes:
+        raise AppError(
+            413,
+            "Batch too large",
+            f"the texts together are {total} bytes; the limit is {matcher.max_paste_bytes}",
+        )
+    matcher.index(session)  # outside the deadline, as in match_text
+    with deadline.within(matcher.deadline_s):
+        return [match_text(matcher, session, text, limit) for text in texts]
+
+
+def _match(
+    matcher: Matcher, index: PatternIndex, session: Session, text: str, limit: int
+) -> MatchResult:
     stored: dict[str, records.StoredRecord] = {}
 
     def lookup(record_ids: set[str]) -> dict[str, Candidate]:
@@ -272,19 +381,28 @@ def match_text(
             for record_id, item in stored.items()
         }
 
-    index = matcher.index(session)
     exceptions, ranked = find_matches(index, text, lookup, matcher.raise_sites())
-    return MatchResult(
-        exceptions=[_exception_out(exception) for exception in exceptions],
-        matches=[
+    truncated = len(ranked) > limit
+    matches = []
+    for match in ranked[:limit]:
+        captures, shortened = _capped_captures(match.captures)
+        truncated |= shortened
+        matches.append(
             MatchOut(
                 id=match.id,
                 score=match.score,
                 exception_index=match.exception_index,
-                captures=match.captures,
+                captures=captures,
                 reasons=match.reasons,
                 record=summarize(stored[match.id]),
             )
-            for match in ranked[:limit]
-        ],
-    )
+        )
+    explained = {match.exception_index for match in matches if match.exception_index is not None}
+    shown = _shown_exceptions(exceptions, explained)
+    truncated |= len(shown) < len(exceptions)
+    exceptions_out = []
+    for exception in shown:
+        out, shortened = _exception_out(exception)
+        truncated |= shortened
+        exceptions_out.append(out)
+    return MatchResult(exceptions=exceptions_out, matches=matches, truncated=truncated)

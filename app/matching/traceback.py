@@ -8,7 +8,7 @@ spans point into the original paste, so a page can highlight exactly what matche
 Lines are parsed per stream (the process a log line came from, see logtext), so tracebacks of
 two processes whose lines interleave are both recovered intact. Every line is looked at a
 constant number of times and every regex is anchored and bounded, so parsing is linear time;
-nothing here raises on any input.
+nothing here raises on any input, except DeadlineExceeded once the match deadline passed.
 """
 
 import builtins
@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.matching import deadline
 from app.matching.logtext import CleanLine, clean_lines
 
 MAX_MESSAGE_LINES = 200
@@ -193,7 +194,9 @@ def _rows(lines: Sequence[CleanLine]) -> list[_Row]:
     """Rows of one stream, with exception-group margins ("  | ", "  +-+---") removed."""
     rows: list[_Row] = []
     group_column = -1
-    for line in lines:
+    for number, line in enumerate(lines):
+        if number % deadline.CHECK_EVERY == 0:
+            deadline.check()
         text = line.text.rstrip()
         stripped = text.lstrip()
         column = len(text) - len(stripped)
@@ -231,7 +234,11 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
     pending: tuple[_Draft | None, str] | None = None
     last_top: _Draft | None = None
     at = 0
+    steps = 0
     while at < len(rows):
+        steps += 1
+        if steps % deadline.CHECK_EVERY == 0:
+            deadline.check()
         row = rows[at]
         if row.boundary or not row.text:
             at += 1

@@ -153,5 +153,5 @@ def read_record_page_by_slug(
 def error_page(request: Request, error: AppError) -> Response:
     """The page of an error outside /api (404, 422, ...), from the same AppError as JSON."""
     return templates.TemplateResponse(
-        request, "error.html", {"error": error}, status_code=error.status
+        request, "error.html", {"error": error}, status_code=error.status, headers=error.headers()
     )

@@ -1,0 +1,60 @@
+"""JSON text from outside (request bodies, record files) -> a value, or the reason it is none.
+
+`json.loads` raises more than `JSONDecodeError` on hostile text: `RecursionError` for deep
+nesting (`'[' * 1000`) and `ValueError` for an integer of more than 4,300 digits, which
+escaped as 500s and tracebacks (issue 10). Here each becomes a `JsonTextError`, and values
+nested deeper than `MAX_JSON_DEPTH` are refused too, so nothing downstream (schema
+validation, error messages that repr a value) recurses into them.
+"""
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+MAX_JSON_DEPTH = 32
+"""Most nested arrays and objects accepted; a record nests two deep, a match body two."""
+
+
+@dataclass
+class JsonTextError(ValueError):
+    """Why a text is not acceptable JSON; `line` and `column` (1-based) where known."""
+
+    reason: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = f" at line {self.line} column {self.column}" if self.line is not None else ""
+        return f"{self.reason}{where}"
+
+
+def parse_json(text: str) -> Any:
+    """The value of a JSON text; raises JsonTextError naming what is wrong and where."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise JsonTextError(error.msg, error.lineno, error.colno) from None
+    except RecursionError:
+        raise JsonTextError(f"arrays or objects nested deeper than {MAX_JSON_DEPTH}") from None
+    except ValueError:  # the only other one: int() refusing a number's digits
+        limit = sys.get_int_max_str_digits()
+        raise JsonTextError(f"a number has more than {limit} digits") from None
+    if _too_deep(value):
+        raise JsonTextError(f"arrays or objects nested deeper than {MAX_JSON_DEPTH}")
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether containers nest deeper than MAX_JSON_DEPTH; iterative, so it cannot recurse."""
+    if not isinstance(value, dict | list):
+        return False
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                if depth == MAX_JSON_DEPTH:
+                    return True
+                pending.append((child, depth + 1))
+    return False

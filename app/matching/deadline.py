@@ -1,0 +1,66 @@
+"""The time limit of one match request, checked inside every loop of the pipeline (issue 10).
+
+A thread cannot be killed and an RE2 call cannot be interrupted, so a request that runs too
+long must stop itself: logtext, the traceback parser, the index's scan and confirm loops and
+every pattern call of ranking call `check()`, which raises `DeadlineExceeded` once the limit
+has passed. What one step costs between two checks is bounded elsewhere (the pattern limits
+of app.matching.index), so the work stops soon after the limit, not only the reply.
+
+The limit belongs to the current context, like a cancel scope: `within()` sets it around a
+request, and the stages need no extra parameter. With no limit set, `check()` does nothing.
+"""
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+CHECK_EVERY = 1024
+"""Lines (or scan hits) between two checks in the per-line loops: about a millisecond."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Limit:
+    expires_at: float  # time.monotonic()
+    seconds: float
+
+
+class DeadlineExceeded(Exception):
+    """The match ran past its time limit of `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"matching stopped after its limit of {seconds:g} s")
+        self.seconds = seconds
+
+
+_current: ContextVar[_Limit | None] = ContextVar("errkb_match_deadline", default=None)
+
+
+@contextmanager
+def within(seconds: float | None) -> Iterator[None]:
+    """Run the block under a limit of `seconds` (None: no limit). An outer limit that ends
+    sooner still holds: a batch's texts share the batch's limit."""
+    outer = _current.get()
+    expires_at = time.monotonic() + seconds if seconds is not None else None
+    if expires_at is None or (outer is not None and outer.expires_at <= expires_at):
+        yield
+        return
+    token = _current.set(_Limit(expires_at, seconds))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def remaining() -> float | None:
+    """Seconds left before the current limit (0 once it has passed); None without one."""
+    limit = _current.get()
+    return None if limit is None else max(0.0, limit.expires_at - time.monotonic())
+
+
+def check() -> None:
+    """Raise DeadlineExceeded when the current limit has passed."""
+    limit = _current.get()
+    if limit is not None and time.monotonic() > limit.expires_at:
+        raise DeadlineExceeded(limit.seconds)

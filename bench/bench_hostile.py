@@ -1,0 +1,240 @@
+"""Benchmark of issue 10: concurrent writers, hostile patterns and hostile pastes.
+
+Run by hand (each section starts its own uvicorn on 127.0.0.1 with a temporary database):
+
+    .venv/bin/python bench/bench_hostile.py [--sections writes pastes healthz patterns]
+        [--seconds 10]
+
+* writes: 1 and 8 writer processes POST/PUT/DELETE for `--seconds` each; acknowledged
+  writes per second, status codes, and whether every acknowledged write (and no other) holds.
+* pastes: hostile patterns planted straight into the store (as an old database or a direct
+  import might hold them), then hostile pastes, one at a time: latency, status, reply size.
+* healthz: /healthz polled every 50 ms while 6 clients send hostile pastes without pause;
+  its median, p99 and worst latency.
+* patterns: every harvested pattern of vLLM 0.33.0, SGLang 0.5.23 and the installed torch
+  through check_pattern: how many the limits refuse and why, and the largest program size
+  and group count among them.
+"""
+
+import argparse
+import multiprocessing
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from sqlmodel import Session
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app import records  # noqa: E402
+from app.config import Settings  # noqa: E402
+from app.db import open_store  # noqa: E402
+from bench.server import running_server  # noqa: E402
+from tests.helpers.writers import probe_record, run_writers, stored_markers  # noqa: E402
+
+TOKEN = "bench-token"
+CONTESTED_IDS = [f"{0xD000:04x}{n:012x}" for n in range(20)]
+HOSTILE_PATTERNS = {
+    "(a)*2666 (the issue's)": "(a)" * 2666,
+    "32 lazy groups": " ".join(["(.+?)"] * 32) + "Z",
+    "counted class (DFA blow-up)": "a[ab]{200}c",
+}
+PASTE_TIMEOUT_S = 180.0
+HEALTH_CLIENTS = 6
+HEALTH_INTERVAL_S = 0.05
+SECTIONS = ["writes", "pastes", "healthz", "patterns"]
+
+
+def _pastes() -> dict[str, bytes]:
+    rng = random.Random(10)
+    mib = 1 << 20
+    return {
+        "10 KB of 'a' (the issue's)": b"a" * 10_000,
+        "1 MiB line 'a a a ... Z'": b"a " * (mib // 2 - 1) + b"Z",
+        "1 MiB random 'ab'": "".join(rng.choice("ab") for _ in range(mib)).encode(),
+        "1 MiB of newlines": b"\n" * mib,
+        "1 MiB of 'ValueError: x' lines": b"ValueError: x\n" * (mib // 14),
+    }
+
+
+def _settings(folder: str) -> tuple[dict[str, str], str]:
+    url = f"sqlite:///{folder}/bench.db"
+    env = {
+        "ERRKB_DATABASE_URL": url,
+        "ERRKB_ADMIN_TOKEN": TOKEN,
+        "ERRKB_CACHE_DIR": f"{folder}/cache",
+    }
+    return env, url
+
+
+def bench_writes(seconds: float) -> None:
+    print("| writers | seconds | acknowledged writes | writes/s | statuses | 5xx | lost/extra |")
+    print("|---|---|---|---|---|---|---|")
+    for writers in (1, 8):
+        with tempfile.TemporaryDirectory() as folder:
+            env, _ = _settings(folder)
+            with running_server(env) as base:
+                logs = run_writers(base, TOKEN, writers, seconds, CONTESTED_IDS)
+            # from the first writer's first write to the last one's last (not process start)
+            elapsed = max(log.window[1] for log in logs) - min(log.window[0] for log in logs)
+            expected = {rid: m for log in logs for rid, m in log.expected.items()}
+            stored = stored_markers(Path(folder) / "bench.db", list(expected))
+            wrong = sum(stored[rid] != marker for rid, marker in expected.items())
+            statuses: dict[int, int] = {}
+            for log in logs:
+                for status, count in log.statuses.items():
+                    statuses[status] = statuses.get(status, 0) + count
+            writes = sum(log.writes for log in logs)
+            errors = sum(c for s, c in statuses.items() if s >= 500)
+            errors += sum(log.transport_errors for log in logs)
+            print(
+                f"| {writers} | {elapsed:.1f} | {writes} | {writes / elapsed:.0f} | "
+                f"{dict(sorted(statuses.items()))} | {errors} | {wrong} |"
+            )
+
+
+def _plant(url: str) -> None:
+    """Hostile patterns written with the store's own writer, past the write-time checks."""
+    planted = [
+        probe_record(f"{0xE000:04x}{n:012x}", name) | {"messagePattern": pattern}
+        for n, (name, pattern) in enumerate(HOSTILE_PATTERNS.items())
+    ]
+    with Session(open_store(Settings(database_url=url))) as session:
+        records.write_records(session, planted)
+        session.commit()
+
+
+def _post(client: httpx.Client, body: bytes) -> tuple[float, int | str, int]:
+    started = time.perf_counter()
+    try:
+        response = client.post("/api/match", content=body, headers={"content-type": "text/plain"})
+    except httpx.HTTPError as error:
+        return time.perf_counter() - started, type(error).__name__, 0
+    return time.perf_counter() - started, response.status_code, len(response.content)
+
+
+def bench_pastes() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        env, url = _settings(folder)
+        open_store(Settings(database_url=url))
+        _plant(url)
+        print("| paste | seconds | status | reply bytes |")
+        print("|---|---|---|---|")
+        with running_server(env) as base:
+            with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client:
+                for name, body in _pastes().items():
+                    seconds, status, size = _post(client, body)
+                    print(f"| {name} | {seconds:.3f} | {status} | {size:,} |", flush=True)
+
+
+def _attack(base: str, body: bytes, stop: float, statuses) -> None:
+    """One hostile client: the same paste, again and again, until `stop` (monotonic)."""
+    with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client:
+        while time.monotonic() < stop:
+            statuses.append(_post(client, body)[1])
+
+
+def bench_healthz(seconds: float) -> None:
+    pastes = _pastes()
+    hostile = [
+        pastes["1 MiB of 'ValueError: x' lines"],
+        pastes["10 KB of 'a' (the issue's)"],
+        pastes["1 MiB line 'a a a ... Z'"],
+        pastes["1 MiB random 'ab'"],
+        pastes["1 MiB of newlines"],
+    ]
+    context = multiprocessing.get_context("fork")  # clients in processes: no shared GIL
+    with tempfile.TemporaryDirectory() as folder, context.Manager() as manager:
+        env, url = _settings(folder)
+        open_store(Settings(database_url=url))
+        _plant(url)
+        statuses = manager.list()
+        with running_server(env) as base:
+            stop = time.monotonic() + seconds
+            clients = [
+                context.Process(
+                    target=_attack, args=(base, hostile[n % len(hostile)], stop, statuses)
+                )
+                for n in range(HEALTH_CLIENTS)
+            ]
+            for client in clients:
+                client.start()
+            latencies = []
+            with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client:
+                while time.monotonic() < stop:
+                    started = time.perf_counter()
+                    assert client.get("/healthz").status_code == 200
+                    latencies.append(time.perf_counter() - started)
+                    time.sleep(HEALTH_INTERVAL_S)
+            for client in clients:
+                client.join()
+            seen = list(statuses)
+    latencies.sort()
+    p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
+    print(
+        f"/healthz under {HEALTH_CLIENTS} hostile clients: {len(latencies)} polls, "
+        f"median {statistics.median(latencies) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, "
+        f"max {latencies[-1] * 1000:.1f} ms; paste statuses "
+        f"{ {s: seen.count(s) for s in set(seen)} }"
+    )
+
+
+def bench_patterns() -> None:
+    import re2
+
+    from app import drafts, harvest
+    from app.matching.index import PatternError, check_pattern
+
+    print("| release | patterns | refused | largest program | most groups |")
+    print("|---|---|---|---|---|")
+    for spec in ("vllm==0.33.0", "sglang==0.5.23", "torch"):
+        release = drafts.resolve_release(spec)
+        result = harvest.harvest_tree(
+            release.root,
+            repo=release.repo,
+            ref=release.ref,
+            analyzed_at="2026-01-01T00:00:00Z",
+            path_prefix=release.path_prefix,
+            package_dir=release.package_dir,
+        )
+        patterns = [draft.record["messagePattern"] for draft in result.drafts]
+        refused: dict[str, int] = {}
+        for pattern in patterns:
+            try:
+                check_pattern(pattern)
+            except PatternError as error:
+                refused[error.construct] = refused.get(error.construct, 0) + 1
+        compiled = [re2.compile(pattern) for pattern in patterns]
+        print(
+            f"| {spec} | {len(patterns):,} | {sum(refused.values())} {refused or ''} | "
+            f"{max(c.programsize for c in compiled)} | {max(c.groups for c in compiled)} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        default=SECTIONS,
+        choices=SECTIONS,
+        help="What to measure (all by default).",
+    )
+    parser.add_argument("--seconds", type=float, default=10.0, help="Length of each run.")
+    args = parser.parse_args()
+    if "writes" in args.sections:
+        bench_writes(args.seconds)
+    if "pastes" in args.sections:
+        bench_pastes()
+    if "healthz" in args.sections:
+        bench_healthz(args.seconds)
+    if "patterns" in args.sections:
+        bench_patterns()
+
+
+if __name__ == "__main__":
+    main()

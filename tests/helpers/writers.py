@@ -1,0 +1,137 @@
+"""Writer processes against a live server, and the check that every acknowledged write held.
+
+Shared by the concurrency test (tests/test_db.py) and bench/bench_hostile.py (issue 10). Each
+writer owns its own ids, so the final state of an id follows from that writer's acknowledged
+writes alone; every writer also POSTs the same contested ids, which exactly one may create.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+import httpx
+
+from app.config import PROJECT_ROOT
+
+BASE_RECORD = PROJECT_ROOT / "data" / "records" / "b6bab2e17ae18394.json"
+REQUEST_TIMEOUT_S = 30.0
+
+
+def probe_record(record_id: str, marker: str) -> dict:
+    """A valid record with this id; `marker` (in documentation) tells which write made it."""
+    record = json.loads(BASE_RECORD.read_text())
+    message = f"concurrency probe {record_id} failed"
+    return record | {
+        "id": record_id,
+        "slug": f"probe-{record_id}",
+        "errorMessage": message,
+        "messagePattern": message,
+        "documentation": marker,
+    }
+
+
+def record_id(writer: int, number: int) -> str:
+    """16 hex digits: writer in the first four, a running number in the rest."""
+    return f"{0xC000 + writer:04x}{number:012x}"
+
+
+@dataclass
+class WriterLog:
+    """What one writer did and what it expects the store to hold afterwards."""
+
+    statuses: Counter[int] = field(default_factory=Counter)
+    transport_errors: int = 0
+    writes: int = 0  # acknowledged (2xx) writes
+    expected: dict[str, str | None] = field(default_factory=dict)  # id -> marker, None: absent
+    contested: dict[str, int] = field(default_factory=dict)  # contested id -> POST status
+    window: tuple[float, float] = (0.0, 0.0)  # time.time() when writing began and ended
+
+
+def run_writer(
+    base: str, token: str, writer: int, seconds: float, contested: list[str]
+) -> WriterLog:
+    """POST, PUT and DELETE this writer's own records for `seconds`, after POSTing each
+    contested id once; statuses, transport errors and the expected final state come back."""
+    log = WriterLog()
+    rng = random.Random(writer)
+    headers = {"Authorization": f"Bearer {token}"}
+    live: list[str] = []
+    made = 0
+    with httpx.Client(base_url=base, headers=headers, timeout=REQUEST_TIMEOUT_S) as client:
+
+        def send(method: str, rid: str, marker: str | None) -> int | None:
+            body = None if marker is None else probe_record(rid, marker)
+            path = "/api/errors" if method == "POST" else f"/api/errors/{rid}"
+            try:
+                response = client.request(method, path, json=body)
+            except httpx.TransportError:
+                log.transport_errors += 1
+                return None
+            log.statuses[response.status_code] += 1
+            if response.is_success:
+                log.writes += 1
+            return response.status_code
+
+        started = time.time()
+        for rid in contested:
+            status = send("POST", rid, f"contested by writer {writer}")
+            if status is not None:
+                log.contested[rid] = status
+        stop = time.monotonic() + seconds
+        step = 0
+        while time.monotonic() < stop:
+            step += 1
+            marker = f"writer {writer} step {step}"
+            action = rng.random()
+            if not live or action < 0.5:
+                rid = record_id(writer, made)
+                made += 1
+                if send("POST", rid, marker) == 201:
+                    live.append(rid)
+                    log.expected[rid] = marker
+                else:
+                    log.expected.setdefault(rid, None)
+            elif action < 0.8:
+                rid = rng.choice(live)
+                if send("PUT", rid, marker) == 200:
+                    log.expected[rid] = marker
+            else:
+                rid = live.pop(rng.randrange(len(live)))
+                if send("DELETE", rid, None) == 204:
+                    log.expected[rid] = None
+                else:
+                    live.append(rid)
+    log.window = (started, time.time())
+    return log
+
+
+def _writer_main(args: tuple) -> WriterLog:
+    return run_writer(*args)
+
+
+def run_writers(
+    base: str, token: str, writers: int, seconds: float, contested: list[str]
+) -> list[WriterLog]:
+    """`writers` processes writing at once (processes, so no GIL serialises the clients)."""
+    jobs = [(base, token, number, seconds, contested) for number in range(writers)]
+    with get_context("spawn").Pool(writers) as pool:
+        return pool.map(_writer_main, jobs)
+
+
+def stored_markers(database: Path, ids: list[str]) -> dict[str, str | None]:
+    """The documentation marker of each id in the store, None for an absent id (read with
+    sqlite3 directly, so the check does not go through the code under test)."""
+    import sqlite3
+
+    found: dict[str, str | None] = dict.fromkeys(ids)
+    with sqlite3.connect(database) as connection:
+        for rid, document in connection.execute("SELECT id, document FROM records"):
+            if rid in found:
+                found[rid] = json.loads(document)["documentation"]
+    return found

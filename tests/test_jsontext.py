@@ -1,0 +1,46 @@
+"""Tests for app.jsontext: hostile JSON becomes a reason with a position, never a crash
+(issue 10)."""
+
+import pytest
+
+from app.jsontext import MAX_JSON_DEPTH, JsonTextError, parse_json
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def test_nesting_up_to_the_limit_parses() -> None:
+    value = parse_json(_nested(MAX_JSON_DEPTH))
+    for _ in range(MAX_JSON_DEPTH - 1):
+        value = value[0]
+    assert value == []
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 1000, 100_000])
+def test_deeper_nesting_is_refused(depth: int) -> None:
+    with pytest.raises(JsonTextError, match=f"nested deeper than {MAX_JSON_DEPTH}"):
+        parse_json(_nested(depth))
+
+
+def test_objects_count_as_nesting_too() -> None:
+    text = '{"a": ' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1)
+    with pytest.raises(JsonTextError, match="nested deeper"):
+        parse_json(text)
+
+
+def test_an_integer_of_5000_digits_is_refused() -> None:
+    with pytest.raises(JsonTextError, match="more than 4300 digits"):
+        parse_json('{"lineNumber": ' + "9" * 5000 + "}")
+
+
+def test_syntax_errors_say_where() -> None:
+    with pytest.raises(JsonTextError) as raised:
+        parse_json('{\n  "id": 1,\n  oops\n}')
+    assert (raised.value.line, raised.value.column) == (3, 3)
+    assert "at line 3 column 3" in str(raised.value)
+
+
+def test_scalars_and_wide_values_parse() -> None:
+    assert parse_json('"text"') == "text"
+    assert parse_json("[" + ",".join(["[1]"] * 10_000) + "]")[-1] == [1]

@@ -1,0 +1,86 @@
+"""Tests for app.matching.deadline: the limit of one match request, and that every stage of
+the pipeline stops at it (issue 10)."""
+
+import time
+
+import pytest
+
+from app.matching import deadline
+from app.matching.deadline import DeadlineExceeded, within
+from app.matching.index import PatternIndex
+from app.matching.logtext import clean_lines
+from app.matching.traceback import parse_exceptions
+from tests.test_matching_index import BACKENDS
+
+LINES = "\n".join(f"ValueError: bad value {n}" for n in range(5000))
+
+
+def test_no_limit_never_stops() -> None:
+    deadline.check()
+    with within(None):
+        time.sleep(1e-3)
+        deadline.check()
+
+
+def test_a_passed_limit_raises_with_its_seconds() -> None:
+    with within(0.001):
+        time.sleep(0.01)
+        with pytest.raises(DeadlineExceeded) as raised:
+            deadline.check()
+    assert raised.value.seconds == 0.001
+    assert "0.001 s" in str(raised.value)
+    deadline.check()  # the limit ends with its block
+
+
+def test_an_inner_limit_cannot_extend_an_outer_one() -> None:
+    with within(0.001):
+        with within(60.0):
+            time.sleep(0.01)
+            with pytest.raises(DeadlineExceeded):
+                deadline.check()
+
+
+def test_an_inner_limit_may_shorten_an_outer_one() -> None:
+    with within(60.0):
+        with within(0.001):
+            time.sleep(0.01)
+            with pytest.raises(DeadlineExceeded):
+                deadline.check()
+        deadline.check()
+
+
+def test_cleaning_lines_stops_at_the_limit() -> None:
+    with within(1e-6):
+        time.sleep(1e-3)
+        with pytest.raises(DeadlineExceeded):
+            clean_lines(LINES)
+    assert len(clean_lines(LINES)) == 5000
+
+
+def test_a_flood_of_carriage_returns_stops_too() -> None:
+    with within(1e-6):
+        time.sleep(1e-3)
+        with pytest.raises(DeadlineExceeded):
+            clean_lines("x\r" * 5000)
+
+
+def test_parsing_stops_at_the_limit() -> None:
+    lines = clean_lines(LINES)
+    with within(1e-6):
+        time.sleep(1e-3)
+        with pytest.raises(DeadlineExceeded):
+            parse_exceptions(LINES, lines)
+    assert len(parse_exceptions(LINES, lines)) == 5000
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_index_scan_and_its_pattern_calls_stop_at_the_limit(backend: str) -> None:
+    index = PatternIndex([("bad-value", r"bad value (\d+)")], backend=backend)
+    with within(1e-6):
+        time.sleep(1e-3)
+        with pytest.raises(DeadlineExceeded):
+            index.candidates(LINES)
+        with pytest.raises(DeadlineExceeded):
+            index.match("bad-value", "bad value 7")
+    assert len(index.candidates(LINES)) == 20  # MAX_HITS_PER_KEY
+    assert index.match("bad-value", "bad value 7").groups == ("7",)
