@@ -184,8 +184,10 @@ def bench_service(database: Path, rows) -> None:
         [
             sys.executable,
             "-c",
-            "from app.cli import _warm_match_index; from app.config import "
-            "get_settings; _warm_match_index(get_settings())",
+            "from sqlmodel import Session; from app.config import get_settings; "
+            "from app.db import open_store; from app.matching.service import Matcher; "
+            "s = get_settings(); e = open_store(s); "
+            "Matcher(e, s.cache_dir, s.max_paste_bytes).index(Session(e))",
         ],
         env=os.environ | env,
         capture_output=True,

@@ -463,6 +463,18 @@ def test_a_dynamic_message_gets_a_draft_found_by_its_site(tmp_path: Path) -> Non
     assert result.located == 2 and not result.skipped
 
 
+def test_a_long_multi_line_message_keeps_its_first_line() -> None:
+    """Issue 12: the first line names the error; the rest is captured, so the pattern stays
+    within RE2's program limit (issue 10)."""
+    lines = "\n".join(
+        f"Tip {n}: read the documentation of the checkpoint module" for n in range(30)
+    )
+    source = f"def check():\n    raise CheckpointError(HEADER + {lines!r})\nHEADER = 'mismatch:\\n'"
+    [site] = extract_raises(source)
+    assert site.message.template == "mismatch:\n{details}"
+    check_pattern(site.message.pattern)
+
+
 # --- trees -----------------------------------------------------------------------------------
 
 

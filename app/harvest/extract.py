@@ -47,6 +47,7 @@ CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198
 MIN_LITERAL_ALNUM = 4  # fewer literal letters/digits than this cannot identify an error
 MAX_MESSAGE_CHARS = 4000  # record.schema.json: errorMessage maxLength
 MAX_PATTERN_CHARS = 8000  # record.schema.json: messagePattern maxLength
+MAX_FULL_PATTERN_CHARS = 900  # a longer pattern may outgrow RE2's program limit (issue 10)
 SLUG_SOURCE_CHARS = 50
 ID_HEX_CHARS = 16
 MAX_TAGS = 4
@@ -657,9 +658,24 @@ def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | N
     if sum(char.isalnum() for char in literal) < MIN_LITERAL_ALNUM:
         return None, SkipReason.NO_LITERAL_TEXT
     message = _message(parts)
+    if len(message.pattern) > MAX_FULL_PATTERN_CHARS and (head := _first_line(parts)):
+        message = _message(head)
     if len(message.template) > MAX_MESSAGE_CHARS or len(message.pattern) > MAX_PATTERN_CHARS:
         return None, SkipReason.MESSAGE_TOO_LONG
     return message, None
+
+
+def _first_line(parts: _Parts) -> _Parts | None:
+    """A long multi-line message as its first line and the rest captured as `{details}`:
+    the first line names the error, and a whole page of text would outgrow the pattern
+    limits (issue 12). None for a message of one line."""
+    head: list[_Part] = []
+    for part in parts:
+        if isinstance(part, str) and "\n" in part:
+            head.append(part[: part.index("\n") + 1])
+            return (*head, _Field("details"))
+        head.append(part)
+    return None
 
 
 class _ClassMessages:
