@@ -610,18 +610,9 @@ def _raise_site(node: ast.Raise, env: _Env, scope: _Scope) -> RaiseSite:
             call = exc
         else:  # `raise errors[kind](...)`: no class name a record could hold
             skip = SkipReason.DYNAMIC_CLASS
-    return RaiseSite(
-        node.lineno,
-        scope.qualname,
-        scope.function,
-        scope.class_name,
-        error_class,
-        message,
-        skip,
-        docstring=scope.docstring,
-        hint_node=hint,
-        call=call,
-        env=_child(env) if call is not None else None,
+    env_then = _child(env) if call is not None else None
+    return _site_at(
+        node, scope, error_class, message, skip, hint_node=hint, call=call, env=env_then
     )
 
 
@@ -630,6 +621,18 @@ def _message_site(
 ) -> RaiseSite:
     """An assert's or a torch check's site: its class is fixed, its message an expression."""
     message, skip = _parts_message(_parts(expr, env))
+    return _site_at(node, scope, error_class, message, skip, kind=kind, hint_node=expr)
+
+
+def _site_at(
+    node: ast.stmt,
+    scope: _Scope,
+    error_class: str | None,
+    message: Message | None,
+    skip: SkipReason | None,
+    **found: Any,
+) -> RaiseSite:
+    """A raise site at this statement, in this scope."""
     return RaiseSite(
         node.lineno,
         scope.qualname,
@@ -638,9 +641,8 @@ def _message_site(
         error_class,
         message,
         skip,
-        kind=kind,
         docstring=scope.docstring,
-        hint_node=expr,
+        **found,
     )
 
 
