@@ -3,8 +3,9 @@
 A paste may hold any number of tracebacks, chained ones ("The above exception was the direct
 cause ...", "During handling of the above exception ..."), tracebacks whose middle was cut,
 frames without their ``Traceback (most recent call last):`` header (people paste from the middle
-of a log, issue 15), or only a bare ``SomeError: message`` line. Each exception found becomes a ParsedException whose
-spans point into the original paste, so a page can highlight exactly what matched.
+of a log, issue 15), or only a bare ``SomeError: message`` line. Each exception found becomes a
+ParsedException whose spans point into the original paste, so a page can highlight exactly what
+matched.
 
 Lines are parsed per stream (the process a log line came from, see logtext), so tracebacks of
 two processes whose lines interleave are both recovered intact. Every line is looked at a
