@@ -23,13 +23,13 @@ import re._constants as sre_constants
 import re._parser as sre_parser
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session
 
-from app.models import DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
+from app.models import DatasetState, DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
 
 SQL_CHUNK = 500
 SITE_KEY_HEX = 32
@@ -142,6 +142,17 @@ class Location:
             source_code_end=record["sourceCodeEnd"],
             github_url=record["githubUrl"],
             context=context,
+        )
+
+    def slim(self) -> "Location":
+        """Where the site is, without its source excerpt and code context: what an older
+        release's location keeps (issue 15), since the record shows the newest."""
+        return replace(
+            self,
+            source_code=None,
+            source_code_start=None,
+            source_code_end=None,
+            context=None,
         )
 
     def status(self, record: Mapping[str, Any]) -> str:
@@ -358,3 +369,87 @@ def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None)
             absorb(session, _closest(claimer, sites).id, claimer.id)
             absorbed += 1
     return absorbed
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """The releases of one package that raise a record's message at its site (issue 15).
+
+    ``present`` are the versions whose harvest found the site, ``changed_in`` the first
+    harvested version after the last of them, where the message changed (the site's
+    function raises something else) or the site is gone. ``text`` says it in one line:
+    "in vllm 0.12.0–0.32.0; changed in 0.33.0".
+    """
+
+    package: str
+    present: tuple[str, ...]
+    changed_in: str | None
+    text: str
+
+
+def harvested_releases(session: Session) -> list[str]:
+    """The `name==version` releases harvested into the store, oldest first."""
+    prefix = "harvested:"
+    keys = session.execute(
+        select(DatasetState.key).where(DatasetState.key.startswith(prefix))
+    ).scalars()
+    labels = [key.removeprefix(prefix) for key in keys if "==" in key]
+    return sorted(labels, key=release_order)
+
+
+def release_history(
+    session: Session, known: Sequence[Location], harvested: Sequence[str]
+) -> list[History]:
+    """Per package, the runs of harvested releases where the site raises the record's
+    message, and the release that changed it; a release harvested without the site counts
+    as one that does not raise it. Only `name==version` releases have an order to tell."""
+    histories = []
+    present_by_package: dict[str, set[str]] = defaultdict(set)
+    last_location: dict[str, Location] = {}
+    for location in known:
+        name, _, version = location.release.partition("==")
+        if version and not location.gone:
+            present_by_package[name].add(version)
+            last_location[name] = location
+    for name, present in sorted(present_by_package.items()):
+        versions = [
+            label.partition("==")[2] for label in harvested if label.startswith(name + "==")
+        ]
+        runs: list[list[str]] = []
+        previous_present = False
+        for version in versions:
+            if version in present:
+                if previous_present:
+                    runs[-1].append(version)
+                else:
+                    runs.append([version])
+            previous_present = version in present
+        if not runs:
+            continue
+        later = versions[versions.index(runs[-1][-1]) + 1 :]
+        changed_in = later[0] if later else None
+        shown = ", ".join(run[0] if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
+        text = f"in {name} {shown}"
+        if changed_in is not None:
+            verb = (
+                "changed"
+                if _site_raises_other(session, last_location[name], name, changed_in)
+                else "gone"
+            )
+            text += f"; {verb} in {changed_in}"
+        ordered = tuple(version for run in runs for version in run)
+        histories.append(History(name, ordered, changed_in, text))
+    return histories
+
+
+def _site_raises_other(session: Session, location: Location, name: str, version: str) -> bool:
+    """Whether the site's function still raises in that release, another message then."""
+    if location.function is None:
+        return False
+    statement = select(RecordLocation.record_id).where(
+        RecordLocation.release == f"{name}=={version}",
+        RecordLocation.file_path == location.file_path,
+        RecordLocation.function == location.function,
+        RecordLocation.gone.is_(False),
+    )
+    return session.execute(statement.limit(1)).first() is not None

@@ -8,7 +8,6 @@ the frames come from, and where the exception sits (the last one of a paste and 
 innermost cause of a chain weigh more). Reviewed records win ties over drafts.
 """
 
-import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,12 +15,17 @@ from typing import Any
 
 from app.locations import Location, raising_function, short_class
 from app.matching.index import Captures, PatternIndex
+from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
 
 # Weights, in points; a perfect match of a specific message with agreeing context is ~100.
 FULL_MESSAGE = 40
 FULL_LINE = 34
 PARTIAL_MIN, PARTIAL_SPAN = 12, 14  # partial: 12 + 14 * share of the message covered
+# A message that matches no template in full (issue 15): cut by the end of the paste, it
+# scores by the share of the template it shows; a near copy loses points per changed word.
+CUT_MIN, CUT_SPAN = 12, 26
+NEAR_MESSAGE, NEAR_PER_WORD = 32, 5
 OUTSIDE_MESSAGE = 8  # a hit in a log line that no exception claims
 IN_TRACEBACK_NOISE = 1  # a hit in a frame line (paths), almost always noise
 SPECIFICITY_MAX, SPECIFICITY_PER_POINT = 15, 4
@@ -139,17 +143,6 @@ def _captures(candidate: Candidate, found: Captures | None) -> dict[str, str | N
     }
 
 
-def unquoted(message: str) -> str | None:
-    """The string a message is the repr of, as KeyError prints its argument, else None."""
-    if len(message) < 2 or message[0] != message[-1] or message[0] not in "'\"":
-        return None
-    try:
-        value = ast.literal_eval(message)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return value if isinstance(value, str) else None
-
-
 def _message_variants(exception: ParsedException) -> list[str]:
     """The message, and for KeyError-style reprs the string inside."""
     inner = unquoted(exception.message)
@@ -228,6 +221,15 @@ def _context_score(
     return score, reasons
 
 
+def _partial_score(partial: Partial) -> float:
+    """Points for the message of a wrapped, cut or near copy of the template."""
+    if partial.kind == "wrapped":
+        return FULL_MESSAGE
+    if partial.kind == "cut":
+        return CUT_MIN + CUT_SPAN * partial.share
+    return NEAR_MESSAGE - NEAR_PER_WORD * partial.changed
+
+
 def _better(match: Match, other: Match) -> bool:
     """Higher score; on a tie, the later exception (what finally failed) explains more."""
     if match.score != other.score:
@@ -270,6 +272,7 @@ def rank(
     candidates: dict[str, Candidate],
     exceptions: Sequence[ParsedException],
     raised_at: Sequence[tuple[str, int]] = (),
+    partials: Sequence[tuple[str, int, Partial]] = (),
 ) -> list[Match]:
     """Scored matches, best first, one per record.
 
@@ -277,6 +280,8 @@ def rank(
     is a message line of that exception); a hit outside any exception came from a log line.
     `raised_at` are (record id, exception index) of records whose raise site is the
     exception's innermost frame: found by where they raise, whatever the message says.
+    `partials` are (record id, exception index, agreement) of templates that a message with
+    no full match is a wrapped, cut or near copy of (app.matching.partial).
     """
     last_index = exceptions[-1].index if exceptions else -1
     causes = {e.cause_index for e in exceptions if e.cause_index is not None}
@@ -303,7 +308,7 @@ def rank(
             score += context
             reasons = [why, *context_reasons]
         else:
-            found = index.match(record_id, line)
+            found = None  # captures come from a message, never from a log or frame line (#15)
             score = IN_TRACEBACK_NOISE if exception_index is not None else OUTSIDE_MESSAGE
             reasons = [
                 "pattern found in a log line"
@@ -316,6 +321,20 @@ def rank(
                 candidate, score + bonus, reasons, exception_index if on_message else None, captures
             )
         )
+    for record_id, exception_index, partial in partials:
+        candidate = candidates.get(record_id)
+        if candidate is None:
+            continue
+        exception = exceptions[exception_index]
+        if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
+            continue
+        context, context_reasons = _context_score(
+            candidate, exception, exceptions, last_index, causes
+        )
+        score = _partial_score(partial) + context
+        score += min(SPECIFICITY_MAX, partial.covered / SPECIFICITY_PER_POINT)
+        reasons = [partial.reason(), *context_reasons]
+        keep(_finish(candidate, score, reasons, exception_index, dict(partial.captures)))
     for record_id, exception_index in raised_at:
         candidate = candidates.get(record_id)
         if candidate is None:

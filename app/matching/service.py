@@ -22,6 +22,7 @@ from app import locations, records
 from app.errors import AppError
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
+from app.matching.partial import second_chance
 from app.matching.rank import Candidate, Match, candidate_from, path_suffixes, rank, unquoted
 from app.matching.traceback import ParsedException, parse_exceptions
 from app.models import Record
@@ -235,8 +236,10 @@ def find_matches(
             exception_index, on_message = regions.at(line.offset(begin))
         hits.append((hit.key, exception_index, line.text, on_message))
     raised_at = _raised_at(exceptions, sites or {})
-    candidates = lookup({hit[0] for hit in hits} | {record_id for record_id, _ in raised_at})
-    return exceptions, rank(index, hits, candidates, exceptions, raised_at)
+    partials = second_chance(index, exceptions, hits, len(text.rstrip()))
+    wanted = {hit[0] for hit in hits} | {record_id for record_id, _ in raised_at}
+    candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
+    return exceptions, rank(index, hits, candidates, exceptions, raised_at, partials)
 
 
 def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list[tuple[str, int]]:

@@ -23,6 +23,9 @@ from app.matching.logtext import CleanLine, clean_lines
 MAX_MESSAGE_LINES = 200
 """Most lines one message may span; beyond that the rest is log, not message."""
 
+MAX_WRAPPED_ROWS = 3
+"""Rows one frame line may be wrapped into by a terminal and still be read as a frame."""
+
 _HEADER = "Traceback (most recent call last):"
 _GROUP_HEADER = "Exception Group "
 _CHAIN_SEPARATORS = {
@@ -295,9 +298,9 @@ def _read_traceback(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
         row = rows[at]
         if row.boundary or not row.text:
             return None, at
-        frame = _frame_match(row)
+        frame, used = _wrapped_frame(rows, at)
         if frame:
-            source, at = _read_source(rows, at + 1, row)
+            source, at = _read_source(rows, at + used, row)
             frames.append(
                 Frame(
                     file=frame["file"],
@@ -310,6 +313,9 @@ def _read_traceback(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
             at += 1
         else:
             head = _exception_head(row, lenient=row.shape == rows[at - 1].shape)
+            if head is None and frames and _wrap_remnant(rows, at):
+                at += 1
+                continue
             if head is None:
                 return None, at
             draft, after = _read_message(rows, at, head)
@@ -444,6 +450,31 @@ def _looks_like_exception(name: str) -> bool:
         and short[:1].isupper()
         and all(_MODULE.fullmatch(part) for part in modules.split("."))
     )
+
+
+def _wrapped_frame(rows: Sequence[_Row], at: int) -> tuple[re.Match[str] | None, int]:
+    """The frame at ``rows[at]`` and how many rows it takes: one, or up to
+    ``MAX_WRAPPED_ROWS`` when a terminal wrapped a long frame line at its width (issue 15)."""
+    row = rows[at]
+    found = _frame_match(row)
+    if found or not row.text.startswith('File "', row.indent):
+        return found, 1
+    text = row.text[row.indent :]
+    for used in range(2, min(MAX_WRAPPED_ROWS, len(rows) - at) + 1):
+        text += rows[at + used - 1].text
+        found = _FRAME.fullmatch(text)
+        if found:
+            return found, used
+    return None, 1
+
+
+def _wrap_remnant(rows: Sequence[_Row], at: int) -> bool:
+    """Whether ``rows[at]``, which fits nowhere in a traceback, is the rest of a wrapped source
+    line: a frame or a line that is clearly an exception's comes right after it."""
+    if at + 1 >= len(rows):
+        return False
+    after = rows[at + 1]
+    return _frame_match(after) is not None or _exception_head(after, lenient=False) is not None
 
 
 def _frame_match(row: _Row) -> re.Match[str] | None:
