@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlmodel import Session
 
-from app import harvest, locations, records, upstream
+from app import classes, harvest, locations, records, upstream
 from app.models import DatasetState, Record
 from app.records import DRAFT, SQL_CHUNK
 from app.validation import record_errors
@@ -259,4 +259,6 @@ def harvest_release(
         package_dir=release.package_dir,
         progress=progress,
     )
+    exception_classes = classes.exception_classes(result.bases)
+    classes.replace_release(session, release.label, exception_classes)
     return result, store_drafts(session, release, result.drafts)

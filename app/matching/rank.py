@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.classes import ClassGraph, relation
 from app.locations import Location, raising_function, short_class
 from app.matching.index import Captures, PatternIndex
 from app.matching.partial import Partial, unquoted
@@ -30,6 +31,7 @@ OUTSIDE_MESSAGE = 8  # a hit in a log line that no exception claims
 IN_TRACEBACK_NOISE = 1  # a hit in a frame line (paths), almost always noise
 SPECIFICITY_MAX, SPECIFICITY_PER_POINT = 15, 4
 CLASS_AGREES, CLASS_DIFFERS = 15, -15
+CLASS_RELATED = 6  # a subclass or superclass: renamed or refined between releases (issue 15)
 FILE_IN_FRAMES, FILE_INNERMOST, SAME_LINE = 12, 6, 6
 SAME_FUNCTION = 4
 REPO_AGREES, REPO_DIFFERS = 5, -5
@@ -173,14 +175,23 @@ def _context_score(
     exceptions: Sequence[ParsedException],
     last_index: int,
     causes: set[int],
+    graph: ClassGraph,
 ) -> tuple[float, list[str]]:
     """Points from everything but the message: class, frames, function, repo, position."""
     score, reasons = 0.0, []
-    if short_class(candidate.error_class) == exception.error_class:
+    recorded = short_class(candidate.error_class)
+    related = relation(exception.error_class, recorded, graph)
+    if recorded == exception.error_class:
         score += CLASS_AGREES
         reasons.append(f"exception class {exception.error_class} agrees")
     elif candidate.error_class in RUN_TIME_CLASSES:
         reasons.append("the record's class is decided at run time")
+    elif related is not None:
+        score += CLASS_RELATED
+        reasons.append(
+            f"exception class {exception.error_class} is a {related} of {recorded}, which the "
+            "record raises: the class was renamed or refined between releases"
+        )
     else:
         score += CLASS_DIFFERS
         reasons.append(f"record raises {candidate.error_class}, not {exception.error_class}")
@@ -273,6 +284,7 @@ def rank(
     exceptions: Sequence[ParsedException],
     raised_at: Sequence[tuple[str, int]] = (),
     partials: Sequence[tuple[str, int, Partial]] = (),
+    graph: ClassGraph | None = None,
 ) -> list[Match]:
     """Scored matches, best first, one per record.
 
@@ -281,8 +293,10 @@ def rank(
     `raised_at` are (record id, exception index) of records whose raise site is the
     exception's innermost frame: found by where they raise, whatever the message says.
     `partials` are (record id, exception index, agreement) of templates that a message with
-    no full match is a wrapped, cut or near copy of (app.matching.partial).
+    no full match is a wrapped, cut or near copy of (app.matching.partial). `graph` holds
+    the exception classes of the harvested releases, to tell related classes (app.classes).
     """
+    graph = graph or {}
     last_index = exceptions[-1].index if exceptions else -1
     causes = {e.cause_index for e in exceptions if e.cause_index is not None}
     best: dict[str, Match] = {}
@@ -303,7 +317,7 @@ def rank(
                 continue  # issue 12: `{x} tensor` alone says too little to name a site
             score, found, why = _message_score(index, candidate, exception, line)
             context, context_reasons = _context_score(
-                candidate, exception, exceptions, last_index, causes
+                candidate, exception, exceptions, last_index, causes, graph
             )
             score += context
             reasons = [why, *context_reasons]
@@ -329,7 +343,7 @@ def rank(
         if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
             continue
         context, context_reasons = _context_score(
-            candidate, exception, exceptions, last_index, causes
+            candidate, exception, exceptions, last_index, causes, graph
         )
         score = _partial_score(partial) + context
         score += min(SPECIFICITY_MAX, partial.covered / SPECIFICITY_PER_POINT)
@@ -351,7 +365,7 @@ def rank(
                 ("raised at the record's site, whose message is built at run time"),
             )
         context, context_reasons = _context_score(
-            candidate, exception, exceptions, last_index, causes
+            candidate, exception, exceptions, last_index, causes, graph
         )
         names = _PLACEHOLDER.findall(candidate.error_message)
         captures = {names[0]: exception.message} if record_id not in index and names else {}

@@ -18,7 +18,8 @@ from pathlib import Path
 from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
-from app import locations, records
+from app import classes, locations, records
+from app.classes import ClassGraph
 from app.errors import AppError
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
@@ -49,6 +50,7 @@ class Matcher:
         self._synced_at = datetime.now(UTC)
         self._keys: set[str] = set()
         self._sites: RaiseSites = {}
+        self._classes: ClassGraph = {}
         self._lock = threading.Lock()
 
     def index(self, session: Session) -> PatternIndex:
@@ -60,6 +62,11 @@ class Matcher:
                     self._sync(session, version)
         assert self._index is not None
         return self._index
+
+    def class_graph(self) -> ClassGraph:
+        """The harvested releases' exception classes (app.classes); current as of the last
+        `index()` call."""
+        return self._classes
 
     def raise_sites(self) -> RaiseSites:
         """Where each record's site raises, for finding records by the innermost frame;
@@ -86,6 +93,7 @@ class Matcher:
         elif self._apply_changes(session):
             self._save(version)
         self._sites = _raise_sites(session)
+        self._classes = classes.class_graph(session)
         self._version, self._synced_at = version, now
 
     def _apply_changes(self, session: Session) -> bool:
@@ -205,7 +213,11 @@ CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
 
 
 def find_matches(
-    index: PatternIndex, text: str, lookup: CandidateLookup, sites: RaiseSites | None = None
+    index: PatternIndex,
+    text: str,
+    lookup: CandidateLookup,
+    sites: RaiseSites | None = None,
+    graph: ClassGraph | None = None,
 ) -> tuple[list[ParsedException], list[Match]]:
     """The exceptions of `text` and every record whose pattern hit it, or whose raise site
     is an exception's innermost frame (`sites`), best first.
@@ -239,7 +251,7 @@ def find_matches(
     partials = second_chance(index, exceptions, hits, len(text.rstrip()))
     wanted = {hit[0] for hit in hits} | {record_id for record_id, _ in raised_at}
     candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
-    return exceptions, rank(index, hits, candidates, exceptions, raised_at, partials)
+    return exceptions, rank(index, hits, candidates, exceptions, raised_at, partials, graph)
 
 
 def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list[tuple[str, int]]:
@@ -264,10 +276,11 @@ def match_text(
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
     stored: dict[str, records.StoredRecord] = {}
+    known: dict[str, list[locations.Location]] = {}
 
     def lookup(record_ids: set[str]) -> dict[str, Candidate]:
         stored.update(records.get_records(session, record_ids))
-        known = locations.record_locations(session, stored)
+        known.update(locations.record_locations(session, stored))
         return {
             record_id: candidate_from(
                 item.record(), item.review_state, item.gone_in, known.get(record_id, ())
@@ -276,7 +289,10 @@ def match_text(
         }
 
     index = matcher.index(session)
-    exceptions, ranked = find_matches(index, text, lookup, matcher.raise_sites())
+    exceptions, ranked = find_matches(
+        index, text, lookup, matcher.raise_sites(), matcher.class_graph()
+    )
+    harvested = locations.harvested_releases(session) if ranked else []
     return MatchResult(
         exceptions=[_exception_out(exception) for exception in exceptions],
         matches=[
@@ -287,6 +303,12 @@ def match_text(
                 captures=match.captures,
                 reasons=match.reasons,
                 record=summarize(stored[match.id]),
+                history=[
+                    item.text
+                    for item in locations.release_history(
+                        session, known.get(match.id, ()), harvested
+                    )
+                ],
             )
             for match in ranked[:limit]
         ],
