@@ -276,6 +276,7 @@ class MatchOut(ApiModel):
     reasons: list[str]
     record: RecordSummary
     history: list[str] = []  # "in vllm 0.12.0–0.32.0; changed in 0.33.0" (issue 15)
+    same_message: list[RecordSummary] = []  # records raising the same message, as likely
 
 
 class MatchResult(ApiModel):

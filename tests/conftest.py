@@ -24,6 +24,7 @@ def settings(tmp_path: Path) -> Settings:
         database_url=f"sqlite:///{tmp_path / 'errkb.db'}",
         admin_token=ADMIN_TOKEN,
         cache_dir=tmp_path / "cache",
+        older_releases=[],  # a test that harvests on start names what it harvests
     )
 
 

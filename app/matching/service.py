@@ -23,6 +23,7 @@ from app.classes import ClassGraph
 from app.errors import AppError
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
+from app.matching.origin import log_repos
 from app.matching.partial import second_chance
 from app.matching.rank import Candidate, Match, candidate_from, path_suffixes, rank, unquoted
 from app.matching.traceback import ParsedException, parse_exceptions
@@ -251,7 +252,10 @@ def find_matches(
     partials = second_chance(index, exceptions, hits, len(text.rstrip()))
     wanted = {hit[0] for hit in hits} | {record_id for record_id, _ in raised_at}
     candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
-    return exceptions, rank(index, hits, candidates, exceptions, raised_at, partials, graph)
+    ranked = rank(
+        index, hits, candidates, exceptions, raised_at, partials, graph, log_repos(lines)
+    )
+    return exceptions, ranked
 
 
 def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list[tuple[str, int]]:
@@ -303,6 +307,7 @@ def match_text(
                 captures=match.captures,
                 reasons=match.reasons,
                 record=summarize(stored[match.id]),
+                same_message=[summarize(stored[other]) for other in match.same_message],
                 history=[
                     item.text
                     for item in locations.release_history(
