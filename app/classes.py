@@ -11,7 +11,7 @@ names are compared.
 
 import builtins
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from sqlalchemy import delete, insert, select
 from sqlmodel import Session
@@ -61,9 +61,15 @@ def replace_release(session: Session, release: str, classes: Mapping[str, tuple[
 def class_graph(session: Session) -> ClassGraph:
     """Every stored release's classes merged (a class's bases in any release), with the
     builtin exceptions."""
+    rows = session.execute(select(ExceptionClass.name, ExceptionClass.bases))
+    return class_graph_of((name, json.loads(parents)) for name, parents in rows)
+
+
+def class_graph_of(rows: Iterable[tuple[str, Iterable[str]]]) -> ClassGraph:
+    """The graph of these (class, base names) rows and the builtin exceptions."""
     graph: dict[str, set[str]] = {name: set(parents) for name, parents in _BUILTIN_BASES.items()}
-    for name, parents in session.execute(select(ExceptionClass.name, ExceptionClass.bases)):
-        graph.setdefault(name, set()).update(json.loads(parents))
+    for name, parents in rows:
+        graph.setdefault(name, set()).update(parents)
     return {name: frozenset(parents - {name}) for name, parents in graph.items()}
 
 
@@ -94,3 +100,5 @@ def relation(pasted: str, recorded: str, graph: ClassGraph) -> str | None:
 
 
 _ROOTS = frozenset({"BaseException", "Exception", "object"})
+BUILTIN_GRAPH = class_graph_of(())
+"""The builtin exceptions alone: what ranking knows when no harvest says more."""

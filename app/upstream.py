@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,6 +39,8 @@ DEFAULT_INDEX = "https://pypi.org/simple"
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691
 INDEX_TIMEOUT_S = 60
 DOWNLOAD_CHUNK = 1 << 20
+# Top folders of an sdist that hold no part of the package: half of vLLM's Python files.
+SDIST_SKIPPED = frozenset({"tests", "benchmarks", "examples", "docs", "tools", ".buildkite"})
 UNPACKED_DIR = "unpacked"
 LOCKS_DIR = "locks"
 PIP_TIMEOUT_S = 600
@@ -157,9 +160,19 @@ def _find_sdist(folder: Path, name: str, version: str) -> Path | None:
     return path if path.is_file() else None
 
 
+@contextmanager
+def _quiet_pip() -> Iterator[None]:
+    """pip's internals import its vendored pkg_resources, which warns that it is deprecated:
+    pip's business, not this service's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
+
+
 def _index_url() -> str:
     """The index pip is configured with (PIP_INDEX_URL, pip.conf), else PyPI's."""
-    from pip._internal.configuration import Configuration, ConfigurationError
+    with _quiet_pip():
+        from pip._internal.configuration import Configuration, ConfigurationError
 
     try:
         configuration = Configuration(isolated=False)
@@ -179,7 +192,8 @@ def _download_sdist(name: str, version: str) -> Path | None:
     network session from the index's JSON API (PEP 691), the way pip finds files, and its
     sha256 checked against the index.
     """
-    from pip._internal.network.session import PipSession
+    with _quiet_pip():
+        from pip._internal.network.session import PipSession
 
     sdists = _cache_dir() / SDISTS_DIR
     cached = _find_sdist(sdists, name, version)
@@ -187,7 +201,7 @@ def _download_sdist(name: str, version: str) -> Path | None:
         return cached
     wanted = _sdist_name(name, version)
     try:
-        with PipSession() as session:
+        with _quiet_pip(), PipSession() as session:
             response = session.get(
                 f"{_index_url()}/{_normalized(name)}/",
                 headers={"Accept": SIMPLE_JSON},
@@ -223,8 +237,9 @@ def _fetch(session: Any, entry: dict[str, Any], target: Path) -> Path:
 
 
 def _unpack_sdist(sdist: Path, name: str, version: str, into: Path) -> None:
-    """The sdist's Python files, without its top folder, and its PKG-INFO as the
-    `.dist-info/METADATA` a wheel has (the same core metadata), so the tree reads alike.
+    """The sdist's Python files, without its top folder (nor its tests, benchmarks and
+    examples), and its PKG-INFO as the `.dist-info/METADATA` a wheel has (the same core
+    metadata), so the tree reads alike.
 
     Members are written one by one: only regular files, on paths inside ``into``."""
     stem = re.sub(r"[-_.]+", "_", name).lower()
@@ -234,6 +249,8 @@ def _unpack_sdist(sdist: Path, name: str, version: str, into: Path) -> None:
             if not member.isfile() or not parts or ".." in parts or member.name.startswith("/"):
                 continue
             relative = "/".join(parts)
+            if parts[0] in SDIST_SKIPPED:
+                continue
             if relative == "PKG-INFO":
                 target = into / f"{stem}-{version}.dist-info" / "METADATA"
             elif relative.endswith(".py"):

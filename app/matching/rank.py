@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.classes import ClassGraph, relation
+from app.classes import BUILTIN_GRAPH, ClassGraph, relation
 from app.locations import Location, message_template, raising_function, short_class
 from app.matching.index import Captures, PatternIndex
 from app.matching.partial import Partial, unquoted
@@ -316,7 +316,7 @@ def rank(
     file some frame is in ranks above every record from elsewhere; and records that raise
     the same message with the same score go together under the first one.
     """
-    graph = graph or {}
+    graph = graph or BUILTIN_GRAPH
     last_index = exceptions[-1].index if exceptions else -1
     causes = {e.cause_index for e in exceptions if e.cause_index is not None}
     best: dict[str, Match] = {}

@@ -40,6 +40,7 @@ _EXCEPTION_LINE = re.compile(
     r"(?P<colon>:(?: (?P<message>.*))?)?"
 )
 _MODULE = re.compile(r"[a-z_][a-z0-9_]{0,127}")
+_FUNCTION = re.compile(r"[\w.<>]{1,1024}")  # a frame's function: `f`, `<module>`, `A.f`
 # Lines that open a new log record rather than carry on a message: multiprocessing's and
 # threading's headers above a child's traceback, asyncio's, the interpreter's (issue 15).
 _LOG_HEADER = re.compile(
@@ -454,18 +455,27 @@ def _looks_like_exception(name: str) -> bool:
 
 def _wrapped_frame(rows: Sequence[_Row], at: int) -> tuple[re.Match[str] | None, int]:
     """The frame at ``rows[at]`` and how many rows it takes: one, or up to
-    ``MAX_WRAPPED_ROWS`` when a terminal wrapped a long frame line at its width (issue 15)."""
+    ``MAX_WRAPPED_ROWS`` when a terminal wrapped a long frame line at its width (issue 15).
+
+    A wrap may leave a first row that reads as a frame of its own (``line 4`` of ``line 46``,
+    ``in __in``): the next row continues it when it starts at the first column, as source
+    lines never do, and the joined row ends in a function name."""
     row = rows[at]
-    found = _frame_match(row)
-    if found or not row.text.startswith('File "', row.indent):
-        return found, 1
+    alone = _frame_match(row)
+    if not row.text.startswith('File "', row.indent):
+        return alone, 1
     text = row.text[row.indent :]
     for used in range(2, min(MAX_WRAPPED_ROWS, len(rows) - at) + 1):
-        text += rows[at + used - 1].text
+        rest = rows[at + used - 1]
+        if alone and (rest.indent or not rest.text):  # a source line: the frame was whole
+            break
+        text += rest.text
         found = _FRAME.fullmatch(text)
-        if found:
+        if found and (not alone or _FUNCTION.fullmatch(found["function"] or "")):
             return found, used
-    return None, 1
+        if alone:  # a whole frame is only ever continued by one row
+            break
+    return alone, 1
 
 
 def _wrap_remnant(rows: Sequence[_Row], at: int) -> bool:
