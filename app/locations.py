@@ -33,6 +33,7 @@ from app.models import DatasetState, DriftCheck, Record, RecordAlias, RecordLoca
 
 SQL_CHUNK = 500
 SITE_KEY_HEX = 32
+CHANGED_HEAD_CHARS = 20  # a message beginning like this one in the next release rewords it
 MAX_VARIABLE_PATTERN = 80  # longer patterns always hold literal text worth matching
 VARIABLE = "\x00"  # one variable part of a template, whatever its spelling
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
@@ -398,7 +399,7 @@ def harvested_releases(session: Session) -> list[str]:
 
 
 def release_history(
-    session: Session, known: Sequence[Location], harvested: Sequence[str]
+    session: Session, message: str, known: Sequence[Location], harvested: Sequence[str]
 ) -> list[History]:
     """Per package, the runs of harvested releases where the site raises the record's
     message, and the release that changed it; a release harvested without the site counts
@@ -431,25 +432,35 @@ def release_history(
         shown = ", ".join(run[0] if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
         text = f"in {name} {shown}"
         if changed_in is not None:
-            verb = (
-                "changed"
-                if _site_raises_other(session, last_location[name], name, changed_in)
-                else "gone"
+            raises_other = _site_raises_other(
+                session, last_location[name], message, name, changed_in
             )
+            verb = "changed" if raises_other else "gone"
             text += f"; {verb} in {changed_in}"
         ordered = tuple(version for run in runs for version in run)
         histories.append(History(name, ordered, changed_in, text))
     return histories
 
 
-def _site_raises_other(session: Session, location: Location, name: str, version: str) -> bool:
-    """Whether the site's function still raises in that release, another message then."""
-    if location.function is None:
-        return False
-    statement = select(RecordLocation.record_id).where(
+def _site_raises_other(
+    session: Session, location: Location, message: str, name: str, version: str
+) -> bool:
+    """Whether the release raises another message where this one was: in the same function
+    of the file, or one that begins like it anywhere in the file (reworded and moved)."""
+    statement = select(RecordLocation.record_id, RecordLocation.function).where(
         RecordLocation.release == f"{name}=={version}",
         RecordLocation.file_path == location.file_path,
-        RecordLocation.function == location.function,
         RecordLocation.gone.is_(False),
     )
-    return session.execute(statement.limit(1)).first() is not None
+    rows = session.execute(statement).all()
+    if location.function is not None and any(row.function == location.function for row in rows):
+        return True
+    head = message.split("{", 1)[0][:CHANGED_HEAD_CHARS]
+    if len(head) < CHANGED_HEAD_CHARS:
+        return False
+    ids = [row.record_id for row in rows]
+    return any(
+        text.startswith(head)
+        for condition in _in_chunks(Record.id, ids)
+        for text in session.execute(select(Record.error_message).where(condition)).scalars()
+    )

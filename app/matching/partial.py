@@ -45,6 +45,9 @@ MIN_NEAR_SHARE = 0.6
 MIN_NEAR_WORDS = 3
 """Literal words a near match must have in common with the template, at the least."""
 
+MIN_WRAPPED_CHARS = 20
+"""A wrapped message's lines but the last are at least this long: the terminal's width."""
+
 MAX_MESSAGE_CHARS = 4000
 """Messages are compared up to this length: a longer one is a log, not a message."""
 
@@ -132,16 +135,22 @@ def _normal(text: str, strip: bool = True) -> str:
     return text.strip() if strip else text
 
 
-def unwrapped(message: str) -> str | None:
-    """A message wrapped at a fixed width, its lines joined again: every line but the last
-    is equally long (the width) and the last no longer. None when it does not look so."""
+def unwrapped(message: str) -> list[str]:
+    """A message wrapped at a fixed width, its lines joined again (issue 15); [] when it
+    does not look wrapped. Lines come without trailing spaces, so a line one short of the
+    width lost the space it broke at; the first line, behind the class name, has no known
+    width, so both joins are tried there."""
     lines = message.split("\n")
-    if len(lines) < 2:
-        return None
-    width = len(lines[0])
-    if width < 20 or any(len(line) != width for line in lines[1:-1]) or len(lines[-1]) > width:
-        return None
-    return "".join(lines)
+    if len(lines) < 2 or any(len(line) < MIN_WRAPPED_CHARS for line in lines[:-1]):
+        return []
+    middle = lines[1:-1]
+    width = max(map(len, middle), default=0)
+    if any(len(line) < width - 1 for line in middle):
+        return []
+    tail = lines[1]
+    for line, following in zip(middle, lines[2:], strict=True):
+        tail += ("" if len(line) == width else " ") + following
+    return [lines[0] + tail, lines[0] + " " + tail]
 
 
 def cut_match(template: tuple[Piece, ...], message: str) -> Partial | None:
@@ -240,14 +249,11 @@ def second_chance(
             continue
         at_end = exception.message_span[1] >= paste_end
         best: dict[str, Partial] = {}
-        texts = [exception.message]
         joined = unwrapped(exception.message)
-        if joined is not None:
-            texts.append(joined)
-        for text in texts:
+        for text in [exception.message, *joined]:
             near = index.near_keys(text)
             for key in sorted(near, key=lambda k: (-near[k], k))[:MAX_CANDIDATES]:
-                partial = _agreement(index, key, text, text is joined, at_end)
+                partial = _agreement(index, key, text, text in joined, at_end)
                 if partial is not None and (key not in best or _rank(partial) > _rank(best[key])):
                     best[key] = partial
         found.extend((key, exception.index, partial) for key, partial in best.items())
@@ -266,6 +272,10 @@ def unquoted(message: str) -> str | None:
 
 
 def _matches_whole(index: PatternIndex, key: str, exception: ParsedException) -> bool:
+    """Whether the pattern matches the whole message and its literal text is at least half
+    of it: a generic `{x} must be {y}` matching everything explains nothing."""
+    if index.specificity(key) * 2 < len(exception.message):
+        return False
     inner = unquoted(exception.message)
     messages = [exception.message] if inner is None else [exception.message, inner]
     return any(index.match(key, message, full=True) is not None for message in messages)

@@ -311,7 +311,10 @@ def match_text(
                 history=[
                     item.text
                     for item in locations.release_history(
-                        session, known.get(match.id, ()), harvested
+                        session,
+                        stored[match.id].record()["errorMessage"],
+                        known.get(match.id, ()),
+                        harvested,
                     )
                 ],
             )

@@ -464,12 +464,12 @@ def _wrapped_frame(rows: Sequence[_Row], at: int) -> tuple[re.Match[str] | None,
     alone = _frame_match(row)
     if not row.text.startswith('File "', row.indent):
         return alone, 1
-    text = row.text[row.indent :]
+    text = row.line.text[row.col + row.indent :]  # unstripped: a wrap may end in a space
     for used in range(2, min(MAX_WRAPPED_ROWS, len(rows) - at) + 1):
         rest = rows[at + used - 1]
         if alone and (rest.indent or not rest.text):  # a source line: the frame was whole
             break
-        text += rest.text
+        text += rest.line.text[rest.col :]
         found = _FRAME.fullmatch(text)
         if found and (not alone or _FUNCTION.fullmatch(found["function"] or "")):
             return found, used

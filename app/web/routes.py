@@ -115,7 +115,7 @@ def _record_page(
         "draft": stored.review_state == records.DRAFT,
         "locations": known,
         "history": locations.release_history(
-            session, known, locations.harvested_releases(session)
+            session, stored.record()["errorMessage"], known, locations.harvested_releases(session)
         ),
         "code": next((loc.context for loc in reversed(known) if loc.context), None),
         "related": search.related_records(session, stored),
