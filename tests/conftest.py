@@ -11,10 +11,19 @@ from sqlmodel import Session
 from app.config import PROJECT_ROOT, Settings
 from app.db import open_store
 from app.main import create_app
+from tests.helpers import accuracy
 
 DATA_DIR = PROJECT_ROOT / "data" / "records"
 SEEDS_DIR = Path(__file__).parent / "fixtures" / "seeds"
 ADMIN_TOKEN = "test-admin-token"
+
+
+@pytest.fixture(scope="session")
+def harvested(tmp_path_factory: pytest.TempPathFactory) -> accuracy.Harvested:
+    """One store harvested from the current vLLM, SGLang and torch and two older vLLM
+    releases, shared by the tests that score real errors: harvesting is most of their
+    time (issue 15)."""
+    return accuracy.harvested_store(tmp_path_factory.mktemp("harvested"))
 
 
 @pytest.fixture

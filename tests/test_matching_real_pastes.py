@@ -17,17 +17,13 @@ from types import SimpleNamespace
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session
 
-from app import drafts, upstream
-from app.config import Settings
-from app.main import create_app
+from app import upstream
 from tests.helpers import accuracy, pastes
 
 torch = pytest.importorskip("torch", reason="torch comes with the reproducers extra")
 pytest.importorskip("msgspec", reason="msgspec comes with the test extra")
 
-CURRENT = ("vllm==0.33.0", "sglang==0.5.23", "torch")
 OLDER = (("vllm", "0.12.0"), ("vllm", "0.14.1"))  # sdists of 18 and 20 MB
 ACCURACY_MODULES = {
     "vllm": "tests.test_harvest_accuracy_vllm",
@@ -112,17 +108,10 @@ def real_errors() -> dict[str, accuracy.RealError]:
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    """One store with the current releases of all three and two older vLLM releases."""
-    folder = tmp_path_factory.mktemp("pastes")
-    settings = Settings(
-        database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder, older_releases=[]
-    )
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        for spec in (*CURRENT, *(f"{name}=={version}" for name, version in OLDER)):
-            drafts.harvest_release(session, drafts.resolve_release(spec))
-    return TestClient(app)
+def client(harvested: accuracy.Harvested) -> TestClient:
+    """The shared store: the current releases of all three and two older vLLM releases."""
+    assert {f"{name}=={version}" for name, version in OLDER} <= set(harvested.results)
+    return harvested.client
 
 
 @pytest.fixture(scope="module")
