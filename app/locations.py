@@ -211,10 +211,13 @@ def replace_release(session: Session, release: str, located: Mapping[str, Locati
 
 
 def known_lines(session: Session) -> list[tuple[str, str, int | None]]:
-    """(record id, file, line) of every location a site still has in some release."""
-    statement = select(
-        RecordLocation.record_id, RecordLocation.file_path, RecordLocation.line_number
-    ).where(RecordLocation.gone.is_(False))
+    """(record id, file, line) of every location a site still has in some release; once
+    each, however many releases share it (issue 15: forty releases, one line each)."""
+    statement = (
+        select(RecordLocation.record_id, RecordLocation.file_path, RecordLocation.line_number)
+        .where(RecordLocation.gone.is_(False))
+        .distinct()
+    )
     return [tuple(row) for row in session.execute(statement)]
 
 

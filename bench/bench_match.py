@@ -270,13 +270,15 @@ def main() -> None:
     parser.add_argument("--database", type=Path, required=True)
     parser.add_argument("--sizes", default="1000,10000,all,100000")
     parser.add_argument("--service-only", action="store_true", help="skip the index table")
+    parser.add_argument("--index-only", action="store_true", help="skip the service table")
     args = parser.parse_args()
     rows = load(args.database)
     sizes = [len(rows) if s == "all" else int(s) for s in args.sizes.split(",")]
     print(f"{len(rows)} patterns in {args.database}", flush=True)
     if not args.service_only:
         bench_index(rows, sizes)
-    bench_service(args.database, rows)
+    if not args.index_only:
+        bench_service(args.database, rows)
 
 
 if __name__ == "__main__":

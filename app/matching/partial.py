@@ -12,6 +12,7 @@ shows (`PatternIndex.near_keys`), so a paste that matches in full pays nothing f
   template's literal text it covers says how much is known.
 * **Near**: word by word, the message differs from the template's literal words in at most
   ``MAX_NEAR_WORDS`` words, besides whitespace, quoting and punctuation.
+* **Wrapped**: the message's lines, joined again as a terminal broke them, match in full.
 
 Comparison is on normalised text: runs of whitespace (a wrapped line's break too) are one
 space, and typographic quotes and backticks are one quote. Captures are the message's own
@@ -69,8 +70,9 @@ class Piece:
 class Partial:
     """How a message agrees with a template it does not fully match.
 
-    ``kind`` is "cut" or "near"; ``share`` is the part of the template's literal text the
-    message shows; ``differences`` pairs what the template says with what the message says.
+    ``kind`` is "cut", "near" or "wrapped" (its lines joined again match in full); ``share``
+    is the part of the template's literal text the message shows; ``differences`` pairs what
+    the template says with what the message says.
     """
 
     kind: str
