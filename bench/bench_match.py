@@ -31,6 +31,7 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app import locations  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import open_store  # noqa: E402
 from app.matching.index import PatternIndex  # noqa: E402
@@ -68,7 +69,10 @@ def load(database: Path) -> list[tuple[str, str, str, str, str]]:
             Record.error_class,
             Record.file_path,
         )
-        return [tuple(row) for row in session.execute(select(*columns))]
+        rows = session.execute(select(*columns))
+        # As the service's Matcher: a fully dynamic message (issue 12) is found by where it
+        # raises, and its one-group pattern never enters the index.
+        return [tuple(row) for row in rows if not locations.matched_by_location(row[1])]
 
 
 def variant(rng: random.Random, pattern: str, n: int) -> str:

@@ -235,3 +235,29 @@ def test_the_transforms_change_what_they_say(corpus: dict[str, accuracy.RealErro
     assert len(set(shaped.values())) == len(shaped)
     assert pastes.HEADER not in shaped["headerless"]
     assert max(len(line) for line in shaped["wrapped"].splitlines()) == pastes.WRAP_WIDTH
+
+
+UNSUPPORTED = (
+    "ValueError: Model architectures ['FooForCausalLM'] are not supported for now. "
+    "Supported architectures: dict_keys(['LlamaForCausalLM', 'Qwen2ForCausalLM'])\n"
+)
+"""Raised word for word by vLLM's and SGLang's model registries (the issue's example)."""
+SGLANG_REGISTRY = "python/sglang/multimodal_gen/runtime/models/registry.py"
+
+
+def test_the_same_message_in_two_repos_is_shown_together(client: TestClient) -> None:
+    top = _top(client, UNSUPPORTED)
+    together = [top["record"], *top["sameMessage"]]
+    assert {record["repo"] for record in together} == {"vllm-project/vllm", "sgl-project/sglang"}
+    assert any(reason.startswith("the same message is raised at ") for reason in top["reasons"])
+
+
+def test_the_log_format_or_a_frame_tells_them_apart(client: TestClient) -> None:
+    vllm = _top(client, "ERROR 12-05 20:24:46 [core.py:710] " + UNSUPPORTED)
+    assert vllm["record"]["repo"] == "vllm-project/vllm" and vllm["sameMessage"] == []
+    frame = (
+        f'  File "/usr/lib/python3.11/site-packages/{SGLANG_REGISTRY[len("python/") :]}", '
+        "line 264, in _raise_for_unsupported\n    raise ValueError(\n"
+    )
+    sglang = _top(client, frame + UNSUPPORTED)
+    assert sglang["record"]["filePath"] == SGLANG_REGISTRY and sglang["sameMessage"] == []

@@ -63,7 +63,9 @@ class Readiness:
         with self._lock:
             self._background = Background(steps=list(steps))
 
-    def background_step(self, step: str, *, running: bool = False, failed: str | None = None):
+    def background_step(
+        self, step: str, *, running: bool = False, failed: str | None = None
+    ) -> None:
         """Record a background step as running, done, or failed with ``failed`` as reason."""
         with self._lock:
             background = self._background
