@@ -20,6 +20,21 @@ PROJECT_ROOT = Path(os.environ.get("ERRKB_PROJECT_ROOT") or Path(__file__).resol
 DEFAULT_LOCK_TIMEOUT_S = 5.0
 """How long a write waits for the database's write lock before it answers 503 (issue 10)."""
 
+# The last patch of each vLLM minor and each SGLang 0.5.N release of the year before vllm
+# 0.33.0 and sglang 0.5.23 (December 2025 - November 2026), newest first (issue 15).
+OLDER_RELEASES = (
+    *(
+        f"vllm=={version}"
+        for version in "0.32.0 0.31.0 0.30.0 0.29.0 0.28.0 0.27.1 0.26.0 0.25.1 0.24.0 0.23.0 "
+        "0.22.1 0.21.0 0.20.2 0.19.1 0.18.1 0.17.1 0.16.0 0.15.1 0.14.1 0.13.0 0.12.0".split()
+    ),
+    *(
+        f"sglang=={version}"
+        for version in "0.5.22 0.5.21 0.5.20 0.5.19 0.5.18 0.5.17 0.5.16 0.5.15.post1 0.5.14 "
+        "0.5.13.post1 0.5.12.post1 0.5.11 0.5.10.post1 0.5.9 0.5.8.post1 0.5.7 0.5.6.post2".split()
+    ),
+)
+
 
 def _default_cache_dir() -> Path:
     """Upstream wheels live outside git, under the user's cache directory (issue 5)."""
@@ -82,6 +97,13 @@ class Settings(BaseSettings):
     default_releases: list[str] = Field(
         default=["vllm==0.33.0", "sglang==0.5.23"],
         description="Upstream releases `errkb serve` harvests when the store lacks them.",
+    )
+    older_releases: list[str] = Field(
+        default=list(OLDER_RELEASES),
+        description="Older releases harvested in the background once the server is ready "
+        "(issue 15), when it harvests on start: each adds where its raise sites are in that "
+        "release, and a draft for each message it raised that the newer release no longer "
+        "has. Default: the older minor releases of the last year of vLLM and SGLang.",
     )
     harvest_on_start: bool = Field(
         default=False,

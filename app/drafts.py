@@ -4,6 +4,12 @@ Drafts and curated records live in one table. The draft/reviewed state is kept b
 record (`review_state`), never inside it, so curated records stay equal to their files.
 Re-harvesting updates drafts in place, only moves a reviewed record's location (line and
 source), and marks drafts whose raise site disappeared as gone in the new release.
+
+An older release of a package harvested after a newer one (issue 15) only adds: its sites
+get their locations in that release (file, line, function and link, without the source
+excerpt and code context the newest release's locations keep; a site it lacks simply has
+none), a message it raised that the newer release no longer has gets a draft of its own
+(gone in the newer release), and the drafts the newer release wrote keep their text.
 """
 
 import importlib.metadata
@@ -16,7 +22,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlmodel import Session
 
-from app import harvest, locations, records, upstream
+from app import classes, harvest, locations, records, upstream
 from app.models import DatasetState, Record
 from app.records import DRAFT, SQL_CHUNK
 from app.validation import record_errors
@@ -118,16 +124,18 @@ def store_drafts(
         for d in valid
     ]
     claims = locations.find_claims(session, sites)
-    fresh = _keep_analyzed_at(
-        session, [draft.record for draft in valid if draft.record["id"] not in claims]
-    )
+    unclaimed = [draft.record for draft in valid if draft.record["id"] not in claims]
+    newer = newer_harvested(session, release)
+    if newer is not None:  # an older release: the newer one's drafts stay as they are
+        stored_ids = set(records.get_records(session, [record["id"] for record in unclaimed]))
+        kept = len(unclaimed)
+        unclaimed = [record for record in unclaimed if record["id"] not in stored_ids]
+        counts.unchanged = kept - len(unclaimed)
+    fresh = _keep_analyzed_at(session, unclaimed)
     origin = ORIGIN_PREFIX + release.spec
     written = records.write_records(session, fresh, origin=origin, review_state=DRAFT)
-    counts.created, counts.updated, counts.unchanged = (
-        written.created,
-        written.updated,
-        written.unchanged,
-    )
+    counts.created, counts.updated = written.created, written.updated
+    counts.unchanged += written.unchanged
     counts.claimed = len(claims)
     stored = records.get_records(session, [i for i, owner in claims.items() if i != owner])
     stale = [draft_id for draft_id, item in stored.items() if item.review_state == DRAFT]
@@ -138,21 +146,44 @@ def store_drafts(
     for start in range(0, len(fresh_ids), SQL_CHUNK):
         chunk = fresh_ids[start : start + SQL_CHUNK]
         session.execute(
-            update(Record).where(Record.id.in_(chunk)).values(origin=origin, gone_in=None)
+            update(Record).where(Record.id.in_(chunk)).values(origin=origin, gone_in=newer)
         )
-    counts.gone = _mark_gone(session, release, {record["id"] for record in fresh})
+    if newer is None:
+        counts.gone = _mark_gone(session, release, {record["id"] for record in fresh})
     located = {
         claims.get(d.record["id"], d.record["id"]): locations.Location.of(
             d.record, release.label, d.function, d.context
         )
         for d in valid
     }
-    located |= _gone_locations(session, release, set(located))
+    if newer is None:
+        located |= _gone_locations(session, release, set(located))
+    else:  # issue 15: forty releases must not make the store forty times larger
+        located = {record_id: location.slim() for record_id, location in located.items()}
     locations.replace_release(session, release.label, located)
     session.merge(DatasetState(key=HARVESTED_PREFIX + release.spec, value=_now()))
     records.bump_dataset_version(session)
     session.commit()
     return counts
+
+
+def newer_harvested(session: Session, release: Release) -> str | None:
+    """The newest release of the same package harvested already, when it is newer than
+    ``release``; None for the newest, and for a source folder (it names no version)."""
+    name, _, version = release.label.partition("==")
+    if not version:
+        return None
+    prefix = f"{HARVESTED_PREFIX}{name}=="
+    keys = session.execute(
+        select(DatasetState.key).where(DatasetState.key.startswith(prefix))
+    ).scalars()
+    specs = [key.removeprefix(HARVESTED_PREFIX) for key in keys]
+    newest = max(specs, key=locations.release_order, default=None)
+    if newest is None or locations.release_order(newest) <= locations.release_order(
+        release.label
+    ):
+        return None
+    return newest
 
 
 def _keep_analyzed_at(
@@ -228,4 +259,6 @@ def harvest_release(
         package_dir=release.package_dir,
         progress=progress,
     )
+    exception_classes = classes.exception_classes(result.bases)
+    classes.replace_release(session, release.label, exception_classes)
     return result, store_drafts(session, release, result.drafts)

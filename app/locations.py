@@ -23,17 +23,18 @@ import re._constants as sre_constants
 import re._parser as sre_parser
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session
 
-from app.models import DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
+from app.models import DatasetState, DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
 
 SQL_CHUNK = 500
 SITE_KEY_HEX = 32
 LOCATED_PATTERN = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>\(\?s:\.\+\?\)\)")
+CHANGED_HEAD_CHARS = 20  # a message beginning like this one in the next release rewords it
 VARIABLE = "\x00"  # one variable part of a template, whatever its spelling
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)")
@@ -139,6 +140,17 @@ class Location:
             context=context,
         )
 
+    def slim(self) -> "Location":
+        """Where the site is, without its source excerpt and code context: what an older
+        release's location keeps (issue 15), since the record shows the newest."""
+        return replace(
+            self,
+            source_code=None,
+            source_code_start=None,
+            source_code_end=None,
+            context=None,
+        )
+
     def status(self, record: Mapping[str, Any]) -> str:
         """Against the record as written: same line, moved (or to another file), or gone."""
         if self.gone:
@@ -194,10 +206,13 @@ def replace_release(session: Session, release: str, located: Mapping[str, Locati
 
 
 def known_lines(session: Session) -> list[tuple[str, str, int | None]]:
-    """(record id, file, line) of every location a site still has in some release."""
-    statement = select(
-        RecordLocation.record_id, RecordLocation.file_path, RecordLocation.line_number
-    ).where(RecordLocation.gone.is_(False))
+    """(record id, file, line) of every location a site still has in some release; once
+    each, however many releases share it (issue 15: forty releases, one line each)."""
+    statement = (
+        select(RecordLocation.record_id, RecordLocation.file_path, RecordLocation.line_number)
+        .where(RecordLocation.gone.is_(False))
+        .distinct()
+    )
     return [tuple(row) for row in session.execute(statement)]
 
 
@@ -353,3 +368,97 @@ def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None)
             absorb(session, _closest(claimer, sites).id, claimer.id)
             absorbed += 1
     return absorbed
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """The releases of one package that raise a record's message at its site (issue 15).
+
+    ``present`` are the versions whose harvest found the site, ``changed_in`` the first
+    harvested version after the last of them, where the message changed (the site's
+    function raises something else) or the site is gone. ``text`` says it in one line:
+    "in vllm 0.12.0–0.32.0; changed in 0.33.0".
+    """
+
+    package: str
+    present: tuple[str, ...]
+    changed_in: str | None
+    text: str
+
+
+def harvested_releases(session: Session) -> list[str]:
+    """The `name==version` releases harvested into the store, oldest first."""
+    prefix = "harvested:"
+    keys = session.execute(
+        select(DatasetState.key).where(DatasetState.key.startswith(prefix))
+    ).scalars()
+    labels = [key.removeprefix(prefix) for key in keys if "==" in key]
+    return sorted(labels, key=release_order)
+
+
+def release_history(
+    session: Session, message: str, known: Sequence[Location], harvested: Sequence[str]
+) -> list[History]:
+    """Per package, the runs of harvested releases where the site raises the record's
+    message, and the release that changed it; a release harvested without the site counts
+    as one that does not raise it. Only `name==version` releases have an order to tell."""
+    histories = []
+    present_by_package: dict[str, set[str]] = defaultdict(set)
+    last_location: dict[str, Location] = {}
+    for location in known:
+        name, _, version = location.release.partition("==")
+        if version and not location.gone:
+            present_by_package[name].add(version)
+            last_location[name] = location
+    for name, present in sorted(present_by_package.items()):
+        versions = [
+            label.partition("==")[2] for label in harvested if label.startswith(name + "==")
+        ]
+        runs: list[list[str]] = []
+        previous_present = False
+        for version in versions:
+            if version in present:
+                if previous_present:
+                    runs[-1].append(version)
+                else:
+                    runs.append([version])
+            previous_present = version in present
+        if not runs:
+            continue
+        later = versions[versions.index(runs[-1][-1]) + 1 :]
+        changed_in = later[0] if later else None
+        shown = ", ".join(run[0] if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
+        text = f"in {name} {shown}"
+        if changed_in is not None:
+            raises_other = _site_raises_other(
+                session, last_location[name], message, name, changed_in
+            )
+            verb = "changed" if raises_other else "gone"
+            text += f"; {verb} in {changed_in}"
+        ordered = tuple(version for run in runs for version in run)
+        histories.append(History(name, ordered, changed_in, text))
+    return histories
+
+
+def _site_raises_other(
+    session: Session, location: Location, message: str, name: str, version: str
+) -> bool:
+    """Whether the release raises another message where this one was: in the same function
+    of the file, or one that begins like it anywhere in the file (reworded and moved)."""
+    statement = select(RecordLocation.record_id, RecordLocation.function).where(
+        RecordLocation.release == f"{name}=={version}",
+        RecordLocation.file_path == location.file_path,
+        RecordLocation.gone.is_(False),
+    )
+    rows = session.execute(statement).all()
+    if location.function is not None and any(row.function == location.function for row in rows):
+        return True
+    head = message.split("{", 1)[0][:CHANGED_HEAD_CHARS]
+    if len(head) < CHANGED_HEAD_CHARS:
+        return False
+    ids = [row.record_id for row in rows]
+    return any(
+        text.startswith(head)
+        for condition in _in_chunks(Record.id, ids)
+        for text in session.execute(select(Record.error_message).where(condition)).scalars()
+    )

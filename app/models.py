@@ -158,3 +158,17 @@ class Hit(SQLModel, table=True):
     subject: str = Field(sa_column=Column(Text, primary_key=True))
     day: date = Field(primary_key=True)
     count: int
+
+
+class ExceptionClass(SQLModel, table=True):
+    """An exception class of one harvested release and the names of its bases (issue 15).
+
+    Kept so that a pasted class that is a subclass or a superclass of the record's class
+    (renamed or refined between releases) agrees in part rather than not at all.
+    """
+
+    __tablename__ = "exception_classes"
+
+    release: str = Field(primary_key=True)
+    name: str = Field(primary_key=True)
+    bases: str = Field(sa_column=Column(Text, nullable=False))  # JSON list of base names

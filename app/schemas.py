@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from app.locations import Location
+from app.locations import History, Location
 from app.models import DriftCheck, ReproducerRun
 from app.records import Page, Stats, StoredRecord
 from app.verify import ReproducerInfo
@@ -93,14 +93,24 @@ class LocationOut(ApiModel):
     code_context: dict[str, Any] | None  # function, docstring, guard, callers, handlers...
 
 
+class HistoryOut(ApiModel):
+    """The releases of one package that raise the record's message (issue 15)."""
+
+    package: str
+    present: list[str]
+    changed_in: str | None
+    text: str  # "in vllm 0.12.0–0.32.0; changed in 0.33.0"
+
+
 class RecordDocument(ApiModel):
     """GET /api/errors/{id}: the record exactly as stored, the dataset version, its
-    location in each harvested release, and links."""
+    location in each harvested release, the releases that raise it, and links."""
 
     record: dict[str, Any]
     dataset_version: str
     review: ReviewInfo
     locations: list[LocationOut]
+    history: list[HistoryOut]
     links: RecordLinks
 
 
@@ -137,7 +147,19 @@ def record_links(record_id: str) -> RecordLinks:
     )
 
 
-def record_document_json(stored: StoredRecord, version: str, known: list[Location]) -> str:
+def history_out(history: History) -> HistoryOut:
+    """The API shape of a record's history in one package's releases."""
+    return HistoryOut(
+        package=history.package,
+        present=list(history.present),
+        changed_in=history.changed_in,
+        text=history.text,
+    )
+
+
+def record_document_json(
+    stored: StoredRecord, version: str, known: list[Location], history: list[History]
+) -> str:
     """The JSON text of GET /api/errors/{id}, splicing in the stored text byte for byte."""
     review = ReviewInfo(state=stored.review_state, origin=stored.origin, gone_in=stored.gone_in)
     record = stored.record()
@@ -145,6 +167,7 @@ def record_document_json(stored: StoredRecord, version: str, known: list[Locatio
         "datasetVersion": version,
         "review": review.model_dump(by_alias=True),
         "locations": [location_out(loc, record).model_dump(by_alias=True) for loc in known],
+        "history": [history_out(item).model_dump(by_alias=True) for item in history],
         "links": record_links(stored.id).model_dump(by_alias=True),
     }
     return '{"record":' + stored.document + "," + json.dumps(extra, ensure_ascii=False)[1:]
@@ -252,6 +275,8 @@ class MatchOut(ApiModel):
     captures: dict[str, str | None]
     reasons: list[str]
     record: RecordSummary
+    history: list[str] = []  # "in vllm 0.12.0–0.32.0; changed in 0.33.0" (issue 15)
+    same_message: list[RecordSummary] = []  # records raising the same message, as likely
 
 
 class MatchResult(ApiModel):

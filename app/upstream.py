@@ -1,16 +1,18 @@
 """Released upstream packages (vLLM, SGLang): download, cache, unpack and load target modules.
 
 Reproducers prove records against the real upstream code, which is never copied into this
-repo: the released wheel is fetched with pip into the cache directory (settings.cache_dir),
-its Python sources are unpacked once, and only the modules a reproducer targets are
-imported. The same unpacked tree serves the harvest of raise sites (`ensure_unpacked`,
-`iter_python_files`, `project_urls`, `github_repo`).
+repo: the release's source distribution (vLLM's is a tenth of its wheel, issue 15), or its
+wheel when it has none, is fetched into the cache directory (settings.cache_dir), its Python
+sources are unpacked once, and only the modules a reproducer targets are imported. The same
+unpacked tree serves the harvest of raise sites (`ensure_unpacked`, `iter_python_files`,
+`project_urls`, `github_repo`).
 
 Nothing here imports torch: the upstream modules (and torch with them) are only imported in
 the reproducer subprocesses, through `load_module`.
 """
 
 import fcntl
+import hashlib
 import importlib
 import importlib.machinery
 import importlib.metadata
@@ -19,16 +21,26 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from app.config import get_settings
 
 WHEELS_DIR = "wheels"
+SDISTS_DIR = "sdists"
+DEFAULT_INDEX = "https://pypi.org/simple"
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691
+INDEX_TIMEOUT_S = 60
+DOWNLOAD_CHUNK = 1 << 20
+# Top folders of an sdist that hold no part of the package: half of vLLM's Python files.
+SDIST_SKIPPED = frozenset({"tests", "benchmarks", "examples", "docs", "tools", ".buildkite"})
 UNPACKED_DIR = "unpacked"
 LOCKS_DIR = "locks"
 PIP_TIMEOUT_S = 600
@@ -134,6 +146,124 @@ def _download_wheel(name: str, version: str) -> Path:
     return wheel
 
 
+def _normalized(name: str) -> str:
+    """PEP 503's normal form of a project name: `SGLang_x` -> `sglang-x`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _sdist_name(name: str, version: str) -> str:
+    return f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}.tar.gz"
+
+
+def _find_sdist(folder: Path, name: str, version: str) -> Path | None:
+    path = folder / _sdist_name(name, version)
+    return path if path.is_file() else None
+
+
+@contextmanager
+def _quiet_pip() -> Iterator[None]:
+    """pip's internals import its vendored pkg_resources, which warns that it is deprecated:
+    pip's business, not this service's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
+
+
+def _index_url() -> str:
+    """The index pip is configured with (PIP_INDEX_URL, pip.conf), else PyPI's."""
+    with _quiet_pip():
+        from pip._internal.configuration import Configuration, ConfigurationError
+
+    try:
+        configuration = Configuration(isolated=False)
+        configuration.load()
+        found = [value for key, value in configuration.items() if key.endswith(".index-url")]
+    except ConfigurationError:
+        found = []
+    urls = [url for url in found if url.startswith(("https://", "http://"))]
+    return (urls[-1] if urls else DEFAULT_INDEX).rstrip("/")
+
+
+def _download_sdist(name: str, version: str) -> Path | None:
+    """The cached source distribution, fetched when missing; None when the release has none.
+
+    `pip download --no-binary` would build the sdist to read its metadata, running upstream
+    code (and vLLM's build needs CUDA and torch), so the file is fetched with pip's own
+    network session from the index's JSON API (PEP 691), the way pip finds files, and its
+    sha256 checked against the index.
+    """
+    with _quiet_pip():
+        from pip._internal.network.session import PipSession
+
+    sdists = _cache_dir() / SDISTS_DIR
+    cached = _find_sdist(sdists, name, version)
+    if cached is not None:
+        return cached
+    wanted = _sdist_name(name, version)
+    try:
+        with _quiet_pip(), PipSession() as session:
+            response = session.get(
+                f"{_index_url()}/{_normalized(name)}/",
+                headers={"Accept": SIMPLE_JSON},
+                timeout=INDEX_TIMEOUT_S,
+            )
+            response.raise_for_status()
+            files = response.json().get("files", [])
+            entry = next((f for f in files if f.get("filename", "").lower() == wanted), None)
+            if entry is None:
+                return None
+            sdists.mkdir(parents=True, exist_ok=True)
+            return _fetch(session, entry, sdists / wanted)
+    except (OSError, ValueError) as exc:  # requests' errors are OSErrors; bad JSON ValueError
+        raise UpstreamError(f"fetching the sdist of {name}=={version} failed: {exc}") from exc
+
+
+def _fetch(session: Any, entry: dict[str, Any], target: Path) -> Path:
+    """Download one index file to ``target`` (atomically), checking its sha256."""
+    digest = hashlib.sha256()
+    tmp = target.with_name(f".{target.name}.part")
+    with session.get(entry["url"], stream=True, timeout=PIP_TIMEOUT_S) as response:
+        response.raise_for_status()
+        with open(tmp, "wb") as handle:
+            for chunk in response.iter_content(DOWNLOAD_CHUNK):
+                digest.update(chunk)
+                handle.write(chunk)
+    expected = entry.get("hashes", {}).get("sha256")
+    if expected and digest.hexdigest() != expected:
+        tmp.unlink(missing_ok=True)
+        raise UpstreamError(f"{target.name}: sha256 {digest.hexdigest()} is not {expected}")
+    tmp.rename(target)
+    return target
+
+
+def _unpack_sdist(sdist: Path, name: str, version: str, into: Path) -> None:
+    """The sdist's Python files, without its top folder (nor its tests, benchmarks and
+    examples), and its PKG-INFO as the `.dist-info/METADATA` a wheel has (the same core
+    metadata), so the tree reads alike.
+
+    Members are written one by one: only regular files, on paths inside ``into``."""
+    stem = re.sub(r"[-_.]+", "_", name).lower()
+    with tarfile.open(sdist, "r:gz") as archive:
+        for member in archive:
+            parts = member.name.split("/")[1:]
+            if not member.isfile() or not parts or ".." in parts or member.name.startswith("/"):
+                continue
+            relative = "/".join(parts)
+            if parts[0] in SDIST_SKIPPED:
+                continue
+            if relative == "PKG-INFO":
+                target = into / f"{stem}-{version}.dist-info" / "METADATA"
+            elif relative.endswith(".py"):
+                target = into / relative
+            else:
+                continue
+            source = archive.extractfile(member)
+            if source is None:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read())
+
+
 def _wanted(member: str) -> bool:
     """Python sources and the dist-info: compiled extensions and data are most of a wheel
     and no target module or harvest needs them."""
@@ -144,10 +274,12 @@ def _wanted(member: str) -> bool:
 def ensure_unpacked(name: str, version: str) -> Path:
     """Root of the unpacked release (holding the package folder and its dist-info).
 
-    Unpacked once: into a temporary folder beside the target, renamed when complete, under
-    a file lock, so concurrent runs never see half a tree. A root that already exists is
-    used as it is, which lets a prepared bundle (`copy_loaded_files`) stand in for the
-    download on a machine without network.
+    The source distribution is preferred (issue 15), the wheel taken when the release has
+    none; a file already in the cache is used before anything is downloaded. Unpacked once:
+    into a temporary folder beside the target, renamed when complete, under a file lock, so
+    concurrent runs never see half a tree. A root that already exists is used as it is,
+    which lets a prepared bundle (`copy_loaded_files`) stand in for the download on a
+    machine without network.
     """
     target = unpacked_dir(name, version)
     if target.is_dir():
@@ -155,18 +287,26 @@ def ensure_unpacked(name: str, version: str) -> Path:
     with _locked(name, version):
         if target.is_dir():
             return target
-        wheel = _download_wheel(name, version)
+        archive = (
+            _find_sdist(_cache_dir() / SDISTS_DIR, name, version)
+            or _find_wheel(_cache_dir() / WHEELS_DIR, name, version)
+            or _download_sdist(name, version)
+            or _download_wheel(name, version)
+        )
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
         try:
-            with zipfile.ZipFile(wheel) as archive:
-                for member in archive.namelist():
-                    if _wanted(member):
-                        archive.extract(member, tmp)
+            if archive.name.endswith(".tar.gz"):
+                _unpack_sdist(archive, name, version, tmp)
+            else:
+                with zipfile.ZipFile(archive) as wheel:
+                    for member in wheel.namelist():
+                        if _wanted(member):
+                            wheel.extract(member, tmp)
             tmp.rename(target)
-        except (OSError, zipfile.BadZipFile) as exc:
+        except (OSError, zipfile.BadZipFile, tarfile.TarError) as exc:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise UpstreamError(f"unpacking {wheel.name} failed: {exc}") from exc
+            raise UpstreamError(f"unpacking {archive.name} failed: {exc}") from exc
     return target
 
 

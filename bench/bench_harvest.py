@@ -4,6 +4,10 @@ Run by hand: `.venv/bin/python bench/bench_harvest.py [SPEC ...]` (default: vllm
 sglang==0.5.23, torch). Each release is harvested into its own fresh SQLite database, then
 all of them into one, whose file is what `bench/bench_match.py --database` reads. The
 downloads are cached first, so the figures are the walk, the drafts and the writes.
+
+With `--older`, the older releases of ERRKB_OLDER_RELEASES (issue 15) are then harvested
+into that combined database one after the other, as `errkb serve` does in the background:
+the time, the drafts and locations each adds, and the database size after each.
 """
 
 import argparse
@@ -12,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from sqlalchemy import func, select
 from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -19,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app import drafts  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import open_store  # noqa: E402
+from app.models import Record, RecordLocation  # noqa: E402
 
 DEFAULT_SPECS = ("vllm==0.33.0", "sglang==0.5.23", "torch")
 
@@ -40,8 +46,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("specs", nargs="*", default=list(DEFAULT_SPECS))
     parser.add_argument("--keep", type=Path, help="also write the combined database here")
+    parser.add_argument(
+        "--older", action="store_true", help="then harvest the older releases into it too"
+    )
     args = parser.parse_args()
-    for spec in args.specs:
+    older = Settings().older_releases if args.older else []
+    for spec in [*args.specs, *older]:
         drafts.resolve_release(spec)  # download and unpack outside the timing
     print("| release | harvest s | files | drafts | database MB |")
     print("|---|---|---|---|---|")
@@ -57,6 +67,33 @@ def main() -> None:
         seconds, files = sum(row[1] for row in rows), sum(row[2] for row in rows)
         total, size = sum(row[3] for row in rows), combined.stat().st_size / 1e6
         print(f"| all together | {seconds:.1f} | {files} | {total} | {size:.0f} |")
+        if older:
+            _harvest_older(combined, older)
+
+
+def _harvest_older(database: Path, specs: list[str]) -> None:
+    """Each older release into the combined store: what it adds, and the size after it."""
+    print("\n| older release | harvest s | drafts added | locations added | database MB |")
+    print("|---|---|---|---|---|")
+    engine = open_store(Settings(database_url=f"sqlite:///{database}"))
+    total = 0.0
+    with Session(engine) as session:
+        for spec in specs:
+            before = session.execute(select(func.count()).select_from(RecordLocation)).scalar()
+            started = time.perf_counter()
+            _, counts = drafts.harvest_release(session, drafts.resolve_release(spec))
+            seconds = time.perf_counter() - started
+            total += seconds
+            after = session.execute(select(func.count()).select_from(RecordLocation)).scalar()
+            size = database.stat().st_size / 1e6
+            print(
+                f"| {spec} | {seconds:.1f} | {counts.created} | {after - before} | {size:.0f} |",
+                flush=True,
+            )
+        drafts_total = session.execute(select(func.count()).select_from(Record)).scalar()
+    engine.dispose()
+    size = database.stat().st_size / 1e6
+    print(f"| {len(specs)} older releases | {total:.1f} | {drafts_total} in all | | {size:.0f} |")
 
 
 if __name__ == "__main__":

@@ -31,10 +31,12 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app import locations  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import open_store  # noqa: E402
-from app.locations import matched_by_location  # noqa: E402
 from app.matching.index import PatternIndex  # noqa: E402
+from app.matching.partial import second_chance  # noqa: E402
+from app.matching.traceback import parse_exceptions  # noqa: E402
 from app.models import Record  # noqa: E402
 from bench.server import running_server  # noqa: E402
 
@@ -70,7 +72,9 @@ def load(database: Path) -> list[tuple[str, str, str, str, str]]:
             Record.file_path,
         )
         rows = session.execute(select(*columns))
-        return [tuple(row) for row in rows if not matched_by_location(row.message_pattern)]
+        # As the service's Matcher: a fully dynamic message (issue 12) is found by where it
+        # raises, and its one-group pattern never enters the index.
+        return [tuple(row) for row in rows if not locations.matched_by_location(row[1])]
 
 
 def variant(rng: random.Random, pattern: str, n: int) -> str:
@@ -96,6 +100,23 @@ def traceback_of(rng: random.Random, message: str, error_class: str, path: str |
     while len(text) < TRACEBACK_BYTES:
         text = LOG_LINE.format(s=len(text) % 60, n=len(text)) + "\n" + text
     return text
+
+
+def cut(text: str) -> str:
+    """The paste ending two thirds into its last message (issue 15)."""
+    body = text.rstrip("\n")
+    head, _, message = body.rpartition(": ")
+    return head + ": " + message[: max(24, len(message) * 2 // 3)]
+
+
+def second_chance_step(index: PatternIndex, text: str) -> float:
+    """Seconds of the match step on a cut paste, with the second chance that its cut
+    message gets (no hit counted as a full match: the most it can cost)."""
+    exceptions = parse_exceptions(text)
+    started = time.perf_counter()
+    index.candidates(text)
+    second_chance(index, exceptions, [], len(text.rstrip()))
+    return time.perf_counter() - started
 
 
 def naive_loop(patterns: list[str], texts: list[str]) -> float:
@@ -140,9 +161,9 @@ def bench_index(rows, sizes: list[int]) -> None:
     real = [(rid, pattern) for rid, pattern, *_ in rows]
     print(
         "| patterns | backend | build s | memory MiB | cold ms | warm median ms | warm p95 ms "
-        "| naive median ms | x naive |"
+        "| naive median ms | x naive | cut: + second chance median / p95 ms |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for size in sizes:
         if size <= len(real):
             chosen = rng.sample(rows, size)
@@ -154,6 +175,7 @@ def bench_index(rows, sizes: list[int]) -> None:
                 rid, pattern = real[n % len(real)]
                 entries.append((f"v{n}", variant(rng, pattern, n)))
         texts = [traceback_of(rng, r[2], r[3], r[4]) for r in rng.sample(chosen, FRESH_TEXTS + 1)]
+        cut_texts = [cut(text) for text in texts]
         naive_median = naive_loop([p for _, p in entries], texts[1 : 1 + NAIVE_TEXTS])
         for backend in ("hyperscan", "portable"):
             before = rss_mib()
@@ -168,9 +190,11 @@ def bench_index(rows, sizes: list[int]) -> None:
                 timings.append(time.perf_counter() - started)
             warm_median, warm_p95 = median_p95(timings[1:])
             ratio = naive_median / warm_median
+            cut_median, cut_p95 = median_p95([second_chance_step(index, t) for t in cut_texts])
             print(
                 f"| {size} | {backend} | {build:.1f} | {memory:.0f} | {timings[0] * 1000:.2f} "
-                f"| {warm_median:.3f} | {warm_p95:.3f} | {naive_median:.0f} | {ratio:.0f} |",
+                f"| {warm_median:.3f} | {warm_p95:.3f} | {naive_median:.0f} | {ratio:.0f} "
+                f"| {cut_median:.3f} / {cut_p95:.3f} |",
                 flush=True,
             )
             del index
@@ -254,13 +278,15 @@ def main() -> None:
     parser.add_argument("--database", type=Path, required=True)
     parser.add_argument("--sizes", default="1000,10000,all,100000")
     parser.add_argument("--service-only", action="store_true", help="skip the index table")
+    parser.add_argument("--index-only", action="store_true", help="skip the service table")
     args = parser.parse_args()
     rows = load(args.database)
     sizes = [len(rows) if s == "all" else int(s) for s in args.sizes.split(",")]
     print(f"{len(rows)} patterns in {args.database}", flush=True)
     if not args.service_only:
         bench_index(rows, sizes)
-    bench_service(args.database, rows)
+    if not args.index_only:
+        bench_service(args.database, rows)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,20 @@ from app.config import PROJECT_ROOT, Settings
 from app.db import open_store
 from app.main import create_app
 from bench.server import free_port
+from tests.helpers import accuracy
 
 DATA_DIR = PROJECT_ROOT / "data" / "records"
 SEEDS_DIR = Path(__file__).parent / "fixtures" / "seeds"
 ADMIN_TOKEN = "test-admin-token"
 SERVER_START_S = 60.0
+
+
+@pytest.fixture(scope="session")
+def harvested(tmp_path_factory: pytest.TempPathFactory) -> accuracy.Harvested:
+    """One store harvested from the current vLLM, SGLang and torch and two older vLLM
+    releases, shared by the tests that score real errors: harvesting is most of their
+    time (issue 15)."""
+    return accuracy.harvested_store(tmp_path_factory.mktemp("harvested"))
 
 
 @pytest.fixture
@@ -31,6 +40,7 @@ def settings(tmp_path: Path) -> Settings:
         database_url=f"sqlite:///{tmp_path / 'errkb.db'}",
         admin_token=ADMIN_TOKEN,
         cache_dir=tmp_path / "cache",
+        older_releases=[],  # a test that harvests on start names what it harvests
     )
 
 

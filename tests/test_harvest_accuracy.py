@@ -121,11 +121,12 @@ def real_errors() -> dict[str, accuracy.RealError]:
 
 
 @pytest.fixture(scope="module")
-def torch_client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    """A service whose store holds the drafts harvested from the installed torch."""
-    client, result, counts = accuracy.harvested_client(tmp_path_factory.mktemp("torch"), "torch")
+def torch_client(harvested: accuracy.Harvested) -> TestClient:
+    """A service whose store holds the drafts harvested from the installed torch (and the
+    other releases of the shared store)."""
+    result, counts = harvested.results["torch"]
     assert counts.created > 10_000 and result.files > 2_000
-    return client
+    return harvested.client
 
 
 def test_top_match_points_at_the_raising_line(torch_client: TestClient) -> None:

@@ -182,13 +182,12 @@ def real_errors() -> dict[str, accuracy.RealError]:
 
 
 @pytest.fixture(scope="module")
-def sglang_client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    """A service whose store holds the drafts harvested from SGLang 0.5.23."""
-    client, result, _ = accuracy.harvested_client(
-        tmp_path_factory.mktemp("sglang"), "sglang==0.5.23"
-    )
+def sglang_client(harvested: accuracy.Harvested) -> TestClient:
+    """A service whose store holds the drafts harvested from SGLang 0.5.23 (and the other
+    releases of the shared store)."""
+    result, _ = harvested.results["sglang==0.5.23"]
     assert result.files > 1_000
-    return client
+    return harvested.client
 
 
 @pytest.fixture(scope="module")

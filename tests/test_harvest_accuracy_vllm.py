@@ -181,11 +181,12 @@ def real_errors() -> dict[str, accuracy.RealError]:
 
 
 @pytest.fixture(scope="module")
-def vllm_client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
-    """A service whose store holds the drafts harvested from vLLM 0.33.0."""
-    client, result, _ = accuracy.harvested_client(tmp_path_factory.mktemp("vllm"), "vllm==0.33.0")
+def vllm_client(harvested: accuracy.Harvested) -> TestClient:
+    """A service whose store holds the drafts harvested from vLLM 0.33.0 (and the other
+    releases of the shared store)."""
+    result, _ = harvested.results["vllm==0.33.0"]
     assert result.files > 1_000
-    return client
+    return harvested.client
 
 
 @pytest.fixture(scope="module")

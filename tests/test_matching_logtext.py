@@ -56,6 +56,21 @@ def originals(text: str, line: CleanLine) -> str:
             "RayWorkerWrapper pid=5678, ip=10.0.0.7 rank1",
         ),
         ("(VllmWorker rank=0 pid=99) boom", "boom", "VllmWorker rank=0 pid=99"),
+        # issue 15: vLLM before 0.7, docker compose, journald, quoted replies
+        ("ERROR 12-05 20:24:46 engine.py:366] boom", "boom", ""),
+        (
+            "(VllmWorkerProcess pid=8) ERROR 12-05 20:24:46 multiproc_worker_utils.py:120] boom",
+            "boom",
+            "VllmWorkerProcess pid=8",
+        ),
+        ("vllm-1  | boom", "boom", "vllm-1"),
+        ("project_sglang_1 | boom", "boom", "project_sglang_1"),
+        ("Aug 19 18:34:30 gpu-host vllm[8707]: boom", "boom", "vllm[8707]"),
+        ("Dec  1 08:04:30 host python3[12]: boom", "boom", "python3[12]"),
+        ("2026-08-19T18:34:30+0000 gpu-host vllm[8707]: boom", "boom", "vllm[8707]"),
+        ("> boom", "boom", ""),
+        ("> > boom", "boom", ""),
+        ("vllm-1  | ERROR 12-05 20:24:46 engine.py:366] boom", "boom", "vllm-1"),
     ],
 )
 def test_known_prefixes_are_stripped(raw: str, text: str, stream: str) -> None:
@@ -76,6 +91,8 @@ def test_known_prefixes_are_stripped(raw: str, text: str, stream: str) -> None:
         "error: lower-case words are messages",
         "08-14 12:00:01 a date alone",
         '  File "x.py", line 3, in f',
+        "value | not a container",
+        "host vllm[8707]: no date before it",
     ],
 )
 def test_message_text_is_kept(raw: str) -> None:

@@ -216,6 +216,13 @@ STYLES: dict[str, Callable[[str], str]] = {
     "ticking": ticking,
     "logged": logged,
     "mid_line_header": lambda text: "[2026-08-14 12:00:01 TP0] Scheduler hit an exception: " + text,
+    # issue 15: older vLLM, docker compose, journald, a quoted reply
+    "vllm_old": prefixed("ERROR 12-05 20:24:46 engine.py:366] "),
+    "compose": prefixed("vllm-1  | "),
+    "journald": prefixed("Aug 19 18:34:30 gpu-host vllm[8707]: "),
+    "quoted": lambda text: "".join(
+        "> " + line if line.strip() else ">\n" for line in text.splitlines(keepends=True)
+    ),
     "ansi": coloured,
     "crlf": lambda text: text.replace("\n", "\r\n"),
     "progress_bar": lambda text: "Loading: 10%\rLoading: 55%\rLoading: 100%\n" + text,
@@ -636,3 +643,34 @@ def test_time_is_linear_on_realistic_paste(real: dict[str, str]) -> None:
 )
 def test_time_is_linear_on_pathological_paste(piece: str) -> None:
     assert per_byte_growth(lambda size: piece * (size // len(piece)), 20_000) < 4
+
+
+@pytest.mark.parametrize("scenario", ["nested_keyerror", "multiline", "qualified", "recursion"])
+@pytest.mark.parametrize("style", ["plain", "vllm", "compose", "journald", "quoted"])
+def test_frames_without_header(real: dict[str, str], scenario: str, style: str) -> None:
+    """Issue 15: a paste from the middle of a log starts at a frame; frames still count."""
+    lines = real[scenario].splitlines(keepends=True)
+    first_frame = next(n for n, line in enumerate(lines) if line.lstrip().startswith('File "'))
+    text = STYLES[style]("".join(lines[first_frame + 2 :]))
+    (whole,) = parse_exceptions(real[scenario])
+    (error,) = parse_exceptions(text)
+    assert error.frames == whole.frames[1:]
+    assert (error.qualified_class, error.message) == (whole.qualified_class, whole.message)
+    assert error.has_traceback
+
+
+def test_message_stops_at_the_next_record(real: dict[str, str]) -> None:
+    """Issue 15: multiprocessing's "Process Process-3:" and a cut header are not message."""
+    text = real["nested_keyerror"] + "Process Process-3:\nTraceback (most rec"
+    (error,) = parse_exceptions(text)
+    assert error.message == "'max_model_len'"
+
+
+def test_paste_cut_in_a_word_is_no_exception(real: dict[str, str]) -> None:
+    """Issue 15: frames, then a line the end of the paste cut: `eng` is no exception class."""
+    lines = real["nested_keyerror"].splitlines(keepends=True)
+    assert parse_exceptions("".join(lines[:-1]) + "eng") == []
+    assert parse_exceptions("".join(lines[:-1]) + "eng\n")[0].error_class == "eng"
+    cut_message = parse_exceptions("".join(lines[:-1]) + "KeyError: 'max_mo")
+    assert [(e.error_class, e.message) for e in cut_message] == [("KeyError", "'max_mo")]
+

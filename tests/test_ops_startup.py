@@ -1,5 +1,6 @@
 """/readyz: 503 while the default harvest runs or the index loads, 200 after, the failure
-named when a step fails; /healthz answers all along (issue 13)."""
+named when a step fails; /healthz answers all along (issue 13); older releases harvested in
+the background once ready, with their progress (issue 15)."""
 
 import time
 from contextlib import ExitStack
@@ -15,6 +16,7 @@ from app.models import Record
 from app.ops.startup import LOAD_INDEX, harvest_step, startup_lock
 
 READY_WITHIN_S = 60.0
+BACKGROUND_WITHIN_S = 180.0
 
 
 def _wait_ready(client: TestClient) -> dict:
@@ -80,3 +82,32 @@ def test_a_failed_harvest_is_reported_and_never_ready(settings) -> None:
 def test_without_harvest_only_the_index_is_waited_for(settings) -> None:
     with TestClient(create_app(settings)) as client:
         assert _wait_ready(client)["status"] == "ready"
+
+
+def test_older_releases_are_harvested_after_ready(settings) -> None:
+    """Issue 15: the server is ready once the current release is in; the older ones follow
+    in the background, their progress (and a failure, which stops nothing) in /readyz."""
+    settings = settings.model_copy(
+        update={
+            "harvest_on_start": True,
+            "default_releases": ["typer==0.29.2"],
+            "older_releases": ["no-such-distribution-errkb==1.0", "typer==0.20.0"],
+        }
+    )
+    with TestClient(create_app(settings)) as client:
+        _wait_ready(client)
+        deadline = time.monotonic() + BACKGROUND_WITHIN_S
+        while (body := client.get("/readyz").json())["background"]["pending"] or body[
+            "background"
+        ]["running"]:
+            assert client.get("/readyz").status_code == 200  # ready all along
+            assert time.monotonic() < deadline, body
+            time.sleep(0.2)
+        background = body["background"]
+        assert (background["total"], background["done"]) == (2, 1)
+        (failed,) = background["failed"]
+        assert failed == harvest_step("no-such-distribution-errkb==1.0")
+        with Session(client.app.state.engine) as session:
+            assert drafts.is_harvested(session, "typer==0.20.0")
+            harvested = locations.harvested_releases(session)
+        assert harvested == ["typer==0.20.0", "typer==0.29.2"]

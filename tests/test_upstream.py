@@ -187,3 +187,45 @@ def test_vllm_target_imports_without_the_serving_stack() -> None:
     for heavy in ("vllm.engine", "vllm.entrypoints", "vllm.model_executor", "vllm.v1.engine"):
         assert heavy not in loaded["modules"]
     assert "torch" in loaded["modules"]
+
+
+def make_sdist(cache: Path, name: str, files: dict[str, str], version: str = "1.0") -> None:
+    """Put a source distribution of `files` into the cache, as the index serves one."""
+    import io
+    import tarfile
+
+    sdists = cache / upstream.SDISTS_DIR
+    sdists.mkdir(parents=True, exist_ok=True)
+    files = {**files, "PKG-INFO": (
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        f"Project-URL: Source, https://github.com/example-org/{name}\n"
+    )}
+    with tarfile.open(sdists / f"{name}-{version}.tar.gz", "w:gz") as archive:
+        for path, text in files.items():
+            data = textwrap.dedent(text).encode()
+            member = tarfile.TarInfo(f"{name}-{version}/{path}")
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+
+
+def test_an_sdist_is_unpacked_like_a_wheel(cache: Path) -> None:
+    """Issue 15: the sdist's package sources and its PKG-INFO as METADATA; its tests,
+    benchmarks and build files are left out; it is preferred to a wheel of the release."""
+    make_sdist(cache, "demo_sdist", {
+        "demo_sdist/__init__.py": "VALUE = 'from the sdist'\n", "demo_sdist/kernel.cu": "",
+        "tests/test_x.py": "", "benchmarks/b.py": "", "setup.py": "",
+    })
+    make_wheel(cache, "demo_sdist", {"demo_sdist/__init__.py": "VALUE = 'from the wheel'\n"})
+    root = upstream.ensure_unpacked("demo_sdist", "1.0")
+    kept = sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())
+    assert kept == ["demo_sdist-1.0.dist-info/METADATA", "demo_sdist/__init__.py", "setup.py"]
+    assert "from the sdist" in (root / "demo_sdist" / "__init__.py").read_text()
+    assert upstream.github_repo("demo_sdist", "1.0") == "example-org/demo_sdist"
+
+
+def test_a_real_sdist_is_fetched_from_the_index() -> None:
+    """vLLM 0.12.0's 18 MB sdist through pip's own session, checked against the index's
+    sha256 (cached in the default cache directory, like the wheels)."""
+    root = upstream.ensure_unpacked("vllm", "0.12.0")
+    assert (root / "vllm" / "sampling_params.py").is_file()
+    assert upstream.github_repo("vllm", "0.12.0") == "vllm-project/vllm"

@@ -30,7 +30,9 @@ def _record_body() -> dict[str, Any]:
 
 def _document_response(session: SessionDep, stored: records.StoredRecord, status: int = 200):
     known = locations.record_locations(session, [stored.id]).get(stored.id, [])
-    body = record_document_json(stored, records.dataset_version(session), known)
+    harvested = locations.harvested_releases(session)
+    history = locations.release_history(session, stored.record()["errorMessage"], known, harvested)
+    body = record_document_json(stored, records.dataset_version(session), known, history)
     return Response(body, status_code=status, media_type=JSON_MEDIA)
 
 

@@ -98,10 +98,15 @@ async def read_health(request: Request) -> dict[str, str]:
 @router.get("/readyz", responses={503: {"description": "Starting, or a start-up step failed"}})
 def read_readiness(request: Request) -> JSONResponse:
     """Readiness: 503 while the default harvest runs or the match index loads, or after
-    either failed (the reason is in `failed`)."""
-    ready, pending, failed = request.app.state.readiness.state()
+    either failed (the reason is in `failed`); `background` shows the older releases being
+    harvested while the server answers."""
+    readiness = request.app.state.readiness
+    ready, pending, failed = readiness.state()
     status = "ready" if ready else "failed" if failed else "starting"
     body = {"status": status, "pending": pending, "failed": failed}
+    background = readiness.background()
+    if background is not None:
+        body["background"] = background
     return JSONResponse(body, status_code=200 if ready else 503)
 
 

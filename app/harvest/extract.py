@@ -177,6 +177,7 @@ class HarvestResult:
     raise_sites: int = 0  # raise sites in them, drafted or skipped
     skipped: Counter[str] = field(default_factory=Counter)  # SkipReason -> sites (or files)
     located: int = 0  # drafts of dynamic messages, matched by their raise site
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
 
 
 @dataclass(frozen=True)
@@ -326,6 +327,7 @@ def harvest_tree(
             if progress:
                 progress(done, len(paths), file_path)
         classes = _ClassMessages(modules)
+        result.bases = classes.bases
         for module in modules:
             sites = resolve_sites(module, classes)
             result.files += 1

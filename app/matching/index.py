@@ -102,7 +102,10 @@ ANY_LINE_PROBES = ("x", "0", " ", "-", "\u00e9", "\t")
 """One-character lines that share nothing: a pattern that matches each of them would claim
 every line of every paste (``.``, ``(?s:.+?)``, ``\\D|\\d``)."""
 
-CACHE_FORMAT = 2  # 2: patterns refused by the limits of issue 10 are left out
+MIN_HEAD_CHARS = 8
+"""A pattern's leading literal shorter than this is too common to find its cut messages by."""
+
+CACHE_FORMAT = 3  # 2: patterns refused by issue 10's limits left out; 3: issue 15's literals
 _CACHE_MAGIC = b"errkb-pattern-index\n"
 
 _HS_FLAGS = (
@@ -326,6 +329,7 @@ class _Entry:
     literal: str  # (a prefix of) the longest literal every match contains; "" if none known
     specificity: int  # literal characters every match contains: noise patterns score 0
     spans_lines: bool  # the pattern names a newline, so its matches cross lines
+    head: str  # (a prefix of) its first literal run: what a message cut short still shows
 
 
 _ENTRY_FIELDS = [f.name for f in fields(_Entry)]
@@ -333,12 +337,14 @@ _ENTRY_FIELDS = [f.name for f in fields(_Entry)]
 
 def _entry(key: str, pattern: str) -> _Entry:
     runs = _required_literals(pattern)
+    head = runs[0][:MAX_LITERAL_CHARS] if runs else ""
     return _Entry(
         key=key,
         pattern=pattern,
         literal=max(runs, key=len, default="")[:MAX_LITERAL_CHARS],
         specificity=sum(map(len, runs)),
         spans_lines=any("\n" in run for run in runs),
+        head=head if len(head) >= MIN_HEAD_CHARS else "",
     )
 
 
@@ -454,6 +460,7 @@ class _PortableEngine:
     def __init__(self, automaton: Any = None, ids_by_literal: list[list[int]] | None = None):
         self._automaton = automaton
         self._ids_by_literal = ids_by_literal or []
+        self._lengths: list[int] = []
 
     @classmethod
     def restore(cls, entries: list[_Entry | None], state: Any, blobs: list[bytes]) -> _Engine:
@@ -493,6 +500,36 @@ class _PortableEngine:
 
     def dump(self) -> tuple[Any, list[bytes]]:
         return None, []
+
+    @classmethod
+    def of_literals(cls, entries: list[_Entry | None]) -> _PortableEngine:
+        """An automaton over each pattern's longest and leading literal, for ``near_keys``."""
+        ids_by_literal: dict[str, list[int]] = {}
+        for id_, entry in enumerate(entries):
+            if entry is not None:
+                for literal in {entry.literal, entry.head} - {""}:
+                    ids_by_literal.setdefault(literal, []).append(id_)
+        if not ids_by_literal:
+            return cls()
+        automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+        for literal_id, literal in enumerate(ids_by_literal):
+            automaton.add_word(literal, literal_id)
+        automaton.make_automaton()
+        engine = cls(automaton, list(ids_by_literal.values()))
+        engine._lengths = [len(literal) for literal in ids_by_literal]
+        return engine
+
+    def literal_hits(self, text: str) -> dict[int, int]:
+        """Pattern id -> length of the longest of its literals found in ``text``."""
+        found: dict[int, int] = {}
+        if self._automaton is None:
+            return found
+        for _, literal_id in self._automaton.iter(text):
+            length = self._lengths[literal_id]
+            for id_ in self._ids_by_literal[literal_id]:
+                if found.get(id_, 0) < length:
+                    found[id_] = length
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -623,6 +660,7 @@ class PatternIndex:
         self._loose: list[int] = []  # the engine cannot take these: found with str.find
         self._pending: list[int] = []  # added since the last rebuild: found with str.find
         self._engine: _Engine = _ENGINES[self.backend]()
+        self._near: _PortableEngine = _PortableEngine()
         for key, pattern in entries:
             try:
                 self.add(key, pattern)
@@ -676,6 +714,27 @@ class PatternIndex:
             found = regex.fullmatch(subject, start, end)
         return Captures(found.span(), found.groups(), found.groupdict())
 
+    def near_keys(self, text: str) -> dict[str, int]:
+        """Keys whose pattern's longest or leading literal occurs in ``text``, with the length
+        of the longer one found: the patterns a message that does not match in full may still
+        be a cut or near copy of (issue 15). Nothing is confirmed; that is the caller's job."""
+        found: dict[str, int] = {}
+        for id_, length in self._near.literal_hits(text).items():
+            entry = self._entries[id_]
+            if entry is not None:
+                found[entry.key] = length
+        for id_ in chain(self._loose, self._pending):
+            entry = self._entries[id_]
+            if entry is not None:
+                for literal in (entry.literal, entry.head):
+                    if literal and literal in text:
+                        found[entry.key] = max(found.get(entry.key, 0), len(literal))
+        return found
+
+    def pattern(self, key: str) -> str:
+        """``key``'s pattern. Raises KeyError for an unknown key."""
+        return self._entry(key).pattern
+
     def specificity(self, key: str) -> int:
         """Literal characters every match of ``key``'s pattern contains: 0 for a pattern such
         as ``(.+?)`` that matches any line, so ranking can put it last."""
@@ -705,6 +764,7 @@ class PatternIndex:
         request path."""
         pending = [id_ for id_ in self._pending if self._entries[id_] is not None]
         self._engine, uncovered = self._engine.extended(self._entries, pending)
+        self._near = _PortableEngine.of_literals(self._entries)
         self._loose = [id_ for id_ in self._loose if self._entries[id_] is not None] + uncovered
         self._pending = []
 
@@ -769,6 +829,7 @@ class PatternIndex:
             index._engine = _ENGINES[index.backend].restore(index._entries, header["engine"], blobs)
         except _STALE_DATABASE:
             return None
+        index._near = _PortableEngine.of_literals(index._entries)
         return index
 
     def _entry(self, key: str) -> _Entry:

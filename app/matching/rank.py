@@ -8,24 +8,30 @@ the frames come from, and where the exception sits (the last one of a paste and 
 innermost cause of a chain weigh more). Reviewed records win ties over drafts.
 """
 
-import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.locations import Location, raising_function, short_class
+from app.classes import BUILTIN_GRAPH, ClassGraph, relation
+from app.locations import Location, message_template, raising_function, short_class
 from app.matching.index import Captures, PatternIndex
+from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
 
 # Weights, in points; a perfect match of a specific message with agreeing context is ~100.
 FULL_MESSAGE = 40
 FULL_LINE = 34
 PARTIAL_MIN, PARTIAL_SPAN = 12, 14  # partial: 12 + 14 * share of the message covered
+# A message that matches no template in full (issue 15): cut by the end of the paste, it
+# scores by the share of the template it shows; a near copy loses points per changed word.
+CUT_MIN, CUT_SPAN = 12, 26
+NEAR_MESSAGE, NEAR_PER_WORD = 32, 5
 OUTSIDE_MESSAGE = 8  # a hit in a log line that no exception claims
 IN_TRACEBACK_NOISE = 1  # a hit in a frame line (paths), almost always noise
 SPECIFICITY_MAX, SPECIFICITY_PER_POINT = 15, 4
 CLASS_AGREES, CLASS_DIFFERS = 15, -15
+CLASS_RELATED = 6  # a subclass or superclass: renamed or refined between releases (issue 15)
 FILE_IN_FRAMES, FILE_INNERMOST, SAME_LINE = 12, 6, 6
 SAME_FUNCTION = 4
 REPO_AGREES, REPO_DIFFERS = 5, -5
@@ -33,6 +39,7 @@ LAST_EXCEPTION, ROOT_CAUSE = 4, 4
 # Being reviewed outweighs a line number (issue 9): a draft that explains the text as well
 # only because a frame sits on its exact line must not push the explained record down.
 REVIEWED_BONUS, GONE_PENALTY = SAME_LINE + 1, -2
+FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are put (#15)
 # Found by where it raises (issue 12): a fully dynamic message has nothing else to go by, and
 # a site raising at the very line of the innermost frame is strong evidence; a record whose
 # template does not fit the message (the message changed) is weaker.
@@ -63,6 +70,8 @@ class Candidate:
     functions: frozenset[str]  # the functions the site is in, in any known release
     reviewed: bool
     gone: bool
+    files: frozenset[str] = frozenset()  # its file in any known release (issue 15)
+    template: str = ""  # its message template: records raising the same one go together
 
 
 @dataclass(slots=True)
@@ -75,6 +84,8 @@ class Match:
     captures: dict[str, str | None]
     reasons: list[str] = field(default_factory=list)
     reviewed: bool = False
+    in_frames: bool = False  # it explains the message and a frame is in its file (issue 15)
+    same_message: list[str] = field(default_factory=list)  # ids raising the same message
 
 
 def candidate_from(
@@ -89,6 +100,7 @@ def candidate_from(
     if record["lineNumber"] is not None:
         lines.setdefault(record["lineNumber"], "")
     functions = {loc.function for loc in here if loc.function} | {raising_function(record)}
+    files = {loc.file_path for loc in known if not loc.gone} | {record["filePath"]}
     return Candidate(
         id=record["id"],
         repo=record["repo"],
@@ -100,6 +112,8 @@ def candidate_from(
         functions=frozenset(functions - {None}),
         reviewed=review_state == "reviewed",
         gone=gone_in is not None,
+        files=frozenset(files - {None}),
+        template=message_template(record["messagePattern"], record["errorMessage"]),
     )
 
 
@@ -139,17 +153,6 @@ def _captures(candidate: Candidate, found: Captures | None) -> dict[str, str | N
     }
 
 
-def unquoted(message: str) -> str | None:
-    """The string a message is the repr of, as KeyError prints its argument, else None."""
-    if len(message) < 2 or message[0] != message[-1] or message[0] not in "'\"":
-        return None
-    try:
-        value = ast.literal_eval(message)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return value if isinstance(value, str) else None
-
-
 def _message_variants(exception: ParsedException) -> list[str]:
     """The message, and for KeyError-style reprs the string inside."""
     inner = unquoted(exception.message)
@@ -180,21 +183,30 @@ def _context_score(
     exceptions: Sequence[ParsedException],
     last_index: int,
     causes: set[int],
+    graph: ClassGraph,
+    log_repos: frozenset[str],
 ) -> tuple[float, list[str]]:
     """Points from everything but the message: class, frames, function, repo, position."""
     score, reasons = 0.0, []
-    if short_class(candidate.error_class) == exception.error_class:
+    recorded = short_class(candidate.error_class)
+    related = relation(exception.error_class, recorded, graph)
+    if recorded == exception.error_class:
         score += CLASS_AGREES
         reasons.append(f"exception class {exception.error_class} agrees")
     elif candidate.error_class in RUN_TIME_CLASSES:
         reasons.append("the record's class is decided at run time")
+    elif related is not None:
+        score += CLASS_RELATED
+        reasons.append(
+            f"exception class {exception.error_class} is a {related} of {recorded}, which the "
+            "record raises: the class was renamed or refined between releases"
+        )
     else:
         score += CLASS_DIFFERS
         reasons.append(f"record raises {candidate.error_class}, not {exception.error_class}")
     frames = exception.frames
     if frames and candidate.file_path:
-        suffixes = path_suffixes(candidate.file_path)
-        in_file = [frame for frame in frames if _frame_in_file(frame, suffixes)]
+        in_file = _frames_in_files(candidate, frames)
         if in_file:
             score += FILE_IN_FRAMES
             if in_file[-1] is frames[-1]:
@@ -219,6 +231,9 @@ def _context_score(
         reasons.append(f"frames come from {candidate.repo}")
     elif repos:
         score += REPO_DIFFERS
+    elif not frames and candidate.repo in log_repos:  # issue 15: no frames, only the log
+        score += REPO_AGREES
+        reasons.append(f"the log's format and paths point at {candidate.repo}")
     if exception.index == last_index:
         score += LAST_EXCEPTION
         reasons.append("last exception of the paste")
@@ -228,6 +243,15 @@ def _context_score(
     return score, reasons
 
 
+def _partial_score(partial: Partial) -> float:
+    """Points for the message of a wrapped, cut or near copy of the template."""
+    if partial.kind == "wrapped":
+        return FULL_MESSAGE
+    if partial.kind == "cut":
+        return CUT_MIN + CUT_SPAN * partial.share
+    return NEAR_MESSAGE - NEAR_PER_WORD * partial.changed
+
+
 def _better(match: Match, other: Match) -> bool:
     """Higher score; on a tie, the later exception (what finally failed) explains more."""
     if match.score != other.score:
@@ -235,12 +259,15 @@ def _better(match: Match, other: Match) -> bool:
     return (match.exception_index or -1) > (other.exception_index or -1)
 
 
+def _frames_in_files(candidate: Candidate, frames: Sequence[Frame]) -> list[Frame]:
+    """The frames in the record's file, as written or in any harvested release."""
+    suffixes = [path_suffixes(file) for file in sorted(candidate.files | {candidate.file_path})]
+    return [frame for frame in frames if any(_frame_in_file(frame, s) for s in suffixes)]
+
+
 def _frames_agree(candidate: Candidate, exception: ParsedException) -> bool:
     """Whether a frame of the exception is in the record's file."""
-    if not candidate.file_path:
-        return False
-    suffixes = path_suffixes(candidate.file_path)
-    return any(_frame_in_file(frame, suffixes) for frame in exception.frames)
+    return bool(candidate.file_path) and bool(_frames_in_files(candidate, exception.frames))
 
 
 def _finish(
@@ -270,6 +297,9 @@ def rank(
     candidates: dict[str, Candidate],
     exceptions: Sequence[ParsedException],
     raised_at: Sequence[tuple[str, int]] = (),
+    partials: Sequence[tuple[str, int, Partial]] = (),
+    graph: ClassGraph | None = None,
+    log_repos: frozenset[str] = frozenset(),
 ) -> list[Match]:
     """Scored matches, best first, one per record.
 
@@ -277,7 +307,16 @@ def rank(
     is a message line of that exception); a hit outside any exception came from a log line.
     `raised_at` are (record id, exception index) of records whose raise site is the
     exception's innermost frame: found by where they raise, whatever the message says.
+    `partials` are (record id, exception index, agreement) of templates that a message with
+    no full match is a wrapped, cut or near copy of (app.matching.partial). `graph` holds
+    the exception classes of the harvested releases, to tell related classes (app.classes);
+    `log_repos` the repositories the paste's log format names (app.matching.origin).
+
+    Then (issue 15): for an exception with frames, a record that explains its message from a
+    file some frame is in ranks above every record from elsewhere; and records that raise
+    the same message with the same score go together under the first one.
     """
+    graph = graph or BUILTIN_GRAPH
     last_index = exceptions[-1].index if exceptions else -1
     causes = {e.cause_index for e in exceptions if e.cause_index is not None}
     best: dict[str, Match] = {}
@@ -297,25 +336,43 @@ def rank(
             if specificity < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
                 continue  # issue 12: `{x} tensor` alone says too little to name a site
             score, found, why = _message_score(index, candidate, exception, line)
+            explains = score >= FULL_LINE
             context, context_reasons = _context_score(
-                candidate, exception, exceptions, last_index, causes
+                candidate, exception, exceptions, last_index, causes, graph, log_repos
             )
             score += context
             reasons = [why, *context_reasons]
         else:
-            found = index.match(record_id, line)
+            found = None  # captures come from a message, never from a log or frame line (#15)
+            explains = False
             score = IN_TRACEBACK_NOISE if exception_index is not None else OUTSIDE_MESSAGE
             reasons = [
                 "pattern found in a log line"
                 if exception_index is None
                 else "pattern found in a traceback frame line"
             ]
-        captures = _captures(candidate, found)
-        keep(
-            _finish(
-                candidate, score + bonus, reasons, exception_index if on_message else None, captures
-            )
+        captures = _captures(candidate, found) if explains else {}
+        match = _finish(
+            candidate, score + bonus, reasons, exception_index if on_message else None, captures
         )
+        match.in_frames = explains and _frames_agree(candidate, exceptions[exception_index])
+        keep(match)
+    for record_id, exception_index, partial in partials:
+        candidate = candidates.get(record_id)
+        if candidate is None:
+            continue
+        exception = exceptions[exception_index]
+        if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
+            continue
+        context, context_reasons = _context_score(
+            candidate, exception, exceptions, last_index, causes, graph, log_repos
+        )
+        score = _partial_score(partial) + context
+        score += min(SPECIFICITY_MAX, partial.covered / SPECIFICITY_PER_POINT)
+        reasons = [partial.reason(), *context_reasons]
+        match = _finish(candidate, score, reasons, exception_index, dict(partial.captures))
+        match.in_frames = _frames_agree(candidate, exception)
+        keep(match)
     for record_id, exception_index in raised_at:
         candidate = candidates.get(record_id)
         if candidate is None:
@@ -332,11 +389,62 @@ def rank(
                 ("raised at the record's site, whose message is built at run time"),
             )
         context, context_reasons = _context_score(
-            candidate, exception, exceptions, last_index, causes
+            candidate, exception, exceptions, last_index, causes, graph, log_repos
         )
         names = _PLACEHOLDER.findall(candidate.error_message)
         captures = {names[0]: exception.message} if record_id not in index and names else {}
-        keep(
-            _finish(candidate, score + context, [why, *context_reasons], exception_index, captures)
+        match = _finish(
+            candidate, score + context, [why, *context_reasons], exception_index, captures
         )
-    return sorted(best.values(), key=lambda m: (-m.score, not m.reviewed, m.id))
+        match.in_frames = True
+        keep(match)
+    ranked = _frames_first(list(best.values()), exceptions)
+    return _same_message(sorted(ranked, key=_order), candidates)
+
+
+def _order(match: Match) -> tuple[float, bool, str]:
+    return -match.score, not match.reviewed, match.id
+
+
+def _frames_first(matches: list[Match], exceptions: Sequence[ParsedException]) -> list[Match]:
+    """Below the lowest-scored record that explains an exception from a file in its frames,
+    every other record of that exception: another repository's, or a file no frame is in,
+    must not win on a generic message (issue 15)."""
+    floors: dict[int, float] = {}
+    for match in matches:
+        if match.in_frames and match.exception_index is not None:
+            index = match.exception_index
+            floors[index] = min(floors.get(index, match.score), match.score)
+    for match in matches:
+        floor = floors.get(match.exception_index) if match.exception_index is not None else None
+        if floor is not None and not match.in_frames and match.score >= floor:
+            match.score = round(floor - FRAMES_MARGIN, 2)
+            match.reasons.append(
+                "ranked below the records raised in the files of the traceback's frames"
+            )
+    return matches
+
+
+def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
+    """Records of one exception that raise the same message with the same class and score:
+    nothing tells them apart, so they are shown together under the first ("the same message
+    is raised at ...") instead of one of them winning by chance (issue 15)."""
+    kept: list[Match] = []
+    first: dict[tuple[int | None, str, str, float], Match] = {}
+    for match in matches:
+        candidate = candidates[match.id]
+        key = (
+            match.exception_index,
+            short_class(candidate.error_class),
+            candidate.template,
+            match.score,
+        )
+        if match.exception_index is None or not candidate.template or key not in first:
+            first.setdefault(key, match)
+            kept.append(match)
+            continue
+        leader = first[key]
+        leader.same_message.append(match.id)
+        place = f"{candidate.file_path}:{candidate.line_number} ({candidate.repo})"
+        leader.reasons.append(f"the same message is raised at {place}")
+    return kept

@@ -23,11 +23,14 @@ from pathlib import Path
 from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
-from app import locations, records
+from app import classes, locations, records
+from app.classes import ClassGraph
 from app.errors import AppError
 from app.matching import deadline
 from app.matching.index import PatternError, PatternIndex
 from app.matching.logtext import clean_lines
+from app.matching.origin import log_repos
+from app.matching.partial import second_chance
 from app.matching.rank import Candidate, Match, candidate_from, path_suffixes, rank, unquoted
 from app.matching.traceback import ParsedException, parse_exceptions
 from app.models import Record
@@ -73,6 +76,7 @@ class Matcher:
         self._synced_at = datetime.now(UTC)
         self._keys: set[str] = set()
         self._sites: RaiseSites = {}
+        self._classes: ClassGraph = {}
         self._lock = threading.Lock()
 
     def index(self, session: Session) -> PatternIndex:
@@ -84,6 +88,11 @@ class Matcher:
                     self._sync(session, version)
         assert self._index is not None
         return self._index
+
+    def class_graph(self) -> ClassGraph:
+        """The harvested releases' exception classes (app.classes); current as of the last
+        `index()` call."""
+        return self._classes
 
     def raise_sites(self) -> RaiseSites:
         """Where each record's site raises, for finding records by the innermost frame;
@@ -128,6 +137,7 @@ class Matcher:
         elif self._apply_changes(session):
             self._save(version)
         self._sites = _raise_sites(session)
+        self._classes = classes.class_graph(session)
         self._version, self._synced_at = version, now
 
     def _apply_changes(self, session: Session) -> bool:
@@ -275,7 +285,11 @@ CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
 
 
 def find_matches(
-    index: PatternIndex, text: str, lookup: CandidateLookup, sites: RaiseSites | None = None
+    index: PatternIndex,
+    text: str,
+    lookup: CandidateLookup,
+    sites: RaiseSites | None = None,
+    graph: ClassGraph | None = None,
 ) -> tuple[list[ParsedException], list[Match]]:
     """The exceptions of `text` and every record whose pattern hit it, or whose raise site
     is an exception's innermost frame (`sites`), best first.
@@ -308,8 +322,13 @@ def find_matches(
             exception_index, on_message = regions.at(line.offset(begin))
         hits.append((hit.key, exception_index, line.text, on_message))
     raised_at = _raised_at(exceptions, sites or {})
-    candidates = lookup({hit[0] for hit in hits} | {record_id for record_id, _ in raised_at})
-    return exceptions, rank(index, hits, candidates, exceptions, raised_at)
+    partials = second_chance(index, exceptions, hits, len(text.rstrip()))
+    wanted = {hit[0] for hit in hits} | {record_id for record_id, _ in raised_at}
+    candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
+    ranked = rank(
+        index, hits, candidates, exceptions, raised_at, partials, graph, log_repos(lines)
+    )
+    return exceptions, ranked
 
 
 def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list[tuple[str, int]]:
@@ -370,10 +389,11 @@ def _match(
     matcher: Matcher, index: PatternIndex, session: Session, text: str, limit: int
 ) -> MatchResult:
     stored: dict[str, records.StoredRecord] = {}
+    known: dict[str, list[locations.Location]] = {}
 
     def lookup(record_ids: set[str]) -> dict[str, Candidate]:
         stored.update(records.get_records(session, record_ids))
-        known = locations.record_locations(session, stored)
+        known.update(locations.record_locations(session, stored))
         return {
             record_id: candidate_from(
                 item.record(), item.review_state, item.gone_in, known.get(record_id, ())
@@ -381,7 +401,10 @@ def _match(
             for record_id, item in stored.items()
         }
 
-    exceptions, ranked = find_matches(index, text, lookup, matcher.raise_sites())
+    exceptions, ranked = find_matches(
+        index, text, lookup, matcher.raise_sites(), matcher.class_graph()
+    )
+    harvested = locations.harvested_releases(session) if ranked else []
     truncated = len(ranked) > limit
     matches = []
     for match in ranked[:limit]:
@@ -395,6 +418,16 @@ def _match(
                 captures=captures,
                 reasons=match.reasons,
                 record=summarize(stored[match.id]),
+                same_message=[summarize(stored[other]) for other in match.same_message],
+                history=[
+                    item.text
+                    for item in locations.release_history(
+                        session,
+                        stored[match.id].record()["errorMessage"],
+                        known.get(match.id, ()),
+                        harvested,
+                    )
+                ],
             )
         )
     explained = {match.exception_index for match in matches if match.exception_index is not None}

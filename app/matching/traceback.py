@@ -1,9 +1,11 @@
 """Clean lines -> the exceptions in a paste: frames, messages and how they chain.
 
 A paste may hold any number of tracebacks, chained ones ("The above exception was the direct
-cause ...", "During handling of the above exception ..."), tracebacks whose middle was cut, or
-only a bare ``SomeError: message`` line. Each exception found becomes a ParsedException whose
-spans point into the original paste, so a page can highlight exactly what matched.
+cause ...", "During handling of the above exception ..."), tracebacks whose middle was cut,
+frames without their ``Traceback (most recent call last):`` header (people paste from the middle
+of a log, issue 15), or only a bare ``SomeError: message`` line. Each exception found becomes a
+ParsedException whose spans point into the original paste, so a page can highlight exactly what
+matched.
 
 Lines are parsed per stream (the process a log line came from, see logtext), so tracebacks of
 two processes whose lines interleave are both recovered intact. Every line is looked at a
@@ -22,6 +24,9 @@ from app.matching.logtext import CleanLine, clean_lines
 MAX_MESSAGE_LINES = 200
 """Most lines one message may span; beyond that the rest is log, not message."""
 
+MAX_WRAPPED_ROWS = 3
+"""Rows one frame line may be wrapped into by a terminal and still be read as a frame."""
+
 _HEADER = "Traceback (most recent call last):"
 _GROUP_HEADER = "Exception Group "
 _CHAIN_SEPARATORS = {
@@ -36,6 +41,14 @@ _EXCEPTION_LINE = re.compile(
     r"(?P<colon>:(?: (?P<message>.*))?)?"
 )
 _MODULE = re.compile(r"[a-z_][a-z0-9_]{0,127}")
+_FUNCTION = re.compile(r"[\w.<>]{1,1024}")  # a frame's function: `f`, `<module>`, `A.f`
+# Lines that open a new log record rather than carry on a message: multiprocessing's and
+# threading's headers above a child's traceback, asyncio's, the interpreter's (issue 15).
+_LOG_HEADER = re.compile(
+    r"Process [\w.\-]{1,128}:|Exception in thread .{1,256}:|Exception ignored in: .{0,4096}"
+    r"|(?:Task|Future) exception was never retrieved"
+)
+_MIN_HEADER_START = len("Traceback (")
 _PYTEST_MARGIN = re.compile(r"E {3,16}(?=\S)")
 _DIGITS_AND_SPACES = str.maketrans("", "", "0123456789 \t")
 
@@ -95,7 +108,10 @@ def parse_exceptions(text: str, lines: Sequence[CleanLine] | None = None) -> lis
     streams: dict[str, list[CleanLine]] = {}
     for line in clean_lines(text) if lines is None else lines:
         streams.setdefault(line.stream, []).append(line)
-    drafts = [draft for lines in streams.values() for draft in _parse_stream(_rows(lines))]
+    cut_at = len(text) if text[-1:] not in ("\n", "\r", "") else -1
+    drafts = [
+        draft for lines in streams.values() for draft in _parse_stream(_rows(lines, cut_at))
+    ]
     drafts.sort(key=lambda draft: draft.span)
     for index, draft in enumerate(drafts):
         draft.index = index
@@ -129,7 +145,8 @@ class _Row:
     ``margin`` is "", "|" (inside an exception group) or "E" (pytest's failure lines);
     ``nested`` marks a sub-exception of a group; ``boundary`` a group's separator line;
     ``shape`` is the log prefix without digits and spaces, which stays the same along one log
-    record while timestamps tick and padding varies.
+    record while timestamps tick and padding varies; ``cut`` marks the paste's last line when
+    the paste ends in the middle of it.
     """
 
     line: CleanLine
@@ -140,6 +157,7 @@ class _Row:
     nested: bool
     boundary: bool
     shape: str
+    cut: bool
 
     def span(self, begin: int, end: int) -> tuple[int, int]:
         """Original offsets of ``text[begin:end]``."""
@@ -190,8 +208,9 @@ class _Draft:
         )
 
 
-def _rows(lines: Sequence[CleanLine]) -> list[_Row]:
-    """Rows of one stream, with exception-group margins ("  | ", "  +-+---") removed."""
+def _rows(lines: Sequence[CleanLine], cut_at: int) -> list[_Row]:
+    """Rows of one stream, with exception-group margins ("  | ", "  +-+---") removed;
+    ``cut_at`` is where the paste ends when it ends in the middle of a line, else -1."""
     rows: list[_Row] = []
     group_column = -1
     for number, line in enumerate(lines):
@@ -223,6 +242,7 @@ def _rows(lines: Sequence[CleanLine]) -> list[_Row]:
                 nested=margin == "|" and column > group_column,
                 boundary=boundary,
                 shape=line.prefix.translate(_DIGITS_AND_SPACES),
+                cut=line.end == cut_at and bool(line.text),
             )
         )
     return rows
@@ -248,7 +268,7 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
             pending = ((drafts[-1] if drafts else None) if row.nested else last_top, kind)
             at += 1
             continue
-        if row.text.endswith(_HEADER):
+        if row.text.endswith(_HEADER) or _frame_match(row):
             draft, at = _read_traceback(rows, at)
         else:
             head = _exception_head(row, lenient=row.nested or pending is not None)
@@ -264,26 +284,31 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
 
 
 def _read_traceback(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
-    """The traceback whose header is ``rows[at]``, and where parsing goes on.
+    """The traceback whose header or first frame is ``rows[at]``, and where parsing goes on.
 
-    When no exception line ends it (the paste was cut, or noise follows), nothing is returned
-    and parsing goes on at the row that did not fit, so rows already read are not read again.
+    Frames count without a header (issue 15): the exception line after them closes the
+    traceback. When no exception line ends it (the paste was cut, or noise follows), nothing
+    is returned and parsing goes on at the row that did not fit, so rows already read are
+    not read again.
     """
     header = rows[at]
-    start = len(header.text) - len(_HEADER)
-    if header.text[:start].endswith(_GROUP_HEADER):
-        start -= len(_GROUP_HEADER)
-    if not header.text[:start].strip():
+    if header.text.endswith(_HEADER):
+        start = len(header.text) - len(_HEADER)
+        if header.text[:start].endswith(_GROUP_HEADER):
+            start -= len(_GROUP_HEADER)
+        if not header.text[:start].strip():
+            start = header.indent
+        at += 1
+    else:
         start = header.indent
     frames: list[Frame] = []
-    at += 1
     while at < len(rows):
         row = rows[at]
         if row.boundary or not row.text:
             return None, at
-        frame = _frame_match(row)
+        frame, used = _wrapped_frame(rows, at)
         if frame:
-            source, at = _read_source(rows, at + 1, row)
+            source, at = _read_source(rows, at + used, row)
             frames.append(
                 Frame(
                     file=frame["file"],
@@ -296,6 +321,9 @@ def _read_traceback(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
             at += 1
         else:
             head = _exception_head(row, lenient=row.shape == rows[at - 1].shape)
+            if head is None and frames and _wrap_remnant(rows, at):
+                at += 1
+                continue
             if head is None:
                 return None, at
             draft, after = _read_message(rows, at, head)
@@ -374,10 +402,20 @@ def _continues(first: _Row, row: _Row) -> bool:
         and row.margin == first.margin
         and row.nested == first.nested
         and not row.text.endswith(_HEADER)
+        and not _opens_record(row.text)
         and row.text.strip() not in _CHAIN_SEPARATORS
         and _frame_match(row) is None
         and _exception_head(row, lenient=False) is None
     )
+
+
+def _opens_record(text: str) -> bool:
+    """Whether a line starts a new log record: a known header, or a traceback header that the
+    end of the paste cut ("Traceback (most rec")."""
+    stripped = text.strip()
+    if len(stripped) >= _MIN_HEADER_START and _HEADER.startswith(stripped):
+        return True
+    return _LOG_HEADER.fullmatch(stripped) is not None
 
 
 def _exception_head(row: _Row, lenient: bool) -> _Head | None:
@@ -385,11 +423,15 @@ def _exception_head(row: _Row, lenient: bool) -> _Head | None:
 
     Right after a traceback's frames any dotted name is an exception class; elsewhere
     (``lenient`` false) the name must look like one, or ordinary log lines such as
-    ``Note: ...`` would be taken for exceptions.
+    ``Note: ...`` would be taken for exceptions. A lone name on a line the end of the paste
+    cut (``eng`` of ``engine``) must look like one too (issue 15).
     """
     indent = row.indent
     match = _EXCEPTION_LINE.fullmatch(row.text, indent)
-    if match is None or not (lenient or _looks_like_exception(match["name"])):
+    if match is None:
+        return None
+    lenient = lenient and not (row.cut and match["colon"] is None)
+    if not (lenient or _looks_like_exception(match["name"])):
         return None
     if match["colon"] is None:
         message_start = None
@@ -416,6 +458,40 @@ def _looks_like_exception(name: str) -> bool:
         and short[:1].isupper()
         and all(_MODULE.fullmatch(part) for part in modules.split("."))
     )
+
+
+def _wrapped_frame(rows: Sequence[_Row], at: int) -> tuple[re.Match[str] | None, int]:
+    """The frame at ``rows[at]`` and how many rows it takes: one, or up to
+    ``MAX_WRAPPED_ROWS`` when a terminal wrapped a long frame line at its width (issue 15).
+
+    A wrap may leave a first row that reads as a frame of its own (``line 4`` of ``line 46``,
+    ``in __in``): the next row continues it when it starts at the first column, as source
+    lines never do, and the joined row ends in a function name."""
+    row = rows[at]
+    alone = _frame_match(row)
+    if not row.text.startswith('File "', row.indent):
+        return alone, 1
+    text = row.line.text[row.col + row.indent :]  # unstripped: a wrap may end in a space
+    for used in range(2, min(MAX_WRAPPED_ROWS, len(rows) - at) + 1):
+        rest = rows[at + used - 1]
+        if alone and (rest.indent or not rest.text):  # a source line: the frame was whole
+            break
+        text += rest.line.text[rest.col :]
+        found = _FRAME.fullmatch(text)
+        if found and (not alone or _FUNCTION.fullmatch(found["function"] or "")):
+            return found, used
+        if alone:  # a whole frame is only ever continued by one row
+            break
+    return alone, 1
+
+
+def _wrap_remnant(rows: Sequence[_Row], at: int) -> bool:
+    """Whether ``rows[at]``, which fits nowhere in a traceback, is the rest of a wrapped source
+    line: a frame or a line that is clearly an exception's comes right after it."""
+    if at + 1 >= len(rows):
+        return False
+    after = rows[at + 1]
+    return _frame_match(after) is not None or _exception_head(after, lenient=False) is not None
 
 
 def _frame_match(row: _Row) -> re.Match[str] | None:

@@ -1,11 +1,34 @@
-"""Readiness: the start-up steps still to do, and the one that failed (issue 13).
+"""Readiness: the start-up steps still to do, and the one that failed (issue 13); and the
+progress of the work that goes on in the background once the server is ready (issue 15).
 
 /healthz says the process lives; /readyz says it should get traffic: not while the default
 releases are harvested or the match index loads, and not after one of those failed (the
-reason is kept for the operator; a restart tries again).
+reason is kept for the operator; a restart tries again). Older releases are harvested after
+that, while the server answers: /readyz shows how far that got, without turning unready.
 """
 
 import threading
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Background:
+    """Steps done after the server is ready: how many, which are done, which one runs, and
+    which failed with the reason (a failed one does not stop the others)."""
+
+    steps: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    running: str | None = None
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "total": len(self.steps),
+            "done": len(self.done),
+            "running": self.running,
+            "pending": [s for s in self.steps if s not in self.done and s not in self.failed],
+            "failed": dict(self.failed),
+        }
 
 
 class Readiness:
@@ -14,6 +37,7 @@ class Readiness:
     def __init__(self, steps: list[str]) -> None:
         self._pending = list(steps)
         self._failed: str | None = None
+        self._background = Background()
         self._lock = threading.Lock()
 
     def plan(self, steps: list[str]) -> None:
@@ -33,3 +57,28 @@ class Readiness:
         """(ready, pending steps, failure)."""
         with self._lock:
             return not self._pending and self._failed is None, list(self._pending), self._failed
+
+    def plan_background(self, steps: list[str]) -> None:
+        """The steps to run in the background once ready."""
+        with self._lock:
+            self._background = Background(steps=list(steps))
+
+    def background_step(
+        self, step: str, *, running: bool = False, failed: str | None = None
+    ) -> None:
+        """Record a background step as running, done, or failed with ``failed`` as reason."""
+        with self._lock:
+            background = self._background
+            if running:
+                background.running = step
+                return
+            background.running = None
+            if failed is None:
+                background.done.append(step)
+            else:
+                background.failed[step] = failed
+
+    def background(self) -> dict[str, object] | None:
+        """The background progress for /readyz; None when there is none planned."""
+        with self._lock:
+            return self._background.as_json() if self._background.steps else None

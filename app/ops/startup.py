@@ -1,10 +1,13 @@
-"""Start-up work that runs while the server already answers: harvest, then the match index.
+"""Start-up work that runs while the server already answers: harvest, then the match index,
+then, once ready, the older releases (issue 15).
 
 `errkb serve` used to harvest the default releases and build the index before listening, so
 nothing could tell an operator (or a load balancer) what it was doing. Now the server listens
 at once, /healthz answers, and /readyz stays 503 with the pending steps until they are done
 (issue 13). Worker processes of one store take turns under a file lock: the first harvests
-and builds the index (saved to the cache), the others then find both done.
+and builds the index (saved to the cache), the others then find both done. The older releases
+(ERRKB_OLDER_RELEASES) come after readiness, one at a time under the same lock, their
+progress in /readyz's `background`; one that fails is reported and the next one tried.
 """
 
 import fcntl
@@ -48,6 +51,7 @@ def startup_lock(settings: Settings, engine: Engine) -> Iterator[None]:
 
 
 def _harvest(engine: Engine, spec: str) -> None:
+    """Harvest one release into the store unless it is there already."""
     with Session(engine) as session:
         if drafts.is_harvested(session, spec):
             return
@@ -90,3 +94,26 @@ def start_up(
     except Exception as error:  # a thread's error: kept for /readyz and logged, not lost
         readiness.fail(step, str(error))
         log.exception("start-up step failed: %s", step)
+        return
+    older = settings.older_releases if settings.harvest_on_start else []
+    harvest_older(settings, engine, readiness, older)
+
+
+def harvest_older(
+    settings: Settings, engine: Engine, readiness: Readiness, specs: list[str]
+) -> None:
+    """Harvest the older releases the store lacks, after the server is ready; each one's
+    drafts and locations reach the match index on the next request (the dataset version
+    changed)."""
+    steps = [harvest_step(spec) for spec in specs]
+    readiness.plan_background(steps)
+    for spec, step in zip(specs, steps, strict=True):
+        readiness.background_step(step, running=True)
+        try:
+            with startup_lock(settings, engine):
+                _harvest(engine, spec)
+        except Exception as error:  # reported, and the next release is still tried
+            readiness.background_step(step, failed=str(error))
+            log.exception("background step failed: %s", step)
+        else:
+            readiness.background_step(step)

@@ -114,6 +114,9 @@ def _record_page(
         "record": stored.record(),
         "draft": stored.review_state == records.DRAFT,
         "locations": known,
+        "history": locations.release_history(
+            session, stored.record()["errorMessage"], known, locations.harvested_releases(session)
+        ),
         "code": next((loc.context for loc in reversed(known) if loc.context), None),
         "related": search.related_records(session, stored),
         "reproducer": verify.reproducer_info(settings, stored.id),

@@ -98,16 +98,32 @@ def stand_in_types(module: str, *names: str) -> None:
         setattr(holder, name, type(name, (), {"__module__": module}))
 
 
-def harvested_client(
-    folder: Path, spec: str
-) -> tuple[TestClient, drafts.harvest.HarvestResult, drafts.DraftCounts]:
-    """A service whose store holds the drafts harvested from one release (a spec that
-    `drafts.resolve_release` takes), with what the harvest found and stored."""
-    settings = Settings(database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder)
+HARVESTED = ("vllm==0.33.0", "sglang==0.5.23", "torch", "vllm==0.12.0", "vllm==0.14.1")
+"""What the accuracy tests' one store holds: the current vLLM, SGLang and torch, and two
+older vLLM releases (issue 15). Each test scores its own errors over all of it, as a
+service that serves them all would answer."""
+
+
+@dataclass
+class Harvested:
+    """A service over the store, and what each release's harvest found and stored."""
+
+    client: TestClient
+    results: dict[str, tuple[drafts.harvest.HarvestResult, drafts.DraftCounts]]
+
+
+def harvested_store(folder: Path, specs: tuple[str, ...] = HARVESTED) -> Harvested:
+    """A service whose store holds the drafts harvested from these releases, in order
+    (specs that `drafts.resolve_release` takes)."""
+    settings = Settings(
+        database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder, older_releases=[]
+    )
     app = create_app(settings)
+    results = {}
     with Session(app.state.engine) as session:
-        result, counts = drafts.harvest_release(session, drafts.resolve_release(spec))
-    return TestClient(app), result, counts
+        for spec in specs:
+            results[spec] = drafts.harvest_release(session, drafts.resolve_release(spec))
+    return Harvested(TestClient(app), results)
 
 
 @dataclass

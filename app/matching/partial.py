@@ -1,0 +1,301 @@
+"""A message that no template matches in full -> the templates it is a cut or near copy of.
+
+People paste what they have (issue 15): the end of a paste cuts the last message short, a
+terminal wraps it at its width, a log collector changes quotes or spacing, and an older or
+newer release words it slightly differently. A pattern must match a whole message to count
+as a full match, so these find nothing there. This second chance runs only for exceptions
+with no full match, and only on the patterns whose longest or leading literal the message
+shows (`PatternIndex.near_keys`), so a paste that matches in full pays nothing for it.
+
+* **Cut**: the message agrees with the template's literal text from its start up to where
+  the message ends (inside a literal, or inside a variable part); the share of the
+  template's literal text it covers says how much is known.
+* **Near**: word by word, the message differs from the template's literal words in at most
+  ``MAX_NEAR_WORDS`` words, besides whitespace, quoting and punctuation.
+* **Wrapped**: the message's lines, joined again as a terminal broke them, match in full.
+
+Comparison is on normalised text: runs of whitespace (a wrapped line's break too) are one
+space, and typographic quotes and backticks are one quote. Captures are the message's own
+text in each variable part, never text from elsewhere in the paste.
+"""
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from functools import lru_cache
+from re import _constants as sre_constants  # Python's own regex parser: shape only, never run
+from re import _parser as sre_parser
+
+from app.matching.index import PatternIndex
+from app.matching.traceback import ParsedException
+
+MAX_CANDIDATES = 32
+"""Patterns tried per message, those with the longest literal found first."""
+
+MAX_NEAR_WORDS = 2
+"""Most literal words a near match may differ in; more, and it is another message."""
+
+MIN_COVERED_CHARS = 12
+"""Literal characters a cut message must show of a template: fewer identify nothing."""
+
+MIN_NEAR_SHARE = 0.6
+"""Share of the template's literal words a near match must have in the message."""
+
+MIN_NEAR_WORDS = 3
+"""Literal words a near match must have in common with the template, at the least."""
+
+MIN_WRAPPED_CHARS = 20
+"""A wrapped message's lines but the last are at least this long: the terminal's width."""
+
+MAX_MESSAGE_CHARS = 4000
+"""Messages are compared up to this length: a longer one is a log, not a message."""
+
+_QUOTES = str.maketrans({c: "'" for c in '"`\u2018\u2019\u201c\u201d\u00b4'})
+_SPACES = re.compile(r"\s+")
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A literal run of a pattern (``name`` None), or a variable part and its group name."""
+
+    text: str
+    name: str | None = None
+    variable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Partial:
+    """How a message agrees with a template it does not fully match.
+
+    ``kind`` is "cut", "near" or "wrapped" (its lines joined again match in full); ``share``
+    is the part of the template's literal text the message shows; ``differences`` pairs what
+    the template says with what the message says.
+    """
+
+    kind: str
+    share: float
+    covered: int
+    cut_after: int
+    differences: tuple[tuple[str, str], ...] = ()
+    captures: dict[str, str] = field(default_factory=dict)
+    changed: int = 0  # literal words that differ (near)
+
+    def reason(self) -> str:
+        """The named reason a match carries, with the numbers a reader checks it by."""
+        if self.kind == "wrapped":
+            return "message wrapped at a fixed width: joined again, it matches the whole template"
+        if self.kind == "cut":
+            return (
+                f"message cut after {self.cut_after} characters: it shows {self.share:.0%} "
+                "of the template's text, and all of it agrees"
+            )
+        if not self.differences:
+            return "near match: only whitespace, quoting or punctuation differ from the template"
+        shown = "; ".join(
+            f"{found!r} where the template has {said!r}" for said, found in self.differences
+        )
+        return f"near match: {shown}"
+
+
+@lru_cache(maxsize=4096)
+def pieces(pattern: str) -> tuple[Piece, ...]:
+    """The top-level literal runs and variable parts of a pattern, in order.
+
+    Read off Python's parse tree like the index's literals; a pattern it cannot parse has
+    no pieces, and so no partial match.
+    """
+    try:
+        tree = sre_parser.parse(pattern)
+    except (re.error, OverflowError, RecursionError):
+        return ()
+    names = {number: name for name, number in tree.state.groupdict.items()}
+    out: list[Piece] = []
+    literal: list[str] = []
+    for op, arg in tree:
+        if op is sre_constants.LITERAL:
+            literal.append(chr(arg))
+            continue
+        if op is sre_constants.AT:
+            continue
+        if literal:
+            out.append(Piece(_normal("".join(literal), strip=False)))
+            literal.clear()
+        name = names.get(arg[0]) if op is sre_constants.SUBPATTERN else None
+        if not (out and out[-1].variable):
+            out.append(Piece("", name, variable=True))
+    if literal:
+        out.append(Piece(_normal("".join(literal), strip=False)))
+    return tuple(out)
+
+
+def _normal(text: str, strip: bool = True) -> str:
+    """Whitespace runs as one space, every kind of quote as ``'``."""
+    text = _SPACES.sub(" ", text.translate(_QUOTES))
+    return text.strip() if strip else text
+
+
+def unwrapped(message: str) -> list[str]:
+    """A message wrapped at a fixed width, its lines joined again (issue 15); [] when it
+    does not look wrapped. Lines come without trailing spaces, so a line one short of the
+    width lost the space it broke at; the first line, behind the class name, has no known
+    width, so both joins are tried there."""
+    lines = message.split("\n")
+    if len(lines) < 2 or any(len(line) < MIN_WRAPPED_CHARS for line in lines[:-1]):
+        return []
+    middle = lines[1:-1]
+    width = max(map(len, middle), default=0)
+    if any(len(line) < width - 1 for line in middle):
+        return []
+    tail = lines[1]
+    for line, following in zip(middle, lines[2:], strict=True):
+        tail += ("" if len(line) == width else " ") + following
+    return [lines[0] + tail, lines[0] + " " + tail]
+
+
+def cut_match(template: tuple[Piece, ...], message: str) -> Partial | None:
+    """The message as the start of the template: each literal run in order, the message
+    ending inside one of them or inside a variable part. None when a literal disagrees."""
+    text = _normal(message[:MAX_MESSAGE_CHARS])
+    total = sum(len(piece.text) for piece in template if not piece.variable)
+    position, covered = 0, 0
+    opened: tuple[str | None, int] | None = None  # the variable part being read
+    captures: dict[str, str] = {}
+    for piece in template:
+        if piece.variable:
+            opened = (piece.name, position)
+            continue
+        if opened is not None:
+            found = text.find(piece.text, position)
+        else:
+            found = position if text.startswith(piece.text, position) else -1
+        end = found
+        if found < 0:
+            shown = _cut_inside(piece.text, text, position, opened is not None)
+            if shown is None:
+                return None
+            end = len(text) - shown
+            covered += shown
+        if opened is not None and opened[0]:
+            captures[opened[0]] = text[opened[1] : end]
+        if found < 0:
+            break
+        covered += len(piece.text)
+        position, opened = found + len(piece.text), None
+    else:
+        return None  # the whole template is there: a full match, not a cut one
+    if covered < MIN_COVERED_CHARS or total == 0:
+        return None
+    return Partial("cut", covered / total, covered, len(message), captures=captures)
+
+
+def _cut_inside(literal: str, text: str, position: int, after_variable: bool) -> int | None:
+    """How many characters of ``literal`` the text ends with, from ``position`` on: the
+    message was cut inside it (or, after a variable part, inside that part: 0)."""
+    rest = text[position:]
+    if not after_variable:
+        return len(rest) if literal.startswith(rest) else None
+    for shown in range(min(len(literal), len(rest)), 0, -1):
+        if text.endswith(literal[:shown]):
+            return shown
+    return 0
+
+
+def near_match(template: tuple[Piece, ...], message: str) -> Partial | None:
+    """The message as the template with at most ``MAX_NEAR_WORDS`` of its literal words
+    changed or left out. Only words count: whitespace, quoting and punctuation do not, and
+    words the message adds are taken for variable values when the template has any."""
+    words = [w for piece in template if not piece.variable for w in _WORD.findall(piece.text)]
+    if not words:
+        return None
+    has_variables = any(piece.variable for piece in template)
+    found = _WORD.findall(_normal(message[:MAX_MESSAGE_CHARS]))
+    matcher = SequenceMatcher(None, words, found, autojunk=False)
+    differences: list[tuple[str, str]] = []
+    changed = 0
+    for op, t1, t2, f1, f2 in matcher.get_opcodes():
+        if op == "equal" or (op == "insert" and has_variables):
+            continue
+        changed += max(t2 - t1, 0 if has_variables else f2 - f1)
+        differences.append((" ".join(words[t1:t2]), " ".join(found[f1:f2])))
+    agreeing = sum(block.size for block in matcher.get_matching_blocks())
+    if changed > MAX_NEAR_WORDS or agreeing < max(MIN_NEAR_WORDS, MIN_NEAR_SHARE * len(words)):
+        return None
+    covered = sum(len(word) for word in words) * agreeing // len(words)
+    return Partial(
+        "near", agreeing / len(words), covered, len(message), tuple(differences), changed=changed
+    )
+
+
+def second_chance(
+    index: PatternIndex,
+    exceptions: Sequence[ParsedException],
+    hits: Sequence[tuple[str, int | None, str, bool]],
+    paste_end: int,
+) -> list[tuple[str, int, Partial]]:
+    """(record id, exception index, how it agrees) for every exception whose message no hit
+    matches in full. A cut match needs the message to end the paste (``paste_end``: the
+    offset after its last non-blank character): only there can a paste have cut it."""
+    full = {
+        exception_index
+        for key, exception_index, _, on_message in hits
+        if on_message
+        and exception_index is not None
+        and _matches_whole(index, key, exceptions[exception_index])
+    }
+    found: list[tuple[str, int, Partial]] = []
+    for exception in exceptions:
+        if exception.index in full or not exception.message.strip():
+            continue
+        at_end = exception.message_span[1] >= paste_end
+        best: dict[str, Partial] = {}
+        joined = unwrapped(exception.message)
+        for text in [exception.message, *joined]:
+            near = index.near_keys(text)
+            for key in sorted(near, key=lambda k: (-near[k], k))[:MAX_CANDIDATES]:
+                partial = _agreement(index, key, text, text in joined, at_end)
+                if partial is not None and (key not in best or _rank(partial) > _rank(best[key])):
+                    best[key] = partial
+        found.extend((key, exception.index, partial) for key, partial in best.items())
+    return found
+
+
+def unquoted(message: str) -> str | None:
+    """The string a message is the repr of, as KeyError prints its argument, else None."""
+    if len(message) < 2 or message[0] != message[-1] or message[0] not in "'\"":
+        return None
+    try:
+        value = ast.literal_eval(message)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _matches_whole(index: PatternIndex, key: str, exception: ParsedException) -> bool:
+    """Whether the pattern matches the whole message and its literal text is at least half
+    of it: a generic `{x} must be {y}` matching everything explains nothing."""
+    if index.specificity(key) * 2 < len(exception.message):
+        return False
+    inner = unquoted(exception.message)
+    messages = [exception.message] if inner is None else [exception.message, inner]
+    return any(index.match(key, message, full=True) is not None for message in messages)
+
+
+def _agreement(
+    index: PatternIndex, key: str, text: str, joined: bool, at_end: bool
+) -> Partial | None:
+    """How ``text`` agrees with ``key``'s template: in full once joined, cut, or near."""
+    if joined:
+        captured = index.match(key, text, full=True)
+        if captured is not None:
+            values = {k: v for k, v in captured.named.items() if v is not None}
+            return Partial("wrapped", 1.0, index.specificity(key), len(text), captures=values)
+    template = pieces(index.pattern(key))
+    cut = cut_match(template, text) if at_end else None
+    return cut or near_match(template, text)
+
+
+def _rank(partial: Partial) -> tuple[int, float]:
+    return (partial.kind == "wrapped", partial.share)

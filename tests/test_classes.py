@@ -1,0 +1,37 @@
+"""Tests for app.classes (issue 15): exception classes of real vLLM releases and how a
+pasted class relates to a record's across a rename."""
+
+from pathlib import Path
+
+from app import classes, upstream
+from app.harvest.extract import extract_module
+
+
+def _bases(version: str) -> dict[str, tuple[str, ...]]:
+    root = Path(upstream.ensure_unpacked("vllm", version))
+    source = (root / "vllm" / "exceptions.py").read_text()
+    return extract_module(source, "vllm/exceptions.py").bases
+
+
+def test_only_exception_classes_are_kept() -> None:
+    bases = {"Config": ("object",), "Mine": ("ValueError",), "Deeper": ("Mine",), "Loop": ("Loop",)}
+    assert classes.exception_classes(bases) == {"Mine": ("ValueError",), "Deeper": ("Mine",)}
+
+
+def test_a_renamed_class_relates_across_releases(session) -> None:
+    """vLLM 0.14.1 declares VLLMValidationError a ValueError; 0.33.0 a VLLMClientError."""
+    classes.replace_release(session, "vllm==0.14.1", classes.exception_classes(_bases("0.14.1")))
+    classes.replace_release(session, "vllm==0.33.0", classes.exception_classes(_bases("0.33.0")))
+    graph = classes.class_graph(session)
+    assert graph["VLLMValidationError"] == {"ValueError", "VLLMClientError"}
+    assert classes.relation("ValueError", "VLLMValidationError", graph) == "superclass"
+    assert classes.relation("VLLMValidationError", "ValueError", graph) == "subclass"
+    assert classes.relation("VLLMValidationError", "VLLMError", graph) == "subclass"
+    assert classes.relation("TypeError", "VLLMValidationError", graph) is None
+    assert classes.relation("Exception", "VLLMValidationError", graph) is None  # a root
+
+
+def test_builtins_relate_without_a_harvest() -> None:
+    graph = classes.BUILTIN_GRAPH
+    assert classes.relation("ModuleNotFoundError", "ImportError", graph) == "subclass"
+    assert classes.relation("KeyError", "IndexError", graph) is None

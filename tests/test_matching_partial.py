@@ -1,0 +1,111 @@
+"""Tests for app.matching.partial (issue 15) on templates harvested from vLLM 0.33.0's own
+sampling_params.py: cut, wrapped and near copies of its real messages."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from app import upstream
+from app.harvest import extract_raises
+from app.matching.partial import (
+    MAX_NEAR_WORDS,
+    cut_match,
+    near_match,
+    pieces,
+    unquoted,
+    unwrapped,
+)
+
+MESSAGES = {
+    "range": "temperature must be in [0, 2], got 5.0.",
+    "finite": "temperature must be a finite number, got inf.",
+    "diffusion": (
+        "The temperature, min_p, seed, min_tokens, logit_bias, bad_words, and allowed_token_ids "
+        "sampling parameters are not yet supported with diffusion models."
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def templates() -> dict[str, str]:
+    """The patterns harvest makes of the raise sites that print MESSAGES."""
+    path = Path(upstream.ensure_unpacked("vllm", "0.33.0")) / "vllm" / "sampling_params.py"
+    sites = extract_raises(path.read_text(), "vllm/sampling_params.py")
+    found = {}
+    for name, message in MESSAGES.items():
+        found[name] = next(
+            site.message.pattern
+            for site in sites
+            if site.message and re.fullmatch(site.message.pattern, message)
+        )
+    return found
+
+
+@pytest.mark.parametrize("keep", [24, 30, 36])
+def test_a_message_cut_short_matches_what_is_there(templates: dict[str, str], keep: int) -> None:
+    cut = MESSAGES["range"][:keep]
+    found = cut_match(pieces(templates["range"]), cut)
+    assert found is not None and found.kind == "cut"
+    assert found.cut_after == keep
+    assert found.reason().startswith(f"message cut after {keep} characters")
+    assert 0 < found.share < 1
+
+
+def test_the_share_follows_what_is_left(templates: dict[str, str]) -> None:
+    template = pieces(templates["diffusion"])
+    shares = [cut_match(template, MESSAGES["diffusion"][:n]).share for n in (40, 80, 120)]
+    assert shares == sorted(shares) and shares[0] < 0.4 < shares[-1]
+
+
+def test_a_cut_inside_a_value_captures_the_part_shown(templates: dict[str, str]) -> None:
+    found = cut_match(pieces(templates["finite"]), "temperature must be a finite number, got in")
+    assert found is not None and found.captures == {"temperature": "in"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "temperature must be in [0, 3], got 5.0.",  # a literal differs: not a cut copy
+        "top_p must be in (0, 1], got",
+        "temperatu",  # too little to tell
+    ],
+)
+def test_what_disagrees_is_no_cut(templates: dict[str, str], text: str) -> None:
+    assert cut_match(pieces(templates["range"]), text) is None
+
+
+def test_a_whole_message_is_no_cut(templates: dict[str, str]) -> None:
+    assert cut_match(pieces(templates["range"]), MESSAGES["range"]) is None
+
+
+def test_whitespace_and_quoting_are_a_near_match(templates: dict[str, str]) -> None:
+    spaced = MESSAGES["diffusion"].replace(" ", "\n  ", 3).replace("The", "`The`")
+    found = near_match(pieces(templates["diffusion"]), spaced)
+    assert found is not None and found.changed == 0
+    assert found.reason() == (
+        "near match: only whitespace, quoting or punctuation differ from the template"
+    )
+
+
+def test_one_or_two_words_are_a_near_match(templates: dict[str, str]) -> None:
+    text = MESSAGES["diffusion"].replace("not yet", "not currently").replace("models", "LLMs")
+    found = near_match(pieces(templates["diffusion"]), text)
+    assert found is not None and found.changed == MAX_NEAR_WORDS
+    assert "'LLMs' where the template has 'models'" in found.reason()
+    more = text.replace("sampling", "decoding")
+    assert near_match(pieces(templates["diffusion"]), more) is None
+
+
+def test_a_wrapped_message_joins_again() -> None:
+    """Cut every 40 characters, inside words or at spaces (which the parser strips)."""
+    message = MESSAGES["diffusion"]
+    lines = [message[at : at + 40].rstrip() for at in range(0, len(message), 40)]
+    assert message in unwrapped("\n".join(lines))
+    assert unwrapped("one line") == []
+    assert unwrapped("short\nlines") == []
+
+
+def test_unquoted_reads_a_repr() -> None:
+    assert unquoted("'max_model_len'") == "max_model_len"
+    assert unquoted("plain") is None
