@@ -1,7 +1,7 @@
-"""Database engine and sessions; the one module that knows the store is SQLite.
+"""Database engine and sessions: SQLite's connection settings here, PostgreSQL's engine and
+everything else that differs between the engines in app/store (issue 14).
 
-Everything SQLite-specific (WAL, foreign keys, busy timeout, the file's folder) lives here,
-so a PostgreSQL backend only has to add its branch in `make_engine` (issue 2).
+SQLite specifics (WAL, foreign keys, busy timeout, the file's folder) live here (issue 2).
 """
 
 from collections.abc import Iterator
@@ -13,7 +13,9 @@ from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, create_engine
 
+from app import store
 from app.config import PROJECT_ROOT, Settings
+from app.store import postgres
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -24,10 +26,11 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for the URL; for SQLite, WAL journaling and enforced foreign keys."""
+def make_engine(url: str, pool: postgres.PoolOptions | None = None) -> Engine:
+    """An engine for the URL; for SQLite, WAL journaling and enforced foreign keys; for
+    PostgreSQL, the pool (ERRKB_DB_POOL_*; SQLite opens a connection per thread)."""
     if not is_sqlite(url):
-        return create_engine(url, pool_pre_ping=True)
+        return postgres.make_engine(url, pool or postgres.PoolOptions())
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
@@ -63,13 +66,14 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     with engine.begin() as connection:
+        store.backend(connection).serialize_migrations(connection)
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 
 
 def open_store(settings: Settings) -> Engine:
     """The engine for the configured database, migrated to the newest schema."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, postgres.PoolOptions.of(settings))
     upgrade(engine)
     return engine
 

@@ -19,11 +19,10 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlmodel import Session
 
-from app import locations
+from app import locations, store
 from app.errors import AppError
 from app.models import DatasetState, Record, RecordTag
 from app.recordfiles import LoadedRecord, load_records, record_files
-from app.search_index import batch_indexing
 from app.validation import field_order, record_errors
 
 MAX_PAGE_SIZE = 200
@@ -131,8 +130,14 @@ def dataset_version(session: Session) -> str:
 
 
 def bump_dataset_version(session: Session) -> str:
-    """Move the version forward: now, or one millisecond past the last one if that is later."""
-    current = dataset_version(session)
+    """Move the version forward: now, or one millisecond past the last one if that is later.
+
+    The version row is read FOR UPDATE (PostgreSQL; SQLite has one writer anyway): a
+    replica writing at the same moment waits and moves past this version, so two writes
+    never share one version that other replicas would take as nothing new (issue 14)."""
+    session.flush()
+    locked = session.connection().execute(_VERSION_QUERY.with_for_update())
+    current = locked.scalar_one_or_none() or EMPTY_DATASET_VERSION
     previous = datetime.strptime(current, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     version = _format_version(max(_utcnow(), previous + timedelta(milliseconds=1)))
     session.merge(DatasetState(key=VERSION_KEY, value=version))
@@ -288,7 +293,7 @@ def write_records(
     for row in new_rows + changed:
         row["review_state"] = review_state
     if new_rows:
-        with batch_indexing(session, [row["id"] for row in new_rows]):
+        with store.backend(session).batch_indexing(session, [row["id"] for row in new_rows]):
             session.execute(insert(Record), new_rows)
     for row in changed:
         session.execute(update(Record).where(Record.id == row["id"]).values(**row))

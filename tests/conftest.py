@@ -1,4 +1,10 @@
-"""Fixtures: every test builds its own app on its own temporary SQLite database."""
+"""Fixtures: every test builds its own app on its own temporary database.
+
+That is a SQLite file always and, when ERRKB_TEST_POSTGRES_URL names a PostgreSQL database,
+a schema of its own in that database too: each test that uses `settings` (and so `session`,
+`make_client`, `client`) runs once per engine, `[sqlite]` and `[postgresql]` (issue 14).
+Tests marked `sqlite_only` look inside the SQLite file and run on SQLite alone.
+"""
 
 import json
 from collections.abc import Callable, Iterator
@@ -11,17 +17,42 @@ from sqlmodel import Session
 from app.config import PROJECT_ROOT, Settings
 from app.db import open_store
 from app.main import create_app
+from tests.helpers import postgres
 
 DATA_DIR = PROJECT_ROOT / "data" / "records"
 SEEDS_DIR = Path(__file__).parent / "fixtures" / "seeds"
 ADMIN_TOKEN = "test-admin-token"
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run the tests that use the store once per engine (only SQLite without PostgreSQL)."""
+    if "store_engine" in metafunc.fixturenames:
+        sqlite_only = metafunc.definition.get_closest_marker("sqlite_only") is not None
+        engines = [postgres.SQLITE] if sqlite_only else postgres.ENGINES
+        metafunc.parametrize("store_engine", engines, indirect=True)
+
+
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings on a fresh database file, with an admin token for write tests."""
+def store_engine(request: pytest.FixtureRequest) -> str:
+    """The engine this run of the test stores records in."""
+    return request.param
+
+
+@pytest.fixture
+def database_url(store_engine: str, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database: a SQLite file, or a PostgreSQL schema dropped afterwards."""
+    if store_engine == postgres.SQLITE:
+        yield f"sqlite:///{tmp_path / 'errkb.db'}"
+        return
+    with postgres.fresh_schema() as url:
+        yield url
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    """Settings on a fresh database, with an admin token for write tests."""
     return Settings(
-        database_url=f"sqlite:///{tmp_path / 'errkb.db'}",
+        database_url=database_url,
         admin_token=ADMIN_TOKEN,
         cache_dir=tmp_path / "cache",
     )
