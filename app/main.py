@@ -17,6 +17,7 @@ from app.curation.hits import HitCounter
 from app.db import open_store
 from app.errors import AppError
 from app.matching.service import Matcher
+from app.ops.follow import follow
 from app.ops.logs import configure_logging
 from app.ops.metrics import Metrics
 from app.ops.middleware import RequestObserver
@@ -63,11 +64,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 @asynccontextmanager
 async def _start_up(app: FastAPI) -> AsyncIterator[None]:
     """Harvest (if asked) and load the match index in a thread while the server already
-    answers, /readyz saying when it is done (issue 13); write pending hits on the way out."""
+    answers, /readyz saying when it is done (issue 13); follow other processes' writes in
+    another (issue 14); write pending hits on the way out."""
     state = app.state
     arguments = (state.settings, state.engine, state.matcher, state.readiness, state.metrics)
     threading.Thread(target=start_up, args=arguments, name="errkb-start-up", daemon=True).start()
+    stop = threading.Event()
+    if state.settings.index_poll_s > 0:
+        following = (state.matcher, state.engine, state.settings.index_poll_s, stop)
+        threading.Thread(target=follow, args=following, name="errkb-follow", daemon=True).start()
     yield
+    stop.set()
     state.hits.flush()
 
 

@@ -2,11 +2,10 @@
 /metrics."""
 
 from datetime import date, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 
 from app import records
 from app.api.curation import QueueItemOut, queue_item_out
@@ -84,21 +83,35 @@ def read_stats_charts(
     return stats_charts_out(stats.overview(session, settings, days))
 
 
+def _index_state(request: Request, session: SessionDep) -> dict[str, Any]:
+    """Whether this process's match index holds the store's newest writes (issue 14)."""
+    freshness = request.app.state.matcher.freshness(records.dataset_version(session))
+    return {
+        "version": freshness.index_version,
+        "datasetVersion": freshness.dataset_version,
+        "stale": freshness.stale,
+        "behindS": round(freshness.behind_s, 3),
+    }
+
+
 @router.get("/healthz")
-def read_health(session: SessionDep) -> dict[str, str]:
-    """Liveness and database reachability."""
-    session.execute(text("SELECT 1"))
-    return {"status": "ok"}
+def read_health(request: Request, session: SessionDep) -> dict[str, Any]:
+    """Liveness and database reachability, and whether the match index is behind the
+    store (`index.stale`: another replica's write not yet taken in)."""
+    return {"status": "ok", "index": _index_state(request, session)}
 
 
 @router.get("/readyz")
-def read_readiness(request: Request) -> JSONResponse:
-    """Readiness: 503 while the default harvest runs or the match index loads, or after
-    either failed (the reason is in `failed`)."""
+def read_readiness(request: Request, session: SessionDep, settings: SettingsDep) -> JSONResponse:
+    """Readiness: 503 while the default harvest runs or the match index loads, after either
+    failed (the reason is in `failed`), or while the index has been behind the store longer
+    than ERRKB_INDEX_STALE_AFTER_S (`stale`)."""
     ready, pending, failed = request.app.state.readiness.state()
-    status = "ready" if ready else "failed" if failed else "starting"
-    body = {"status": status, "pending": pending, "failed": failed}
-    return JSONResponse(body, status_code=200 if ready else 503)
+    index = _index_state(request, session)
+    lagging = ready and index["behindS"] > settings.index_stale_after_s
+    status = "failed" if failed else "starting" if not ready else "stale" if lagging else "ready"
+    body = {"status": status, "pending": pending, "failed": failed, "index": index}
+    return JSONResponse(body, status_code=200 if status == "ready" else 503)
 
 
 @router.get("/metrics", response_class=Response)

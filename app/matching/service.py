@@ -6,16 +6,23 @@ logtext -> traceback -> index -> rank). `Matcher` keeps the pattern index of the
 and follows its writes: it compares the dataset version on each call and adds what
 changed, and it caches the built index on disk by dataset version, so a restart loads it
 instead of compiling every pattern again (issue 3).
+
+Several processes may share one store (workers, or replicas on PostgreSQL, issue 14): each
+notices another's write by the dataset version, on its next match or from app.ops.follow in
+the background, and finds what changed by the records' content hashes, not by clocks that
+may differ between machines. A request never waits for another thread's sync: it answers
+with the index as it is, and `freshness` tells how far behind that is.
 """
 
 import hashlib
 import threading
+import time
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlmodel import Session
 
 from app import locations, records
@@ -30,11 +37,24 @@ from app.schemas import ExceptionOut, FrameOut, MatchOut, MatchResult, summarize
 DEFAULT_MATCHES = 10
 MAX_MATCHES = 100
 REBUILD_AFTER_PENDING = 200  # patterns matched the slow way before the engine takes them in
-MODIFIED_MARGIN_S = 2.0  # re-read rows this much older than the last sync (clock steps)
 
 
 RaiseSites = dict[tuple[str, int], list[tuple[str, str]]]
 """(file name, line) -> (record id, the record's filePath) of the sites raising there."""
+
+
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    """How the match index stands against the store: the dataset version it holds, the
+    store's, and for how long it has been behind (0 when current)."""
+
+    index_version: str | None
+    dataset_version: str
+    behind_s: float
+
+    @property
+    def stale(self) -> bool:
+        return self.index_version != self.dataset_version
 
 
 class Matcher:
@@ -45,20 +65,53 @@ class Matcher:
         self._cache_path = cache_dir / "index" / f"{_database_key(engine)}.idx"
         self._index: PatternIndex | None = None
         self._version: str | None = None
-        self._synced_at = datetime.now(UTC)
-        self._keys: set[str] = set()
+        self._hashes: dict[str, str] = {}  # record id -> content hash, as indexed
         self._sites: RaiseSites = {}
         self._lock = threading.Lock()
+        self._behind_since: float | None = None  # when a newer dataset version was seen
 
     def index(self, session: Session) -> PatternIndex:
-        """The index, brought up to the store's current dataset version first."""
+        """The index, brought up to the store's dataset version unless another thread is
+        at it already: then this call answers with the index as it is. The first load
+        waits, as there is nothing to answer with before it."""
         version = records.dataset_version(session)
-        if self._index is None or version != self._version:
+        if self._index is None:
             with self._lock:
-                if self._index is None or version != self._version:
+                if self._index is None:
                     self._sync(session, version)
+        elif version != self._version:
+            self._notice_behind()
+            if self._lock.acquire(blocking=False):
+                try:
+                    if version != self._version:
+                        self._sync(session, version)
+                finally:
+                    self._lock.release()
         assert self._index is not None
         return self._index
+
+    def refresh(self, engine: Engine) -> bool:
+        """Bring a loaded index up to the store, waiting for the lock (app.ops.follow, off the
+        request path); True when it synced."""
+        with Session(engine) as session:
+            version = records.dataset_version(session)
+            if self._index is None or version == self._version:
+                return False
+            self._notice_behind()
+            with self._lock:
+                if version == self._version:
+                    return False
+                self._sync(session, version)
+        return True
+
+    def freshness(self, dataset_version: str) -> Freshness:
+        """How the index stands against this dataset version (read by the caller)."""
+        if dataset_version == self._version:
+            return Freshness(self._version, dataset_version, 0.0)
+        self._notice_behind()
+        since = self._behind_since  # a sync may clear it meanwhile
+        behind = time.monotonic() - since if since is not None else 0.0
+        return Freshness(self._version, dataset_version, behind)
 
     def raise_sites(self) -> RaiseSites:
         """Where each record's site raises, for finding records by the innermost frame;
@@ -70,48 +123,51 @@ class Matcher:
         """Patterns in the index; 0 before it is loaded (asking must not load it)."""
         return len(self._index) if self._index is not None else 0
 
+    def _notice_behind(self) -> None:
+        if self._behind_since is None:
+            self._behind_since = time.monotonic()
+
     def _sync(self, session: Session, version: str) -> None:
-        now = datetime.now(UTC)
         if self._index is None:
             self._index = PatternIndex.load(self._cache_path, version)
+            if self._index is not None:
+                self._hashes = _hashes(session)
+                # Another process may have written between the two reads (PostgreSQL reads
+                # each statement afresh): then the hashes are newer than the saved index.
+                if records.dataset_version(session) != version:
+                    self._index = None
             if self._index is None:
-                patterns = _patterns(session)
-                indexed = [p for p in patterns if not locations.matched_by_location(p[1])]
+                rows = _patterns(session)
+                indexed = [(i, p) for i, p, _ in rows if not locations.matched_by_location(p)]
                 self._index = PatternIndex(indexed)
                 self._save(version)
-                self._keys = {record_id for record_id, _ in patterns}
-            else:
-                self._keys = set(_all_ids(session))
+                self._hashes = {record_id: digest for record_id, _, digest in rows}
         elif self._apply_changes(session):
             self._save(version)
         self._sites = _raise_sites(session)
-        self._version, self._synced_at = version, now
+        self._version, self._behind_since = version, None
 
     def _apply_changes(self, session: Session) -> bool:
-        """Add what was written since the last sync, drop what was deleted; True if any."""
+        """Add what was written since the last sync, drop what was deleted; True if any.
+
+        Changes are found by content hash: a record written on another machine, or in a
+        transaction that committed long after it began, is found all the same."""
         assert self._index is not None
-        since = self._synced_at - timedelta(seconds=MODIFIED_MARGIN_S)
-        changed = session.execute(
-            select(Record.id, Record.message_pattern).where(Record.modified_at >= since)
-        ).all()
-        for record_id, pattern in changed:
-            if not locations.matched_by_location(pattern):
-                self._index.add(record_id, pattern)
-            elif record_id in self._index:
-                self._index.remove(record_id)
-            self._keys.add(record_id)
-        gone: set[str] = set()
-        # Every id written since is in _keys now, so equal counts mean nothing was deleted:
-        # the full list of ids is read only after a delete.
-        if session.execute(select(func.count()).select_from(Record)).scalar_one() != len(
-            self._keys
-        ):
-            present = set(_all_ids(session))
-            gone = self._keys - present
-            for record_id in gone:
-                if record_id in self._index:
+        current = _hashes(session)
+        changed = [i for i, digest in current.items() if self._hashes.get(i) != digest]
+        gone = self._hashes.keys() - current.keys()
+        for start in range(0, len(changed), records.SQL_CHUNK):
+            chunk = changed[start : start + records.SQL_CHUNK]
+            statement = select(Record.id, Record.message_pattern).where(Record.id.in_(chunk))
+            for record_id, pattern in session.execute(statement):
+                if not locations.matched_by_location(pattern):
+                    self._index.add(record_id, pattern)
+                elif record_id in self._index:
                     self._index.remove(record_id)
-            self._keys = present
+        for record_id in gone:
+            if record_id in self._index:
+                self._index.remove(record_id)
+        self._hashes = current
         if len(changed) >= REBUILD_AFTER_PENDING:
             self._index.rebuild()
         return bool(changed) or bool(gone)
@@ -128,12 +184,13 @@ def _database_key(engine: Engine) -> str:
     return hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
-def _patterns(session: Session) -> list[tuple[str, str]]:
-    return [tuple(row) for row in session.execute(select(Record.id, Record.message_pattern))]
+def _patterns(session: Session) -> list[tuple[str, str, str]]:
+    statement = select(Record.id, Record.message_pattern, Record.content_hash)
+    return [tuple(row) for row in session.execute(statement)]
 
 
-def _all_ids(session: Session) -> list[str]:
-    return list(session.execute(select(Record.id)).scalars())
+def _hashes(session: Session) -> dict[str, str]:
+    return dict(session.execute(select(Record.id, Record.content_hash)).all())
 
 
 def _raise_sites(session: Session) -> RaiseSites:
