@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import curation, errors, match, meta, reproducers, search
@@ -116,6 +117,14 @@ def _add_error_handlers(app: FastAPI) -> None:
         ]
         detail = "; ".join(f"{f['field']}: {f['reason']}" for f in fields)
         return error_response(request, AppError(422, "Invalid request", detail, fields))
+
+    @app.exception_handler(DataError)
+    async def handle_data_error(request: Request, error: DataError) -> Response:
+        """A value the store cannot hold, such as a NUL character or an integer beyond 32
+        bits on PostgreSQL (issue 14): the request's fault, not the server's."""
+        reason = str(error.orig).splitlines()[0] if error.orig else "invalid value"
+        detail = f"the store cannot hold a value of this request: {reason}"
+        return error_response(request, AppError(422, "Invalid value", detail))
 
     @app.exception_handler(StarletteHTTPException)
     async def handle_http_error(request: Request, error: StarletteHTTPException) -> Response:
