@@ -29,6 +29,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session
 
+from app import store
 from app.models import DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
 
 SQL_CHUNK = 500
@@ -208,6 +209,8 @@ def known_lines(session: Session) -> list[tuple[str, str, int | None]]:
 
 def resolve_alias(session: Session, record_id: str) -> str | None:
     """The id of the record that absorbed this one, if it was absorbed."""
+    if store.names_nothing(record_id):
+        return None
     statement = select(RecordAlias.record_id).where(RecordAlias.alias_id == record_id)
     return session.execute(statement).scalar_one_or_none()
 

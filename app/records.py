@@ -132,15 +132,20 @@ def dataset_version(session: Session) -> str:
 def bump_dataset_version(session: Session) -> str:
     """Move the version forward: now, or one millisecond past the last one if that is later.
 
-    The version row is read FOR UPDATE (PostgreSQL; SQLite has one writer anyway): a
-    replica writing at the same moment waits and moves past this version, so two writes
-    never share one version that other replicas would take as nothing new (issue 14)."""
+    The version row is made if missing and read FOR UPDATE (PostgreSQL; SQLite has one
+    writer anyway): a replica writing at the same moment waits, then moves past this
+    version, so two writes never share one version that other replicas would take for
+    nothing new (issue 14)."""
     session.flush()
-    locked = session.connection().execute(_VERSION_QUERY.with_for_update())
-    current = locked.scalar_one_or_none() or EMPTY_DATASET_VERSION
+    connection = session.connection()
+    first = store.backend(session).insert_ignoring(DatasetState.__table__)
+    connection.execute(first.values(key=VERSION_KEY, value=EMPTY_DATASET_VERSION))
+    current = connection.execute(_VERSION_QUERY.with_for_update()).scalar_one()
     previous = datetime.strptime(current, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     version = _format_version(max(_utcnow(), previous + timedelta(milliseconds=1)))
-    session.merge(DatasetState(key=VERSION_KEY, value=version))
+    connection.execute(
+        update(DatasetState).where(DatasetState.key == VERSION_KEY).values(value=version)
+    )
     return version
 
 
@@ -153,6 +158,8 @@ _STORED_COLUMNS = (Record.id, Record.document, Record.review_state, Record.origi
 
 def get_record(session: Session, record_id: str) -> StoredRecord | None:
     """The record with this id, or None."""
+    if store.names_nothing(record_id):
+        return None
     row = session.execute(select(*_STORED_COLUMNS).where(Record.id == record_id)).first()
     return _stored(row) if row else None
 
@@ -170,6 +177,8 @@ def get_records(session: Session, record_ids: Iterable[str]) -> dict[str, Stored
 
 def get_record_by_slug(session: Session, repo: str, slug: str) -> StoredRecord | None:
     """The record of a repo with this slug; reviewed records first, then the lowest id."""
+    if store.names_nothing(repo, slug):
+        return None
     row = session.execute(
         select(*_STORED_COLUMNS)
         .where(Record.repo == repo, Record.slug == slug)

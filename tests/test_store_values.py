@@ -10,14 +10,15 @@ from tests.test_search import make_record
 
 
 @pytest.mark.parametrize(
+    "path", ["/api/errors/a%00b", "/api/errors/by-slug/a%00/b/c", "/errors/%00"]
+)
+def test_a_key_with_a_nul_names_no_record(client: TestClient, path: str) -> None:
+    assert client.get(path).status_code == 404
+
+
+@pytest.mark.parametrize(
     "path",
-    [
-        "/api/errors/a%00b",
-        "/api/errors?repo=a%00b",
-        "/api/search?q=free&repo=a%00b",
-        "/api/errors/by-slug/a%00/b/c",
-        "/search?q=free&tag=%00",
-    ],
+    ["/api/errors?repo=a%00b", "/api/search?q=free&repo=a%00b", "/search?q=free&tag=%00"],
 )
 def test_a_nul_in_a_parameter_is_never_a_server_error(
     client: TestClient, store_engine: str, path: str

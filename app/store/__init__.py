@@ -28,4 +28,11 @@ def backend(bind: Session | Engine | Connection) -> Backend:
         raise ValueError(f"errkb stores records in SQLite or PostgreSQL, not {name}") from None
 
 
-__all__ = ["Backend", "backend"]
+def names_nothing(*values: str) -> bool:
+    """Whether a lookup by these values must find nothing: PostgreSQL cannot hold a NUL
+    character, so no stored key has one, and asking would fail instead of finding nothing.
+    Lookups by key answer "not found" on both engines alike (issue 14)."""
+    return any("\x00" in value for value in values)
+
+
+__all__ = ["Backend", "backend", "names_nothing"]

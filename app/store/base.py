@@ -62,6 +62,10 @@ class Backend(ABC):
         """INSERT into `table` that, for a row whose `keys` exist, adds to `column`."""
 
     @abstractmethod
+    def insert_ignoring(self, table: Table) -> Insert:
+        """INSERT into `table` that leaves a row whose key exists as it is."""
+
+    @abstractmethod
     def after_copy(self, connection: Connection, table: Table) -> None:
         """Fix up what copying rows with their own ids leaves behind (`errkb db copy`)."""
 

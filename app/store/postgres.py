@@ -160,6 +160,9 @@ class PostgresBackend(Backend):
             set_={column: table.c[column] + statement.excluded[column]},
         )
 
+    def insert_ignoring(self, table: Table) -> Insert:
+        return postgresql.insert(table).on_conflict_do_nothing()
+
     def after_copy(self, connection: Connection, table: Table) -> None:
         """Rows copied with their own integer ids leave the id sequence behind: move it past
         the largest id, so the next insert does not collide."""

@@ -113,6 +113,9 @@ class SqliteBackend(Backend):
             set_={column: table.c[column] + statement.excluded[column]},
         )
 
+    def insert_ignoring(self, table: Table) -> Insert:
+        return sqlite.insert(table).on_conflict_do_nothing()
+
     def after_copy(self, connection: Connection, table: Table) -> None:
         """Nothing to fix: an INTEGER PRIMARY KEY continues after the largest id."""
 

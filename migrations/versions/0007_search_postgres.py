@@ -93,13 +93,12 @@ _STATEMENTS = (
     "CREATE INDEX ix_record_search_full_tsv ON record_search USING gin (full_tsv)",
     """CREATE FUNCTION errkb_field_vector(value jsonb, label "char") RETURNS tsvector
     LANGUAGE sql STABLE PARALLEL SAFE AS $$
-        SELECT setweight(to_tsvector('simple', unaccent(regexp_replace(
+        SELECT setweight(to_tsvector('simple', unaccent(regexp_replace(coalesce(
             CASE jsonb_typeof(value)
                 WHEN 'string' THEN value #>> '{}'
                 WHEN 'array' THEN
                     (SELECT string_agg(item, ' ') FROM jsonb_array_elements_text(value) item)
-                ELSE ''
-            END, '[^[:alnum:]]+', ' ', 'g'))), label)
+            END, ''), '[^[:alnum:]]+', ' ', 'g'))), label)
     $$""",
     *(
         statement
