@@ -129,13 +129,13 @@ class Matcher:
 
     def _sync(self, session: Session, version: str) -> None:
         if self._index is None:
-            self._index = PatternIndex.load(self._cache_path, version)
-            if self._index is not None:
-                self._hashes = _hashes(session)
+            cached = PatternIndex.load(self._cache_path, version)
+            if cached is not None:
+                hashes = _hashes(session)
                 # Another process may have written between the two reads (PostgreSQL reads
                 # each statement afresh): then the hashes are newer than the saved index.
-                if records.dataset_version(session) != version:
-                    self._index = None
+                if records.dataset_version(session) == version:
+                    self._index, self._hashes = cached, hashes
             if self._index is None:
                 rows = _patterns(session)
                 indexed = [(i, p) for i, p, _ in rows if not locations.matched_by_location(p)]
