@@ -75,7 +75,7 @@ def make_engine(url: str, pool: PoolOptions) -> Engine:
         raise ValueError(f"errkb stores records in SQLite or PostgreSQL, not {parsed.drivername}")
     given = parsed.query.get("options")
     options = " ".join(filter(None, (given if isinstance(given, str) else None, "-c timezone=UTC")))
-    return create_engine(
+    engine = create_engine(
         parsed.difference_update_query(["options"]),
         connect_args={"options": options},
         pool_size=pool.size,
@@ -84,6 +84,11 @@ def make_engine(url: str, pool: PoolOptions) -> Engine:
         pool_recycle=pool.recycle_s,
         pool_pre_ping=pool.pre_ping,
     )
+    # A batch insert as multi-row INSERT statements (1000 rows each), not one statement per
+    # row: migration 0007's triggers run once per statement, and row by row they made a
+    # 50k import take minutes instead of seconds.
+    engine.dialect.use_insertmanyvalues_wo_returning = True
+    return engine
 
 
 def tsquery_text(query: TextQuery) -> str:
