@@ -65,8 +65,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply pending Alembic migrations: the only way the schema is created or changed."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with engine.begin() as connection:
-        store.backend(connection).serialize_migrations(connection)
+    # Replicas or workers starting together upgrade one after the other (issue 14).
+    with store.backend(engine).exclusive(engine, "migrate"), engine.begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 

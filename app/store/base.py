@@ -43,13 +43,8 @@ class Backend(ABC):
 
     @abstractmethod
     def exclusive(self, engine: Engine, name: str) -> AbstractContextManager:
-        """Held by one process of this store at a time (start-up harvest, import): the
+        """Held by one process of this store at a time (migrations, import, harvest): the
         others wait. Released when the process dies."""
-
-    @abstractmethod
-    def serialize_migrations(self, connection: Connection) -> None:
-        """Make concurrent upgrades of one store wait for each other, inside the upgrade's
-        transaction (two replicas starting at once)."""
 
     @abstractmethod
     def batch_indexing(

@@ -148,11 +148,6 @@ class PostgresBackend(Backend):
     def exclusive(self, engine: Engine, name: str) -> AbstractContextManager:
         return _advisory_lock(engine, name)
 
-    def serialize_migrations(self, connection: Connection) -> None:
-        """A transaction-scoped advisory lock: the second replica's upgrade waits, then finds
-        the schema at head."""
-        connection.execute(text(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})"), {"name": "migrate"})
-
     def batch_indexing(
         self, session: Session, record_ids: Sequence[str]
     ) -> AbstractContextManager[None]:

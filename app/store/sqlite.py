@@ -98,9 +98,6 @@ class SqliteBackend(Backend):
             return nullcontext()  # no other process can open this database
         return _file_lock(Path(f"{database}-{name}.lock"))
 
-    def serialize_migrations(self, connection: Connection) -> None:
-        """Nothing to add: SQLite lets one writer at a time into the file."""
-
     def batch_indexing(
         self, session: Session, record_ids: Sequence[str]
     ) -> AbstractContextManager[None]:
