@@ -30,7 +30,7 @@ def make_engine(url: str, pool: postgres.PoolOptions | None = None) -> Engine:
     """An engine for the URL; for SQLite, WAL journaling and enforced foreign keys; for
     PostgreSQL, the pool (ERRKB_DB_POOL_*; SQLite opens a connection per thread)."""
     if not is_sqlite(url):
-        return postgres.make_engine(url, pool or postgres.PoolOptions())
+        return postgres.make_engine(url, pool or postgres.PoolOptions.of())
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)

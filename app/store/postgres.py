@@ -51,14 +51,16 @@ class PoolOptions:
     """The connection pool of one process (ERRKB_DB_POOL_*); each replica has its own, so a
     server must allow replicas x (size + max_overflow) connections."""
 
-    size: int = 5
-    max_overflow: int = 10
-    timeout_s: float = 30.0
-    recycle_s: float = 1800.0
-    pre_ping: bool = True
+    size: int
+    max_overflow: int
+    timeout_s: float
+    recycle_s: float
+    pre_ping: bool
 
     @classmethod
-    def of(cls, settings: Settings) -> "PoolOptions":
+    def of(cls, settings: Settings | None = None) -> "PoolOptions":
+        """The pool the settings ask for; without settings, their defaults (app.config)."""
+        settings = settings or Settings.model_construct()
         return cls(
             settings.db_pool_size,
             settings.db_pool_max_overflow,
