@@ -70,7 +70,8 @@ def _spent(before: dict[int, float], after: dict[int, float]) -> float:
 
 def _machine_busy_s() -> float:
     """CPU seconds the whole machine has been busy (every process, other users' too)."""
-    user, nice, system, idle, iowait, *rest = map(int, Path("/proc/stat").read_text().split()[1:])
+    first = Path("/proc/stat").read_text().splitlines()[0]
+    user, nice, system, idle, iowait, *rest = map(int, first.split()[1:])
     return (user + nice + system + sum(rest[:3])) / TICKS
 
 
