@@ -64,8 +64,8 @@ def _cpu_by_pid(pids: list[int]) -> dict[int, float]:
 
 
 def _spent(before: dict[int, float], after: dict[int, float]) -> float:
-    """CPU seconds spent between two readings by the processes present at both."""
-    return sum(after[pid] - before[pid] for pid in before.keys() & after.keys())
+    """CPU seconds spent between two readings (a process born in between: all of its own)."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
 def _machine_busy_s() -> float:
@@ -148,10 +148,17 @@ def _loads(
     for name, requests in (("GET /api/errors/{id}", by_id), ("POST /api/match", matches)):
         drive(targets, requests[:200], 4, seconds)  # warm both replicas
         for level in LEVELS:
-            database_pids = _backend_pids(database)
-            before = (_cpu_by_pid(server_pids), _cpu_by_pid(database_pids), _machine_busy_s())
+            before = (
+                _cpu_by_pid(server_pids),
+                _cpu_by_pid(_backend_pids(database)),
+                _machine_busy_s(),
+            )
             result = drive(targets, requests, level, seconds)
-            after = (_cpu_by_pid(server_pids), _cpu_by_pid(database_pids), _machine_busy_s())
+            after = (  # the pool may have opened connections: new server processes
+                _cpu_by_pid(server_pids),
+                _cpu_by_pid(_backend_pids(database)),
+                _machine_busy_s(),
+            )
             spent = (
                 _spent(before[0], after[0]),
                 _spent(before[1], after[1]),
@@ -159,9 +166,11 @@ def _loads(
                 after[2] - before[2],
             )
             cores = " / ".join(f"{value / result.wall_s:.2f}" for value in spent)
+            per_core = result.rps * result.wall_s / spent[0] if spent[0] else 0.0
             lines.append(
                 f"| {engine} | {name} | {len(servers)} | {level} | {result.requests} "
-                f"| {result.rps:.0f} | {result.median_ms:.2f} | {result.p99_ms:.2f} | {cores} |"
+                f"| {result.rps:.0f} | {result.median_ms:.2f} | {result.p99_ms:.2f} | {cores} "
+                f"| {per_core:.0f} |"
             )
             print(lines[-1], flush=True)
     return lines
@@ -216,8 +225,8 @@ def main() -> None:
     print("\n".join(summary))
     print(
         "\n| engine | endpoint | replicas | concurrency | requests | req/s | median ms | p99 ms "
-        "| CPU cores: replicas / PostgreSQL / load / whole machine |"
-        "\n|---|---|---|---|---|---|---|---|---|"
+        "| CPU cores: replicas / PostgreSQL / load / whole machine | req/s per replica core |"
+        "\n|---|---|---|---|---|---|---|---|---|---|"
     )
     print("\n".join(loads))
 
