@@ -34,8 +34,9 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(
         default=5,
         ge=1,
-        description="PostgreSQL: connections each process keeps open (SQLite opens one per "
-        "thread). The server must allow replicas x workers x (size + overflow) connections.",
+        description="PostgreSQL: connections each process keeps open (SQLite keeps "
+        "SQLAlchemy's own pool). The server must allow replicas x workers x (size + overflow) "
+        "connections.",
     )
     db_pool_max_overflow: int = Field(
         default=10, ge=0, description="PostgreSQL: connections opened beyond the pool at peaks."

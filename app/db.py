@@ -28,7 +28,8 @@ def is_sqlite(url: str) -> bool:
 
 def make_engine(url: str, pool: postgres.PoolOptions | None = None) -> Engine:
     """An engine for the URL; for SQLite, WAL journaling and enforced foreign keys; for
-    PostgreSQL, the pool (ERRKB_DB_POOL_*; SQLite opens a connection per thread)."""
+    PostgreSQL, the pool of ERRKB_DB_POOL_* (SQLite keeps SQLAlchemy's own: its connections
+    cost next to nothing to open)."""
     if not is_sqlite(url):
         return postgres.make_engine(url, pool or postgres.PoolOptions.of())
     database = make_url(url).database
