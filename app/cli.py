@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
-from app import records
+from app import records, store
 from app.config import Settings, get_settings
 from app.db import open_store, write_session
 
@@ -45,6 +46,36 @@ def db_upgrade() -> None:
     settings = _settings()
     open_store(settings)
     typer.echo(f"database at head: {settings.database_url}")
+
+
+@db_app.command("copy")
+def db_copy(
+    source: Annotated[
+        str,
+        typer.Option("--from", help="SQLAlchemy URL of the store to copy (SQLite or PostgreSQL)."),
+    ],
+    target: Annotated[
+        str,
+        typer.Option("--to", help="SQLAlchemy URL of the empty store to fill (migrated first)."),
+    ],
+) -> None:
+    """Copy a whole store into an empty one, losslessly: SQLite to PostgreSQL or back."""
+    from app.store.copy import CopyError, copy_store
+
+    if make_url(source) == make_url(target):
+        typer.echo("error: --from and --to name the same store", err=True)
+        raise typer.Exit(2)
+    settings = _settings()
+    engines = [
+        open_store(settings.model_copy(update={"database_url": url})) for url in (source, target)
+    ]
+    try:
+        report = copy_store(*engines)
+    except CopyError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    copied = ", ".join(f"{table} {rows}" for table, rows in report.rows.items())
+    typer.echo(f"copied {copied}")
 
 
 def run_import(settings: Settings, paths: list[Path], partial: bool) -> records.ImportReport:
@@ -225,13 +256,16 @@ def serve_command(
     os.environ["ERRKB_HARVEST_ON_START"] = str(harvest_defaults).lower()  # read by each worker
     get_settings.cache_clear()
     settings = _settings()
-    if import_data and run_import(settings, [settings.data_dir], partial=False).rejected:
-        raise typer.Exit(1)
+    if import_data:
+        engine = open_store(settings)
+        # Replicas starting together import one after the other: the later ones find every
+        # record unchanged instead of colliding on the same new ids (issue 14).
+        with store.backend(engine).exclusive(engine, "import"):
+            if run_import(settings, [settings.data_dir], partial=False).rejected:
+                raise typer.Exit(1)
     # JSON logs: uvicorn's loggers go to errkb's JSON handler, and errkb logs each request.
     logs = {"log_config": None, "access_log": False} if settings.log_format == "json" else {}
-    uvicorn.run(
-        "app.main:create_app", factory=True, host=host, port=port, workers=workers, **logs
-    )
+    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, **logs)
 
 
 @app.command("verify")

@@ -50,6 +50,29 @@ class Settings(BaseSettings):
         default=f"sqlite:///{PROJECT_ROOT / 'var' / 'errkb.db'}",
         description="SQLAlchemy URL of the store; the embedded default is a SQLite file.",
     )
+    db_pool_size: int = Field(
+        default=5,
+        ge=1,
+        description="PostgreSQL: connections each process keeps open (SQLite keeps "
+        "SQLAlchemy's own pool). The server must allow replicas x workers x (size + overflow) "
+        "connections.",
+    )
+    db_pool_max_overflow: int = Field(
+        default=10, ge=0, description="PostgreSQL: connections opened beyond the pool at peaks."
+    )
+    db_pool_timeout_s: float = Field(
+        default=30.0, gt=0, description="PostgreSQL: seconds a request waits for a connection."
+    )
+    db_pool_recycle_s: float = Field(
+        default=1800.0,
+        description="PostgreSQL: reopen connections older than this (-1: never), before a "
+        "proxy or firewall drops them.",
+    )
+    db_pool_pre_ping: bool = Field(
+        default=True,
+        description="PostgreSQL: test a connection before use, so a restarted server costs no "
+        "failed request.",
+    )
     data_dir: Path = Field(
         default=PROJECT_ROOT / "data" / "records",
         description="Curated records imported on start by `errkb serve`.",
@@ -114,6 +137,18 @@ class Settings(BaseSettings):
         default=True,
         description="Count a hit (record id or scrubbed template, and the day) per match and "
         "record-page view, for the curation queue and /stats.",
+    )
+    index_poll_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="Seconds between looks at the dataset version, to bring the match index up "
+        "to writes made by other processes or replicas in the background (0: only on requests).",
+    )
+    index_stale_after_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="/readyz answers 503 once the match index has been behind the store this "
+        "long (a replica that cannot keep up should not get traffic).",
     )
     log_format: Literal["text", "json"] = Field(
         default="text", description="text: uvicorn's usual logs; json: one JSON object a line."

@@ -1,8 +1,8 @@
-"""Database engine and sessions; the one module that knows the store is SQLite.
+"""Database engine and sessions: SQLite's connection settings here, PostgreSQL's engine and
+everything else that differs between the engines in app/store (issue 14).
 
-Everything SQLite-specific (WAL, foreign keys, busy timeout, the file's folder, how a
-transaction begins) lives here, so a PostgreSQL backend only has to add its branch in
-`make_engine` (issue 2).
+SQLite specifics (WAL, foreign keys, busy timeout, the file's folder, how a transaction
+begins) live here (issue 2).
 
 Writers and readers open their transactions differently (issue 10). A reader's plain `BEGIN`
 takes no lock until it reads, and WAL lets it read while another connection writes. A writer
@@ -25,7 +25,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, create_engine
 
+from app import store
 from app.config import DEFAULT_LOCK_TIMEOUT_S, PROJECT_ROOT, Settings
+from app.store import postgres
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 _WRITE_OPTION = "errkb_writer"
@@ -36,11 +38,16 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> Engine:
+def make_engine(
+    url: str,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+    pool: postgres.PoolOptions | None = None,
+) -> Engine:
     """An engine for the URL; for SQLite, WAL journaling, enforced foreign keys, and lock
-    waits of at most `lock_timeout_s` (Settings.lock_timeout_s)."""
+    waits of at most `lock_timeout_s` (Settings.lock_timeout_s); for PostgreSQL, the pool of
+    ERRKB_DB_POOL_* (SQLite keeps SQLAlchemy's own: its connections cost next to nothing)."""
     if not is_sqlite(url):
-        return create_engine(url, pool_pre_ping=True)
+        return postgres.make_engine(url, pool or postgres.PoolOptions.of())
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
@@ -102,14 +109,17 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply pending Alembic migrations: the only way the schema is created or changed."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with writer(engine).begin() as connection:
+    # Replicas or workers starting together upgrade one after the other (issue 14).
+    with store.backend(engine).exclusive(engine, "migrate"), writer(engine).begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 
 
 def open_store(settings: Settings) -> Engine:
     """The engine for the configured database, migrated to the newest schema."""
-    engine = make_engine(settings.database_url, settings.lock_timeout_s)
+    engine = make_engine(
+        settings.database_url, settings.lock_timeout_s, postgres.PoolOptions.of(settings)
+    )
     upgrade(engine)
     return engine
 

@@ -179,16 +179,12 @@ def newer_harvested(session: Session, release: Release) -> str | None:
     ).scalars()
     specs = [key.removeprefix(HARVESTED_PREFIX) for key in keys]
     newest = max(specs, key=locations.release_order, default=None)
-    if newest is None or locations.release_order(newest) <= locations.release_order(
-        release.label
-    ):
+    if newest is None or locations.release_order(newest) <= locations.release_order(release.label):
         return None
     return newest
 
 
-def _keep_analyzed_at(
-    session: Session, harvested: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def _keep_analyzed_at(session: Session, harvested: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The drafts, each keeping the analyzedAt already stored when nothing else changed:
     harvesting the same release again then changes nothing, not even the dataset version."""
     stored = records.get_records(session, [record["id"] for record in harvested])

@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DataError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import curation, errors, match, meta, reproducers, search
@@ -18,6 +18,7 @@ from app.curation.hits import HitCounter
 from app.db import is_lock_timeout, open_store
 from app.errors import AppError
 from app.matching.service import Matcher
+from app.ops.follow import follow
 from app.ops.logs import configure_logging
 from app.ops.metrics import Metrics
 from app.ops.middleware import RequestObserver
@@ -77,11 +78,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 @asynccontextmanager
 async def _start_up(app: FastAPI) -> AsyncIterator[None]:
     """Harvest (if asked) and load the match index in a thread while the server already
-    answers, /readyz saying when it is done (issue 13); write pending hits on the way out."""
+    answers, /readyz saying when it is done (issue 13); follow other processes' writes in
+    another (issue 14); write pending hits on the way out."""
     state = app.state
     arguments = (state.settings, state.engine, state.matcher, state.readiness, state.metrics)
     threading.Thread(target=start_up, args=arguments, name="errkb-start-up", daemon=True).start()
+    stop = threading.Event()
+    if state.settings.index_poll_s > 0:
+        following = (state.matcher, state.engine, state.settings.index_poll_s, stop)
+        threading.Thread(target=follow, args=following, name="errkb-follow", daemon=True).start()
     yield
+    stop.set()
     state.hits.flush()
 
 
@@ -130,6 +137,14 @@ def _add_error_handlers(app: FastAPI) -> None:
         detail = "the database is busy with other writes; retry shortly"
         busy = AppError(503, "Database busy", detail, retry_after_s=LOCK_RETRY_AFTER_S)
         return error_response(request, busy)
+
+    @app.exception_handler(DataError)
+    async def handle_data_error(request: Request, error: DataError) -> Response:
+        """A value the store cannot hold, such as a NUL character or an integer beyond 32
+        bits on PostgreSQL (issue 14): the request's fault, not the server's."""
+        reason = str(error.orig).splitlines()[0] if error.orig else "invalid value"
+        detail = f"the store cannot hold a value of this request: {reason}"
+        return error_response(request, AppError(422, "Invalid value", detail))
 
     @app.exception_handler(StarletteHTTPException)
     async def handle_http_error(request: Request, error: StarletteHTTPException) -> Response:

@@ -19,11 +19,10 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlmodel import Session
 
-from app import locations
+from app import locations, store
 from app.errors import AppError
 from app.models import DatasetState, Record, RecordTag
 from app.recordfiles import LoadedRecord, load_records, record_files
-from app.search_index import batch_indexing
 from app.validation import field_order, record_errors
 
 MAX_PAGE_SIZE = 200
@@ -133,11 +132,22 @@ def dataset_version(session: Session) -> str:
 
 
 def bump_dataset_version(session: Session) -> str:
-    """Move the version forward: now, or one millisecond past the last one if that is later."""
-    current = dataset_version(session)
+    """Move the version forward: now, or one millisecond past the last one if that is later.
+
+    The version row is made if missing and read FOR UPDATE (PostgreSQL; SQLite has one
+    writer anyway): a replica writing at the same moment waits, then moves past this
+    version, so two writes never share one version that other replicas would take for
+    nothing new (issue 14)."""
+    session.flush()
+    connection = session.connection()
+    first = store.backend(session).insert_ignoring(DatasetState.__table__)
+    connection.execute(first.values(key=VERSION_KEY, value=EMPTY_DATASET_VERSION))
+    current = connection.execute(_VERSION_QUERY.with_for_update()).scalar_one()
     previous = datetime.strptime(current, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     version = _format_version(max(_utcnow(), previous + timedelta(milliseconds=1)))
-    session.merge(DatasetState(key=VERSION_KEY, value=version))
+    connection.execute(
+        update(DatasetState).where(DatasetState.key == VERSION_KEY).values(value=version)
+    )
     return version
 
 
@@ -150,6 +160,8 @@ _STORED_COLUMNS = (Record.id, Record.document, Record.review_state, Record.origi
 
 def get_record(session: Session, record_id: str) -> StoredRecord | None:
     """The record with this id, or None."""
+    if store.names_nothing(record_id):
+        return None
     row = session.execute(select(*_STORED_COLUMNS).where(Record.id == record_id)).first()
     return _stored(row) if row else None
 
@@ -167,6 +179,8 @@ def get_records(session: Session, record_ids: Iterable[str]) -> dict[str, Stored
 
 def get_record_by_slug(session: Session, repo: str, slug: str) -> StoredRecord | None:
     """The record of a repo with this slug; reviewed records first, then the lowest id."""
+    if store.names_nothing(repo, slug):
+        return None
     row = session.execute(
         select(*_STORED_COLUMNS)
         .where(Record.repo == repo, Record.slug == slug)
@@ -303,7 +317,7 @@ def write_records(
     for row in new_rows + changed:
         row["review_state"] = review_state
     if new_rows:
-        with batch_indexing(session, [row["id"] for row in new_rows]):
+        with store.backend(session).batch_indexing(session, [row["id"] for row in new_rows]):
             session.execute(insert(Record), new_rows)
     for row in changed:
         session.execute(update(Record).where(Record.id == row["id"]).values(**row))

@@ -1,26 +1,28 @@
 """Full-text search over the records: the queries behind GET /api/search and the web pages.
 
-The index is SQLite FTS5, built and kept in step with every write by triggers (migration
-0002): `records_fts` holds every searchable field, `records_fts_head` only the short ones
-(message, class, tags, file, repo). A search ranks in tiers (issue 3):
+The index is the store's (app.store): SQLite FTS5 tables or PostgreSQL tsvectors, built and
+kept in step with every write by triggers, over every searched field and, apart, over the
+short ones (message, class, tags, file, repo; app.store.fulltext declares them and their
+weights). A search ranks in tiers (issue 3), the same on both engines:
 
 1. records the matcher says explain the query, when the query is an error line such as
    "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096" (its number
    is not in any record's text; the record's message pattern captures it);
-2. reviewed records holding every word somewhere, by BM25 over all fields: a curated record
+2. reviewed records holding every word somewhere, ranked over all fields: a curated record
    whose prose answers the query beats drafts that merely share a word in their message
-   (issue 9). There are few of them, and their FTS keys form one range, so this is cheap;
-3. records whose short fields hold every word, by BM25 over those fields;
-4. records holding every word somewhere, by BM25 over all fields, message and class first.
+   (issue 9). There are few of them, and their index keys form one range, so this is cheap;
+3. records whose short fields hold every word, ranked over those fields;
+4. records holding every word somewhere, ranked over all fields, message and class first.
 
 Tier 3 answers most queries alone, and ranking it never decodes the long prose postings of
-common words, which is what makes BM25 slow on a large store; tier 4 is ranked only when a
+common words, which is what makes ranking slow on a large store; tier 4 is ranked only when a
 page reaches past tier 3. Within a tier, reviewed records come before drafts on equal
 scores. When no record holds every word, the search is relaxed to any word.
 
-User text never reaches MATCH as syntax: it is split into words, each run of words between
-spaces becomes one quoted phrase, and the last word is a prefix. Quotes, operators, column
-filters, parentheses and NEAR are thereby plain words or nothing, and never an error.
+User text never reaches the engine as syntax: it is split into words, each run of words
+between spaces becomes one phrase (app.store.fulltext.TextQuery), and the last word is a
+prefix; each engine quotes those words itself. Quotes, operators, column filters, parentheses
+and NEAR are thereby plain words or nothing, and never an error.
 """
 
 import base64
@@ -31,14 +33,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, text
+from sqlalchemy import func, select
 from sqlmodel import Session
 
-from app import records
+from app import records, store
 from app.errors import AppError
 from app.matching.service import Matcher, match_text
 from app.models import Record, RecordTag
 from app.records import StoredRecord
+from app.store.fulltext import Scope, TextQuery
 
 MAX_QUERY_LENGTH = 500
 MAX_QUERY_TERMS = 32
@@ -51,13 +54,6 @@ SNIPPET_TOKENS = 24
 SNIPPET_CONTEXT_TOKENS = 4  # words shown before the first match
 RELATED_LIMIT = 8
 MAX_ERROR_LINE_CHARS = 300  # how much of a text is looked at to tell an error line
-
-# BM25 weights, in the column order of migration 0002.
-HEAD_WEIGHTS = (10.0, 6.0, 3.0, 3.0, 2.0)  # message, class, tags, file, repo
-FULL_WEIGHTS = HEAD_WEIGHTS + (2.0, 1.5, 1.5, 1.5, 1.0)  # documentation, triggers,
-# common situations, solutions, prevention
-
-REVIEWED_KEYS = 1 << 40  # migration 0002: reviewed records' FTS keys lie above this
 
 MATCHER, REVIEWED, SUMMARY, TEXT, RECENT = "matcher", "reviewed", "summary", "text", "recent"
 _WORD = re.compile(r"[^\W_]+")
@@ -136,7 +132,7 @@ class Ranked:
     record_id: str
     score: float
     matched_by: str
-    rowid: int  # the record's key in the FTS tables
+    key: int  # the record's key in the full-text index
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,14 +153,16 @@ def query_phrases(query: str) -> list[list[str]]:
     return [words for words in phrases if words][:MAX_QUERY_TERMS]
 
 
-def match_expression(
+def text_query(
     phrases: Sequence[Sequence[str]], *, any_word: bool = False, prefix: bool = True
-) -> str:
-    """An FTS5 expression of quoted phrases, ANDed (or ORed); the last word is a prefix."""
-    parts = ['"' + " ".join(words) + '"' for words in phrases]
-    if prefix and len(phrases[-1][-1]) >= MIN_PREFIX_CHARS:
-        parts[-1] += "*"
-    return (" OR " if any_word else " AND ").join(parts)
+) -> TextQuery:
+    """The query the store looks for: the phrases, all (or any) of them, the last word a
+    prefix when asked and long enough to be one."""
+    return TextQuery(
+        tuple(tuple(words) for words in phrases),
+        any_word,
+        prefix and len(phrases[-1][-1]) >= MIN_PREFIX_CHARS,
+    )
 
 
 def looks_like_error_line(query: str) -> bool:
@@ -216,22 +214,22 @@ def search(
     offset = decode_cursor(cursor) if cursor else 0
     if not query.strip():
         return _recent(session, query, filters, offset, limit)
-    _require_fts(session)
     phrases = query_phrases(query)
     if not phrases:
         return _page(query, filters, [], 0, True, offset, limit)
     error_line = looks_like_error_line(query)
     # An error line ends in a value, not a word being typed: no prefix, and no prefix's cost.
     prefix = not error_line
+    index = store.backend(session)
     boosted = _boosted(session, query, filters, matcher) if error_line else []
-    expression = match_expression(phrases, prefix=prefix)
-    counted = _count(session, expression, filters)
+    wanted = text_query(phrases, prefix=prefix)
+    counted = index.count(session, wanted, filters, MAX_RESULTS_WINDOW)
     relaxed = counted == 0 and len(phrases) > 1
     if relaxed:
-        expression = match_expression(phrases, any_word=True, prefix=prefix)
-        counted = _count(session, expression, filters)
-    ranked = _rank(session, expression, filters, boosted, offset + limit + 1, relaxed)
-    extra = len(boosted) - len(_in_index(session, expression, [row.rowid for row in boosted]))
+        wanted = text_query(phrases, any_word=True, prefix=prefix)
+        counted = index.count(session, wanted, filters, MAX_RESULTS_WINDOW)
+    ranked = _rank(session, wanted, filters, boosted, offset + limit + 1, relaxed)
+    extra = len(boosted) - len(index.holding(session, wanted, [row.key for row in boosted]))
     exact = counted < MAX_RESULTS_WINDOW
     hits = _hits(session, ranked[offset : offset + limit], _Terms(phrases, prefix))
     return _page(query, filters, hits, counted + extra, exact, offset, limit, len(ranked), relaxed)
@@ -263,41 +261,6 @@ def _page(
     )
 
 
-def _require_fts(session: Session) -> None:
-    if session.get_bind().dialect.name != "sqlite":
-        raise AppError(501, "Search unavailable", "full-text search needs SQLite (FTS5)")
-
-
-def _filter_sql(filters: SearchFilters) -> tuple[str, dict[str, str]]:
-    """SQL conditions on `record_search k` for the filters, and their parameters."""
-    conditions, params = [], {}
-    if filters.repo is not None:
-        conditions.append(" AND k.repo = :repo")
-        params["repo"] = filters.repo
-    if filters.error_class is not None:
-        conditions.append(" AND k.error_class = :error_class")
-        params["error_class"] = filters.error_class
-    if filters.tag is not None:
-        conditions.append(
-            " AND EXISTS (SELECT 1 FROM record_tags t"
-            " WHERE t.record_id = k.record_id AND t.tag = :tag)"
-        )
-        params["tag"] = filters.tag
-    return "".join(conditions), params
-
-
-def _count(session: Session, expression: str, filters: SearchFilters) -> int:
-    """How many records hold the expression, counted up to MAX_RESULTS_WINDOW only."""
-    where, params = _filter_sql(filters)
-    join = " JOIN record_search k ON k.fts_rowid = f.rowid" if where else ""
-    statement = text(
-        f"SELECT count(*) FROM (SELECT 1 FROM records_fts f{join}"
-        f" WHERE records_fts MATCH :expression{where} LIMIT :cap)"
-    )
-    params |= {"expression": expression, "cap": MAX_RESULTS_WINDOW}
-    return session.execute(statement, params).scalar_one()
-
-
 def _boosted(
     session: Session, query: str, filters: SearchFilters, matcher: Matcher | None
 ) -> list[Ranked]:
@@ -308,11 +271,8 @@ def _boosted(
     wanted = [match for match in matches if _passes(match.record, filters)]
     if not wanted:
         return []
-    statement = text(
-        "SELECT record_id, fts_rowid FROM record_search WHERE record_id IN :ids"
-    ).bindparams(bindparam("ids", expanding=True))
-    rowids = dict(session.execute(statement, {"ids": [match.id for match in wanted]}).all())
-    return [Ranked(match.id, match.score, MATCHER, rowids[match.id]) for match in wanted]
+    keys = store.backend(session).keys(session, [match.id for match in wanted])
+    return [Ranked(match.id, match.score, MATCHER, keys[match.id]) for match in wanted]
 
 
 def _passes(summary: Any, filters: SearchFilters) -> bool:
@@ -323,87 +283,51 @@ def _passes(summary: Any, filters: SearchFilters) -> bool:
     )
 
 
-def _in_index(session: Session, expression: str, rowids: list[int]) -> set[int]:
-    """Which of these FTS rows hold the expression."""
-    if not rowids:
-        return set()
-    statement = text(
-        "SELECT rowid FROM records_fts WHERE records_fts MATCH :expression AND rowid IN :rowids"
-    ).bindparams(bindparam("rowids", expanding=True))
-    return set(session.execute(statement, {"expression": expression, "rowids": rowids}).scalars())
-
-
 _TIERS = (
-    # (how found, FTS table, BM25 weights, which records: reviewed only, or not those of the
-    # tier before)
-    (REVIEWED, "records_fts", FULL_WEIGHTS, f" AND f.rowid > {REVIEWED_KEYS}"),
-    (SUMMARY, "records_fts_head", HEAD_WEIGHTS, ""),
-    (
-        TEXT,
-        "records_fts",
-        FULL_WEIGHTS,
-        " AND f.rowid NOT IN (SELECT rowid FROM records_fts_head"
-        " WHERE records_fts_head MATCH :expression)",
-    ),
+    # (how found, which records over which fields)
+    (REVIEWED, Scope.REVIEWED),
+    (SUMMARY, Scope.HEAD),
+    (TEXT, Scope.BODY_ONLY),
 )
 
 
 def _rank(
     session: Session,
-    expression: str,
+    wanted: TextQuery,
     filters: SearchFilters,
     boosted: list[Ranked],
-    wanted: int,
+    limit: int,
     relaxed: bool = False,
 ) -> list[Ranked]:
-    """The first `wanted` of the ranking, tier after tier.
+    """The first `limit` of the ranking, tier after tier.
 
-    Equal scores are ordered by FTS key, highest first: reviewed records have the higher
-    keys (migration 0002), so they come before drafts without a join per match.
+    Equal scores are ordered by index key, highest first: reviewed records have the higher
+    keys (app.store.fulltext), so they come before drafts without a join per match.
     """
     ranked = list(boosted)
     seen = {row.record_id for row in boosted}
-    where, params = _filter_sql(filters)
-    join = " JOIN record_search k ON k.fts_rowid = f.rowid" if where else ""
-    for matched_by, table, weights, leave_out in _TIERS:
-        if len(ranked) >= wanted:
+    index = store.backend(session)
+    for matched_by, scope in _TIERS:
+        if len(ranked) >= limit:
             break
         if matched_by == REVIEWED and relaxed:
             continue  # sharing any one word is no answer worth putting first
-        statement = text(
-            f"SELECT f.rowid, -bm25({table}, {', '.join(map(str, weights))}) AS score"
-            f" FROM {table} f{join} WHERE {table} MATCH :expression{where}{leave_out}"
-            " ORDER BY score DESC, f.rowid DESC LIMIT :limit"
-        )
         # A tier may rank records of the tiers before again; taking as many more as those
         # keeps the page full.
-        limit = wanted
-        scored = session.execute(statement, params | {"expression": expression, "limit": limit})
-        scored = scored.all()
-        ids = _record_ids(session, [rowid for rowid, _ in scored])
-        for rowid, score in scored:
-            if ids[rowid] not in seen:
-                seen.add(ids[rowid])
-                ranked.append(Ranked(ids[rowid], score, matched_by, rowid))
-    return ranked[:wanted]
-
-
-def _record_ids(session: Session, rowids: list[int]) -> dict[int, str]:
-    """The record id of each FTS key."""
-    if not rowids:
-        return {}
-    statement = text(
-        "SELECT fts_rowid, record_id FROM record_search WHERE fts_rowid IN :rowids"
-    ).bindparams(bindparam("rowids", expanding=True))
-    return dict(session.execute(statement, {"rowids": rowids}).all())
+        for scored in index.rank(session, scope, wanted, filters, limit):
+            if scored.record_id not in seen:
+                seen.add(scored.record_id)
+                ranked.append(Ranked(scored.record_id, scored.score, matched_by, scored.key))
+    return ranked[:limit]
 
 
 class _Terms:
     """The query's phrases as the index compares words: folded, the last word maybe a prefix.
 
-    Pages mark matches in Python: the FTS tables are contentless, and FTS5's highlight()
-    would evaluate the whole expression again for each record of the page. ASCII text (nearly
-    all of it) is searched with str.find, the rest word by word, folded like the tokenizer.
+    Pages mark matches in Python, alike for both engines: the FTS5 tables are contentless,
+    and FTS5's highlight() or PostgreSQL's ts_headline would evaluate the whole query again
+    for each record of the page. ASCII text (nearly all of it) is searched with str.find,
+    the rest word by word, folded like the tokenizer.
     """
 
     def __init__(self, phrases: list[list[str]], prefix: bool) -> None:
@@ -571,11 +495,10 @@ def related_records(
     """Records sharing this one's background tag, file or tags, the closest first.
 
     A shared background (the same root cause) counts most, then the same file, then each
-    shared tag. Outside SQLite there is no search index and so no related records.
+    shared tag.
     """
-    if session.get_bind().dialect.name != "sqlite":
-        return []
     record = stored.record()
+    index = store.backend(session)
     reasons: dict[str, list[str]] = {}
     weight: dict[str, int] = {}
 
@@ -588,25 +511,13 @@ def related_records(
         ("file_path", record["filePath"], 2, "same file: {}"),
     )
     for column, value, points, reason in same:
-        if value is None:
-            continue
-        rows = session.execute(
-            text(
-                f"SELECT record_id FROM record_search WHERE {column} = :value"
-                " AND record_id != :id ORDER BY fts_rowid DESC LIMIT :limit"
-            ),
-            {"value": value, "id": stored.id, "limit": limit},
-        )
-        for (record_id,) in rows:
-            add(record_id, points, reason.format(value))
+        if value is not None:
+            for record_id in index.sharing(session, column, value, stored.id, limit):
+                add(record_id, points, reason.format(value))
     if record["tags"]:
-        statement = text(
-            "SELECT record_id, count(*) AS shared, group_concat(tag, ', ') FROM record_tags"
-            " WHERE tag IN :tags AND record_id != :id GROUP BY record_id"
-            " ORDER BY shared DESC, record_id LIMIT :limit"
-        ).bindparams(bindparam("tags", expanding=True))
-        params = {"tags": record["tags"], "id": stored.id, "limit": limit}
-        for record_id, shared, tags in session.execute(statement, params):
+        for record_id, shared, tags in index.sharing_tags(
+            session, record["tags"], stored.id, limit
+        ):
             add(record_id, shared, f"shared tags: {tags}")
     best = sorted(weight, key=lambda record_id: (-weight[record_id], record_id))[:limit]
     found = records.get_records(session, best)

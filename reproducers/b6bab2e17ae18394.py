@@ -64,7 +64,10 @@ def _storage(module: ModuleType) -> Iterator[tuple[object, object]]:
     writer = module.SingleWriterShmObjectStorage(object_bytes, 1, ring, serde)
     try:
         reader = module.SingleWriterShmObjectStorage(
-            object_bytes, 1, module.SingleWriterShmRingBuffer(size, name=name), serde,
+            object_bytes,
+            1,
+            module.SingleWriterShmRingBuffer(size, name=name),
+            serde,
             reader_lock=multiprocessing.Lock(),
         )
         try:
@@ -122,8 +125,10 @@ def fix(module: ModuleType, device: str) -> dict:
     """The reader consumes, free_unused() reclaims the space, and the put succeeds."""
     with _storage(module) as (writer, reader):
         keys = _fill(writer)
-        require(all(_consume(writer, reader, key) == PAYLOAD for key in keys),
-                "a reader read back a different object")
+        require(
+            all(_consume(writer, reader, key) == PAYLOAD for key in keys),
+            "a reader read back a different object",
+        )
         ring = writer.ring_buffer
         occupied_before = ring.data_buffer_end - ring.data_buffer_start
         writer.free_unused()
@@ -131,8 +136,10 @@ def fix(module: ModuleType, device: str) -> dict:
         freed = [key for key in keys if not writer.is_cached(key)]
         writer.put("one-more", PAYLOAD)
         value = _consume(writer, reader, "one-more")
-        require(occupied_after < occupied_before,
-                f"free_unused() reclaimed nothing ({occupied_after} bytes still occupied)")
+        require(
+            occupied_after < occupied_before,
+            f"free_unused() reclaimed nothing ({occupied_after} bytes still occupied)",
+        )
         require(bool(freed), "free_unused() dropped no consumed key from the index")
         require(value == PAYLOAD, "the object put after free_unused() reads back wrong")
         return {
@@ -145,5 +152,13 @@ def fix(module: ModuleType, device: str) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(main(RECORD_ID, TARGET, DEVICES, trigger, fix,
-                  extra_triggers={"reader_killed": trigger_reader_killed}))
+    sys.exit(
+        main(
+            RECORD_ID,
+            TARGET,
+            DEVICES,
+            trigger,
+            fix,
+            extra_triggers={"reader_killed": trigger_reader_killed},
+        )
+    )

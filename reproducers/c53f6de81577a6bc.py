@@ -58,12 +58,22 @@ def fix(module: ModuleType, device: str) -> dict:
     pool.free_buffer(buffers)  # the second free site now returns nothing
     returned = {buffer.data_ptr() for buffer in pool._free_buffers}
     require(pool._inuse_count == 0, f"in-use count is {pool._inuse_count}, not 0")
-    require(len(pool._free_buffers) == POOL_SIZE,
-            f"{len(pool._free_buffers)} buffers in the free list, not {POOL_SIZE}")
+    require(
+        len(pool._free_buffers) == POOL_SIZE,
+        f"{len(pool._free_buffers)} buffers in the free list, not {POOL_SIZE}",
+    )
     require(returned == owned, "the free list does not hold exactly the pool's own buffers")
     return {"inuse_count": pool._inuse_count, "free_buffers": len(pool._free_buffers)}
 
 
 if __name__ == "__main__":
-    sys.exit(main(RECORD_ID, TARGET, DEVICES, trigger, fix,
-                  extra_triggers={"two_pools": trigger_two_pools}))
+    sys.exit(
+        main(
+            RECORD_ID,
+            TARGET,
+            DEVICES,
+            trigger,
+            fix,
+            extra_triggers={"two_pools": trigger_two_pools},
+        )
+    )

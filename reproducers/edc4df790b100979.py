@@ -29,7 +29,9 @@ TARGET = Target(
     classes=("CudaVmmMemoryPool", "CudaVmmTensorTransportProxy"),
     stubs={
         "sglang.srt.managers.schedule_batch": (
-            "Modality", "MultimodalDataItem", "MultimodalProcessorOutput",
+            "Modality",
+            "MultimodalDataItem",
+            "MultimodalProcessorOutput",
         ),
         "sglang.srt.runtime_context": ("get_mm", "get_parallel", "get_serving"),
         "sglang.srt.utils": ("log_info_on_rank0",),
@@ -45,7 +47,10 @@ def _pool(module: ModuleType) -> Iterator[object]:
     import torch
 
     pool = module.CudaVmmMemoryPool(
-        POOL_BYTES, RECYCLE_INTERVAL_S, torch.cuda.current_device(), consumer_count=1,
+        POOL_BYTES,
+        RECYCLE_INTERVAL_S,
+        torch.cuda.current_device(),
+        consumer_count=1,
         allow_posix_fallback=True,  # one machine: a POSIX FD handle when FABRIC is missing
     )
     try:
@@ -57,10 +62,11 @@ def _pool(module: ModuleType) -> Iterator[object]:
 def _publish(module: ModuleType, pool: object, count: int) -> list[object]:
     import torch
 
-    proxies = [pool.wrap_tensor(torch.full((1024,), float(i), device="cuda"))
-               for i in range(count)]
-    require(all(isinstance(p, module.CudaVmmTensorTransportProxy) for p in proxies),
-            "the pool had no free chunk for a 4 KiB tensor")
+    proxies = [pool.wrap_tensor(torch.full((1024,), float(i), device="cuda")) for i in range(count)]
+    require(
+        all(isinstance(p, module.CudaVmmTensorTransportProxy) for p in proxies),
+        "the pool had no free chunk for a 4 KiB tensor",
+    )
     return proxies
 
 
@@ -84,17 +90,22 @@ def fix(module: ModuleType, device: str) -> dict:
     """Two slices, each cancelled by both paths through the guard."""
     with _pool(module) as pool:
         proxies = _publish(module, pool, 2)
-        require(len(pool.occupied_chunks) == 2,
-                f"{len(pool.occupied_chunks)} occupied chunks after two publishes, not 2")
+        require(
+            len(pool.occupied_chunks) == 2,
+            f"{len(pool.occupied_chunks)} occupied chunks after two publishes, not 2",
+        )
         for proxy in proxies + proxies:
             _cancel_once(pool, proxy)
         whole = [(0, pool.allocation_size)]
         chunks = [(chunk.start, chunk.end) for chunk in pool.available_chunks]
         require(not pool.occupied_chunks, f"occupied chunks remain: {pool.occupied_chunks}")
         require(chunks == whole, f"free chunks {chunks} are not merged into {whole}")
-        return {"occupied_chunks": 0, "available_chunks": chunks,
-                "allocation_size": pool.allocation_size,
-                "control_offsets": [proxy.control_offset for proxy in proxies]}
+        return {
+            "occupied_chunks": 0,
+            "available_chunks": chunks,
+            "allocation_size": pool.allocation_size,
+            "control_offsets": [proxy.control_offset for proxy in proxies],
+        }
 
 
 if __name__ == "__main__":

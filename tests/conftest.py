@@ -1,4 +1,12 @@
-"""Fixtures: every test builds its own app on its own temporary SQLite database."""
+"""Fixtures: every test builds its own app on its own temporary database.
+
+That is a SQLite file always and, when ERRKB_TEST_POSTGRES_URL names a PostgreSQL database,
+a schema of its own in that database too: each test that uses `settings` (and so `session`,
+`make_client`, `client`) runs once per engine, `[sqlite]` and `[postgresql]` (issue 14).
+Tests marked `sqlite_only` look inside the SQLite file and run on SQLite alone; tests marked
+`postgresql_only` exercise what only PostgreSQL has (concurrent writers) and are skipped
+without it.
+"""
 
 import json
 import os
@@ -17,7 +25,7 @@ from app.config import PROJECT_ROOT, Settings
 from app.db import open_store
 from app.main import create_app
 from bench.server import free_port
-from tests.helpers import accuracy
+from tests.helpers import accuracy, postgres
 
 DATA_DIR = PROJECT_ROOT / "data" / "records"
 SEEDS_DIR = Path(__file__).parent / "fixtures" / "seeds"
@@ -33,11 +41,39 @@ def harvested(tmp_path_factory: pytest.TempPathFactory) -> accuracy.Harvested:
     return accuracy.harvested_store(tmp_path_factory.mktemp("harvested"))
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run the tests that use the store once per engine (only SQLite without PostgreSQL)."""
+    if "store_engine" in metafunc.fixturenames:
+        marked = metafunc.definition.get_closest_marker
+        engines = postgres.ENGINES
+        if marked("sqlite_only"):
+            engines = [postgres.SQLITE]
+        elif marked("postgresql_only"):
+            engines = [postgres.POSTGRESQL] if postgres.POSTGRES_URL else []
+        metafunc.parametrize("store_engine", engines, indirect=True)
+
+
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings on a fresh database file, with an admin token for write tests."""
+def store_engine(request: pytest.FixtureRequest) -> str:
+    """The engine this run of the test stores records in."""
+    return request.param
+
+
+@pytest.fixture
+def database_url(store_engine: str, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database: a SQLite file, or a PostgreSQL schema dropped afterwards."""
+    if store_engine == postgres.SQLITE:
+        yield f"sqlite:///{tmp_path / 'errkb.db'}"
+        return
+    with postgres.fresh_schema() as url:
+        yield url
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    """Settings on a fresh database, with an admin token for write tests."""
     return Settings(
-        database_url=f"sqlite:///{tmp_path / 'errkb.db'}",
+        database_url=database_url,
         admin_token=ADMIN_TOKEN,
         cache_dir=tmp_path / "cache",
         older_releases=[],  # a test that harvests on start names what it harvests

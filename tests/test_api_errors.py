@@ -249,7 +249,9 @@ def test_stats_and_health(client) -> None:
     stats = client.get("/api/stats").json()
     assert stats["records"] == 3
     assert stats["perRepo"] == {"vllm-project/vllm": 2, "sgl-project/sglang": 1}
-    assert client.get("/healthz").json() == {"status": "ok"}
+    health = client.get("/healthz").json()
+    assert health["status"] == "ok"
+    assert health["index"]["datasetVersion"] == stats["datasetVersion"]
 
 
 def test_openapi_documents_the_endpoints(client) -> None:

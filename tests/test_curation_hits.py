@@ -2,9 +2,8 @@
 only the subject and the day are kept, never the paste nor a captured value (issue 13)."""
 
 import sqlite3
-from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import Engine, MetaData, select
 from sqlmodel import Session
 
 from app.curation.hits import RECORD, TEMPLATE, HitCounter, template_key, today
@@ -41,10 +40,20 @@ def _hits(engine) -> list[tuple[str, str, int]]:
     return sorted((kind, subject, count) for kind, subject, _, count in rows)
 
 
-def _database_text(tmp_path: Path) -> str:
-    """Every row of every table of the test database, as SQL text."""
-    with sqlite3.connect(tmp_path / "errkb.db") as connection:
-        return "\n".join(connection.iterdump())
+def _database_text(engine: Engine) -> str:
+    """Every row of every table of the test database, as text: SQLite's own dump (the FTS
+    tables' insides too), or each reflected table's rows on PostgreSQL."""
+    if engine.dialect.name == "sqlite":
+        with sqlite3.connect(engine.url.database) as connection:
+            return "\n".join(connection.iterdump())
+    metadata = MetaData()
+    metadata.reflect(engine)
+    with engine.connect() as connection:
+        return "\n".join(
+            repr(tuple(row))
+            for table in metadata.sorted_tables
+            for row in connection.execute(select(table))
+        )
 
 
 def test_template_replaces_every_value() -> None:
@@ -59,7 +68,7 @@ def test_template_replaces_every_value() -> None:
     assert template_key("StopIteration", "") == "StopIteration"
 
 
-def test_matches_and_views_count_and_no_paste_or_capture_is_kept(make_client, tmp_path) -> None:
+def test_matches_and_views_count_and_no_paste_or_capture_is_kept(make_client) -> None:
     client = make_client(DATA_DIR)
     matched = client.post("/api/match", json={"text": MATCHED}).json()
     assert matched["matches"][0]["id"] == SEED_002
@@ -75,7 +84,7 @@ def test_matches_and_views_count_and_no_paste_or_capture_is_kept(make_client, tm
         (RECORD, SEED_002, 4),
         (TEMPLATE, UNMATCHED_TEMPLATE, 1),
     ]
-    stored = _database_text(tmp_path)
+    stored = _database_text(client.app.state.engine)
     for secret in (SECRET_OFFSET, "alice", "sk-live", "7731", "llama-7b", "0x7f3a9c001e40"):
         assert secret not in stored, secret
 

@@ -220,7 +220,7 @@ def test_the_api_and_the_page_show_each_release(default_store) -> None:
     assert {c["function"] for c in code["callers"]} >= {"_handle_save_task", "_handle_load_task"}
     assert all(c["githubUrl"].split("/blob/")[1].startswith("v0.33.0/") for c in code["callers"])
     page = client.get("/errors/c53f6de81577a6bc").text
-    assert "It raises when <code class=\"guard\">self._inuse_count &lt; len(buffers)</code>" in page
+    assert 'It raises when <code class="guard">self._inuse_count &lt; len(buffers)</code>' in page
     assert "Called from" in page and "_handle_save_task" in page and "Caught by" in page
     assert "vllm 0.33.0</strong>:" in page
     assert "line 259, in <code>free_buffer</code>, moved from 285 at c794754" in page

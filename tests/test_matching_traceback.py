@@ -673,4 +673,3 @@ def test_paste_cut_in_a_word_is_no_exception(real: dict[str, str]) -> None:
     assert parse_exceptions("".join(lines[:-1]) + "eng\n")[0].error_class == "eng"
     cut_message = parse_exceptions("".join(lines[:-1]) + "KeyError: 'max_mo")
     assert [(e.error_class, e.message) for e in cut_message] == [("KeyError", "'max_mo")]
-

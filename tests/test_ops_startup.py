@@ -33,18 +33,28 @@ def test_not_ready_until_the_default_release_is_harvested_and_indexed(settings) 
     app = create_app(settings)
     with ExitStack() as stack:
         lock = stack.enter_context(ExitStack())
-        lock.enter_context(startup_lock(settings, app.state.engine))  # another worker's turn
+        lock.enter_context(startup_lock(app.state.engine))  # another worker's turn
         client = stack.enter_context(TestClient(app))
         waiting = client.get("/readyz")
         assert waiting.status_code == 503
-        assert waiting.json() == {
+        body = waiting.json()
+        assert body | {"index": None} == {
             "status": "starting",
             "pending": [harvest_step("typer"), LOAD_INDEX],
             "failed": None,
+            "index": None,
         }
+        assert body["index"]["version"] is None
         assert client.get("/healthz").status_code == 200
         lock.close()  # the other worker is done
-        assert _wait_ready(client) == {"status": "ready", "pending": [], "failed": None}
+        ready = _wait_ready(client)
+        assert ready | {"index": None} == {
+            "status": "ready",
+            "pending": [],
+            "failed": None,
+            "index": None,
+        }
+        assert not ready["index"]["stale"]
         with Session(app.state.engine) as session:
             assert drafts.is_harvested(session, "typer")
         drafts_total = client.get("/api/errors", params={"repo": "fastapi/typer"}).json()["total"]
@@ -97,9 +107,9 @@ def test_older_releases_are_harvested_after_ready(settings) -> None:
     with TestClient(create_app(settings)) as client:
         _wait_ready(client)
         deadline = time.monotonic() + BACKGROUND_WITHIN_S
-        while (body := client.get("/readyz").json())["background"]["pending"] or body[
-            "background"
-        ]["running"]:
+        while (body := client.get("/readyz").json())["background"]["pending"] or body["background"][
+            "running"
+        ]:
             assert client.get("/readyz").status_code == 200  # ready all along
             assert time.monotonic() < deadline, body
             time.sleep(0.2)

@@ -16,7 +16,7 @@ def _write_jsonl(path: Path, rows: list) -> Path:
     return path
 
 
-def test_import_counts_and_idempotency(session: Session, seed_records) -> None:
+def test_import_counts_and_idempotency(session: Session, seed_records, tmp_path: Path) -> None:
     first = records.import_paths(session, [DATA_DIR])
     assert (first.counts.created, first.counts.updated, first.counts.unchanged) == (3, 0, 0)
     version = records.dataset_version(session)
@@ -25,7 +25,7 @@ def test_import_counts_and_idempotency(session: Session, seed_records) -> None:
     assert records.dataset_version(session) == version
 
     changed = dict(seed_records["b6bab2e17ae18394"], severity="warning")
-    path = Path(session.get_bind().url.database).parent / "changed.json"
+    path = tmp_path / "changed.json"
     path.write_text(json.dumps(changed))
     third = records.import_paths(session, [path])
     assert (third.counts.created, third.counts.updated, third.counts.unchanged) == (0, 1, 0)
@@ -64,9 +64,9 @@ def test_duplicate_ids_in_one_import_are_rejected(session, tmp_path, seed_record
     assert "duplicate id" in report.rejected[0].reason
 
 
-def test_seed_document_form_is_accepted(session) -> None:
+def test_seed_document_form_is_accepted(session, tmp_path: Path) -> None:
     seed = Path(__file__).parent / "fixtures" / "seeds" / "001_5a0e82c450f3f6b1.txt"
-    path = Path(session.get_bind().url.database).parent / "seed.json"
+    path = tmp_path / "seed.json"
     path.write_text(seed.read_text())
     assert records.import_paths(session, [path]).counts.created == 1
 

@@ -21,8 +21,18 @@ REPRODUCERS = PROJECT_ROOT / "reproducers"
 RECORDS = PROJECT_ROOT / "data" / "records"
 CPU_IDS = ["c53f6de81577a6bc", "b6bab2e17ae18394"]
 CUDA_ID = "edc4df790b100979"
-PROTOCOL_KEYS = {"id", "target", "device", "stubbed", "python", "torch", "trigger", "fix",
-                 "status", "reason"}
+PROTOCOL_KEYS = {
+    "id",
+    "target",
+    "device",
+    "stubbed",
+    "python",
+    "torch",
+    "trigger",
+    "fix",
+    "status",
+    "reason",
+}
 TIMEOUT_S = 300
 
 
@@ -33,8 +43,13 @@ def record(record_id: str) -> dict:
 def run(script: str, *args: str, **env: str) -> tuple[int, dict]:
     """Exit code and result (the last stdout line) of one reproducer run as a plain script."""
     done = subprocess.run(
-        [sys.executable, str(REPRODUCERS / script), *args], capture_output=True, text=True,
-        timeout=TIMEOUT_S, cwd=PROJECT_ROOT, env={**os.environ, **env}, check=False,
+        [sys.executable, str(REPRODUCERS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **env},
+        check=False,
     )
     assert done.stdout.strip(), done.stderr
     return done.returncode, json.loads(done.stdout.strip().splitlines()[-1])
@@ -124,8 +139,13 @@ def test_release_that_cannot_be_downloaded_is_an_error(tmp_path: Path) -> None:
                       lambda m, d: {}, argv=[]))
     """
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT_S,
-        cwd=PROJECT_ROOT, env={**os.environ, "ERRKB_CACHE_DIR": str(tmp_path)}, check=False,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "ERRKB_CACHE_DIR": str(tmp_path)},
+        check=False,
     )
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert (done.returncode, result["status"]) == (EXIT_CODES["error"], "error")

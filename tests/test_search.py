@@ -13,6 +13,7 @@ from app.db import make_engine, upgrade
 from app.errors import AppError
 from app.matching.service import Matcher
 from app.records import import_paths, write_records
+from app.store import postgres, sqlite
 from tests.conftest import DATA_DIR
 from tests.helpers.old_store import insert_at_revision
 
@@ -220,8 +221,12 @@ def test_hostile_queries_never_raise(seeded: Session, query: str) -> None:
 def test_user_text_reaches_match_only_as_quoted_words(query: str) -> None:
     phrases = search.query_phrases(query)
     if phrases:
-        expression = search.match_expression(phrases)
+        wanted = search.text_query(phrases)
+        expression = sqlite.match_expression(wanted)
         assert re.fullmatch(r'"[^\W_]+( [^\W_]+)*"\*?( AND "[^\W_]+( [^\W_]+)*"\*?)*', expression)
+        word = r"'[^\W_]+'"
+        phrase = rf"\({word}( <-> {word})*(:\*)?\)"
+        assert re.fullmatch(rf"{phrase}( & {phrase})*", postgres.tsquery_text(wanted))
     assert len(phrases) <= search.MAX_QUERY_TERMS
 
 

@@ -56,15 +56,26 @@ def forget(prefix: str) -> None:
 
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-        cwd=PROJECT_ROOT, env={**os.environ, **env}, check=False,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **env},
+        check=False,
     )
 
 
 def test_unpack_keeps_sources_and_metadata_only(cache: Path) -> None:
-    make_wheel(cache, "demo_src", {
-        "demo_src/__init__.py": "", "demo_src/native.so": "binary", "demo_src/data.json": "{}",
-    })
+    make_wheel(
+        cache,
+        "demo_src",
+        {
+            "demo_src/__init__.py": "",
+            "demo_src/native.so": "binary",
+            "demo_src/data.json": "{}",
+        },
+    )
     root = upstream.ensure_unpacked("demo_src", "1.0")
     assert root == cache.resolve() / "unpacked" / "demo_src-1.0"
     kept = sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())
@@ -76,8 +87,16 @@ def test_concurrent_unpacks_share_one_tree(cache: Path) -> None:
     make_wheel(cache, "demo_race", {f"demo_race/m{i}.py": "" for i in range(200)})
     code = "from app.upstream import ensure_unpacked; print(ensure_unpacked('demo_race', '1.0'))"
     env = {**os.environ, "ERRKB_CACHE_DIR": str(cache)}
-    runs = [subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env,
-                             stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     roots = {run.communicate(timeout=120)[0].strip() for run in runs}
     assert [run.returncode for run in runs] == [0] * 4
     assert roots == {str(cache.resolve() / "unpacked" / "demo_race-1.0")}
@@ -96,12 +115,16 @@ def test_project_urls_and_repo_come_from_metadata(cache: Path) -> None:
 
 
 def test_load_module_runs_no_parent_init(cache: Path) -> None:
-    make_wheel(cache, "demo_pkg", {
-        "demo_pkg/__init__.py": "raise RuntimeError('the package __init__ ran')",
-        "demo_pkg/sub/__init__.py": "raise RuntimeError('the subpackage __init__ ran')",
-        "demo_pkg/helpers.py": "VALUE = 42",
-        "demo_pkg/sub/target.py": "from demo_pkg.helpers import VALUE\nclass Pool: size = VALUE",
-    })
+    make_wheel(
+        cache,
+        "demo_pkg",
+        {
+            "demo_pkg/__init__.py": "raise RuntimeError('the package __init__ ran')",
+            "demo_pkg/sub/__init__.py": "raise RuntimeError('the subpackage __init__ ran')",
+            "demo_pkg/helpers.py": "VALUE = 42",
+            "demo_pkg/sub/target.py": "from demo_pkg.helpers import VALUE\nclass Pool: size = VALUE",
+        },
+    )
     try:
         module = upstream.load_module("demo_pkg", "1.0", "demo_pkg.sub.target")
         assert module.Pool.size == 42
@@ -113,14 +136,20 @@ def test_load_module_runs_no_parent_init(cache: Path) -> None:
 
 
 def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path) -> None:
-    make_wheel(cache, "demo_stub", {
-        "demo_stub/__init__.py": "def log(): pass",
-        "demo_stub/heavy.py": "raise ImportError('the serving stack is not installed')",
-        "demo_stub/target.py": "from demo_stub.heavy import Batch\nfrom demo_stub import log",
-    })
+    make_wheel(
+        cache,
+        "demo_stub",
+        {
+            "demo_stub/__init__.py": "def log(): pass",
+            "demo_stub/heavy.py": "raise ImportError('the serving stack is not installed')",
+            "demo_stub/target.py": "from demo_stub.heavy import Batch\nfrom demo_stub import log",
+        },
+    )
     try:
         module = upstream.load_module(
-            "demo_stub", "1.0", "demo_stub.target",
+            "demo_stub",
+            "1.0",
+            "demo_stub.target",
             stubs={"demo_stub.heavy": ("Batch",), "demo_stub": ("log",)},
         )
         with pytest.raises(upstream.StubUsedError, match="demo_stub.heavy.Batch"):
@@ -196,10 +225,13 @@ def make_sdist(cache: Path, name: str, files: dict[str, str], version: str = "1.
 
     sdists = cache / upstream.SDISTS_DIR
     sdists.mkdir(parents=True, exist_ok=True)
-    files = {**files, "PKG-INFO": (
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-        f"Project-URL: Source, https://github.com/example-org/{name}\n"
-    )}
+    files = {
+        **files,
+        "PKG-INFO": (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            f"Project-URL: Source, https://github.com/example-org/{name}\n"
+        ),
+    }
     with tarfile.open(sdists / f"{name}-{version}.tar.gz", "w:gz") as archive:
         for path, text in files.items():
             data = textwrap.dedent(text).encode()
@@ -211,10 +243,17 @@ def make_sdist(cache: Path, name: str, files: dict[str, str], version: str = "1.
 def test_an_sdist_is_unpacked_like_a_wheel(cache: Path) -> None:
     """Issue 15: the sdist's package sources and its PKG-INFO as METADATA; its tests,
     benchmarks and build files are left out; it is preferred to a wheel of the release."""
-    make_sdist(cache, "demo_sdist", {
-        "demo_sdist/__init__.py": "VALUE = 'from the sdist'\n", "demo_sdist/kernel.cu": "",
-        "tests/test_x.py": "", "benchmarks/b.py": "", "setup.py": "",
-    })
+    make_sdist(
+        cache,
+        "demo_sdist",
+        {
+            "demo_sdist/__init__.py": "VALUE = 'from the sdist'\n",
+            "demo_sdist/kernel.cu": "",
+            "tests/test_x.py": "",
+            "benchmarks/b.py": "",
+            "setup.py": "",
+        },
+    )
     make_wheel(cache, "demo_sdist", {"demo_sdist/__init__.py": "VALUE = 'from the wheel'\n"})
     root = upstream.ensure_unpacked("demo_sdist", "1.0")
     kept = sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())

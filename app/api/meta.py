@@ -2,11 +2,11 @@
 /metrics."""
 
 from datetime import date, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
+from sqlmodel import Session
 
 from app import records
 from app.api.curation import QueueItemOut, queue_item_out
@@ -85,29 +85,43 @@ def read_stats_charts(
     return stats_charts_out(stats.overview(session, settings, days))
 
 
+def _index_state(request: Request, session: SessionDep) -> dict[str, Any]:
+    """Whether this process's match index holds the store's newest writes (issue 14)."""
+    freshness = request.app.state.matcher.freshness(records.dataset_version(session))
+    return {
+        "version": freshness.index_version,
+        "datasetVersion": freshness.dataset_version,
+        "stale": freshness.stale,
+        "behindS": round(freshness.behind_s, 3),
+    }
+
+
 @router.get("/healthz")
-async def read_health(request: Request) -> dict[str, str]:
-    """Liveness and database reachability."""
-    # On the event loop (SELECT 1 takes microseconds), not in the thread pool, where it
+async def read_health(request: Request) -> dict[str, Any]:
+    """Liveness and database reachability, and whether the match index is behind the
+    store (`index.stale`: another replica's write not yet taken in)."""
+    # On the event loop (its queries take microseconds), not in the thread pool, where it
     # would queue behind the requests that fill it (issue 10).
-    with request.app.state.engine.connect() as connection:
-        connection.execute(text("SELECT 1"))
-    return {"status": "ok"}
+    with Session(request.app.state.engine) as session:
+        return {"status": "ok", "index": _index_state(request, session)}
 
 
-@router.get("/readyz", responses={503: {"description": "Starting, or a start-up step failed"}})
-def read_readiness(request: Request) -> JSONResponse:
-    """Readiness: 503 while the default harvest runs or the match index loads, or after
-    either failed (the reason is in `failed`); `background` shows the older releases being
+@router.get("/readyz", responses={503: {"description": "Starting, stale, or a step failed"}})
+def read_readiness(request: Request, session: SessionDep, settings: SettingsDep) -> JSONResponse:
+    """Readiness: 503 while the default harvest runs or the match index loads, after either
+    failed (the reason is in `failed`), or while the index has been behind the store longer
+    than ERRKB_INDEX_STALE_AFTER_S (`stale`); `background` shows the older releases being
     harvested while the server answers."""
     readiness = request.app.state.readiness
     ready, pending, failed = readiness.state()
-    status = "ready" if ready else "failed" if failed else "starting"
-    body = {"status": status, "pending": pending, "failed": failed}
+    index = _index_state(request, session)
+    lagging = ready and index["behindS"] > settings.index_stale_after_s
+    status = "failed" if failed else "starting" if not ready else "stale" if lagging else "ready"
+    body = {"status": status, "pending": pending, "failed": failed, "index": index}
     background = readiness.background()
     if background is not None:
         body["background"] = background
-    return JSONResponse(body, status_code=200 if ready else 503)
+    return JSONResponse(body, status_code=200 if status == "ready" else 503)
 
 
 @router.get("/metrics", response_class=Response)

@@ -19,10 +19,10 @@ from collections import Counter
 from datetime import UTC, date, datetime
 
 from sqlalchemy import Engine
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
+from app import store
 from app.models import Hit
 from app.schemas import MatchResult
 
@@ -72,22 +72,10 @@ def today() -> date:
     return datetime.now(UTC).date()
 
 
-def _upsert(dialect: str):
-    """INSERT ... ON CONFLICT DO UPDATE adding to the count (SQLite and PostgreSQL alike)."""
-    insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}[dialect]
-    statement = insert(Hit)
-    return statement.on_conflict_do_update(
-        index_elements=["kind", "subject", "day"],
-        set_={"count": Hit.count + statement.excluded["count"]},
-    )
-
-
 class HitCounter:
     """Counts hits in memory and writes them to the store in batches."""
 
-    def __init__(
-        self, engine: Engine, enabled: bool, interval_s: float = FLUSH_INTERVAL_S
-    ) -> None:
+    def __init__(self, engine: Engine, enabled: bool, interval_s: float = FLUSH_INTERVAL_S) -> None:
         self.engine = engine
         self.enabled = enabled
         self.interval_s = interval_s
@@ -123,7 +111,10 @@ class HitCounter:
         ]
         try:
             with Session(self.engine) as session:
-                session.execute(_upsert(self.engine.dialect.name), rows)
+                upsert = store.backend(self.engine).upsert_adding(
+                    Hit.__table__, ("kind", "subject", "day"), "count"
+                )
+                session.execute(upsert, rows)
                 session.commit()
         except OperationalError as error:
             with self._lock:

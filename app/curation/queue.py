@@ -92,9 +92,7 @@ def curation_queue(
         .group_by(Hit.kind, Hit.subject)
         .subquery()
     )
-    joined = totals.outerjoin(
-        Record, and_(totals.c.kind == RECORD, Record.id == totals.c.subject)
-    )
+    joined = totals.outerjoin(Record, and_(totals.c.kind == RECORD, Record.id == totals.c.subject))
     condition = or_(totals.c.kind == TEMPLATE, Record.review_state == DRAFT)
     if repo is not None:
         condition = and_(condition, Record.repo == repo)

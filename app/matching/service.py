@@ -10,17 +10,24 @@ instead of compiling every pattern again (issue 3).
 A request runs under the matcher's deadline and its reply is capped (issue 10): a paste of a
 hundred thousand exception lines answers with the first `MAX_EXCEPTIONS` of them (those that
 the shown matches explain first) and `truncated: true`, not with a reply ten times its size.
+
+Several processes may share one store (workers, or replicas on PostgreSQL, issue 14): each
+notices another's write by the dataset version, on its next match or from app.ops.follow in
+the background, and finds what changed by the records' content hashes, not by clocks that
+may differ between machines. A request never waits for another thread's sync: it answers
+with the index as it is, and `freshness` tells how far behind that is.
 """
 
 import hashlib
 import threading
+import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlmodel import Session
 
 from app import classes, locations, records
@@ -47,11 +54,24 @@ MAX_PASTE_LINES = 100_000
 """Lines a paste may have: each costs ~10 us to clean and parse whatever it holds, so a
 mebibyte of newlines took 8 s; real logs of a mebibyte have 10k-30k lines (issue 10)."""
 REBUILD_AFTER_PENDING = 200  # patterns matched the slow way before the engine takes them in
-MODIFIED_MARGIN_S = 2.0  # re-read rows this much older than the last sync (clock steps)
 
 
 RaiseSites = dict[tuple[str, int], list[tuple[str, str]]]
 """(file name, line) -> (record id, the record's filePath) of the sites raising there."""
+
+
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    """How the match index stands against the store: the dataset version it holds, the
+    store's, and for how long it has been behind (0 when current)."""
+
+    index_version: str | None
+    dataset_version: str
+    behind_s: float
+
+    @property
+    def stale(self) -> bool:
+        return self.index_version != self.dataset_version
 
 
 class Matcher:
@@ -73,19 +93,29 @@ class Matcher:
         self._cache_path = cache_dir / "index" / f"{_database_key(engine)}.idx"
         self._index: PatternIndex | None = None
         self._version: str | None = None
-        self._synced_at = datetime.now(UTC)
-        self._keys: set[str] = set()
+        self._hashes: dict[str, str] = {}  # record id -> content hash, as indexed
         self._sites: RaiseSites = {}
         self._classes: ClassGraph = {}
         self._lock = threading.Lock()
+        self._behind_since: float | None = None  # when a newer dataset version was seen
 
     def index(self, session: Session) -> PatternIndex:
-        """The index, brought up to the store's current dataset version first."""
+        """The index, brought up to the store's dataset version unless another thread is
+        at it already: then this call answers with the index as it is. The first load
+        waits, as there is nothing to answer with before it."""
         version = records.dataset_version(session)
-        if self._index is None or version != self._version:
+        if self._index is None:
             with self._lock:
-                if self._index is None or version != self._version:
+                if self._index is None:
                     self._sync(session, version)
+        elif version != self._version:
+            self._notice_behind()
+            if self._lock.acquire(blocking=False):
+                try:
+                    if version != self._version:
+                        self._sync(session, version)
+                finally:
+                    self._lock.release()
         assert self._index is not None
         return self._index
 
@@ -93,6 +123,29 @@ class Matcher:
         """The harvested releases' exception classes (app.classes); current as of the last
         `index()` call."""
         return self._classes
+
+    def refresh(self, engine: Engine) -> bool:
+        """Bring a loaded index up to the store, waiting for the lock (app.ops.follow, off the
+        request path); True when it synced."""
+        with Session(engine) as session:
+            version = records.dataset_version(session)
+            if self._index is None or version == self._version:
+                return False
+            self._notice_behind()
+            with self._lock:
+                if version == self._version:
+                    return False
+                self._sync(session, version)
+        return True
+
+    def freshness(self, dataset_version: str) -> Freshness:
+        """How the index stands against this dataset version (read by the caller)."""
+        if dataset_version == self._version:
+            return Freshness(self._version, dataset_version, 0.0)
+        self._notice_behind()
+        since = self._behind_since  # a sync may clear it meanwhile
+        behind = time.monotonic() - since if since is not None else 0.0
+        return Freshness(self._version, dataset_version, behind)
 
     def raise_sites(self) -> RaiseSites:
         """Where each record's site raises, for finding records by the innermost frame;
@@ -122,53 +175,56 @@ class Matcher:
         finally:
             self._slots.release()
 
+    def _notice_behind(self) -> None:
+        if self._behind_since is None:
+            self._behind_since = time.monotonic()
+
     def _sync(self, session: Session, version: str) -> None:
-        now = datetime.now(UTC)
         if self._index is None:
-            self._index = PatternIndex.load(self._cache_path, version)
+            cached = PatternIndex.load(self._cache_path, version)
+            if cached is not None:
+                hashes = _hashes(session)
+                # Another process may have written between the two reads (PostgreSQL reads
+                # each statement afresh): then the hashes are newer than the saved index.
+                if records.dataset_version(session) == version:
+                    self._index, self._hashes = cached, hashes
             if self._index is None:
-                patterns = _patterns(session)
-                indexed = [p for p in patterns if not locations.matched_by_location(p[1])]
+                rows = _patterns(session)
+                indexed = [(i, p) for i, p, _ in rows if not locations.matched_by_location(p)]
                 self._index = PatternIndex(indexed)
                 self._save(version)
-                self._keys = {record_id for record_id, _ in patterns}
-            else:
-                self._keys = set(_all_ids(session))
+                self._hashes = {record_id: digest for record_id, _, digest in rows}
         elif self._apply_changes(session):
             self._save(version)
         self._sites = _raise_sites(session)
         self._classes = classes.class_graph(session)
-        self._version, self._synced_at = version, now
+        self._version, self._behind_since = version, None
 
     def _apply_changes(self, session: Session) -> bool:
-        """Add what was written since the last sync, drop what was deleted; True if any."""
+        """Add what was written since the last sync, drop what was deleted; True if any.
+
+        Changes are found by content hash: a record written on another machine, or in a
+        transaction that committed long after it began, is found all the same."""
         assert self._index is not None
-        since = self._synced_at - timedelta(seconds=MODIFIED_MARGIN_S)
-        changed = session.execute(
-            select(Record.id, Record.message_pattern).where(Record.modified_at >= since)
-        ).all()
-        for record_id, pattern in changed:
-            self._keys.add(record_id)
-            if locations.matched_by_location(pattern):
-                self._index.remove(record_id)  # found by its raise site only (issue 12)
-                continue
-            try:
-                self._index.add(record_id, pattern)
-            except PatternError as error:  # stored before its limit existed (issue 10)
-                self._index.remove(record_id)
-                self._index.rejected[record_id] = error
-        gone: set[str] = set()
-        # Every id written since is in _keys now, so equal counts mean nothing was deleted:
-        # the full list of ids is read only after a delete.
-        if session.execute(select(func.count()).select_from(Record)).scalar_one() != len(
-            self._keys
-        ):
-            present = set(_all_ids(session))
-            gone = self._keys - present
-            for record_id in gone:
-                if record_id in self._index:
+        current = _hashes(session)
+        changed = [i for i, digest in current.items() if self._hashes.get(i) != digest]
+        gone = self._hashes.keys() - current.keys()
+        for start in range(0, len(changed), records.SQL_CHUNK):
+            chunk = changed[start : start + records.SQL_CHUNK]
+            statement = select(Record.id, Record.message_pattern).where(Record.id.in_(chunk))
+            for record_id, pattern in session.execute(statement):
+                if locations.matched_by_location(pattern):
+                    self._index.remove(record_id)  # found by its raise site only (issue 12)
+                    continue
+                try:
+                    self._index.add(record_id, pattern)
+                except PatternError as error:  # stored before its limit existed (issue 10)
                     self._index.remove(record_id)
-            self._keys = present
+                    self._index.rejected[record_id] = error
+        for record_id in gone:
+            if record_id in self._index:
+                self._index.remove(record_id)
+        self._hashes = current
         if len(changed) >= REBUILD_AFTER_PENDING:
             self._index.rebuild()
         return bool(changed) or bool(gone)
@@ -185,12 +241,13 @@ def _database_key(engine: Engine) -> str:
     return hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
-def _patterns(session: Session) -> list[tuple[str, str]]:
-    return [tuple(row) for row in session.execute(select(Record.id, Record.message_pattern))]
+def _patterns(session: Session) -> list[tuple[str, str, str]]:
+    statement = select(Record.id, Record.message_pattern, Record.content_hash)
+    return [tuple(row) for row in session.execute(statement)]
 
 
-def _all_ids(session: Session) -> list[str]:
-    return list(session.execute(select(Record.id)).scalars())
+def _hashes(session: Session) -> dict[str, str]:
+    return dict(session.execute(select(Record.id, Record.content_hash)).all())
 
 
 def _raise_sites(session: Session) -> RaiseSites:
@@ -325,9 +382,7 @@ def find_matches(
     partials = second_chance(index, exceptions, hits, len(text.rstrip()))
     wanted = {hit[0] for hit in hits} | {record_id for record_id, _ in raised_at}
     candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
-    ranked = rank(
-        index, hits, candidates, exceptions, raised_at, partials, graph, log_repos(lines)
-    )
+    ranked = rank(index, hits, candidates, exceptions, raised_at, partials, graph, log_repos(lines))
     return exceptions, ranked
 
 

@@ -109,9 +109,7 @@ def parse_exceptions(text: str, lines: Sequence[CleanLine] | None = None) -> lis
     for line in clean_lines(text) if lines is None else lines:
         streams.setdefault(line.stream, []).append(line)
     cut_at = len(text) if text[-1:] not in ("\n", "\r", "") else -1
-    drafts = [
-        draft for lines in streams.values() for draft in _parse_stream(_rows(lines, cut_at))
-    ]
+    drafts = [draft for lines in streams.values() for draft in _parse_stream(_rows(lines, cut_at))]
     drafts.sort(key=lambda draft: draft.span)
     for index, draft in enumerate(drafts):
         draft.index = index

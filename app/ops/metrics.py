@@ -54,7 +54,8 @@ class Metrics:
             registry=registry,
         )
         self.index_patterns = Gauge(
-            "errkb_index_patterns", "Patterns in the match index (0 until loaded).",
+            "errkb_index_patterns",
+            "Patterns in the match index (0 until loaded).",
             registry=registry,
         )
         self.index_build_seconds = Gauge(

@@ -4,23 +4,23 @@ then, once ready, the older releases (issue 15).
 `errkb serve` used to harvest the default releases and build the index before listening, so
 nothing could tell an operator (or a load balancer) what it was doing. Now the server listens
 at once, /healthz answers, and /readyz stays 503 with the pending steps until they are done
-(issue 13). Worker processes of one store take turns under a file lock: the first harvests
-and builds the index (saved to the cache), the others then find both done. The older releases
-(ERRKB_OLDER_RELEASES) come after readiness, one at a time under the same lock, their
-progress in /readyz's `background`; one that fails is reported and the next one tried.
+(issue 13). Processes of one store take turns under a lock: the first harvests and builds
+the index (saved to the cache), the others then find both done. The lock is the store's
+(app.store): a file lock for SQLite's workers on one machine, an advisory lock for
+PostgreSQL's replicas on any number of machines, so the default harvest runs once (issue 14).
+The older releases (ERRKB_OLDER_RELEASES) come after readiness, one at a time under the same
+lock, their progress in /readyz's `background`; one that fails is reported and the next one
+tried.
 """
 
-import fcntl
-import hashlib
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from app import drafts
+from app import drafts, store
 from app.config import Settings
 from app.matching.service import Matcher
 from app.ops.metrics import Metrics
@@ -35,19 +35,9 @@ def harvest_step(spec: str) -> str:
     return f"harvest {spec}"
 
 
-@contextmanager
-def startup_lock(settings: Settings, engine: Engine) -> Iterator[None]:
-    """One process of this store at a time (a file lock, released if the process dies)."""
-    url = engine.url.render_as_string(hide_password=False)
-    folder = settings.cache_dir / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"start-up-{hashlib.sha256(url.encode()).hexdigest()[:16]}.lock"
-    with open(folder / name, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def startup_lock(engine: Engine) -> AbstractContextManager:
+    """One process of this store at a time, released if the process dies."""
+    return store.backend(engine).exclusive(engine, "start-up")
 
 
 def _harvest(engine: Engine, spec: str) -> None:
@@ -79,7 +69,7 @@ def start_up(
     readiness.plan([harvest_step(spec) for spec in specs])
     step = LOAD_INDEX
     try:
-        with startup_lock(settings, engine):
+        with startup_lock(engine):
             for spec in specs:
                 step = harvest_step(spec)
                 _harvest(engine, spec)

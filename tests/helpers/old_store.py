@@ -4,9 +4,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from alembic import command
+from alembic.config import Config
 from sqlalchemy import Engine, MetaData, insert
 
 from app import records
+from app.db import MIGRATIONS_DIR
 
 
 def insert_at_revision(
@@ -29,3 +32,12 @@ def insert_at_revision(
         values.append({key: value for key, value in row.items() if key in table.c})
     with engine.begin() as connection:
         connection.execute(insert(table), values)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Take the schema back to `revision`, the way app.db.upgrade takes it forward."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)

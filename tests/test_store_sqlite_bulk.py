@@ -1,16 +1,17 @@
-"""A large insert is indexed for search as one batch: same results as row by row, the
+"""SQLite: a large insert is indexed for search as one batch: same results as row by row, the
 trigger restored afterwards, and nothing half-done when the insert fails."""
 
 import pytest
 from sqlalchemy import text
 from sqlmodel import Session
 
-from app import records, search, search_index
+from app import records, search
 from app.config import Settings
 from app.db import open_store
+from app.store import sqlite_bulk
 from tests.test_search import make_record
 
-COUNT = search_index.BULK_MIN_ROWS
+COUNT = sqlite_bulk.BULK_MIN_ROWS
 WORDS = ["spindle", "gasket", "ratchet", "sprocket", "flywheel"]
 
 
@@ -30,7 +31,7 @@ def _records() -> list[dict]:
 def _trigger_sql(session: Session) -> str:
     return session.execute(
         text("SELECT sql FROM sqlite_master WHERE name = :name"),
-        {"name": search_index.INSERT_TRIGGER},
+        {"name": sqlite_bulk.INSERT_TRIGGER},
     ).scalar_one()
 
 
@@ -50,7 +51,7 @@ def test_batch_indexing_finds_what_row_by_row_finds(tmp_path, monkeypatch) -> No
     batch.commit()
     assert _trigger_sql(batch) == original
 
-    monkeypatch.setattr(search_index, "BULK_MIN_ROWS", COUNT + 1)
+    monkeypatch.setattr(sqlite_bulk, "BULK_MIN_ROWS", COUNT + 1)
     per_row = _session(tmp_path, "per-row.db")
     records.write_records(per_row, _records())
     per_row.commit()
@@ -86,7 +87,7 @@ def test_a_failed_batch_leaves_the_trigger_whole(tmp_path) -> None:
     session = _session(tmp_path, "fail.db")
     original = _trigger_sql(session)
     rows = _records()
-    with pytest.raises(RuntimeError), search_index.batch_indexing(session, [r["id"] for r in rows]):
+    with pytest.raises(RuntimeError), sqlite_bulk.batch_indexing(session, [r["id"] for r in rows]):
         assert _trigger_sql(session) != original
         raise RuntimeError("the insert failed")
     session.rollback()

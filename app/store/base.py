@@ -1,0 +1,103 @@
+"""The one interface that each engine's store fulfils (issue 14): full-text search, locks that
+span the processes of one store, bulk indexing, upserts and what a copy must fix up.
+
+Services call these through `app.store.backend(bind)` and never write engine-specific SQL
+themselves; app.store.sqlite and app.store.postgres are the two implementations.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Table, func, select
+from sqlalchemy.sql.dml import Insert
+from sqlmodel import Session
+
+from app.models import RecordTag
+from app.store.fulltext import Filters, Scope, Scored, TextQuery, record_search
+
+
+class Backend(ABC):
+    """One engine's store; the methods without a body are the engine's own."""
+
+    name: str
+    snapshot_isolation: str | None
+    """The isolation level under which a connection's reads see one snapshot (None: its
+    transactions already do)."""
+
+    @abstractmethod
+    def count(self, session: Session, query: TextQuery, filters: Filters, cap: int) -> int:
+        """How many records hold the query under the filters, counted up to `cap` only."""
+
+    @abstractmethod
+    def rank(
+        self, session: Session, scope: Scope, query: TextQuery, filters: Filters, limit: int
+    ) -> list[Scored]:
+        """The best `limit` records of the scope holding the query, best first; equal
+        scores in key order, highest first."""
+
+    @abstractmethod
+    def holding(self, session: Session, query: TextQuery, keys: Sequence[int]) -> set[int]:
+        """Which of these keys' records hold the query."""
+
+    @abstractmethod
+    def exclusive(self, engine: Engine, name: str) -> AbstractContextManager:
+        """Held by one process of this store at a time (migrations, import, harvest): the
+        others wait. Released when the process dies."""
+
+    @abstractmethod
+    def batch_indexing(
+        self, session: Session, record_ids: Sequence[str]
+    ) -> AbstractContextManager[None]:
+        """Around the insert of these new records: index them for search as one batch."""
+
+    @abstractmethod
+    def upsert_adding(self, table: Table, keys: Sequence[str], column: str) -> Insert:
+        """INSERT into `table` that, for a row whose `keys` exist, adds to `column`."""
+
+    @abstractmethod
+    def insert_ignoring(self, table: Table) -> Insert:
+        """INSERT into `table` that leaves a row whose key exists as it is."""
+
+    @abstractmethod
+    def after_copy(self, connection: Connection, table: Table) -> None:
+        """Fix up what copying rows with their own ids leaves behind (`errkb db copy`)."""
+
+    def keys(self, session: Session, record_ids: Iterable[str]) -> dict[str, int]:
+        """The index key of each of these records."""
+        ids = list(record_ids)
+        if not ids:
+            return {}
+        statement = select(record_search.c.record_id, record_search.c.fts_rowid).where(
+            record_search.c.record_id.in_(ids)
+        )
+        return dict(session.execute(statement).all())
+
+    def sharing(
+        self, session: Session, column: str, value: str, record_id: str, limit: int
+    ) -> list[str]:
+        """Other records with this value of a fact (background tag, file), newest first."""
+        facts = record_search.c
+        statement = (
+            select(facts.record_id)
+            .where(facts[column] == value, facts.record_id != record_id)
+            .order_by(facts.fts_rowid.desc())
+            .limit(limit)
+        )
+        return list(session.execute(statement).scalars())
+
+    def sharing_tags(
+        self, session: Session, tags: Sequence[str], record_id: str, limit: int
+    ) -> list[tuple[Any, ...]]:
+        """(record id, tags shared, those tags joined) of other records with these tags,
+        most shared first."""
+        shared = func.count().label("shared")
+        statement = (
+            select(RecordTag.record_id, shared, func.aggregate_strings(RecordTag.tag, ", "))
+            .where(RecordTag.tag.in_(list(tags)), RecordTag.record_id != record_id)
+            .group_by(RecordTag.record_id)
+            .order_by(shared.desc(), RecordTag.record_id)
+            .limit(limit)
+        )
+        return [tuple(row) for row in session.execute(statement)]

@@ -1,0 +1,108 @@
+"""The full-text index on both engines (issue 14): one declaration of fields and weights,
+keys that order reviewed records and newer drafts first, kept by every kind of write,
+safe under concurrent writers, and a migration that goes down and up again."""
+
+import itertools
+import threading
+import time
+
+import pytest
+from sqlalchemy import update
+from sqlmodel import Session
+
+from app import records, search
+from app.config import Settings
+from app.db import open_store, upgrade
+from app.models import Record
+from app.store import backend
+from app.store.fulltext import FULL_FIELDS, LABEL_WEIGHTS, REVIEWED_KEYS, rank_weights
+from tests.helpers.old_store import downgrade
+from tests.test_search import make_record
+
+
+def test_shared_labels_keep_the_order_of_the_field_weights() -> None:
+    """PostgreSQL has four weight labels for ten fields: no field may outweigh one that
+    FTS5 weighs more, and each label weighs what one of its fields weighs."""
+    for one, other in itertools.permutations(FULL_FIELDS, 2):
+        if one.weight > other.weight:
+            assert LABEL_WEIGHTS[one.label] >= LABEL_WEIGHTS[other.label], (one, other)
+    for label, weight in LABEL_WEIGHTS.items():
+        assert weight in {field.weight for field in FULL_FIELDS if field.label == label}
+    assert rank_weights() == (0.15, 0.3, 0.6, 1.0)  # ts_rank's order: D, C, B, A
+
+
+def _key(session: Session, record_id: str) -> int:
+    return backend(session).keys(session, [record_id])[record_id]
+
+
+def test_keys_follow_review_state_and_searched_changes_only(session: Session) -> None:
+    draft, other = make_record(1, "Okapi failed"), make_record(2, "Okapi stalled")
+    records.write_records(session, [draft, other], review_state=records.DRAFT)
+    session.commit()
+    first = _key(session, draft["id"])
+    assert first < _key(session, other["id"]) < REVIEWED_KEYS
+    session.execute(update(Record).where(Record.id == draft["id"]).values(gone_in="v2"))
+    session.commit()
+    assert _key(session, draft["id"]) == first  # not a searched column: same key
+    records.write_records(
+        session, [draft | {"documentation": "Now about a zebra."}], review_state=records.DRAFT
+    )
+    session.commit()
+    assert _key(session, draft["id"]) > _key(session, other["id"])  # newest draft now
+    records.set_review_state(session, other["id"], records.REVIEWED)
+    session.commit()
+    assert _key(session, other["id"]) > REVIEWED_KEYS
+    assert [hit.record.id for hit in search.search(session, "zebra").hits] == [draft["id"]]
+
+
+def test_empty_lists_and_null_fields_are_indexed(session: Session) -> None:
+    bare = make_record(7, "Ibex stalled", tags=[], solutions=[], documentation=None)
+    records.write_records(session, [bare])
+    session.commit()
+    assert [hit.record.id for hit in search.search(session, "ibex").hits] == [bare["id"]]
+
+
+def test_the_search_migration_goes_down_and_up_again(settings: Settings) -> None:
+    engine = open_store(settings)
+    with Session(engine) as session:
+        records.write_records(session, [make_record(3, "Quokka failed")])
+        session.commit()
+    downgrade(engine, "0006")
+    upgrade(engine)
+    with Session(engine) as session:
+        records.write_records(session, [make_record(4, "Quokka stalled")])
+        session.commit()
+        found = search.search(session, "quokka")
+    assert {hit.record.id for hit in found.hits} == {f"{3:016x}", f"{4:016x}"}
+
+
+@pytest.mark.postgresql_only
+def test_concurrent_writers_get_distinct_keys_and_versions(settings: Settings) -> None:
+    """Two transactions writing at once both commit: each record gets a key of its own (a
+    max() + 1 key would collide) and each write a version of its own, the later one past
+    the earlier one (the version row is locked until the first commits)."""
+    engine = open_store(settings)
+    first_wrote, versions = threading.Event(), {}
+
+    def write(number: int, hold_s: float) -> None:
+        with Session(engine) as session:
+            records.write_records(
+                session,
+                [make_record(number, f"Wombat {number} failed")],
+                review_state=records.DRAFT,
+            )
+            first_wrote.set()
+            time.sleep(hold_s)
+            versions[number] = records.dataset_version(session)
+            session.commit()
+
+    holding = threading.Thread(target=write, args=(5, 0.5))
+    holding.start()
+    first_wrote.wait(10)
+    write(6, 0)
+    holding.join(10)
+    assert versions[6] > versions[5]
+    with Session(engine) as session:
+        keys = backend(session).keys(session, [f"{5:016x}", f"{6:016x}"])
+        assert keys[f"{6:016x}"] > keys[f"{5:016x}"]
+        assert records.dataset_version(session) == versions[6]
