@@ -122,7 +122,9 @@ def test_load_module_runs_no_parent_init(cache: Path) -> None:
             "demo_pkg/__init__.py": "raise RuntimeError('the package __init__ ran')",
             "demo_pkg/sub/__init__.py": "raise RuntimeError('the subpackage __init__ ran')",
             "demo_pkg/helpers.py": "VALUE = 42",
-            "demo_pkg/sub/target.py": "from demo_pkg.helpers import VALUE\nclass Pool: size = VALUE",
+            "demo_pkg/sub/target.py": (
+                "from demo_pkg.helpers import VALUE\nclass Pool: size = VALUE"
+            ),
         },
     )
     try:
