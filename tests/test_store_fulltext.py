@@ -67,7 +67,7 @@ def test_the_search_migration_goes_down_and_up_again(settings: Settings) -> None
     with Session(engine) as session:
         records.write_records(session, [make_record(3, "Quokka failed")])
         session.commit()
-    downgrade(engine, "0006")
+    downgrade(engine, "0007")  # below the search migration, 0008
     upgrade(engine)
     with Session(engine) as session:
         records.write_records(session, [make_record(4, "Quokka stalled")])

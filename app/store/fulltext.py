@@ -2,7 +2,7 @@
 weighs, and the queries both engines answer alike (issue 14).
 
 SQLite keeps the index in FTS5 tables (migration 0002), PostgreSQL in weighted tsvector
-columns of `record_search` (migration 0007); both keep `record_search`, one row per record
+columns of `record_search` (migration 0008); both keep `record_search`, one row per record
 with its key in the index and the facts that filters and related records need. What differs
 between the engines is how words are matched and ranked (app.store.base.Backend).
 
@@ -74,7 +74,7 @@ record_search = Table(
     Column("background_tag", Text),
     Column("file_path", Text),
 )
-"""The facts table both engines keep (migrations 0002 and 0007); their index columns differ."""
+"""The facts table both engines keep (migrations 0002 and 0008); their index columns differ."""
 
 
 class Filters(Protocol):

@@ -3,7 +3,7 @@ advisory locks that span every replica of one database (issue 14).
 
 Search: `record_search.head_tsv` holds the short fields, `full_tsv` every searched field, each
 word labelled with its field's weight (app.store.fulltext), both kept in step by the
-statement triggers of migration 0007 and indexed with GIN. Words are indexed the way FTS5's
+statement triggers of migration 0008 and indexed with GIN. Words are indexed the way FTS5's
 unicode61 tokenizer (remove_diacritics 2) indexes them: every run of characters other than
 letters and digits separates words, accents are removed (`unaccent`), case is folded. A query
 reaches `to_tsquery` only as quoted words of letters and digits (`tsquery_text`), so nothing
@@ -88,7 +88,7 @@ def make_engine(url: str, pool: PoolOptions) -> Engine:
         pool_pre_ping=pool.pre_ping,
     )
     # A batch insert as multi-row INSERT statements (1000 rows each), not one statement per
-    # row: migration 0007's triggers run once per statement, and row by row they made a
+    # row: migration 0008's triggers run once per statement, and row by row they made a
     # 50k import take minutes instead of seconds.
     engine.dialect.use_insertmanyvalues_wo_returning = True
     return engine
@@ -153,7 +153,7 @@ class PostgresBackend(Backend):
     def batch_indexing(
         self, session: Session, record_ids: Sequence[str]
     ) -> AbstractContextManager[None]:
-        """Migration 0007's triggers index each statement's rows at once; after a large
+        """Migration 0008's triggers index each statement's rows at once; after a large
         batch the planner's statistics are renewed, or it keeps planning for the empty
         tables it last saw (ranking by scanning instead of the GIN index: 100x slower)."""
         return _analyzed(session) if len(record_ids) >= ANALYZE_MIN_ROWS else nullcontext()

@@ -16,8 +16,8 @@ PostgreSQL only; on SQLite, migration 0002's FTS5 tables do this job and this on
   writes; a large insert (an import, a harvest) is indexed in one statement, not row by row.
   An update re-indexes (with a new key) only the rows whose searched columns changed.
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-02
 """
 
@@ -25,8 +25,8 @@ from alembic import op
 
 from app.store.fulltext import BODY_FIELDS, HEAD_FIELDS, REVIEWED_KEYS
 
-revision = "0007"
-down_revision = "0006"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
