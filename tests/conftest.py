@@ -3,9 +3,8 @@
 That is a SQLite file always and, when ERRKB_TEST_POSTGRES_URL names a PostgreSQL database,
 a schema of its own in that database too: each test that uses `settings` (and so `session`,
 `make_client`, `client`) runs once per engine, `[sqlite]` and `[postgresql]` (issue 14).
-Tests marked `sqlite_only` look inside the SQLite file and run on SQLite alone; tests marked
-`postgresql_only` exercise what only PostgreSQL has (concurrent writers) and are skipped
-without it.
+Tests marked `postgresql_only` exercise what only PostgreSQL has (concurrent writers) and
+are skipped without it.
 """
 
 import json
@@ -44,11 +43,8 @@ def harvested(tmp_path_factory: pytest.TempPathFactory) -> accuracy.Harvested:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run the tests that use the store once per engine (only SQLite without PostgreSQL)."""
     if "store_engine" in metafunc.fixturenames:
-        marked = metafunc.definition.get_closest_marker
         engines = postgres.ENGINES
-        if marked("sqlite_only"):
-            engines = [postgres.SQLITE]
-        elif marked("postgresql_only"):
+        if metafunc.definition.get_closest_marker("postgresql_only"):
             engines = [postgres.POSTGRESQL] if postgres.POSTGRES_URL else []
         metafunc.parametrize("store_engine", engines, indirect=True)
 

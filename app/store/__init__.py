@@ -14,7 +14,7 @@ from app.store.base import Backend
 from app.store.postgres import PostgresBackend
 from app.store.sqlite import SqliteBackend
 
-_BACKENDS: dict[str, Backend] = {"sqlite": SqliteBackend(), "postgresql": PostgresBackend()}
+_BACKENDS: dict[str, Backend] = {each.name: each for each in (SqliteBackend(), PostgresBackend())}
 
 
 def backend(bind: Session | Engine | Connection) -> Backend:

@@ -21,7 +21,7 @@ from app.store.fulltext import Filters, Scope, Scored, TextQuery, record_search
 class Backend(ABC):
     """One engine's store; the methods without a body are the engine's own."""
 
-    name: str
+    name: str  # SQLAlchemy's name of the dialect
     snapshot_isolation: str | None
     """The isolation level under which a connection's reads see one snapshot (None: its
     transactions already do)."""
