@@ -4,7 +4,7 @@ That is a SQLite file always and, when ERRKB_TEST_POSTGRES_URL names a PostgreSQ
 a schema of its own in that database too: each test that uses `settings` (and so `session`,
 `make_client`, `client`) runs once per engine, `[sqlite]` and `[postgresql]` (issue 14).
 Tests marked `postgresql_only` exercise what only PostgreSQL has (concurrent writers) and
-are skipped without it.
+are skipped without it; tests marked `sqlite_only` are about SQLite's own locking (issue 10).
 """
 
 import json
@@ -46,6 +46,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         engines = postgres.ENGINES
         if metafunc.definition.get_closest_marker("postgresql_only"):
             engines = [postgres.POSTGRESQL] if postgres.POSTGRES_URL else []
+        elif metafunc.definition.get_closest_marker("sqlite_only"):
+            engines = [postgres.SQLITE]
         metafunc.parametrize("store_engine", engines, indirect=True)
 
 

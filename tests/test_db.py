@@ -15,6 +15,9 @@ from app.db import is_lock_timeout, make_engine, open_store, write_session, writ
 from tests.conftest import ADMIN_TOKEN
 from tests.helpers.writers import probe_record, run_writers, stored_markers
 
+# SQLite's locking (BEGIN IMMEDIATE, busy timeouts) is what these tests are about (issue 10).
+pytestmark = pytest.mark.sqlite_only
+
 WRITERS = 8
 WRITE_SECONDS = 3.0
 CONTESTED = [f"{0xD000:04x}{n:012x}" for n in range(10)]

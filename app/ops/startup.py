@@ -100,7 +100,7 @@ def harvest_older(
     for spec, step in zip(specs, steps, strict=True):
         readiness.background_step(step, running=True)
         try:
-            with startup_lock(settings, engine):
+            with startup_lock(engine):
                 _harvest(engine, spec)
         except Exception as error:  # reported, and the next release is still tried
             readiness.background_step(step, failed=str(error))
