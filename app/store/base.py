@@ -52,13 +52,22 @@ class Backend(ABC):
     ) -> AbstractContextManager[None]:
         """Around the insert of these new records: index them for search as one batch."""
 
+    @staticmethod
     @abstractmethod
+    def insert(table: Table) -> Any:
+        """The dialect's INSERT, the one that has ON CONFLICT (both engines spell it alike)."""
+
     def upsert_adding(self, table: Table, keys: Sequence[str], column: str) -> Insert:
         """INSERT into `table` that, for a row whose `keys` exist, adds to `column`."""
+        statement = self.insert(table)
+        return statement.on_conflict_do_update(
+            index_elements=list(keys),
+            set_={column: table.c[column] + statement.excluded[column]},
+        )
 
-    @abstractmethod
     def insert_ignoring(self, table: Table) -> Insert:
         """INSERT into `table` that leaves a row whose key exists as it is."""
+        return self.insert(table).on_conflict_do_nothing()
 
     @abstractmethod
     def after_copy(self, connection: Connection, table: Table) -> None:

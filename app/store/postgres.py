@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, Integer, Table, bindparam, create_engine, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
-from sqlalchemy.sql.dml import Insert
 from sqlmodel import Session
 
 from app.config import Settings
@@ -158,15 +157,7 @@ class PostgresBackend(Backend):
         tables it last saw (ranking by scanning instead of the GIN index: 100x slower)."""
         return _analyzed(session) if len(record_ids) >= ANALYZE_MIN_ROWS else nullcontext()
 
-    def upsert_adding(self, table: Table, keys: Sequence[str], column: str) -> Insert:
-        statement = postgresql.insert(table)
-        return statement.on_conflict_do_update(
-            index_elements=list(keys),
-            set_={column: table.c[column] + statement.excluded[column]},
-        )
-
-    def insert_ignoring(self, table: Table) -> Insert:
-        return postgresql.insert(table).on_conflict_do_nothing()
+    insert = staticmethod(postgresql.insert)
 
     def after_copy(self, connection: Connection, table: Table) -> None:
         """Rows copied with their own integer ids leave the id sequence behind: move it past

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, Table, bindparam, text
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.sql.dml import Insert
 from sqlmodel import Session
 
 from app.store import sqlite_bulk
@@ -103,15 +102,7 @@ class SqliteBackend(Backend):
     ) -> AbstractContextManager[None]:
         return sqlite_bulk.batch_indexing(session, record_ids)
 
-    def upsert_adding(self, table: Table, keys: Sequence[str], column: str) -> Insert:
-        statement = sqlite.insert(table)
-        return statement.on_conflict_do_update(
-            index_elements=list(keys),
-            set_={column: table.c[column] + statement.excluded[column]},
-        )
-
-    def insert_ignoring(self, table: Table) -> Insert:
-        return sqlite.insert(table).on_conflict_do_nothing()
+    insert = staticmethod(sqlite.insert)
 
     def after_copy(self, connection: Connection, table: Table) -> None:
         """Nothing to fix: an INTEGER PRIMARY KEY continues after the largest id."""
