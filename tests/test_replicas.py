@@ -58,7 +58,7 @@ def _until(check: Callable[[], bool], within_s: float, what: str) -> float:
 @pytest.fixture
 def replicas(database_url: str, tmp_path: Path) -> Iterator[list[Replica]]:
     """Two servers on the test's store, each with a cache of its own (as on two machines),
-    harvesting the installed typer as their default release."""
+    harvesting the installed typer as their default release and no older release."""
     started = []
     for number in (1, 2):
         port = _free_port()
@@ -67,6 +67,7 @@ def replicas(database_url: str, tmp_path: Path) -> Iterator[list[Replica]]:
             "ERRKB_CACHE_DIR": str(tmp_path / f"cache-{number}"),
             "ERRKB_ADMIN_TOKEN": ADMIN_TOKEN,
             "ERRKB_DEFAULT_RELEASES": '["typer"]',
+            "ERRKB_OLDER_RELEASES": "[]",  # no background harvest of older vLLM releases
             "ERRKB_INDEX_POLL_S": str(POLL_S),
             "ERRKB_LOG_FORMAT": "json",
         }
