@@ -18,6 +18,7 @@ import re2
 
 from app.config import PROJECT_ROOT
 from app.harvest import Draft, HarvestResult, RaiseSite, SkipReason, extract_raises, harvest_tree
+from app.harvest.extract import ReleaseMessages, extract_module, resolve_sites
 from app.locations import matched_by_location
 from app.matching.index import PatternError, check_pattern
 
@@ -180,6 +181,134 @@ def test_local_variable_rebound_in_a_nested_block_is_dynamic() -> None:
         """
     )
     assert site.skip == SkipReason.DYNAMIC_MESSAGE
+
+
+def test_a_tail_an_if_or_a_loop_adds_is_optional_in_the_pattern() -> None:
+    """Issue 15: SGLang's pool configurator builds "Not enough memory..." in `msg` and adds
+    the current value only when it is set; a loop may add its tail any number of times."""
+    site = _only(
+        """
+        def __post_init__(self):
+            if self.max_total_num_tokens <= 0:
+                msg = "Not enough memory. Please try to increase --mem-fraction-static."
+                if self.mem_fraction_static is not None:
+                    msg += f" Current value: mem_fraction_static={self.mem_fraction_static}"
+                raise RuntimeError(msg)
+        """
+    )
+    assert site.message is not None and site.message.placeholders == ("mem_fraction_static",)
+    assert site.message.template == (
+        "Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static={mem_fraction_static}"
+    )
+    pattern = re.compile(site.message.pattern)
+    bare = "Not enough memory. Please try to increase --mem-fraction-static."
+    assert pattern.fullmatch(bare)["mem_fraction_static"] is None
+    assert pattern.fullmatch(bare + " Current value: mem_fraction_static=0.88")[1] == "0.88"
+    assert not pattern.fullmatch(bare + " Something else")
+    assert re2.compile(site.message.pattern).fullmatch(bare)
+    looped = _only(
+        """
+        def check(names):
+            msg = "unknown names:"
+            for name in names:
+                msg += f" {name}"
+            with lock:
+                msg += "."
+            raise KeyError(msg)
+        """
+    )
+    assert looped.message is not None
+    assert re.fullmatch(looped.message.pattern, "unknown names: a b c.")
+    assert re.fullmatch(looped.message.pattern, "unknown names:.")
+
+
+def test_branches_that_add_different_tails_or_leave_early_are_told_apart() -> None:
+    sites = extract_raises(
+        dedent(
+            """
+            def either(strict):
+                msg = "bad config"
+                if strict:
+                    msg += " (strict)"
+                else:
+                    msg += " (lenient)"
+                raise ValueError(msg)
+            def both(strict):
+                msg = "bad config"
+                if strict:
+                    msg += ": see the docs"
+                else:
+                    msg += ": see the docs"
+                raise ValueError(msg)
+            def early(strict):
+                msg = "bad config"
+                if strict:
+                    msg += " (strict)"
+                    raise KeyError(msg)
+                raise ValueError(msg)
+            """
+        )
+    )
+    templates = [site.message.template if site.message else site.skip for site in sites]
+    assert templates == [
+        SkipReason.DYNAMIC_MESSAGE,  # two different tails: which one is unknown
+        "bad config: see the docs",  # every branch adds it: not optional
+        "bad config (strict)",
+        "bad config",  # the branch that added the tail left by its raise
+    ]
+
+
+def test_calls_of_a_raising_helper_are_raise_sites_with_the_message_they_pass() -> None:
+    """SGLang's invariant checker passes "... memory leak detected! ..." to
+    `raise_error_or_warn(obj, strict, counter, message)`, which raises `ValueError(message)`
+    in another module; each call is a raise site of the message it passes (issue 15)."""
+    helper = extract_module(
+        dedent(
+            """
+            def raise_error_or_warn(obj, strict, counter_name, message, log_interval=1000):
+                if strict:
+                    raise ValueError(message)
+                else:
+                    logger.warning(message)
+            """
+        ),
+        "sglang/srt/utils/common.py",
+    )
+    checker = extract_module(
+        dedent(
+            """
+            from sglang.srt.utils.common import raise_error_or_warn
+            class InvariantChecker:
+                def _report_leak(self, pool_name, token_msg):
+                    msg = f"{pool_name} memory leak detected! {token_msg}"
+                    raise_error_or_warn(self, strict(), "count_memory_leak_warnings", msg)
+                def _check_pages(self, stale):
+                    if stale.numel() > 0:
+                        self._fail(f"KV page use-after-free: {stale.numel()} owner page refs")
+                    raise_error_or_warn(self, strict(), "counter", message=dynamic_text)
+                    logger.warning(f"{stale} is not a raise")
+                def _fail(self, reason):
+                    raise RuntimeError(reason)
+            """
+        ),
+        "sglang/srt/managers/scheduler_components/invariant_checker.py",
+    )
+    release = ReleaseMessages([helper, checker])
+    calls = [site for site in resolve_sites(checker, release) if site.kind == "call"]
+    assert [(site.line, site.error_class, site.function) for site in calls] == [
+        (6, "ValueError", "_report_leak"),
+        (9, "RuntimeError", "_check_pages"),
+    ]
+    leak, page = (site.message for site in calls)
+    assert leak is not None and page is not None
+    assert leak.template == "{pool_name} memory leak detected! {token_msg}"
+    real = "token_to_kv_pool_allocator memory leak detected! available_size=100, total=128"
+    assert re.fullmatch(leak.pattern, real)
+    assert page.template == "KV page use-after-free: {stale_numel} owner page refs"
+    assert calls[1].guard == "stale.numel() > 0"
+    (own,) = [site for site in resolve_sites(helper, release)]
+    assert own.skip == SkipReason.DYNAMIC_MESSAGE  # the helper's raise: found by its site
 
 
 def test_local_variable_of_another_function_or_parameter_is_dynamic() -> None:
@@ -575,7 +704,9 @@ def test_torch_yields_thousands_of_schema_valid_drafts(torch_result: HarvestResu
         start, end = record["sourceCodeStart"], record["sourceCodeEnd"]
         assert start <= record["lineNumber"] <= end
         assert record["sourceCode"].count("\n") == end - start
-        statement = {"raise": "raise", "assert": "assert", "check": "torch._check"}[draft.site.kind]
+        statement = {"raise": "raise", "assert": "assert", "check": "torch._check", "call": "("}[
+            draft.site.kind
+        ]
         assert statement in record["sourceCode"].split("\n")[record["lineNumber"] - start]
 
 

@@ -261,3 +261,44 @@ def test_the_log_format_or_a_frame_tells_them_apart(client: TestClient) -> None:
     )
     sglang = _top(client, frame + UNSUPPORTED)
     assert sglang["record"]["filePath"] == SGLANG_REGISTRY and sglang["sameMessage"] == []
+
+
+SGLANG_SRT = "/usr/local/lib/python3.11/dist-packages/sglang/srt/"
+POOL_CONFIGURATOR = "python/sglang/srt/model_executor/pool_configurator.py"
+INVARIANT_CHECKER = "python/sglang/srt/managers/scheduler_components/invariant_checker.py"
+NOT_ENOUGH_MEMORY = "Not enough memory. Please try to increase --mem-fraction-static."
+
+
+@pytest.mark.parametrize(
+    ("text", "site"),
+    [
+        (  # `msg = "..."`, then `msg += f"..."` only when the value is set
+            f'  File "{SGLANG_SRT}model_executor/pool_configurator.py", line 99, in '
+            "__post_init__\n    raise RuntimeError(msg)\nRuntimeError: "
+            f"{NOT_ENOUGH_MEMORY} Current value: mem_fraction_static=0.88\n",
+            (POOL_CONFIGURATOR, 99),
+        ),
+        (f"RuntimeError: {NOT_ENOUGH_MEMORY}\n", (POOL_CONFIGURATOR, 99)),
+        (  # the message passed to raise_error_or_warn, which raises it in utils/common.py
+            "Traceback (most recent call last):\n"
+            f'  File "{SGLANG_SRT}managers/scheduler_components/invariant_checker.py", '
+            "line 454, in _report_leak\n    raise_error_or_warn(\n"
+            f'  File "{SGLANG_SRT}utils/common.py", line 5066, in raise_error_or_warn\n'
+            "    raise ValueError(message)\nValueError: token_to_kv_pool_allocator memory leak "
+            "detected! available_size=100, evictable_size=0, protected_size=0\n",
+            (INVARIANT_CHECKER, 454),
+        ),
+        (
+            "ValueError: KV double free: sub-pool 1 has 3 duplicate pages.\n",
+            (INVARIANT_CHECKER, 408),
+        ),
+    ],
+    ids=["optional tail", "without the tail", "raising helper", "helper, message alone"],
+)
+def test_messages_kept_in_a_variable_or_raised_by_a_helper(
+    client: TestClient, text: str, site: tuple[str, int]
+) -> None:
+    """Issue 15, item 6: SGLang 0.5.23's real shapes of a message kept in a variable and
+    extended later, and of one passed to a helper that raises it."""
+    top = _top(client, text)["record"]
+    assert (top["filePath"], top["lineNumber"]) == site

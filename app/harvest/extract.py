@@ -12,8 +12,10 @@ Raise sites are `raise X(...)` statements, `assert cond, "message"` (AssertionEr
 literal (implicitly concatenated or not), an f-string, a literal's `.format(...)`, a literal
 `% args`, `+` concatenation of these (an operand of another kind becomes a placeholder,
 since `str + x` only works when `x` is a str), a local variable assigned one of these earlier
-in the same block or an enclosing one of the same function (`msg += ...` extends it; an
-assignment to it inside a nested block makes it unknown), a module-level string constant,
+in the same block or an enclosing one of the same function (`msg += ...` extends it; when a
+nested `if`, loop or `with` extends it, the message ends in that tail, optional or repeated;
+any other assignment to it inside a nested block makes it unknown), a module-level string
+constant,
 and messages built elsewhere: by an exception factory (a function of the module that
 `return`s `SomeError(...)`, followed through factories that call factories) or by the
 raised class's own `__init__` (`super().__init__(f"...")`, found anywhere in the release and
@@ -146,7 +148,7 @@ class RaiseSite:
     error_class: str | None  # as written, e.g. "torch.OutOfMemoryError"; None for bare raise
     message: Message | None
     skip: SkipReason | None  # set exactly when message is None
-    kind: str = "raise"  # raise | assert | check
+    kind: str = "raise"  # raise | assert | check | call (of a raising helper)
     guard: str | None = None
     translates: tuple[str, ...] = ()
     docstring: str | None = None  # first paragraph of the enclosing function's docstring
@@ -187,7 +189,16 @@ class _Field:
     hint: str
 
 
-_Part = str | _Field
+@dataclass(frozen=True)
+class _Maybe:
+    """A tail that a nested block may add to a message: `if x: msg += "..."` adds it zero
+    times or once, a loop's `msg += "..."` any number of times (issue 15)."""
+
+    parts: tuple[str | _Field | _Maybe, ...]
+    repeats: bool = False
+
+
+_Part = str | _Field | _Maybe
 _Parts = tuple[_Part, ...]
 # Local name -> message parts it was last assigned, in front of the module's constants. A
 # constant a function shadows by assigning the same name is rare enough to be ignored.
@@ -239,8 +250,9 @@ class _Context:
 
 @dataclass(frozen=True)
 class Factory:
-    """A message built elsewhere: a function's `return X(...)`, or a class's `__init__`
-    passing a message to its base. Its parameters become the caller's arguments."""
+    """A message built elsewhere: a function's `return X(...)`, a class's `__init__`
+    passing a message to its base, or a raising helper's `raise X(message)` where `message`
+    is its parameter. Its parameters become the caller's arguments."""
 
     params: tuple[str, ...]
     call: ast.Call  # the returned call; for an __init__, the base __init__ call
@@ -269,6 +281,8 @@ class ModuleFacts:
     sites: list[RaiseSite] = field(default_factory=list)
     factories: dict[str, Factory] = field(default_factory=dict)  # qualname -> factory
     init_messages: dict[str, Factory] = field(default_factory=dict)  # class -> its __init__
+    raisers: dict[str, Factory] = field(default_factory=dict)  # qualname -> what it raises
+    helper_calls: list[RaiseSite] = field(default_factory=list)  # calls that may be raisers'
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
     functions: list[tuple[int, int, str]] = field(default_factory=list)  # first, last, name
     tries: list[TryBlock] = field(default_factory=list)
@@ -290,7 +304,7 @@ def extract_raises(source: str, rel_path: str = "<unknown>") -> list[RaiseSite]:
     raises SyntaxError if unparsable. Usable on its own (e.g. to see whether a known raise
     moved between releases)."""
     facts = extract_module(source, rel_path)
-    return resolve_sites(facts, _ClassMessages([facts]))
+    return resolve_sites(facts, ReleaseMessages([facts]))
 
 
 def harvest_tree(
@@ -326,7 +340,7 @@ def harvest_tree(
                 result.skipped[SkipReason.UNPARSABLE_FILE] += 1
             if progress:
                 progress(done, len(paths), file_path)
-        classes = _ClassMessages(modules)
+        classes = ReleaseMessages(modules)
         result.bases = classes.bases
         for module in modules:
             sites = resolve_sites(module, classes)
@@ -446,15 +460,20 @@ class _Collector:
         self.facts = ModuleFacts(file_path, source)
         self.constants = constants
         self._returns: dict[str, list[tuple[ast.Call, _Env]]] = {}
+        self._raises: dict[str, list[tuple[ast.Call, _Env]]] = {}
         self._params: dict[str, tuple[str, ...]] = {}
 
     def finish(self) -> ModuleFacts:
-        """The facts, with the functions that return one exception call as factories."""
-        for qualname, returns in self._returns.items():
-            if len(returns) == 1 and qualname in self._params:
-                call, env = returns[0]
-                factory = Factory(self._params[qualname], call, env, qualname=qualname)
-                self.facts.factories[qualname] = factory
+        """The facts, with the functions that return one exception call as factories, and
+        those that raise one message they are given as raising helpers."""
+        for found, calls in (
+            (self.facts.factories, self._returns),
+            (self.facts.raisers, self._raises),
+        ):
+            for qualname, made in calls.items():
+                if len(made) == 1 and qualname in self._params:
+                    call, env = made[0]
+                    found[qualname] = Factory(self._params[qualname], call, env, qualname=qualname)
         return self.facts
 
     def block(self, statements: list[ast.stmt], env: _Env, scope: _Scope, ctx: _Context) -> None:
@@ -482,7 +501,10 @@ class _Collector:
             self.facts.bases[node.name] = names
             self.block(node.body, ChainMap({}, self.constants), scope.enter(node), _Context())
         elif isinstance(node, ast.Raise):
-            self._site(_raise_site(node, env, scope), ctx, exits)
+            site = _raise_site(node, env, scope)
+            self._site(site, ctx, exits)
+            if site.call is not None and self._raises_parameter(site.call, env, scope):
+                self._raises.setdefault(scope.qualname or "", []).append((site.call, _child(env)))
         elif isinstance(node, ast.Assert) and node.msg is not None:
             site = _message_site(node, "AssertionError", node.msg, env, scope, "assert")
             self._site(site, ctx, (*exits, _negated(node.test)))
@@ -491,7 +513,10 @@ class _Collector:
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
             if scope.in_function and scope.qualname:
                 self._returns.setdefault(scope.qualname, []).append((node.value, _child(env)))
+            self._helper_call(node, node.value, env, scope, ctx, exits)
         elif isinstance(node, ast.Assign):
+            if isinstance(node.value, ast.Call):  # `total = helper("...")`
+                self._helper_call(node, node.value, env, scope, ctx, exits)
             value = _parts(node.value, env)
             for target in node.targets:
                 _bind(target, value, env)
@@ -522,7 +547,9 @@ class _Collector:
         ctx: _Context,
         exits: tuple[ast.expr, ...],
     ) -> None:
-        """A torch check, or an `__init__` passing its message to the base class."""
+        """A torch check, an `__init__` passing its message to the base class, or a call
+        that may be a raising helper's."""
+        self._helper_call(node, call, env, scope, ctx, exits)
         func = call.func
         if not isinstance(func, ast.Attribute) or not (
             func.attr == "__init__" or func.attr in _CHECK_NAMES
@@ -544,15 +571,58 @@ class _Collector:
                 factory = Factory(params, call, _child(env), offset)
                 self.facts.init_messages[scope.class_name] = factory
 
-    def _site(self, site: RaiseSite, ctx: _Context, exits: tuple[ast.expr, ...]) -> None:
+    def _helper_call(
+        self,
+        node: ast.stmt,
+        call: ast.Call,
+        env: _Env,
+        scope: _Scope,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        """Keep a call that may be a raising helper's until the release says (see
+        `resolve_sites`)."""
+        if _may_raise_for_caller(call, env):
+            site = _site_at(node, scope, None, None, SkipReason.DYNAMIC_MESSAGE, kind="call")
+            site = replace(site, call=call, env=_child(env))
+            self._site(site, ctx, exits, self.facts.helper_calls)
+
+    def _site(
+        self,
+        site: RaiseSite,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+        into: list[RaiseSite] | None = None,
+    ) -> None:
         guard = _guard_text((*ctx.conditions, *exits))
-        self.facts.sites.append(replace(site, guard=guard, translates=ctx.translates))
+        sites = self.facts.sites if into is None else into
+        sites.append(replace(site, guard=guard, translates=ctx.translates))
+
+    def _raises_parameter(self, call: ast.Call, env: _Env, scope: _Scope) -> bool:
+        """`raise X(message)` where `message` is a parameter of the enclosing function: a
+        raising helper (SGLang's `raise_error_or_warn(obj, strict, counter, message)`), whose
+        callers pass the message users see (issue 15)."""
+        if not scope.in_function or not call.args or not isinstance(call.args[0], ast.Name):
+            return False
+        name = call.args[0].id
+        return name not in env and name in self._params.get(scope.qualname or "", ())
 
     def _nested_blocks(self, node: ast.stmt, env: _Env, scope: _Scope, ctx: _Context) -> None:
-        """Inner blocks see the outer variables; what they assign is unknown afterwards."""
+        """Inner blocks see the outer variables. Afterwards a message that an `if`, a loop
+        or a `with` only extended (`msg += "..."`) ends in that tail, optional where the
+        block may not run; any other name they assign is unknown (see `_merged`)."""
+        flows: list[_Env] | None = None  # envs that reach the next statement, when known
+        loops = isinstance(node, ast.For | ast.AsyncFor | ast.While)
         if isinstance(node, ast.If):
-            self.block(node.body, _child(env), scope, _add(ctx, node.test))
-            self.block(node.orelse, _child(env), scope, _add(ctx, _negated(node.test)))
+            body = self._inner(node.body, env, scope, _add(ctx, node.test))
+            orelse = self._inner(node.orelse, env, scope, _add(ctx, _negated(node.test)))
+            flows = [branch for branch in (body, orelse) if branch is not None]
+        elif loops or isinstance(node, ast.With | ast.AsyncWith):
+            body = self._inner(node.body, env, scope, ctx, loops)
+            orelse = getattr(node, "orelse", [])
+            self.block(orelse, _child(env), scope, ctx)
+            if body is not None and not orelse:
+                flows = [body, env] if loops else [body]  # a loop may not run at all
         elif isinstance(node, ast.Try | ast.TryStar):
             self.block(node.body, _child(env), scope, ctx)
             first, last = node.body[0].lineno, node.body[-1].end_lineno or node.lineno
@@ -564,19 +634,79 @@ class _Collector:
             for block in (node.orelse, node.finalbody):
                 self.block(block, _child(env), scope, ctx)
         else:
-            blocks = [getattr(node, name, None) for name in ("body", "orelse", "finalbody")]
-            blocks += [case.body for case in getattr(node, "cases", ())]
-            for block in blocks:
-                if isinstance(block, list):
-                    self.block(block, _child(env), scope, ctx)
+            for case in getattr(node, "cases", ()):
+                self.block(case.body, _child(env), scope, ctx)
         if env.maps[0]:
-            for child in ast.walk(node):
-                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-                    env.pop(child.id, None)
+            assigned = {
+                child.id
+                for child in ast.walk(node)
+                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
+            }
+            for name in assigned:
+                merged = _merged(env.get(name), flows, name, loops) if flows else None
+                if merged is None:
+                    env.pop(name, None)
+                else:
+                    env[name] = merged
+
+    def _inner(
+        self,
+        statements: list[ast.stmt],
+        env: _Env,
+        scope: _Scope,
+        ctx: _Context,
+        loop_body: bool = False,
+    ) -> _Env | None:
+        """Walk a nested block in a child env; the env, or None when the block always leaves
+        (ends in `return` or `raise`, or in `continue` or `break` outside a loop's body)."""
+        inner = _child(env)
+        self.block(statements, inner, scope, ctx)
+        leaves = (ast.Return, ast.Raise) if loop_body else _EXITS
+        return None if statements and isinstance(statements[-1], leaves) else inner
+
+
+def _may_raise_for_caller(call: ast.Call, env: _Env) -> bool:
+    """Whether a call statement might be a raising helper's: a function or a method of the
+    same class, given an argument that reads as a message. Decided cheaply, since every call
+    statement of a release passes here."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if not isinstance(func.value, ast.Name) or func.value.id not in ("self", "cls"):
+            return False
+    elif not isinstance(func, ast.Name):
+        return False
+    values = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return any(
+        isinstance(value, ast.JoinedStr | ast.BinOp)
+        or (isinstance(value, ast.Constant) and isinstance(value.value, str))
+        or (isinstance(value, ast.Name) and value.id in env)
+        for value in values
+    )
 
 
 def _add(ctx: _Context, condition: ast.expr) -> _Context:
     return _Context((*ctx.conditions, condition), ctx.translates)
+
+
+def _merged(before: _Parts | None, flows: list[_Env], name: str, loops: bool) -> _Parts | None:
+    """What `name` holds after a nested block, given its value in each env that flows on:
+    the value before, followed by the one tail the block added to it (optional when some
+    flow left it as it was, repeated for a loop); None when a block did anything else."""
+    if before is None:
+        return None
+    tails = set()
+    for flow in flows:
+        after = flow.get(name)
+        if after is None or after[: len(before)] != before:
+            return None
+        tails.add(after[len(before) :])
+    added = tails - {()}
+    if len(added) != 1:
+        return before if not added else None
+    tail = added.pop()
+    if not loops and () not in tails:
+        return before + tail
+    return (*before, _Maybe(tail, repeats=loops))
 
 
 def _bind(target: ast.expr, value: _Parts | None, env: _Env) -> None:
@@ -682,21 +812,25 @@ def _first_line(parts: _Parts) -> _Parts | None:
     return None
 
 
-class _ClassMessages:
-    """Classes of the release whose `__init__` builds the message, by name, with what each
-    class inherits from its bases; a name two classes share with different messages is
-    left out, since the raise cannot say which one it means."""
+class ReleaseMessages:
+    """What resolves a message across the modules of a release, by name: the classes whose
+    `__init__` builds the message (with what each class inherits from its bases), and the
+    module-level raising helpers. A name two definitions share with different messages is
+    left out, since the call cannot say which one it means."""
 
     def __init__(self, modules: list[ModuleFacts]) -> None:
         self.bases: dict[str, tuple[str, ...]] = {}
-        found: dict[str, Factory | None] = {}
+        inits: dict[str, Factory | None] = {}
+        raisers: dict[str, Factory | None] = {}
         for module in modules:
             self.bases.update(module.bases)
             for name, factory in module.init_messages.items():
-                known = found.get(name, factory)
-                same = known is not None and ast.dump(known.call) == ast.dump(factory.call)
-                found[name] = factory if same else None
-        self._inits = {name: factory for name, factory in found.items() if factory is not None}
+                _add_unique(inits, name, factory)
+            for qualname, factory in module.raisers.items():
+                if "." not in qualname:
+                    _add_unique(raisers, qualname, factory)
+        self._inits = {name: factory for name, factory in inits.items() if factory is not None}
+        self.raisers = {name: factory for name, factory in raisers.items() if factory}
 
     def init_of(self, name: str, depth: int = 0) -> Factory | None:
         """The __init__ message of a class, or of the nearest base that has one."""
@@ -708,8 +842,17 @@ class _ClassMessages:
         return None
 
 
-def resolve_sites(facts: ModuleFacts, classes: _ClassMessages) -> list[RaiseSite]:
-    """The module's raise sites, with messages built by factories and `__init__`s filled in."""
+def _add_unique(found: dict[str, Factory | None], name: str, factory: Factory) -> None:
+    """Keep the factory under its name, or None once two different ones share it."""
+    known = found.get(name, factory)
+    same = known is not None and ast.dump(known.call) == ast.dump(factory.call)
+    found[name] = factory if same and known.params == factory.params else None
+
+
+def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSite]:
+    """The module's raise sites, with messages built by factories and `__init__`s filled in,
+    then the calls of raising helpers that pass a message (at the end, so that the ids of
+    the other sites do not depend on them)."""
     resolved = []
     for site in facts.sites:
         if site.call is not None and site.env is not None:
@@ -721,7 +864,40 @@ def resolve_sites(facts: ModuleFacts, classes: _ClassMessages) -> list[RaiseSite
                 message, skip = _parts_message(parts)
                 site = replace(site, error_class=error_class, message=message, skip=skip)
         resolved.append(replace(site, call=None, env=None))
+    for site in facts.helper_calls:
+        if site.call is not None and site.env is not None:
+            raised = _helper_raise(site.call, site.env, site.qualname, facts.raisers, classes)
+            if raised is not None:
+                error_class, message = raised
+                resolved.append(
+                    replace(
+                        site,
+                        error_class=error_class,
+                        message=message,
+                        skip=None,
+                        call=None,
+                        env=None,
+                    )
+                )
     return resolved
+
+
+def _helper_raise(
+    call: ast.Call,
+    env: _Env,
+    scope: str | None,
+    raisers: dict[str, Factory],
+    release: ReleaseMessages,
+) -> tuple[str, Message] | None:
+    """(class, message) that a call of a raising helper raises, when the call names one of
+    this module or a module-level one of the release and passes it a message with text."""
+    callee = ast.unparse(call.func)
+    raiser = _factory(raisers, callee, scope) or release.raisers.get(callee)
+    if raiser is None:
+        return None
+    parts = _parts(raiser.call.args[0], raiser.env | _bindings(raiser, call, env))
+    message, _ = _parts_message(parts)
+    return None if message is None else (ast.unparse(raiser.call.func), message)
 
 
 def _factory(factories: dict[str, Factory], callee: str, scope: str | None) -> Factory | None:
@@ -747,7 +923,7 @@ def _outcome(
     env: _Env,
     scope: str | None,
     factories: dict[str, Factory],
-    classes: _ClassMessages,
+    classes: ReleaseMessages,
     depth: int,
 ) -> tuple[str, _Parts | None] | None:
     """(class, message parts) of `raise call` when a factory or an `__init__` builds them;
@@ -910,20 +1086,30 @@ def _message(parts: _Parts) -> Message:
     template: list[str] = []
     pattern: list[str] = []
     names: list[str] = []
+    _render(parts, template, pattern, names)
+    return Message("".join(template), "".join(pattern), tuple(names))
+
+
+def _render(parts: _Parts, template: list[str], pattern: list[str], names: list[str]) -> None:
+    """Append the parts' template and pattern text. An optional tail is written out in the
+    template (the message as it reads when the tail is there) and optional in the pattern."""
     for part in parts:
         if isinstance(part, str):
             template.append(part)
             pattern.append(REGEX_SPECIAL.sub(_escape_char, part))
-            continue
-        name = base = _placeholder_name(part.hint)
-        suffix = 1
-        while name in names:
-            suffix += 1
-            name = f"{base}_{suffix}"
-        names.append(name)
-        template.append(f"{{{name}}}")
-        pattern.append(f"(?P<{name}>{PLACEHOLDER_REGEX})")
-    return Message("".join(template), "".join(pattern), tuple(names))
+        elif isinstance(part, _Maybe):
+            pattern.append("(?:")
+            _render(part.parts, template, pattern, names)
+            pattern.append(")*" if part.repeats else ")?")
+        else:
+            name = base = _placeholder_name(part.hint)
+            suffix = 1
+            while name in names:
+                suffix += 1
+                name = f"{base}_{suffix}"
+            names.append(name)
+            template.append(f"{{{name}}}")
+            pattern.append(f"(?P<{name}>{PLACEHOLDER_REGEX})")
 
 
 def _escape_char(match: re.Match[str]) -> str:
