@@ -150,6 +150,13 @@ class Settings(BaseSettings):
         description="/readyz answers 503 once the match index has been behind the store this "
         "long (a replica that cannot keep up should not get traffic).",
     )
+    settle_heap: bool = Field(
+        default=True,
+        description="Once the match index is loaded, freeze what start-up built out of the "
+        "garbage collector's way and collect young objects less often, so that a full "
+        "collection does not stall every request (issue 10). Tests that build many apps in "
+        "one process turn it off.",
+    )
     log_format: Literal["text", "json"] = Field(
         default="text", description="text: uvicorn's usual logs; json: one JSON object a line."
     )

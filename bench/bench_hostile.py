@@ -10,7 +10,8 @@ Run by hand (each section starts its own uvicorn on 127.0.0.1 with a temporary d
 * pastes: hostile patterns planted straight into the store (as an old database or a direct
   import might hold them), then hostile pastes, one at a time: latency, status, reply size.
 * healthz: /healthz polled every 50 ms while 6 clients send hostile pastes without pause;
-  its median, p99 and worst latency.
+  its median, p99 and worst latency, with the heap settled after start-up (the default) and
+  without (ERRKB_SETTLE_HEAP=0), one after the other.
 * patterns: every harvested pattern of vLLM 0.33.0, SGLang 0.5.23 and the installed torch
   through check_pattern: how many the limits refuse and why, and the largest program size
   and group count among them.
@@ -139,6 +140,12 @@ def _attack(base: str, body: bytes, stop: float, statuses) -> None:
 
 
 def bench_healthz(seconds: float) -> None:
+    """Once with the heap settled after start-up (the default), once without, in one run."""
+    for label, extra in (("heap settled", {}), ("heap not settled", {"ERRKB_SETTLE_HEAP": "0"})):
+        _healthz_under_attack(seconds, label, extra)
+
+
+def _healthz_under_attack(seconds: float, label: str, extra: dict[str, str]) -> None:
     pastes = _pastes()
     hostile = [
         pastes["1 MiB of 'ValueError: x' lines"],
@@ -150,6 +157,7 @@ def bench_healthz(seconds: float) -> None:
     context = multiprocessing.get_context("fork")  # clients in processes: no shared GIL
     with tempfile.TemporaryDirectory() as folder, context.Manager() as manager:
         env, url = _settings(folder)
+        env |= extra
         open_store(Settings(database_url=url))
         _plant(url)
         statuses = manager.list()
@@ -176,7 +184,7 @@ def bench_healthz(seconds: float) -> None:
     latencies.sort()
     p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
     print(
-        f"/healthz under {HEALTH_CLIENTS} hostile clients: {len(latencies)} polls, "
+        f"{label}: /healthz under {HEALTH_CLIENTS} hostile clients: {len(latencies)} polls, "
         f"median {statistics.median(latencies) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, "
         f"max {latencies[-1] * 1000:.1f} ms; paste statuses "
         f"{ {s: seen.count(s) for s in set(seen)} }"

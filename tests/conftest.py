@@ -75,6 +75,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         admin_token=ADMIN_TOKEN,
         cache_dir=tmp_path / "cache",
         older_releases=[],  # a test that harvests on start names what it harvests
+        settle_heap=False,  # frozen objects of one test's app would outlive it
     )
 
 

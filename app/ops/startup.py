@@ -23,6 +23,7 @@ from sqlmodel import Session
 from app import drafts, store
 from app.config import Settings
 from app.matching.service import Matcher
+from app.ops import heap
 from app.ops.metrics import Metrics
 from app.ops.readiness import Readiness
 
@@ -85,6 +86,8 @@ def start_up(
         readiness.fail(step, str(error))
         log.exception("start-up step failed: %s", step)
         return
+    if settings.settle_heap:
+        heap.settle()
     older = settings.older_releases if settings.harvest_on_start else []
     harvest_older(settings, engine, readiness, older)
 
