@@ -80,14 +80,14 @@ def start_up(
             with Session(engine) as session:
                 patterns = len(matcher.index(session))
             metrics.index_build_seconds.set(time.perf_counter() - started)
+            if settings.settle_heap:  # before ready: no request waits on a full collection
+                heap.settle()
             readiness.done(step)
             log.info("match index ready: %d patterns", patterns, extra={"patterns": patterns})
     except Exception as error:  # a thread's error: kept for /readyz and logged, not lost
         readiness.fail(step, str(error))
         log.exception("start-up step failed: %s", step)
         return
-    if settings.settle_heap:
-        heap.settle()
     older = settings.older_releases if settings.harvest_on_start else []
     harvest_older(settings, engine, readiness, older)
 
