@@ -132,7 +132,7 @@ def _most_hit(overview: Overview) -> Markup:
     labels, per_state = [], {"draft": [], "unexplained": []}
     for item in overview.most_hit:
         if item.record is not None:
-            record = item.record.record()
+            record = item.record.record
             labels.append(f"{record['errorClass']}: {record['errorMessage']}")
         else:
             labels.append(item.template or item.id)
