@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from app.record_codegen import MODEL_PATH, generate
 from app.record_model import ErrorRecord, max_chars, parse_record
 from app.validation import record_errors
-from tests.conftest import DATA_DIR
+from tests.conftest import DATA_DIR, SEEDS_DIR
 
 SEED = "c53f6de81577a6bc"
 
@@ -115,3 +115,13 @@ def test_limits_come_from_the_schema() -> None:
     schema = json.loads((DATA_DIR.parent / "record.schema.json").read_text())
     for key in ("errorMessage", "messagePattern", "slug", "repo"):
         assert max_chars(key) == schema["properties"][key]["maxLength"]
+
+
+JSON_SEEDS = sorted(p for p in SEEDS_DIR.glob("*.txt") if p.read_text().startswith("{"))
+
+
+@pytest.mark.parametrize("path", JSON_SEEDS, ids=lambda p: p.stem)
+def test_every_seed_record_is_valid_under_both(path) -> None:
+    record = json.loads(path.read_text())["record"]
+    assert record_errors(record) == []
+    assert ErrorRecord.model_validate(record).model_dump() == record
