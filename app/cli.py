@@ -227,8 +227,8 @@ def search_command(
         return
     typer.echo(f"{results.total}{'' if results.total_exact else '+'} records")
     for hit in results.hits:
-        record = hit.record.record()
-        typer.echo(f"{hit.record.id}  {record['repo']}  {record['errorClass']}: {hit.title.text}")
+        record = hit.record.record
+        typer.echo(f"{hit.record.id}  {record.repo}  {record.error_class}: {hit.title.text}")
         if hit.snippet is not None:
             typer.echo(f"    {hit.snippet.text}")
 

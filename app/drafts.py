@@ -24,6 +24,7 @@ from sqlmodel import Session
 
 from app import classes, harvest, locations, records, upstream
 from app.models import DatasetState, Record
+from app.record_model import ErrorRecord
 from app.records import DRAFT, SQL_CHUNK
 from app.validation import record_errors
 
@@ -111,25 +112,23 @@ def store_drafts(
     recorded on the record (app.locations), and a draft stored for it earlier is absorbed.
     """
     counts = DraftCounts()
-    valid = []
+    valid: list[tuple[harvest.Draft, ErrorRecord]] = []
     for draft in drafts:
         if record_errors(draft.record):
             counts.invalid += 1
         else:
-            valid.append(draft)
+            valid.append((draft, ErrorRecord.model_validate(draft.record)))
     sites = [
-        locations.Site(
-            d.record["id"], locations.site_key(d.record), d.function, d.record["lineNumber"]
-        )
-        for d in valid
+        locations.Site(record.id, locations.site_key(record), d.function, record.line_number)
+        for d, record in valid
     ]
     claims = locations.find_claims(session, sites)
-    unclaimed = [draft.record for draft in valid if draft.record["id"] not in claims]
+    unclaimed = [(d.record, record) for d, record in valid if record.id not in claims]
     newer = newer_harvested(session, release)
     if newer is not None:  # an older release: the newer one's drafts stay as they are
-        stored_ids = set(records.get_records(session, [record["id"] for record in unclaimed]))
+        stored_ids = set(records.get_records(session, [record.id for _, record in unclaimed]))
         kept = len(unclaimed)
-        unclaimed = [record for record in unclaimed if record["id"] not in stored_ids]
+        unclaimed = [pair for pair in unclaimed if pair[1].id not in stored_ids]
         counts.unchanged = kept - len(unclaimed)
     fresh = _keep_analyzed_at(session, unclaimed)
     origin = ORIGIN_PREFIX + release.spec
@@ -151,10 +150,10 @@ def store_drafts(
     if newer is None:
         counts.gone = _mark_gone(session, release, {record["id"] for record in fresh})
     located = {
-        claims.get(d.record["id"], d.record["id"]): locations.Location.of(
-            d.record, release.label, d.function, d.context
+        claims.get(record.id, record.id): locations.Location.of(
+            record, release.label, d.function, d.context
         )
-        for d in valid
+        for d, record in valid
     }
     if newer is None:
         located |= _gone_locations(session, release, set(located))
@@ -184,18 +183,20 @@ def newer_harvested(session: Session, release: Release) -> str | None:
     return newest
 
 
-def _keep_analyzed_at(session: Session, harvested: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _keep_analyzed_at(
+    session: Session, harvested: list[tuple[dict[str, Any], ErrorRecord]]
+) -> list[dict[str, Any]]:
     """The drafts, each keeping the analyzedAt already stored when nothing else changed:
     harvesting the same release again then changes nothing, not even the dataset version."""
-    stored = records.get_records(session, [record["id"] for record in harvested])
+    stored = records.get_records(session, [record.id for _, record in harvested])
     kept = []
-    for record in harvested:
-        before = stored.get(record["id"])
+    for document, record in harvested:
+        before = stored.get(record.id)
         if before is not None:
-            old = before.record()
-            if old | {"analyzedAt": record["analyzedAt"]} == record:
-                record = record | {"analyzedAt": old["analyzedAt"]}
-        kept.append(record)
+            old = before.record
+            if old.model_copy(update={"analyzed_at": record.analyzed_at}) == record:
+                document = document | {"analyzedAt": old.analyzed_at}
+        kept.append(document)
     return kept
 
 

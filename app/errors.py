@@ -1,11 +1,16 @@
 """The one error type of errkb (ARCHITECTURE.md, convention 8).
 
 Services raise `AppError` for anything the caller got wrong or asked for in vain; the API
-answers it as JSON, the web pages as a page, the CLI as a message. Nothing else is caught
+answers it as RFC 9457 problem details (`application/problem+json`, issue 11), the web
+pages as a page, the CLI as a message. Nothing else is caught
 and reshaped, so an unexpected error stays visible as a bug.
 """
 
 from dataclasses import dataclass, field
+
+PROBLEM_MEDIA = "application/problem+json"
+PROBLEM_TYPE = "about:blank"
+"""RFC 9457's type for a problem that the status and title say all about."""
 
 
 @dataclass
@@ -22,12 +27,20 @@ class AppError(Exception):
     def __str__(self) -> str:
         return f"{self.title}: {self.detail}"
 
-    def body(self) -> dict:
-        """The JSON error body: {"error": {status, title, detail, errors?}}."""
-        content: dict = {"status": self.status, "title": self.title, "detail": self.detail}
+    def body(self, instance: str | None = None) -> dict:
+        """The RFC 9457 problem details: type, title, status, detail, the request path as
+        `instance` when known, and `errors` naming each refused field (issue 11)."""
+        content: dict = {
+            "type": PROBLEM_TYPE,
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        }
+        if instance is not None:
+            content["instance"] = instance
         if self.errors:
             content["errors"] = self.errors
-        return {"error": content}
+        return content
 
     def headers(self) -> dict[str, str]:
         """The reply's headers: Retry-After when the request is worth retrying."""

@@ -31,6 +31,7 @@ from sqlmodel import Session
 
 from app import store
 from app.models import DatasetState, DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
+from app.record_model import ErrorRecord, parse_record
 
 SQL_CHUNK = 500
 SITE_KEY_HEX = 32
@@ -78,22 +79,22 @@ def matched_by_location(pattern: str) -> bool:
     return LOCATED_PATTERN.fullmatch(pattern) is not None
 
 
-def site_key(record: Mapping[str, Any]) -> str | None:
+def site_key(record: ErrorRecord) -> str | None:
     """The key of the raise site a record describes; None when it names no file."""
-    if not record.get("filePath"):
+    if not record.file_path:
         return None
     parts = (
-        record["repo"],
-        record["filePath"],
-        short_class(record["errorClass"]),
-        message_template(record.get("messagePattern"), record["errorMessage"]),
+        record.repo,
+        record.file_path,
+        short_class(record.error_class),
+        message_template(record.message_pattern, record.error_message),
     )
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:SITE_KEY_HEX]
 
 
-def raising_function(record: Mapping[str, Any]) -> str | None:
+def raising_function(record: ErrorRecord) -> str | None:
     """The function around the record's raise line, read from its source excerpt."""
-    source, line, start = record["sourceCode"], record["lineNumber"], record["sourceCodeStart"]
+    source, line, start = record.source_code, record.line_number, record.source_code_start
     if source is None or line is None or start is None:
         return None
     for text in reversed(source.split("\n")[: line - start + 1]):
@@ -122,7 +123,7 @@ class Location:
     @classmethod
     def of(
         cls,
-        record: Mapping[str, Any],
+        record: ErrorRecord,
         release: str,
         function: str | None,
         context: dict[str, Any] | None = None,
@@ -130,14 +131,14 @@ class Location:
         """The location a harvested record (a draft of `release`) gives."""
         return cls(
             release=release,
-            ref=record["analyzedSha"],
-            file_path=record["filePath"],
-            line_number=record["lineNumber"],
+            ref=record.analyzed_sha,
+            file_path=record.file_path,
+            line_number=record.line_number,
             function=function,
-            source_code=record["sourceCode"],
-            source_code_start=record["sourceCodeStart"],
-            source_code_end=record["sourceCodeEnd"],
-            github_url=record["githubUrl"],
+            source_code=record.source_code,
+            source_code_start=record.source_code_start,
+            source_code_end=record.source_code_end,
+            github_url=record.github_url,
             context=context,
         )
 
@@ -152,11 +153,11 @@ class Location:
             context=None,
         )
 
-    def status(self, record: Mapping[str, Any]) -> str:
+    def status(self, record: ErrorRecord) -> str:
         """Against the record as written: same line, moved (or to another file), or gone."""
         if self.gone:
             return "gone"
-        same = self.file_path == record["filePath"] and self.line_number == record["lineNumber"]
+        same = self.file_path == record.file_path and self.line_number == record.line_number
         return "same" if same else "moved"
 
 
@@ -257,10 +258,10 @@ def _reviewed_sites(session: Session, *conditions: Any) -> list[Site]:
     located = record_locations(session, [row.id for row in rows])
     sites = []
     for record_id, key, document in rows:
-        record = json.loads(document)
+        record = parse_record(document)
         latest = [loc for loc in located.get(record_id, ()) if not loc.gone]
         function = latest[-1].function if latest else raising_function(record)
-        line = latest[-1].line_number if latest else record["lineNumber"]
+        line = latest[-1].line_number if latest else record.line_number
         sites.append(Site(record_id, key, function, line))
     return sites
 
@@ -370,9 +371,9 @@ def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None)
             releases = {loc.release for loc in located.get(draft_id, ()) if not loc.gone}
             if releases & own:
                 continue
-            record = json.loads(document)
+            record = parse_record(document)
             function = raising_function(record)
-            sites.append(Site(draft_id, claimer.key, function, record["lineNumber"]))
+            sites.append(Site(draft_id, claimer.key, function, record.line_number))
         if sites:
             draft_id = _closest(claimer, sites).id
             absorb(session, draft_id, claimer.id)

@@ -13,10 +13,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import curation, errors, match, meta, reproducers, search
 from app.api.limits import BodySizeLimit
+from app.api.responses import with_problem_details
 from app.config import Settings, get_settings
 from app.curation.hits import HitCounter
 from app.db import is_lock_timeout, open_store
-from app.errors import AppError
+from app.errors import PROBLEM_MEDIA, AppError
 from app.matching.service import Matcher
 from app.ops.follow import follow
 from app.ops.logs import configure_logging
@@ -72,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(web_curation.router)
     app.include_router(web.router)  # last: its /{owner}/{repo}/{slug} would shadow others
     _add_error_handlers(app)
+    app.openapi = with_problem_details(app.openapi)  # type: ignore[method-assign]
     return app
 
 
@@ -107,9 +109,14 @@ def _wants_json(request: Request) -> bool:
 
 
 def error_response(request: Request, error: AppError) -> Response:
-    """The error as JSON under /api, as a page elsewhere."""
+    """The error as problem details under /api, as a page elsewhere."""
     if _wants_json(request):
-        return JSONResponse(error.body(), status_code=error.status, headers=error.headers())
+        return JSONResponse(
+            error.body(request.url.path),
+            status_code=error.status,
+            headers=error.headers(),
+            media_type=PROBLEM_MEDIA,
+        )
     return web.error_page(request, error)
 
 

@@ -5,6 +5,8 @@ from datetime import date, datetime
 from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, Text
 from sqlmodel import Field, SQLModel
 
+from app.record_model import ID_LENGTH
+
 
 class Record(SQLModel, table=True):
     """One error record: the document exactly as written, plus the columns that filter it.
@@ -23,7 +25,7 @@ class Record(SQLModel, table=True):
         Index("ix_records_site_key", "site_key"),
     )
 
-    id: str = Field(primary_key=True, max_length=16)
+    id: str = Field(primary_key=True, max_length=ID_LENGTH)
     repo: str
     slug: str
     error_class: str
@@ -87,7 +89,7 @@ class RecordAlias(SQLModel, table=True):
     __tablename__ = "record_aliases"
     __table_args__ = (Index("ix_record_aliases_record_id", "record_id"),)
 
-    alias_id: str = Field(primary_key=True, max_length=16)
+    alias_id: str = Field(primary_key=True, max_length=ID_LENGTH)
     record_id: str = Field(
         sa_column=Column(Text, ForeignKey("records.id", ondelete="CASCADE"), nullable=False)
     )

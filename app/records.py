@@ -10,6 +10,7 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,7 @@ from sqlmodel import Session
 from app import locations, store
 from app.errors import AppError
 from app.models import DatasetState, Record, RecordTag
+from app.record_model import ID_PATTERN, ErrorRecord, parse_record
 from app.recordfiles import LoadedRecord, load_records, record_files
 from app.validation import field_order, record_errors
 
@@ -35,16 +37,20 @@ REVIEWED, DRAFT = locations.REVIEWED, locations.DRAFT
 
 @dataclass(frozen=True, slots=True)
 class StoredRecord:
-    """A record as stored: its canonical JSON text and the state kept beside it."""
+    """A record as stored: its canonical JSON text, the typed record parsed from it once,
+    and the state kept beside it. GET answers `document` byte for byte (issue 11)."""
 
     id: str
     document: str
     review_state: str
     origin: str
     gone_in: str | None
+    record: ErrorRecord
 
-    def record(self) -> dict[str, Any]:
-        return json.loads(self.document)
+    @classmethod
+    def of(cls, record_id: str, document: str, review_state: str, origin: str, gone_in: str | None):
+        """The stored record of this text, parsed into its typed record."""
+        return cls(record_id, document, review_state, origin, gone_in, parse_record(document))
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +158,7 @@ def bump_dataset_version(session: Session) -> str:
 
 
 def _stored(row: Any) -> StoredRecord:
-    return StoredRecord(row.id, row.document, row.review_state, row.origin, row.gone_in)
+    return StoredRecord.of(row.id, row.document, row.review_state, row.origin, row.gone_in)
 
 
 _STORED_COLUMNS = (Record.id, Record.document, Record.review_state, Record.origin, Record.gone_in)
@@ -201,7 +207,7 @@ def decode_cursor(cursor: str) -> str:
         value = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
     except (binascii.Error, UnicodeDecodeError, ValueError):
         value = ""
-    if len(value) != 16 or any(c not in "0123456789abcdef" for c in value):
+    if not re.fullmatch(ID_PATTERN, value):
         raise AppError(400, "Invalid cursor", "cursor must be a value returned as nextCursor")
     return value
 
@@ -260,20 +266,20 @@ def list_records(
     return Page(items, total.scalar_one(), next_cursor)
 
 
-def record_row(record: dict[str, Any], text: str, now: datetime) -> dict[str, Any]:
+def record_row(record: ErrorRecord, text: str, now: datetime) -> dict[str, Any]:
     """The records-table row of a record whose canonical text is `text`."""
     return {
-        "id": record["id"],
-        "repo": record["repo"],
-        "slug": record["slug"],
-        "error_class": record["errorClass"],
-        "error_type": record["errorType"],
-        "severity": record["severity"],
-        "handling_strategy": record["handlingStrategy"],
-        "file_path": record["filePath"],
-        "line_number": record["lineNumber"],
-        "error_message": record["errorMessage"],
-        "message_pattern": record["messagePattern"],
+        "id": record.id,
+        "repo": record.repo,
+        "slug": record.slug,
+        "error_class": record.error_class,
+        "error_type": record.error_type,
+        "severity": record.severity,
+        "handling_strategy": record.handling_strategy,
+        "file_path": record.file_path,
+        "line_number": record.line_number,
+        "error_message": record.error_message,
+        "message_pattern": record.message_pattern,
         "document": text,
         "content_hash": hashlib.sha256(text.encode()).hexdigest(),
         "site_key": locations.site_key(record),
@@ -307,7 +313,9 @@ def write_records(
     reviewed record written after a harvest absorbs the draft stored for its raise site.
     """
     now = _utcnow()
-    rows = [record_row(record, canonical_json(record), now) for record in records]
+    texts = [canonical_json(record) for record in records]
+    typed = [parse_record(text) for text in texts]
+    rows = [record_row(record, text, now) for record, text in zip(typed, texts, strict=True)]
     known = existing_hashes(session, [row["id"] for row in rows])
     new_rows = [row for row in rows if row["id"] not in known]
     changed = [r for r in rows if r["id"] in known and known[r["id"]] != r["content_hash"]]
@@ -323,19 +331,19 @@ def write_records(
         session.execute(update(Record).where(Record.id == row["id"]).values(**row))
     touched = {row["id"] for row in new_rows + changed}
     if touched:
-        _replace_tags(session, [r for r in records if r["id"] in touched])
+        _replace_tags(session, [record for record in typed if record.id in touched])
         if review_state == REVIEWED:
             locations.absorb_duplicates(session, sorted(touched))
         bump_dataset_version(session)
     return counts
 
 
-def _replace_tags(session: Session, records: Sequence[dict[str, Any]]) -> None:
-    ids = [record["id"] for record in records]
+def _replace_tags(session: Session, records: Sequence[ErrorRecord]) -> None:
+    ids = [record.id for record in records]
     for start in range(0, len(ids), SQL_CHUNK):
         chunk = ids[start : start + SQL_CHUNK]
         session.execute(delete(RecordTag).where(RecordTag.record_id.in_(chunk)))
-    tags = [{"record_id": r["id"], "tag": tag} for r in records for tag in dict.fromkeys(r["tags"])]
+    tags = [{"record_id": r.id, "tag": tag} for r in records for tag in dict.fromkeys(r.tags)]
     if tags:
         session.execute(insert(RecordTag), tags)
 

@@ -29,6 +29,7 @@ from app.config import get_settings
 from app.matching.index import PatternIndex
 from app.matching.rank import candidate_from, short_class
 from app.matching.service import find_matches
+from app.record_model import ErrorRecord, parse_record
 
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "skipped": 3}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
@@ -78,10 +79,10 @@ def require(condition: bool, detail: str) -> None:
 
 
 @lru_cache
-def expected_record(record_id: str) -> dict[str, Any]:
+def expected_record(record_id: str) -> ErrorRecord:
     """The record a reproducer proves, read from data/records/<id>.json."""
     path = Path(get_settings().data_dir) / f"{record_id}.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    return parse_record(path.read_text(encoding="utf-8"))
 
 
 def _format(exc: BaseException) -> str:
@@ -98,11 +99,11 @@ def check_error(record_id: str, exc: BaseException) -> dict[str, Any]:
     """
     record = expected_record(record_id)
     text = _format(exc)
-    index = PatternIndex([(record_id, record["messagePattern"])], backend="portable")
+    index = PatternIndex([(record_id, record.message_pattern)], backend="portable")
     candidate = candidate_from(record, "reviewed", None)
     exceptions, matches = find_matches(index, text, lambda ids: {record_id: candidate})
     last = exceptions[-1] if exceptions else None
-    class_ok = last is not None and last.error_class == short_class(record["errorClass"])
+    class_ok = last is not None and last.error_class == short_class(record.error_class)
     top = matches[0] if matches else None
     message_ok = (
         last is not None
@@ -112,11 +113,11 @@ def check_error(record_id: str, exc: BaseException) -> dict[str, Any]:
         and index.match(record_id, last.message, full=True) is not None
     )
     if class_ok and message_ok:
-        detail = f"raised {record['errorClass']}; the matcher finds this record for it"
+        detail = f"raised {record.error_class}; the matcher finds this record for it"
     elif not class_ok:
-        detail = f"raised {type(exc).__name__}, the record says {record['errorClass']}"
+        detail = f"raised {type(exc).__name__}, the record says {record.error_class}"
     else:
-        detail = f"the matcher does not match the message to {record['messagePattern']!r}"
+        detail = f"the matcher does not match the message to {record.message_pattern!r}"
     return {
         "status": "passed" if class_ok and message_ok else "failed",
         "detail": detail,

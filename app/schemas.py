@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel
 
 from app.locations import History, Location
 from app.models import DriftCheck, ReproducerRun
+from app.record_model import ErrorRecord
 from app.records import Page, Stats, StoredRecord
 from app.verify import ReproducerInfo
 
@@ -106,7 +107,7 @@ class RecordDocument(ApiModel):
     """GET /api/errors/{id}: the record exactly as stored, the dataset version, its
     location in each harvested release, the releases that raise it, and links."""
 
-    record: dict[str, Any]
+    record: ErrorRecord
     dataset_version: str
     review: ReviewInfo
     locations: list[LocationOut]
@@ -114,7 +115,7 @@ class RecordDocument(ApiModel):
     links: RecordLinks
 
 
-def location_out(location: Location, record: dict[str, Any]) -> LocationOut:
+def location_out(location: Location, record: ErrorRecord) -> LocationOut:
     """The API shape of one location of a record."""
     fields = {name: getattr(location, name) for name in Location.__dataclass_fields__}
     fields["code_context"] = fields.pop("context")
@@ -123,17 +124,17 @@ def location_out(location: Location, record: dict[str, Any]) -> LocationOut:
 
 def summarize(stored: StoredRecord) -> RecordSummary:
     """The summary of a stored record."""
-    record = stored.record()
+    record = stored.record
     return RecordSummary(
         id=stored.id,
-        repo=record["repo"],
-        slug=record["slug"],
-        error_class=record["errorClass"],
-        error_message=record["errorMessage"],
-        file_path=record["filePath"],
-        line_number=record["lineNumber"],
-        severity=record["severity"],
-        tags=record["tags"],
+        repo=record.repo,
+        slug=record.slug,
+        error_class=record.error_class,
+        error_message=record.error_message,
+        file_path=record.file_path,
+        line_number=record.line_number,
+        severity=record.severity,
+        tags=record.tags,
         review_state=stored.review_state,
     )
 
@@ -162,7 +163,7 @@ def record_document_json(
 ) -> str:
     """The JSON text of GET /api/errors/{id}, splicing in the stored text byte for byte."""
     review = ReviewInfo(state=stored.review_state, origin=stored.origin, gone_in=stored.gone_in)
-    record = stored.record()
+    record = stored.record
     extra = {
         "datasetVersion": version,
         "review": review.model_dump(by_alias=True),

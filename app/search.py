@@ -40,6 +40,7 @@ from app import records, store
 from app.errors import AppError
 from app.matching.service import Matcher, match_text
 from app.models import Record, RecordTag
+from app.record_model import ErrorRecord
 from app.records import StoredRecord
 from app.store.fulltext import Scope, TextQuery
 
@@ -415,19 +416,19 @@ def _fold(word: str) -> str:
 
 _PASSAGE_FIELDS = (
     "documentation",
-    "triggerScenarios",
-    "commonSituations",
+    "trigger_scenarios",
+    "common_situations",
     "solutions",
-    "preventionTips",
+    "prevention_tips",
 )
 
 
-def _field_text(record: dict[str, Any], field_name: str) -> str:
-    value = record.get(field_name)
+def _field_text(record: ErrorRecord, field_name: str) -> str:
+    value = getattr(record, field_name)
     return "\n".join(value) if isinstance(value, list) else value or ""
 
 
-def _passage(record: dict[str, Any], terms: _Terms) -> Marked | None:
+def _passage(record: ErrorRecord, terms: _Terms) -> Marked | None:
     """The prose field holding the most query words, cut to SNIPPET_TOKENS words around them."""
     best, best_count = "", 0
     for field_name in _PASSAGE_FIELDS:
@@ -457,8 +458,8 @@ def _hits(session: Session, page: list[Ranked], terms: _Terms) -> list[SearchHit
     stored = records.get_records(session, [row.record_id for row in page])
     hits = []
     for row in page:
-        record = stored[row.record_id].record()
-        message = record["errorMessage"]
+        record = stored[row.record_id].record
+        message = record.error_message
         title = Marked(message, tuple((start, end) for start, end, _ in terms.find(message)))
         passage = _passage(record, terms)
         hits.append(SearchHit(stored[row.record_id], row.score, row.matched_by, title, passage))
@@ -482,8 +483,7 @@ def _recent(
     ids = list(session.execute(ordered.offset(offset).limit(limit)).scalars())
     stored = records.get_records(session, ids)
     hits = [
-        SearchHit(stored[i], 0.0, RECENT, Marked(stored[i].record()["errorMessage"]), None)
-        for i in ids
+        SearchHit(stored[i], 0.0, RECENT, Marked(stored[i].record.error_message), None) for i in ids
     ]
     capped = min(total, MAX_RESULTS_WINDOW)
     return _page(query, filters, hits, total, True, offset, limit, capped)
@@ -497,7 +497,7 @@ def related_records(
     A shared background (the same root cause) counts most, then the same file, then each
     shared tag.
     """
-    record = stored.record()
+    record = stored.record
     index = store.backend(session)
     reasons: dict[str, list[str]] = {}
     weight: dict[str, int] = {}
@@ -507,17 +507,15 @@ def related_records(
         weight[record_id] = weight.get(record_id, 0) + points
 
     same = (
-        ("background_tag", record["backgroundTag"], 3, "same background: {}"),
-        ("file_path", record["filePath"], 2, "same file: {}"),
+        ("background_tag", record.background_tag, 3, "same background: {}"),
+        ("file_path", record.file_path, 2, "same file: {}"),
     )
     for column, value, points, reason in same:
         if value is not None:
             for record_id in index.sharing(session, column, value, stored.id, limit):
                 add(record_id, points, reason.format(value))
-    if record["tags"]:
-        for record_id, shared, tags in index.sharing_tags(
-            session, record["tags"], stored.id, limit
-        ):
+    if record.tags:
+        for record_id, shared, tags in index.sharing_tags(session, record.tags, stored.id, limit):
             add(record_id, shared, f"shared tags: {tags}")
     best = sorted(weight, key=lambda record_id: (-weight[record_id], record_id))[:limit]
     found = records.get_records(session, best)

@@ -10,6 +10,7 @@ for a record it refuses does the reference `jsonschema` explain every reason, fi
 """
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -84,15 +85,25 @@ def _fast_check() -> Callable[[Any], Any]:
 def _schema_errors(record: Any) -> list[FieldError]:
     try:
         _fast_check()(record)
-    except fastjsonschema.JsonSchemaException:
-        pass
+    except fastjsonschema.JsonSchemaValueException as refusal:
+        ordered = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+        if not ordered:  # jsonschema's `$` passes a final newline; it skips `format` (issue 11)
+            return [_compiled_reason(refusal)]
     else:
         return []
-    ordered = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
     return [
         FieldError(".".join(str(p) for p in error.absolute_path) or "(record)", _reason(error))
         for error in ordered
     ]
+
+
+def _compiled_reason(refusal: fastjsonschema.JsonSchemaValueException) -> FieldError:
+    """The reason fastjsonschema gives, for the refusals the reference engine misses."""
+    path = re.sub(r"\[(\d+)\]", r".\1", refusal.name.removeprefix("data")).lstrip(".")
+    field = path or "(record)"
+    template = _REASONS.get(refusal.rule or "")
+    value = (refusal.rule_definition if refusal.rule != "format" else "date-time") or ""
+    return FieldError(field, _shortened(template.format(value) if template else refusal.message))
 
 
 def _reason(error: Any) -> str:

@@ -27,6 +27,7 @@ from sqlmodel import Session
 from app import records, upstream
 from app.config import Settings
 from app.models import DriftCheck, ReproducerRun
+from app.record_model import ID_PATTERN, ErrorRecord
 
 OUTPUT_TAIL_CHARS = 4000
 RECENT_RUNS = 10
@@ -68,7 +69,7 @@ def _declared(script: Path) -> ReproducerInfo:
 def reproducer_info(settings: Settings, record_id: str) -> ReproducerInfo | None:
     """The reproducer of a record, or None when it has none."""
     script = settings.reproducers_dir / f"{record_id}.py"
-    if not re.fullmatch(r"[0-9a-f]{16}", record_id) or not script.is_file():
+    if not re.fullmatch(ID_PATTERN, record_id) or not script.is_file():
         return None
     return _declared(script)
 
@@ -76,7 +77,7 @@ def reproducer_info(settings: Settings, record_id: str) -> ReproducerInfo | None
 def all_reproducers(settings: Settings) -> list[ReproducerInfo]:
     """Every reproducer script, in id order."""
     scripts = sorted(settings.reproducers_dir.glob("*.py"))
-    return [_declared(s) for s in scripts if re.fullmatch(r"[0-9a-f]{16}", s.stem)]
+    return [_declared(s) for s in scripts if re.fullmatch(ID_PATTERN, s.stem)]
 
 
 @dataclass(slots=True)
@@ -258,10 +259,10 @@ def _release_file(root: Path, file_path: str) -> Path | None:
     return None
 
 
-def _raise_block(record: dict[str, Any]) -> list[str]:
+def _raise_block(record: ErrorRecord) -> list[str]:
     """The raise statement's lines from the record's excerpt, stripped (its fingerprint)."""
-    lines = record["sourceCode"].split("\n")
-    index = record["lineNumber"] - record["sourceCodeStart"]
+    lines = record.source_code.split("\n")
+    index = record.line_number - record.source_code_start
     block, depth = [], 0
     for line in lines[index:]:
         block.append(line.strip())
@@ -286,13 +287,13 @@ def _longest_literal(message: str) -> str:
     return max(re.split(r"\{[^{}]*\}", message), key=len).strip()
 
 
-def locate_raise_site(record: dict[str, Any], text: str) -> tuple[str, int | None, str]:
+def locate_raise_site(record: ErrorRecord, text: str) -> tuple[str, int | None, str]:
     """(status, found line, detail) of a record's raise site in a newer file's text."""
     lines = text.split("\n")
-    line_number, start = record["lineNumber"], record["sourceCodeStart"]
+    line_number, start = record.line_number, record.source_code_start
     found = _find_block(lines, _raise_block(record), line_number)
     if found is not None:
-        excerpt = record["sourceCode"].split("\n")
+        excerpt = record.source_code.split("\n")
         current = lines[
             start - 1 + found - line_number : start - 1 + found - line_number + len(excerpt)
         ]
@@ -304,7 +305,7 @@ def locate_raise_site(record: dict[str, Any], text: str) -> tuple[str, int | Non
         shift = f"{found - line_number:+d}"
         detail = f"raise moved from line {line_number} to {found} ({shift})"
         return "moved", found, detail + ("" if same_excerpt else "; the code around it changed")
-    literal = _longest_literal(record["errorMessage"])
+    literal = _longest_literal(record.error_message)
     if len(literal) >= EXCERPT_LITERAL_MIN:
         for number, line in enumerate(lines, start=1):
             if literal[:EXCERPT_LITERAL_MIN] in line:
@@ -315,12 +316,12 @@ def locate_raise_site(record: dict[str, Any], text: str) -> tuple[str, int | Non
 def check_drift(settings: Settings, stored: records.StoredRecord) -> DriftOutcome | None:
     """Locate a record's raise site in its reproducer's target release; None without one."""
     info = reproducer_info(settings, stored.id)
-    record = stored.record()
-    if info is None or record["filePath"] is None or record["sourceCode"] is None:
+    record = stored.record
+    if info is None or record.file_path is None or record.source_code is None:
         return None
     package, version = info.target["package"], info.target["version"]
     root = upstream.ensure_unpacked(package, version)
-    path = _release_file(root, record["filePath"])
+    path = _release_file(root, record.file_path)
     if path is None:
         return DriftOutcome(stored.id, package, version, "gone", None, "file not in the release")
     status, line, detail = locate_raise_site(record, path.read_text(encoding="utf-8"))

@@ -101,3 +101,12 @@ def test_curate_page_shows_the_queue_and_links_its_json(make_client, tmp_path) -
     filtered = client.get("/curate", params={"repo": "sgl-project/sglang"}).text
     assert "No hits yet for sgl-project/sglang" in filtered
     assert client.get("/curate", params={"repo": ""}).status_code == 200
+
+
+def test_stats_page_names_the_most_hit_draft_by_its_typed_record(make_client, tmp_path) -> None:
+    """Issue 11: the most-hit chart reads the record's attributes, not camelCase keys."""
+    client = _client(make_client, tmp_path)
+    _hit(client, pastes=2, unexplained=1, views={})
+    page = client.get("/stats")
+    assert page.status_code == 200
+    assert "ValueError: Key '{key}' already exists in the storage." in page.text

@@ -59,7 +59,7 @@ def test_rebuilt_record_from_the_page(client) -> None:
 def test_unknown_id_is_a_json_404(client) -> None:
     response = client.get("/api/errors/0000000000000000")
     assert response.status_code == 404
-    assert response.json()["error"]["status"] == 404
+    assert response.json()["status"] == 404
     assert client.get("/api/errors/%E2%9C%93%00").status_code == 404
 
 
@@ -142,7 +142,7 @@ def test_filters(make_client, tmp_path, seed_records, params, expected) -> None:
 def test_absurd_list_parameters_are_4xx(client, params) -> None:
     response = client.get("/api/errors", params=params)
     assert 400 <= response.status_code < 500
-    assert response.json()["error"]["detail"]
+    assert response.json()["detail"]
 
 
 def test_writes_need_the_token(client, seed_records) -> None:
@@ -159,7 +159,7 @@ def test_writes_are_off_without_a_configured_token(make_client, seed_records, au
     record = dict(seed_records["c53f6de81577a6bc"], id="00000000000000ff")
     response = client.post("/api/errors", json=record, headers=auth)
     assert response.status_code == 403
-    assert "ERRKB_ADMIN_TOKEN" in response.json()["error"]["detail"]
+    assert "ERRKB_ADMIN_TOKEN" in response.json()["detail"]
 
 
 def test_create_replace_delete_move_the_dataset_version(client, seed_records, auth) -> None:
@@ -189,7 +189,7 @@ def test_put_with_a_different_id_is_422(client, seed_records, auth) -> None:
     record = seed_records["c53f6de81577a6bc"]
     response = client.put("/api/errors/00000000000000ff", json=record, headers=auth)
     assert response.status_code == 422
-    assert response.json()["error"]["errors"][0]["field"] == "id"
+    assert response.json()["errors"][0]["field"] == "id"
 
 
 @pytest.mark.parametrize(
@@ -206,7 +206,7 @@ def test_invalid_bodies_are_422_with_the_field(client, seed_records, auth, chang
     record = dict(seed_records["c53f6de81577a6bc"], id="00000000000000ff") | change
     response = client.post("/api/errors", json=record, headers=auth)
     assert response.status_code == 422
-    error = response.json()["error"]
+    error = response.json()
     assert error["errors"][0]["field"] == field
     assert error["errors"][0]["reason"]
 
@@ -219,7 +219,7 @@ def test_malformed_bodies_are_4xx(client, auth, body) -> None:
     headers = auth | {"Content-Type": "application/json"}
     response = client.post("/api/errors", content=body, headers=headers)
     assert 400 <= response.status_code < 500
-    assert response.json()["error"]["detail"]
+    assert response.json()["detail"]
 
 
 def test_huge_body_is_413(make_client, auth, seed_records) -> None:
@@ -228,7 +228,7 @@ def test_huge_body_is_413(make_client, auth, seed_records) -> None:
     record["documentation"] = "x" * 5000
     response = client.post("/api/errors", json=record, headers=auth)
     assert response.status_code == 413
-    assert "4096" in response.json()["error"]["detail"]
+    assert "4096" in response.json()["detail"]
 
     def chunks():
         yield b'{"documentation": "'
@@ -272,7 +272,7 @@ def test_issue_10_writes_authenticate_before_reading_the_body(make_client, body)
     headers = {"Content-Type": "application/json"}
     response = make_client().post("/api/errors", content=body, headers=headers)
     assert response.status_code == 401
-    assert response.json()["error"]["title"] == "Unauthorized"
+    assert response.json()["title"] == "Unauthorized"
     off = make_client(admin_token=None).put("/api/errors/00000000000000ff", content=body)
     assert off.status_code == 403
 
@@ -287,7 +287,7 @@ def test_issue_10_a_hostile_pattern_is_a_422_naming_the_limit(
     record = dict(seed_records["c53f6de81577a6bc"], id="00000000000000ff", messagePattern=pattern)
     response = client.post("/api/errors", json=record, headers=auth)
     assert response.status_code == 422
-    [problem] = response.json()["error"]["errors"]
+    [problem] = response.json()["errors"]
     assert problem["field"] == "messagePattern" and problem["reason"].startswith(limit)
     assert pattern not in response.text or len(pattern) < 10  # not echoed back
 
@@ -297,7 +297,7 @@ def test_issue_10_absurd_json_in_a_write_is_a_422(client, auth) -> None:
     for body in (b"[" * 1000 + b"]" * 1000, b'{"lineNumber": ' + b"9" * 5000 + b"}"):
         response = client.post("/api/errors", content=body, headers=headers)
         assert response.status_code == 422
-        assert response.json()["error"]["title"] == "Invalid JSON"
+        assert response.json()["title"] == "Invalid JSON"
 
 
 @pytest.mark.parametrize(

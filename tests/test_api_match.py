@@ -75,7 +75,7 @@ def test_limit(client) -> None:
 def test_bad_requests_are_4xx_with_a_reason(client, kwargs, status) -> None:
     response = client.post("/api/match", **kwargs)
     assert response.status_code == status
-    assert response.json()["error"]["detail"]
+    assert response.json()["detail"]
 
 
 def test_paste_over_the_limit_is_413(make_client) -> None:
@@ -115,7 +115,7 @@ def test_bad_batches(client, body) -> None:
         "/api/match/batch", content=json.dumps(body), headers={"content-type": "application/json"}
     )
     assert response.status_code == 422
-    assert response.json()["error"]["detail"]
+    assert response.json()["detail"]
 
 
 def test_openapi_documents_both_bodies(client) -> None:
@@ -131,7 +131,7 @@ def test_openapi_documents_both_bodies(client) -> None:
 def test_issue_10_absurd_json_is_a_422(client, path, body) -> None:
     response = client.post(path, content=body, headers={"content-type": "application/json"})
     assert response.status_code == 422
-    assert response.json()["error"]["title"] == "Invalid JSON"
+    assert response.json()["title"] == "Invalid JSON"
 
 
 def test_issue_10_a_batch_is_limited_like_one_paste(make_client) -> None:
@@ -140,7 +140,7 @@ def test_issue_10_a_batch_is_limited_like_one_paste(make_client) -> None:
     assert client.post("/api/match/batch", json={"texts": texts}).status_code == 200
     response = client.post("/api/match/batch", json={"texts": texts * 2})
     assert response.status_code == 413
-    assert "10000" in response.json()["error"]["detail"]
+    assert "10000" in response.json()["detail"]
 
 
 def test_issue_10_a_paste_past_the_deadline_is_a_503_with_retry_after(make_client) -> None:
@@ -148,7 +148,7 @@ def test_issue_10_a_paste_past_the_deadline_is_a_503_with_retry_after(make_clien
     response = client.post("/api/match", json={"text": "ValueError: bad value\n" * 20_000})
     assert response.status_code == 503
     assert response.headers["Retry-After"] == str(DEADLINE_RETRY_AFTER_S)
-    assert response.json()["error"]["title"] == "Match took too long"
+    assert response.json()["title"] == "Match took too long"
 
 
 def test_issue_10_the_reply_stays_smaller_than_the_paste(client) -> None:
@@ -182,7 +182,7 @@ def test_issue_10_hostile_pastes_never_get_a_5xx(client, paste, as_json, raw) ->
         text = body.decode("utf-8", "replace")
     assert response.status_code < 500, response.text[:300]
     if response.status_code != 200:
-        assert response.json()["error"]["detail"]
+        assert response.json()["detail"]
         return
     for exception in response.json()["exceptions"]:
         start, end = exception["span"]

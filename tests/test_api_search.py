@@ -62,7 +62,7 @@ def test_hostile_queries_never_fail(client: TestClient, query: str) -> None:
 def test_bad_parameters_are_json_errors(client: TestClient, params: dict, status: int) -> None:
     response = client.get("/api/search", params=params)
     assert response.status_code == status
-    assert response.json()["error"]["status"] == status
+    assert response.json()["status"] == status
 
 
 def test_filters(client: TestClient) -> None:

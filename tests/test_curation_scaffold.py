@@ -58,7 +58,7 @@ def test_curate_a_real_draft_refused_until_written_then_reviewed(curator: Path) 
     _harvest(curator)
     draft = _stored(NO_SPACE)
     assert draft.review_state == "draft"
-    assert draft.record()["errorMessage"].startswith("Not enough space in the data buffer")
+    assert draft.record.error_message.startswith("Not enough space in the data buffer")
 
     done = runner.invoke(app, ["curate", NO_SPACE])
     assert done.exit_code == 0, done.output
@@ -72,7 +72,7 @@ def test_curate_a_real_draft_refused_until_written_then_reviewed(curator: Path) 
     assert text == json.dumps(written, indent=2, ensure_ascii=False) + "\n"
     kept = ("errorMessage", "messagePattern", "filePath", "lineNumber", "sourceCode", "githubUrl")
     for key in kept + ("tags", "sourceCodeStart", "sourceCodeEnd", "errorClass", "repo"):
-        assert written[key] == draft.record()[key], key
+        assert written[key] == draft.record.model_dump()[key], key
     assert written["filePath"] == UPSTREAM_FILE and written["lineNumber"] == 241
     assert "raise MemoryError(" in written["sourceCode"]
     for key in PROSE:
@@ -99,7 +99,7 @@ def test_curate_a_real_draft_refused_until_written_then_reviewed(curator: Path) 
     assert "updated 1" in imported.output
     curated = _stored(NO_SPACE)
     assert curated.review_state == "reviewed"
-    assert curated.record() == written | WRITTEN
+    assert curated.record.model_dump() == written | WRITTEN
 
 
 def test_the_reproducer_follows_the_readme_and_targets_the_release(curator: Path) -> None:
@@ -125,7 +125,7 @@ def test_the_reproducer_follows_the_readme_and_targets_the_release(curator: Path
 
 def test_sglang_paths_drop_the_python_folder() -> None:
     record = json.loads((Path("data/records/edc4df790b100979.json")).read_text())
-    stored = records.StoredRecord(
+    stored = records.StoredRecord.of(
         record["id"], json.dumps(record), "draft", "harvest:sglang==0.5.23", None
     )
     script = reproducer_script(stored)

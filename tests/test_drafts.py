@@ -53,7 +53,7 @@ def _release(root: Path, source: str, ref: str) -> drafts.Release:
 
 def _by_message(session: Session) -> dict[str, records.StoredRecord]:
     page = records.list_records(session, records.ListFilters(repo="example/pooling"), 200)
-    return {item.record()["errorMessage"]: item for item in page.items}
+    return {item.record.error_message: item for item in page.items}
 
 
 def test_harvest_then_reharvest(session: Session, tmp_path: Path) -> None:
@@ -63,12 +63,12 @@ def test_harvest_then_reharvest(session: Session, tmp_path: Path) -> None:
     stored = _by_message(session)
     free = stored["cannot free {len_buffers} buffers, only {count} in use"]
     assert free.review_state == "draft" and free.origin == f"harvest:{release.spec}"
-    record = free.record()
+    record = free.record.model_dump()
     assert record["filePath"] == "pooling/pool.py" and record["lineNumber"] == 5
     assert record["documentation"] is None and record["solutions"] is None
     assert record["githubUrl"].startswith("https://github.com/example/pooling/blob/v1/")
 
-    curated = stored["pool cannot grow by {n} blocks"].record() | {
+    curated = stored["pool cannot grow by {n} blocks"].record.model_dump() | {
         "documentation": "Curated: the pool has a fixed number of blocks.",
         "solutions": ["Size the pool up front."],
     }
@@ -81,10 +81,12 @@ def test_harvest_then_reharvest(session: Session, tmp_path: Path) -> None:
     assert (counts.created, counts.updated, counts.claimed, counts.gone) == (1, 1, 1, 1)
     after = _by_message(session)
     moved = after["cannot free {len_buffers} buffers, only {count} in use"]
-    assert moved.id == free.id and moved.record()["lineNumber"] == 9
+    assert moved.id == free.id and moved.record.line_number == 9
     grow = after["pool cannot grow by {n} blocks"]
     assert grow.review_state == "reviewed"
-    assert grow.record() == curated, "a reviewed record keeps the location it was written at"
+    assert grow.record.model_dump() == curated, (
+        "a reviewed record keeps the location it was written at"
+    )
     located = locations.record_locations(session, [grow.id])[grow.id]
     assert [(loc.release, loc.line_number, loc.function) for loc in located] == [
         ("example/pooling@v1", 8, "grow"),

@@ -17,6 +17,7 @@ from app.db import make_engine, upgrade
 from app.main import create_app
 from app.matching.service import Matcher, match_text
 from app.models import Record
+from app.record_model import ErrorRecord
 from tests.conftest import DATA_DIR
 from tests.helpers.old_store import insert_at_revision
 from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
@@ -59,14 +60,15 @@ def test_regex_spellings_of_one_template_are_one_key() -> None:
 
 
 def _site(**changes) -> str | None:
-    base = {
+    seed = json.loads((DATA_DIR / "c53f6de81577a6bc.json").read_text())
+    base = seed | {
         "repo": "vllm-project/vllm",
         "filePath": "vllm/pool.py",
         "errorClass": "RuntimeError",
         "errorMessage": "cannot free {n} buffers",
         "messagePattern": "cannot free (?P<n>(?s:.+?)) buffers",
     }
-    return locations.site_key(base | changes)
+    return locations.site_key(ErrorRecord.model_validate(base | changes))
 
 
 def test_keys_that_really_differ_stay_apart() -> None:
@@ -132,7 +134,7 @@ def test_an_upgrade_merges_the_duplicates_an_earlier_harvest_made(tmp_path: Path
             [located] = locations.record_locations(session, [record_id])[record_id]
             assert (located.release, located.line_number) == (release, line)
         for path in DATA_DIR.glob("*.json"):
-            assert records.get_record(session, path.stem).record() == _load(path)
+            assert records.get_record(session, path.stem).record.model_dump() == _load(path)
 
 
 def _load(path: Path) -> dict:
@@ -158,7 +160,7 @@ def test_a_curated_record_whose_key_differs_is_left_alone(session: Session, tmp_
     assert counts.claimed == 0 and counts.absorbed == 0
     draft = records.get_record(session, "9207809c0c7eaea6")
     assert draft is not None and draft.review_state == records.DRAFT
-    assert records.get_record(session, renamed["id"]).record() == renamed
+    assert records.get_record(session, renamed["id"]).record.model_dump() == renamed
     assert locations.resolve_alias(session, "9207809c0c7eaea6") is None
     [gone] = locations.record_locations(session, [renamed["id"]])[renamed["id"]]
     assert gone.gone and gone.release == vllm.label
@@ -251,12 +253,10 @@ def test_search_puts_the_curated_record_first_and_each_site_once(
     session, matcher, _, _ = default_store
     hits = search.search(session, query, limit=50, matcher=matcher).hits
     assert hits[0].record.id == record_id
-    curated = {
-        locations.site_key(hit.record.record()) for hit in hits if hit.record.id in SEED_SITES
-    }
+    curated = {locations.site_key(hit.record.record) for hit in hits if hit.record.id in SEED_SITES}
     drafts_of_curated_sites = [
         hit.record.id
         for hit in hits
-        if hit.record.id not in SEED_SITES and locations.site_key(hit.record.record()) in curated
+        if hit.record.id not in SEED_SITES and locations.site_key(hit.record.record) in curated
     ]
     assert drafts_of_curated_sites == []

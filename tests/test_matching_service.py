@@ -65,7 +65,7 @@ def test_seed_errors_match_under_every_kind_of_noise(store, tmp_path, record_id)
 def test_frames_in_the_records_file_decide_between_equal_messages(store, tmp_path) -> None:
     session, matcher = store
     text, path = program_traceback(tmp_path)
-    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record())
+    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record.model_dump())
     common = {
         "errorMessage": "no widget named {name} in registry",
         "messagePattern": "no widget named (?P<name>.+?) in registry",
@@ -101,7 +101,7 @@ def test_the_index_follows_writes(store) -> None:
     session, matcher = store
     line = "ValueError: flux capacitor overloaded at 88 mph"
     assert match_text(matcher, session, line).matches == []
-    record = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record())
+    record = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record.model_dump())
     record |= {
         "id": "00000000000000f1",
         "errorClass": "ValueError",
@@ -153,7 +153,7 @@ def test_noise_hits_rank_below_message_hits(store) -> None:
 
 
 def _record_like(session, **fields) -> dict:
-    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record())
+    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record.model_dump())
     return base | {"sourceCode": None, "sourceCodeStart": None, "sourceCodeEnd": None} | fields
 
 
@@ -208,7 +208,7 @@ def test_little_literal_text_needs_frames_in_the_records_file(store, tmp_path) -
 
 
 def _widget_record(session, record_id: str, pattern: str) -> dict:
-    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record())
+    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record.model_dump())
     return base | {
         "id": record_id,
         "errorClass": "ValueError",

@@ -30,7 +30,7 @@ def test_import_counts_and_idempotency(session: Session, seed_records, tmp_path:
     third = records.import_paths(session, [path])
     assert (third.counts.created, third.counts.updated, third.counts.unchanged) == (0, 1, 0)
     assert records.dataset_version(session) > version
-    assert records.get_record(session, "b6bab2e17ae18394").record()["severity"] == "warning"
+    assert records.get_record(session, "b6bab2e17ae18394").record.severity == "warning"
 
 
 def test_import_with_a_broken_file_is_all_or_nothing(session, tmp_path, seed_records) -> None:
@@ -90,7 +90,7 @@ def test_export_import_export_is_byte_identical(session, tmp_path: Path) -> None
 def test_stored_record_is_exactly_what_was_imported(session, seed_records) -> None:
     records.import_paths(session, [DATA_DIR])
     for record_id, record in seed_records.items():
-        stored = records.get_record(session, record_id).record()
+        stored = records.get_record(session, record_id).record.model_dump()
         assert json.dumps(stored) == json.dumps(record)
 
 

@@ -29,7 +29,7 @@ def test_a_nul_in_a_parameter_is_never_a_server_error(
     if store_engine == POSTGRESQL:
         assert response.status_code == 422
         if path.startswith("/api"):
-            assert response.json()["error"]["title"] == "Invalid value"
+            assert response.json()["title"] == "Invalid value"
 
 
 @pytest.mark.parametrize(

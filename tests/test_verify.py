@@ -9,6 +9,7 @@ from sqlmodel import Session
 
 from app import records, verify
 from app.config import PROJECT_ROOT
+from app.record_model import ErrorRecord, parse_record
 from tests.conftest import DATA_DIR
 
 HANGING = """
@@ -146,14 +147,14 @@ def test_drift_of_the_real_releases(session, settings) -> None:
 
 
 @pytest.fixture
-def c53_record() -> dict:
-    return json.loads((DATA_DIR / "c53f6de81577a6bc.json").read_text())
+def c53_record() -> ErrorRecord:
+    return parse_record((DATA_DIR / "c53f6de81577a6bc.json").read_text())
 
 
-def _file_around(record: dict, before: int) -> str:
+def _file_around(record: ErrorRecord, before: int) -> str:
     """The record's excerpt placed in a file after `before` filler lines."""
-    filler = [f"# filler {n}" for n in range(record["sourceCodeStart"] - 1 + before)]
-    return "\n".join([*filler, record["sourceCode"], "# end"])
+    filler = [f"# filler {n}" for n in range(record.source_code_start - 1 + before)]
+    return "\n".join([*filler, record.source_code, "# end"])
 
 
 def test_locate_same_moved_changed_gone(c53_record) -> None:

@@ -259,7 +259,7 @@ def test_unknown_pages_are_html_404s_and_api_stays_json(client: TestClient) -> N
         assert response.status_code == 404
         assert (1, "Not found") in _page(response).headings
     api = client.get("/api/errors/0000000000000000")
-    assert api.status_code == 404 and api.json()["error"]["status"] == 404
+    assert api.status_code == 404 and api.json()["status"] == 404
 
 
 def test_invalid_page_parameters_are_an_html_422(client: TestClient) -> None:

@@ -12,7 +12,6 @@ from app.api.responses import problems
 from app.errors import AppError, not_found
 from app.records import MAX_PAGE_SIZE, ListFilters
 from app.schemas import RecordDocument, RecordPage, record_document_json, record_page
-from app.validation import record_schema
 
 router = APIRouter(prefix="/api/errors", tags=["errors"], responses=problems(422))
 JSON_MEDIA = "application/json"
@@ -21,17 +20,16 @@ _WRITE_PROBLEMS = (401, 403, 413, 422, 503)
 
 
 def _record_body() -> dict[str, Any]:
-    """The request body of POST and PUT in OpenAPI: one record, as data/record.schema.json
-    says (the handlers read the body themselves, after the token is checked)."""
-    schema = {k: v for k, v in record_schema().items() if k not in ("$schema", "$id")}
-    content = {JSON_MEDIA: {"schema": schema}}
+    """The request body of POST and PUT in OpenAPI: one record, the typed ErrorRecord that
+    GET answers too (the handlers read the body themselves, after the token is checked)."""
+    content = {JSON_MEDIA: {"schema": {"$ref": "#/components/schemas/ErrorRecord"}}}
     return {"requestBody": {"required": True, "content": content}}
 
 
 def _document_response(session: SessionDep, stored: records.StoredRecord, status: int = 200):
     known = locations.record_locations(session, [stored.id]).get(stored.id, [])
     harvested = locations.harvested_releases(session)
-    history = locations.release_history(session, stored.record()["errorMessage"], known, harvested)
+    history = locations.release_history(session, stored.record.error_message, known, harvested)
     body = record_document_json(stored, records.dataset_version(session), known, history)
     return Response(body, status_code=status, media_type=JSON_MEDIA)
 

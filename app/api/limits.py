@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.errors import PROBLEM_MEDIA, AppError
+
 
 class BodySizeLimit:
     """Refuse request bodies larger than `limit_for(path)` bytes with a 413 JSON error."""
@@ -25,7 +27,7 @@ class BodySizeLimit:
         limit = self.limit_for(scope["path"])
         length = dict(scope["headers"]).get(b"content-length", b"")
         if length.isdigit() and int(length) > limit:
-            await _send_413(send, limit)
+            await _send_413(send, limit, scope["path"])
             return
         chunks: list[bytes] = []
         size = 0
@@ -36,7 +38,7 @@ class BodySizeLimit:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > limit:
-                await _send_413(send, limit)
+                await _send_413(send, limit, scope["path"])
                 return
             if not message.get("more_body", False):
                 break
@@ -52,14 +54,14 @@ class BodySizeLimit:
         await self.app(scope, replay, send)
 
 
-async def _send_413(send: Send, limit: int) -> None:
+async def _send_413(send: Send, limit: int, path: str) -> None:
     detail = f"request body is larger than {limit} bytes"
-    body = json.dumps({"error": {"status": 413, "title": "Payload too large", "detail": detail}})
+    body = json.dumps(AppError(413, "Payload too large", detail).body(path))
     await send(
         {
             "type": "http.response.start",
             "status": 413,
-            "headers": [(b"content-type", b"application/json")],
+            "headers": [(b"content-type", PROBLEM_MEDIA.encode())],
         }
     )
     await send({"type": "http.response.body", "body": body.encode()})

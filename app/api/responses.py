@@ -1,9 +1,16 @@
-"""The error replies of the API as OpenAPI sees them, so clients (and Schemathesis) know
-every status a route may answer and the one body all errors share (issue 10)."""
+"""The error replies of the API as OpenAPI sees them: RFC 9457 problem details, so clients
+(and Schemathesis) know every status a route may answer and the one body all errors share
+(issues 10 and 11)."""
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
+
+from app.errors import PROBLEM_MEDIA, PROBLEM_TYPE
+
+PROBLEM_REF = "#/components/schemas/Problem"
+_FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
 
 
 class FieldProblem(BaseModel):
@@ -14,18 +21,15 @@ class FieldProblem(BaseModel):
 
 
 class Problem(BaseModel):
-    """What went wrong: the status again, a short title and the reason in words."""
+    """RFC 9457 problem details (`application/problem+json`): what went wrong, the status
+    again, the request path as `instance`, and `errors` naming each refused field."""
 
-    status: int
+    type: str = PROBLEM_TYPE
     title: str
+    status: int
     detail: str
+    instance: str | None = None
     errors: list[FieldProblem] | None = None
-
-
-class ProblemBody(BaseModel):
-    """The body of every error reply: {"error": {...}} (app.errors.AppError.body)."""
-
-    error: Problem
 
 
 _DESCRIPTIONS = {
@@ -42,6 +46,26 @@ _DESCRIPTIONS = {
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """`responses=` for a route that may answer these error statuses."""
-    return {
-        status: {"model": ProblemBody, "description": _DESCRIPTIONS[status]} for status in statuses
-    }
+    return {status: {"model": Problem, "description": _DESCRIPTIONS[status]} for status in statuses}
+
+
+def with_problem_details(openapi: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+    """`app.openapi` that documents every 4xx and 5xx under /api as what it really is: a
+    Problem in `application/problem+json`. FastAPI's own HTTPValidationError (which no
+    route answers: app.main turns validation errors into problems) is left out."""
+
+    def schema() -> dict[str, Any]:
+        document = openapi()  # FastAPI caches this dict: rewriting it once is enough
+        for path, item in document["paths"].items():
+            if not path.startswith("/api"):
+                continue
+            for operation in item.values():
+                for status, response in operation.get("responses", {}).items():
+                    if status[0] in "45":
+                        response["content"] = {PROBLEM_MEDIA: {"schema": {"$ref": PROBLEM_REF}}}
+        schemas = document.get("components", {}).get("schemas", {})
+        for name in _FASTAPI_VALIDATION_SCHEMAS:
+            schemas.pop(name, None)
+        return document
+
+    return schema

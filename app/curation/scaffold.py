@@ -19,6 +19,7 @@ from sqlmodel import Session
 
 from app import drafts, locations, records
 from app.config import Settings
+from app.record_model import ErrorRecord
 from app.validation import TO_FILL, field_order
 
 # What each prose field should say: the hint a curator reads in the TO FILL text.
@@ -131,43 +132,43 @@ def _one_line(text: str) -> str:
     return line if len(line) <= COMMENT_CHARS else line[: COMMENT_CHARS - 3] + "..."
 
 
-def _module(record: dict[str, Any]) -> str | None:
+def _module(record: ErrorRecord) -> str | None:
     """The dotted module of the raise site (`python/sglang/x.py` -> `sglang.x`)."""
-    if not record["filePath"] or not record["filePath"].endswith(".py"):
+    if not record.file_path or not record.file_path.endswith(".py"):
         return None
-    path = record["filePath"].removeprefix(drafts.REPO_PATH_PREFIX.get(record["repo"], ""))
+    path = record.file_path.removeprefix(drafts.REPO_PATH_PREFIX.get(record.repo, ""))
     parts = PurePosixPath(path).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _version(stored: records.StoredRecord, record: dict[str, Any]) -> str | None:
+def _version(stored: records.StoredRecord, record: ErrorRecord) -> str | None:
     """The release the draft was harvested from: its origin spec, else its link's tag."""
     spec = stored.origin.removeprefix(drafts.ORIGIN_PREFIX)
     if "==" in spec:
         return spec.partition("==")[2]
-    ref = (record["githubUrl"] or "").partition("/blob/")[2].split("/", 1)[0]
+    ref = (record.github_url or "").partition("/blob/")[2].split("/", 1)[0]
     found = VERSION_REF.fullmatch(ref)
     return found.group(1) if found else None
 
 
-def _raising_line(record: dict[str, Any]) -> str:
-    start, line = record["sourceCodeStart"], record["lineNumber"]
-    if record["sourceCode"] is None or start is None or line is None:
+def _raising_line(record: ErrorRecord) -> str:
+    start, line = record.source_code_start, record.line_number
+    if record.source_code is None or start is None or line is None:
         return "(no source excerpt)"
-    lines = record["sourceCode"].split("\n")
+    lines = record.source_code.split("\n")
     return lines[line - start] if 0 <= line - start < len(lines) else "(outside the excerpt)"
 
 
 def reproducer_script(stored: records.StoredRecord) -> str:
     """A reproducer script for the record, its scenario left TO FILL."""
-    record = stored.record()
+    record = stored.record
     module = _module(record)
     version = _version(stored, record)
-    location = f"{record['filePath']}:{record['lineNumber']}" if record["filePath"] else "?"
+    location = f"{record.file_path}:{record.line_number}" if record.file_path else "?"
     return REPRODUCER_TEMPLATE.substitute(
         record_id=stored.id,
-        error_class=record["errorClass"],
-        message=_one_line(record["errorMessage"]),
+        error_class=record.error_class,
+        message=_one_line(record.error_message),
         location=_one_line(location),
         raising_line=_one_line(_raising_line(record)),
         package=json.dumps(module.split(".")[0] if module else TO_FILL + "package"),
@@ -201,7 +202,7 @@ def curate(session: Session, settings: Settings, record_id: str, force: bool) ->
         raise CurateError(f"already there: {', '.join(existing)} (--force overwrites)")
     known = locations.record_locations(session, [record_id]).get(record_id, [])
     code = next((loc.context for loc in reversed(known) if loc.context), None)
-    document = scaffold_record(stored.record(), code)
+    document = scaffold_record(stored.record.model_dump(), code)
     _write(scaffold.record_file, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     _write(scaffold.reproducer_file, reproducer_script(stored))
     return scaffold

@@ -44,14 +44,14 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-SCHEMA_VERSION = 2
+from app.record_model import ID_LENGTH, SCHEMA_VERSION, max_chars
+
 CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198-234
 MIN_LITERAL_ALNUM = 4  # fewer literal letters/digits than this cannot identify an error
-MAX_MESSAGE_CHARS = 4000  # record.schema.json: errorMessage maxLength
-MAX_PATTERN_CHARS = 8000  # record.schema.json: messagePattern maxLength
+MAX_MESSAGE_CHARS = max_chars("errorMessage")
+MAX_PATTERN_CHARS = max_chars("messagePattern")
 MAX_FULL_PATTERN_CHARS = 900  # a longer pattern may outgrow RE2's program limit (issue 10)
-SLUG_SOURCE_CHARS = 50
-ID_HEX_CHARS = 16
+SLUG_SOURCE_CHARS = max_chars("slug")
 MAX_TAGS = 4
 MAX_PLACEHOLDER_CHARS = 32
 MAX_FACTORY_DEPTH = 4  # factories calling factories, followed this deep
@@ -1215,7 +1215,7 @@ def _record_id(
 ) -> str:
     """Independent of the line number, so a raise that only moves keeps its record."""
     key = "\0".join([repo, file_path, qualname or "<module>", template, str(occurrence)])
-    return hashlib.sha256(key.encode()).hexdigest()[:ID_HEX_CHARS]
+    return hashlib.sha256(key.encode()).hexdigest()[:ID_LENGTH]
 
 
 def _slug(text: str) -> str:

@@ -11,13 +11,13 @@ innermost cause of a chain weigh more). Reviewed records win ties over drafts.
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.classes import BUILTIN_GRAPH, ClassGraph, relation
 from app.locations import Location, message_template, raising_function, short_class
 from app.matching.index import Captures, PatternIndex
 from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
+from app.record_model import ErrorRecord
 
 # Weights, in points; a perfect match of a specific message with agreeing context is ~100.
 FULL_MESSAGE = 40
@@ -89,31 +89,31 @@ class Match:
 
 
 def candidate_from(
-    record: dict[str, Any],
+    record: ErrorRecord,
     review_state: str,
     gone_in: str | None,
     known: Sequence[Location] = (),
 ) -> Candidate:
     """The ranking view of a stored record, with where its site is in each known release."""
-    here = [loc for loc in known if not loc.gone and loc.file_path == record["filePath"]]
+    here = [loc for loc in known if not loc.gone and loc.file_path == record.file_path]
     lines = {loc.line_number: loc.release for loc in here if loc.line_number is not None}
-    if record["lineNumber"] is not None:
-        lines.setdefault(record["lineNumber"], "")
+    if record.line_number is not None:
+        lines.setdefault(record.line_number, "")
     functions = {loc.function for loc in here if loc.function} | {raising_function(record)}
-    files = {loc.file_path for loc in known if not loc.gone} | {record["filePath"]}
+    files = {loc.file_path for loc in known if not loc.gone} | {record.file_path}
     return Candidate(
-        id=record["id"],
-        repo=record["repo"],
-        error_class=record["errorClass"],
-        error_message=record["errorMessage"],
-        file_path=record["filePath"],
-        line_number=record["lineNumber"],
+        id=record.id,
+        repo=record.repo,
+        error_class=record.error_class,
+        error_message=record.error_message,
+        file_path=record.file_path,
+        line_number=record.line_number,
         lines=lines,
         functions=frozenset(functions - {None}),
         reviewed=review_state == "reviewed",
         gone=gone_in is not None,
         files=frozenset(files - {None}),
-        template=message_template(record["messagePattern"], record["errorMessage"]),
+        template=message_template(record.message_pattern, record.error_message),
     )
 
 

@@ -451,7 +451,7 @@ def _match(
         known.update(locations.record_locations(session, stored))
         return {
             record_id: candidate_from(
-                item.record(), item.review_state, item.gone_in, known.get(record_id, ())
+                item.record, item.review_state, item.gone_in, known.get(record_id, ())
             )
             for record_id, item in stored.items()
         }
@@ -478,7 +478,7 @@ def _match(
                     item.text
                     for item in locations.release_history(
                         session,
-                        stored[match.id].record()["errorMessage"],
+                        stored[match.id].record.error_message,
                         known.get(match.id, ()),
                         harvested,
                     )

@@ -132,8 +132,8 @@ def _most_hit(overview: Overview) -> Markup:
     labels, per_state = [], {"draft": [], "unexplained": []}
     for item in overview.most_hit:
         if item.record is not None:
-            record = item.record.record()
-            labels.append(f"{record['errorClass']}: {record['errorMessage']}")
+            record = item.record.record
+            labels.append(f"{record.error_class}: {record.error_message}")
         else:
             labels.append(item.template or item.id)
         for state, values in per_state.items():

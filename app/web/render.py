@@ -98,9 +98,9 @@ def page_facets(hits: Sequence[SearchHit]) -> dict[str, list[tuple[str, int]]]:
     """The classes and tags of a page's hits, most frequent first: links that narrow it."""
     counts: dict[str, Counter[str]] = {"errorClass": Counter(), "tag": Counter()}
     for hit in hits:
-        record = hit.record.record()
-        counts["errorClass"][record["errorClass"]] += 1
-        counts["tag"].update(record["tags"])
+        record = hit.record.record
+        counts["errorClass"][record.error_class] += 1
+        counts["tag"].update(record.tags)
     return {
         name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:MAX_FACET_LINKS]
         for name, counter in counts.items()

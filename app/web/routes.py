@@ -111,11 +111,11 @@ def _record_page(
     known = locations.record_locations(session, [stored.id]).get(stored.id, [])
     context = {
         "stored": stored,
-        "record": stored.record(),
+        "record": stored.record,
         "draft": stored.review_state == records.DRAFT,
         "locations": known,
         "history": locations.release_history(
-            session, stored.record()["errorMessage"], known, locations.harvested_releases(session)
+            session, stored.record.error_message, known, locations.harvested_releases(session)
         ),
         "code": next((loc.context for loc in reversed(known) if loc.context), None),
         "related": search.related_records(session, stored),

@@ -18,13 +18,12 @@ Revises: 0004
 Create Date: 2026-12-01
 """
 
-import json
-
 import sqlalchemy as sa
 from alembic import op
 from sqlmodel import Session
 
 from app import locations, records
+from app.record_model import parse_record
 
 revision = "0005"
 down_revision = "0004"
@@ -84,7 +83,7 @@ def _backfill() -> None:
     keys, rows = [], []
     columns = (table.c.id, table.c.document, table.c.origin, table.c.review_state)
     for record_id, document, origin, review_state in connection.execute(sa.select(*columns)):
-        record = json.loads(document)
+        record = parse_record(document)
         keys.append({"record_id": record_id, "key": locations.site_key(record)})
         if review_state == locations.DRAFT and origin.startswith(_HARVEST_ORIGIN):
             release = origin.removeprefix(_HARVEST_ORIGIN)

@@ -10,6 +10,7 @@ from sqlalchemy import Engine, MetaData, insert
 
 from app import records
 from app.db import MIGRATIONS_DIR
+from app.record_model import parse_record
 
 
 def insert_at_revision(
@@ -27,7 +28,8 @@ def insert_at_revision(
     now = datetime.now(UTC)
     values = []
     for record in rows:
-        row = records.record_row(record, records.canonical_json(record), now)
+        text = records.canonical_json(record)
+        row = records.record_row(parse_record(text), text, now)
         row |= {"created_at": now, "review_state": review_state, "origin": origin}
         values.append({key: value for key, value in row.items() if key in table.c})
     with engine.begin() as connection:
