@@ -12,9 +12,10 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
-from app import records, store
+from app import store
 from app.config import Settings, get_settings
-from app.db import open_store, write_session
+from app.records import service as records
+from app.store.engine import open_store, write_session
 
 app = typer.Typer(
     help="errkb: error knowledge for ML-serving infrastructure.", no_args_is_help=True

@@ -22,10 +22,12 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlmodel import Session
 
-from app import classes, harvest, locations, records, upstream
-from app.models import DatasetState, Record
-from app.records import DRAFT, SQL_CHUNK
-from app.validation import record_errors
+from app import classes, harvest, upstream
+from app.records import locations
+from app.records import service as records
+from app.records.service import DRAFT, SQL_CHUNK
+from app.records.validation import record_errors
+from app.store.tables import DatasetState, Record
 
 # Where a package's folder sits inside its repository, when not at the top.
 REPO_PATH_PREFIX = {"sgl-project/sglang": "python/"}
@@ -108,7 +110,7 @@ def store_drafts(
     """Merge one harvest into the store and commit; curated records are never overwritten.
 
     A site that a reviewed record claims gets no draft: its location in this release is
-    recorded on the record (app.locations), and a draft stored for it earlier is absorbed.
+    recorded on the record (app.records.locations), and a draft stored for it earlier is absorbed.
     """
     counts = DraftCounts()
     valid = []

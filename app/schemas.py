@@ -11,9 +11,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from app.locations import History, Location
-from app.models import DriftCheck, ReproducerRun
-from app.records import Page, Stats, StoredRecord
+from app.records.locations import History, Location
+from app.records.service import Page, Stats, StoredRecord
+from app.store.tables import DriftCheck, ReproducerRun
 from app.verify import ReproducerInfo
 
 

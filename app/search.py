@@ -36,12 +36,13 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session
 
-from app import records, store
+from app import store
 from app.errors import AppError
 from app.matching.service import Matcher, match_text
-from app.models import Record, RecordTag
-from app.records import StoredRecord
+from app.records import service as records
+from app.records.service import StoredRecord
 from app.store.fulltext import Scope, TextQuery
+from app.store.tables import Record, RecordTag
 
 MAX_QUERY_LENGTH = 500
 MAX_QUERY_TERMS = 32

@@ -24,9 +24,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import Session
 
-from app import records, upstream
+from app import upstream
 from app.config import Settings
-from app.models import DriftCheck, ReproducerRun
+from app.records import service as records
+from app.store.tables import DriftCheck, ReproducerRun
 
 OUTPUT_TAIL_CHARS = 4000
 RECENT_RUNS = 10

@@ -35,9 +35,9 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import records  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
+from app.records import service as records  # noqa: E402
+from app.store.engine import open_store  # noqa: E402
 from bench.bench_match import traceback_of  # noqa: E402
 from bench.bench_search import _p95, _queries, _time  # noqa: E402
 from bench.load import drive, get, post_json  # noqa: E402

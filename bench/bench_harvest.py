@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import drafts  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
-from app.models import Record, RecordLocation  # noqa: E402
+from app.store.engine import open_store  # noqa: E402
+from app.store.tables import Record, RecordLocation  # noqa: E402
 
 DEFAULT_SPECS = ("vllm==0.33.0", "sglang==0.5.23", "torch")
 

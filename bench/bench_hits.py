@@ -26,11 +26,12 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import drafts, records  # noqa: E402
+from app import drafts  # noqa: E402
 from app.config import PROJECT_ROOT, Settings  # noqa: E402
 from app.curation.hits import RECORD, HitCounter  # noqa: E402
 from app.main import create_app  # noqa: E402
-from app.models import Record  # noqa: E402
+from app.records import service as records
+from app.store.tables import Record  # noqa: E402
 from bench.bench_match import PLACEHOLDER  # noqa: E402
 
 FLUSH_SUBJECTS = 200

@@ -25,9 +25,9 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import records  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
+from app.records import service as records  # noqa: E402
+from app.store.engine import open_store  # noqa: E402
 from bench.server import running_server  # noqa: E402
 from bench.synthetic import WORDS, synthetic_records  # noqa: E402
 

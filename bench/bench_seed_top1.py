@@ -15,10 +15,11 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import drafts, records  # noqa: E402
+from app import drafts  # noqa: E402
 from app.config import PROJECT_ROOT, Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
 from app.matching.service import Matcher, match_text  # noqa: E402
+from app.records import service as records
+from app.store.engine import open_store  # noqa: E402
 from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback  # noqa: E402
 
 DEFAULT_SPECS = ("vllm==0.33.0", "sglang==0.5.23")

@@ -25,7 +25,7 @@ from sqlmodel import Session
 
 from app.config import PROJECT_ROOT, Settings
 from app.main import create_app
-from app.records import import_paths
+from app.records.service import import_paths
 from tests.conftest import DATA_DIR
 from tests.test_web import RECORD_SECTIONS
 

@@ -10,12 +10,13 @@ import pytest
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app import records, verify
+from app import verify
 from app.cli import app
 from app.config import get_settings
 from app.curation.scaffold import PROSE_HINTS, PROSE_LIST_HINTS, reproducer_script
-from app.db import open_store
-from app.validation import TO_FILL, field_order, record_errors
+from app.records import service as records
+from app.records.validation import TO_FILL, field_order, record_errors
+from app.store.engine import open_store
 from tests.helpers.harvested import NO_SPACE, REF, REPO, UPSTREAM_FILE, release_folder
 
 runner = CliRunner()

@@ -9,9 +9,11 @@ import pytest
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app import drafts, locations, records
+from app import drafts
 from app.config import get_settings
 from app.matching.service import Matcher, match_text
+from app.records import locations
+from app.records import service as records
 from tests.conftest import DATA_DIR
 
 FIRST = """

@@ -7,7 +7,6 @@ import time
 import pytest
 from sqlmodel import Session
 
-from app import records
 from app.errors import AppError
 from app.matching.service import (
     DEADLINE_RETRY_AFTER_S,
@@ -19,6 +18,7 @@ from app.matching.service import (
     match_text,
     match_texts,
 )
+from app.records import service as records
 from tests.conftest import DATA_DIR
 from tests.real_errors import (
     SEED_CLASSES,
@@ -39,7 +39,7 @@ def store(settings):
 
 
 def records_engine(settings):
-    from app.db import open_store
+    from app.store.engine import open_store
 
     return open_store(settings)
 

@@ -3,8 +3,9 @@ counted hits (issue 13)."""
 
 from sqlmodel import Session
 
-from app import records, verify
+from app import verify
 from app.curation.hits import today
+from app.records import service as records
 from tests.conftest import DATA_DIR
 
 C53, B6B, EDC = "c53f6de81577a6bc", "b6bab2e17ae18394", "edc4df790b100979"

@@ -7,13 +7,14 @@ import re
 import pytest
 from sqlmodel import Session
 
-from app import records, search
+from app import search
 from app.config import Settings
-from app.db import make_engine, upgrade
 from app.errors import AppError
 from app.matching.service import Matcher
-from app.records import import_paths, write_records
+from app.records import service as records
+from app.records.service import import_paths, write_records
 from app.store import postgres, sqlite
+from app.store.engine import make_engine, upgrade
 from tests.conftest import DATA_DIR
 from tests.helpers.old_store import insert_at_revision
 

@@ -8,12 +8,13 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app import records, search, verify
+from app import search, verify
 from app.cli import app as cli
 from app.config import Settings
 from app.curation.hits import RECORD, TEMPLATE, HitCounter
-from app.db import open_store
+from app.records import service as records
 from app.store.copy import TABLES
+from app.store.engine import open_store
 from tests.conftest import DATA_DIR
 from tests.helpers import postgres
 from tests.helpers.harvested import harvest_into

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from app import records, verify
+from app import verify
 from app.config import PROJECT_ROOT
+from app.records import service as records
 from tests.conftest import DATA_DIR
 
 HANGING = """

@@ -9,10 +9,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session
 
 from app.config import Settings
-from app.db import session_scope, write_session
 from app.errors import AppError
 from app.jsontext import JsonTextError, parse_json
 from app.search import SearchFilters
+from app.store.engine import session_scope, write_session
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -27,7 +27,7 @@ def get_session(request: Request) -> Iterator[Session]:
 
 def get_write_session(request: Request) -> Iterator[Session]:
     """A database session for a request that writes: its transaction takes the write lock
-    when it begins (app.db.write_session), not at the first statement that writes."""
+    when it begins (app.store.engine.write_session), not at the first statement that writes."""
     with write_session(request.app.state.engine) as session:
         yield session
 

@@ -6,13 +6,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
 
-from app import locations, records
 from app.api.deps import AdminBodyDep, AdminDep, SessionDep, WriteSessionDep
 from app.api.responses import problems
 from app.errors import AppError, not_found
-from app.records import MAX_PAGE_SIZE, ListFilters
+from app.records import locations
+from app.records import service as records
+from app.records.service import MAX_PAGE_SIZE, ListFilters
+from app.records.validation import record_schema
 from app.schemas import RecordDocument, RecordPage, record_document_json, record_page
-from app.validation import record_schema
 
 router = APIRouter(prefix="/api/errors", tags=["errors"], responses=problems(422))
 JSON_MEDIA = "application/json"

@@ -8,12 +8,12 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 from sqlmodel import Session
 
-from app import records
 from app.api.curation import QueueItemOut, queue_item_out
 from app.api.deps import SessionDep, SettingsDep
 from app.api.responses import problems
 from app.ops import stats
 from app.ops.metrics import CONTENT_TYPE
+from app.records import service as records
 from app.schemas import ApiModel, DatasetStats, dataset_stats_out
 
 router = APIRouter(tags=["meta"])

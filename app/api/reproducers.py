@@ -2,11 +2,12 @@
 
 from fastapi import APIRouter
 
-from app import records, verify
+from app import verify
 from app.api.deps import SessionDep, SettingsDep
 from app.api.responses import problems
 from app.config import PROJECT_ROOT
 from app.errors import not_found
+from app.records import service as records
 from app.schemas import ReproducerOut, reproducer_out
 
 router = APIRouter(prefix="/api/errors", tags=["reproducers"], responses=problems(404, 422))

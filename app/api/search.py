@@ -4,9 +4,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app import records, search
+from app import search
 from app.api.deps import SearchFiltersDep, SessionDep
 from app.api.responses import problems
+from app.records import service as records
 from app.schemas import ApiModel, RecordSummary, summarize
 
 router = APIRouter(prefix="/api/search", tags=["search"], responses=problems(400, 422, 503))

@@ -23,8 +23,8 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from app import store
-from app.models import Hit
 from app.schemas import MatchResult
+from app.store.tables import Hit
 
 RECORD, TEMPLATE = "record", "template"
 FLUSH_INTERVAL_S = 10.0

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.classes import BUILTIN_GRAPH, ClassGraph, relation
-from app.locations import Location, message_template, raising_function, short_class
 from app.matching.index import Captures, PatternIndex
 from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
+from app.records.locations import Location, message_template, raising_function, short_class
 
 # Weights, in points; a perfect match of a specific message with agreeing context is ~100.
 FULL_MESSAGE = 40

@@ -30,7 +30,7 @@ from pathlib import Path
 from sqlalchemy import Engine, select
 from sqlmodel import Session
 
-from app import classes, locations, records
+from app import classes
 from app.classes import ClassGraph
 from app.errors import AppError
 from app.matching import deadline
@@ -40,8 +40,10 @@ from app.matching.origin import log_repos
 from app.matching.partial import second_chance
 from app.matching.rank import Candidate, Match, candidate_from, path_suffixes, rank, unquoted
 from app.matching.traceback import ParsedException, parse_exceptions
-from app.models import Record
+from app.records import locations
+from app.records import service as records
 from app.schemas import ExceptionOut, FrameOut, MatchOut, MatchResult, summarize
+from app.store.tables import Record
 
 DEFAULT_MATCHES = 10
 MAX_MATCHES = 100

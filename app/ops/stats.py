@@ -12,11 +12,12 @@ from datetime import date, datetime, timedelta
 from sqlalchemy import and_, case, func, or_, select
 from sqlmodel import Session
 
-from app import records, verify
+from app import verify
 from app.config import Settings
 from app.curation.hits import RECORD, TEMPLATE, today
 from app.curation.queue import UNEXPLAINED, QueueItem, curation_queue
-from app.models import DriftCheck, Hit, Record
+from app.records import service as records
+from app.store.tables import DriftCheck, Hit, Record
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 366

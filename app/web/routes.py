@@ -15,11 +15,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from app import locations, records, search, verify
+from app import search, verify
 from app.api.deps import SearchFiltersDep, SessionDep, SettingsDep
 from app.api.observed import count_view, match_counted
 from app.errors import AppError, not_found
-from app.records import StoredRecord
+from app.records import locations
+from app.records import service as records
+from app.records.service import StoredRecord
 from app.web import render
 
 WEB_DIR = Path(__file__).parent

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from app import records
 from app.config import Settings
-from app.db import open_store
+from app.records import service as records
+from app.store.engine import open_store
 from tests.conftest import DATA_DIR
 
 

@@ -19,11 +19,12 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlmodel import Session
 
-from app import locations, store
+from app import store
 from app.errors import AppError
-from app.models import DatasetState, Record, RecordTag
-from app.recordfiles import LoadedRecord, load_records, record_files
-from app.validation import field_order, record_errors
+from app.records import locations
+from app.records.files import LoadedRecord, load_records, record_files
+from app.records.validation import field_order, record_errors
+from app.store.tables import DatasetState, Record, RecordTag
 
 MAX_PAGE_SIZE = 200
 DEFAULT_PAGE_SIZE = 50
@@ -300,7 +301,7 @@ def write_records(
 ) -> WriteCounts:
     """Create or replace valid records by id in one batch; the caller commits.
 
-    Callers validate first (`app.validation.record_errors`). A record whose canonical text
+    Callers validate first (`app.records.validation.record_errors`). A record whose canonical text
     is unchanged is left alone, so re-importing the same data moves nothing, not even the
     dataset version. Created and changed records take `review_state`: a curator's import or
     API write of a harvested draft makes it reviewed; a harvest keeps drafts drafts. A

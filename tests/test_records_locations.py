@@ -11,12 +11,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlmodel import Session
 
-from app import drafts, locations, records, search, upstream
+from app import drafts, search, upstream
 from app.config import Settings
-from app.db import make_engine, upgrade
 from app.main import create_app
 from app.matching.service import Matcher, match_text
-from app.models import Record
+from app.records import locations
+from app.records import service as records
+from app.store.engine import make_engine, upgrade
+from app.store.tables import Record
 from tests.conftest import DATA_DIR
 from tests.helpers.old_store import insert_at_revision
 from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback

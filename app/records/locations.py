@@ -30,7 +30,14 @@ from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session
 
 from app import store
-from app.models import DatasetState, DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
+from app.store.tables import (
+    DatasetState,
+    DriftCheck,
+    Record,
+    RecordAlias,
+    RecordLocation,
+    ReproducerRun,
+)
 
 SQL_CHUNK = 500
 SITE_KEY_HEX = 32
