@@ -94,10 +94,11 @@ def make_client(settings: Settings) -> Callable[..., TestClient]:
         app = create_app(app_settings)
         if import_paths:
             from app.records.service import import_paths as do_import
+            from app.store.engine import unit_of_work
 
-            with Session(app.state.engine) as session:
+            with unit_of_work(app.state.engine) as session:
                 report = do_import(session, list(import_paths))
-                assert report.committed, report.rejected
+                assert report.written, report.rejected
         return TestClient(app)
 
     return build

@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 from sqlmodel import Session
 
-from app import drafts
+from app.harvest import drafts
 from app.main import create_app
 from app.ops.startup import LOAD_INDEX, harvest_step, startup_lock
 from app.records import locations

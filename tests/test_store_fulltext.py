@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import Session
 
-from app import search
 from app.config import Settings
 from app.records import service as records
+from app.search import service as search
 from app.store import backend
 from app.store.engine import open_store, upgrade
 from app.store.fulltext import FULL_FIELDS, LABEL_WEIGHTS, REVIEWED_KEYS, rank_weights

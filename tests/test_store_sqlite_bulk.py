@@ -5,9 +5,9 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import Session
 
-from app import search
 from app.config import Settings
 from app.records import service as records
+from app.search import service as search
 from app.store import sqlite_bulk
 from app.store.engine import open_store
 from tests.test_search import make_record

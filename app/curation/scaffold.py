@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app import drafts
 from app.config import Settings
+from app.harvest import drafts
 from app.records import locations
 from app.records import service as records
 from app.records.validation import TO_FILL, field_order
@@ -53,7 +53,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproduce import Target, main, require  # noqa: E402
+from app.reproducers.kit import Target, main, require  # noqa: E402
 
 RECORD_ID = "$record_id"
 TARGET = Target(

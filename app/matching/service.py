@@ -34,15 +34,17 @@ from app import classes
 from app.classes import ClassGraph
 from app.errors import AppError
 from app.matching import deadline
-from app.matching.index import PatternError, PatternIndex
+from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
 from app.matching.origin import log_repos
 from app.matching.partial import second_chance
+from app.matching.patterns import PatternError
 from app.matching.rank import Candidate, Match, candidate_from, path_suffixes, rank, unquoted
+from app.matching.result import ExceptionOut, FrameOut, MatchOut, MatchResult
 from app.matching.traceback import ParsedException, parse_exceptions
 from app.records import locations
 from app.records import service as records
-from app.schemas import ExceptionOut, FrameOut, MatchOut, MatchResult, summarize
+from app.records.summary import summarize
 from app.store.tables import Record
 
 DEFAULT_MATCHES = 10

@@ -6,8 +6,6 @@ the schema's order, lists and nulls as given) beside the columns that filter it,
 imported is exactly what the API returns, and export -> import -> export is byte-identical.
 """
 
-import base64
-import binascii
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,6 +17,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlmodel import Session
 
+from app import cursor as cursor_codec
 from app import store
 from app.errors import AppError
 from app.records import locations
@@ -94,13 +93,13 @@ class Rejection:
 
 @dataclass(slots=True)
 class ImportReport:
-    """The outcome of `import_paths`; `committed` is False when nothing was written;
+    """The outcome of `import_paths`; `written` is False when nothing was written;
     `skipped` names files that hold no records (a JSON Schema), with why."""
 
     counts: WriteCounts = field(default_factory=WriteCounts)
     rejected: list[Rejection] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    committed: bool = False
+    written: bool = False
 
 
 def canonical_json(record: dict[str, Any]) -> str:
@@ -191,20 +190,18 @@ def get_record_by_slug(session: Session, repo: str, slug: str) -> StoredRecord |
     return _stored(row) if row else None
 
 
+def _is_record_id(value: str) -> bool:
+    return len(value) == 16 and all(c in "0123456789abcdef" for c in value)
+
+
 def encode_cursor(record_id: str) -> str:
     """An opaque cursor that resumes a listing after this id."""
-    return base64.urlsafe_b64encode(record_id.encode()).decode().rstrip("=")
+    return cursor_codec.encode_cursor(record_id)
 
 
 def decode_cursor(cursor: str) -> str:
     """The id a cursor resumes after; a cursor we did not make is a 400."""
-    try:
-        value = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        value = ""
-    if len(value) != 16 or any(c not in "0123456789abcdef" for c in value):
-        raise AppError(400, "Invalid cursor", "cursor must be a value returned as nextCursor")
-    return value
+    return cursor_codec.decode_cursor(cursor, _is_record_id)
 
 
 def _as_utc(moment: datetime) -> datetime:
@@ -299,7 +296,7 @@ def write_records(
     origin: str = "import",
     review_state: str = REVIEWED,
 ) -> WriteCounts:
-    """Create or replace valid records by id in one batch; the caller commits.
+    """Create or replace valid records by id in one batch, in the caller's unit of work.
 
     Callers validate first (`app.records.validation.record_errors`). A record whose canonical text
     is unchanged is left alone, so re-importing the same data moves nothing, not even the
@@ -350,7 +347,7 @@ def set_review_state(session: Session, record_id: str, state: str) -> None:
 
 
 def delete_record(session: Session, record_id: str) -> bool:
-    """Delete a record and its tags; False when there was none. The caller commits."""
+    """Delete a record and its tags; False when there was none."""
     deleted = session.execute(delete(Record).where(Record.id == record_id)).rowcount
     if deleted:
         bump_dataset_version(session)
@@ -384,7 +381,8 @@ def _accept(loaded: LoadedRecord, seen: dict[str, str]) -> str | None:
 
 
 def import_paths(session: Session, paths: Iterable[Path], *, partial: bool = False) -> ImportReport:
-    """Validate and upsert the records of these files and folders in one transaction.
+    """Validate and upsert the records of these files and folders in the caller's unit of
+    work (app.store.engine.unit_of_work), which commits.
 
     All-or-nothing by default: one rejected record and nothing is written. With `partial`,
     the valid records are written and the rejected ones reported.
@@ -406,11 +404,9 @@ def import_paths(session: Session, paths: Iterable[Path], *, partial: bool = Fal
             else:
                 report.rejected.append(Rejection(loaded.file, loaded.position, reason))
     if report.rejected and not partial:
-        session.rollback()
         return report
     report.counts = write_records(session, accepted)
-    session.commit()
-    report.committed = True
+    report.written = True
     return report
 
 

@@ -15,6 +15,7 @@ what the writer reads stays true until it commits.
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -128,3 +129,13 @@ def session_scope(engine: Engine) -> Iterator[Session]:
     """One session per unit of work, closed afterwards (FastAPI dependency body)."""
     with Session(engine) as session:
         yield session
+
+
+@contextmanager
+def unit_of_work(engine: Engine) -> Iterator[Session]:
+    """The one place a write commits (issue 11): a write session whose work is committed when
+    the block ends and rolled back when it raises. A request that writes (app.api.deps), a
+    CLI command and a background step each open one; services only add to the session."""
+    with write_session(engine) as session:
+        yield session
+        session.commit()
