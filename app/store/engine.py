@@ -1,5 +1,5 @@
 """Database engine and sessions: SQLite's connection settings here, PostgreSQL's engine and
-everything else that differs between the engines in app/store (issue 14).
+everything else that differs between the engines in the rest of app/store (issue 14).
 
 SQLite specifics (WAL, foreign keys, busy timeout, the file's folder, how a transaction
 begins) live here (issue 2).
@@ -11,6 +11,9 @@ has committed in between: SQLite answers "database is locked" at once, whatever 
 timeout. So every writer goes through `write_session`, whose transactions begin with
 `BEGIN IMMEDIATE`: the write lock is taken up front, waiting at most the busy timeout, and
 what the writer reads stays true until it commits.
+
+Writes commit in one place, `unit_of_work` (issue 11): a request that writes, a CLI command
+and a background step each open one, and the services they call only add to its session.
 """
 
 import sqlite3
