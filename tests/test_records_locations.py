@@ -183,6 +183,7 @@ def default_store(request, tmp_path_factory) -> Iterator[tuple[Session, Matcher,
         ]
         for step in steps if request.param == "import-then-harvest" else steps[1:] + steps[:1]:
             step()
+    with Session(app.state.engine) as session:
         yield session, app.state.matcher, TestClient(app), request.param
 
 
