@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import delete, insert, select
 from sqlmodel import Session
 
-from app.models import ExceptionClass
+from app.store.tables import ExceptionClass
 
 MAX_DEPTH = 12  # base-class chains longer than this are cut (and cycles with them)
 SQL_CHUNK = 500

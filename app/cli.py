@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -12,9 +13,14 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
-from app import records, store
-from app.config import Settings, get_settings
-from app.db import open_store, write_session
+from app import store
+from app.config import Settings
+from app.records import service as records
+from app.store.engine import open_store, unit_of_work
+
+UVICORN_LOG_CONFIG = Path(__file__).parent / "ops" / "uvicorn-logging.json"
+"""A logging config that changes nothing, for workers whose logs are errkb's JSON (uvicorn's
+command line has no way to say "no log config")."""
 
 app = typer.Typer(
     help="errkb: error knowledge for ML-serving infrastructure.", no_args_is_help=True
@@ -23,33 +29,35 @@ db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
 
-def _settings() -> Settings:
-    return get_settings()
+def _settings(ctx: typer.Context) -> Settings:
+    """The settings `configure` read for this invocation (the CLI is an entry point)."""
+    return ctx.find_root().obj
 
 
 @app.callback()
 def configure(
+    ctx: typer.Context,
     database_url: Annotated[
         str | None,
         typer.Option(help="SQLAlchemy URL of the store (overrides ERRKB_DATABASE_URL)."),
     ] = None,
 ) -> None:
     """Options shared by every command."""
-    if database_url:
-        os.environ["ERRKB_DATABASE_URL"] = database_url
-        get_settings.cache_clear()
+    # Read afresh on each invocation and handed down; the environment is left as it is.
+    ctx.obj = Settings(database_url=database_url) if database_url else Settings()
 
 
 @db_app.command("upgrade")
-def db_upgrade() -> None:
+def db_upgrade(ctx: typer.Context) -> None:
     """Apply pending schema migrations."""
-    settings = _settings()
+    settings = _settings(ctx)
     open_store(settings)
     typer.echo(f"database at head: {settings.database_url}")
 
 
 @db_app.command("copy")
 def db_copy(
+    ctx: typer.Context,
     source: Annotated[
         str,
         typer.Option("--from", help="SQLAlchemy URL of the store to copy (SQLite or PostgreSQL)."),
@@ -65,7 +73,7 @@ def db_copy(
     if make_url(source) == make_url(target):
         typer.echo("error: --from and --to name the same store", err=True)
         raise typer.Exit(2)
-    settings = _settings()
+    settings = _settings(ctx)
     engines = [
         open_store(settings.model_copy(update={"database_url": url})) for url in (source, target)
     ]
@@ -81,7 +89,7 @@ def db_copy(
 def run_import(settings: Settings, paths: list[Path], partial: bool) -> records.ImportReport:
     """Import record files and print what happened; shared by `import` and `serve`."""
     engine = open_store(settings)
-    with write_session(engine) as session:
+    with unit_of_work(engine) as session:
         report = records.import_paths(session, paths, partial=partial)
     for skipped in report.skipped:
         typer.echo(f"skipped {skipped}", err=True)
@@ -91,13 +99,14 @@ def run_import(settings: Settings, paths: list[Path], partial: bool) -> records.
     typer.echo(
         f"created {counts.created}, updated {counts.updated}, unchanged {counts.unchanged}, "
         f"rejected {len(report.rejected)}"
-        + ("" if report.committed else " -- nothing imported (all-or-nothing; see --partial)")
+        + ("" if report.written else " -- nothing imported (all-or-nothing; see --partial)")
     )
     return report
 
 
 @app.command("import")
 def import_command(
+    ctx: typer.Context,
     paths: Annotated[
         list[Path], typer.Argument(help="Record files (.json, .jsonl) or folders of them.")
     ],
@@ -106,13 +115,14 @@ def import_command(
     ] = False,
 ) -> None:
     """Validate and upsert records by id; all-or-nothing unless --partial."""
-    report = run_import(_settings(), paths, partial)
+    report = run_import(_settings(ctx), paths, partial)
     if report.rejected:
         raise typer.Exit(1)
 
 
 @app.command("export")
 def export_command(
+    ctx: typer.Context,
     out: Annotated[
         Path | None, typer.Option(help="File to write (JSON Lines); standard output if omitted.")
     ] = None,
@@ -121,7 +131,7 @@ def export_command(
     ] = None,
 ) -> None:
     """Write every record as JSON Lines in a stable key and record order."""
-    engine = open_store(_settings())
+    engine = open_store(_settings(ctx))
     with Session(engine) as session:
         lines = records.export_lines(session, state)
         if out is None:
@@ -141,6 +151,7 @@ def _matcher(settings: Settings, engine: Engine):
 
 @app.command("match")
 def match_command(
+    ctx: typer.Context,
     source: Annotated[
         str, typer.Argument(help="File holding the traceback or log; - reads standard input.")
     ] = "-",
@@ -156,7 +167,7 @@ def match_command(
     except OSError as error:
         typer.echo(f"error: cannot read {source}: {error.strerror}", err=True)
         raise typer.Exit(2) from None
-    settings = _settings()
+    settings = _settings(ctx)
     engine = open_store(settings)
     matcher = _matcher(settings, engine)
     with Session(engine) as session:
@@ -186,6 +197,7 @@ def match_command(
 
 @app.command("search")
 def search_command(
+    ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="Words, or an error line such as 'KeyError: x'.")],
     repo: Annotated[str | None, typer.Option(help="Only records of this owner/name.")] = None,
     error_class: Annotated[
@@ -196,17 +208,18 @@ def search_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
 ) -> None:
     """Full-text search of the records, like GET /api/search."""
-    from app import search
     from app.errors import AppError
+    from app.search.query import SearchFilters
+    from app.search.service import search
 
-    settings = _settings()
+    settings = _settings(ctx)
     engine = open_store(settings)
     with Session(engine) as session:
         try:
-            results = search.search(
+            results = search(
                 session,
                 query,
-                search.SearchFilters(repo, error_class, tag),
+                SearchFilters(repo, error_class, tag),
                 limit=limit,
                 matcher=_matcher(settings, engine),
             )
@@ -235,6 +248,7 @@ def search_command(
 
 @app.command("serve")
 def serve_command(
+    ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     workers: Annotated[int, typer.Option(help="Worker processes.", min=1)] = 1,
@@ -253,9 +267,9 @@ def serve_command(
     and load the match index in the background (/readyz answers 200 once both are done)."""
     import uvicorn
 
-    os.environ["ERRKB_HARVEST_ON_START"] = str(harvest_defaults).lower()  # read by each worker
-    get_settings.cache_clear()
-    settings = _settings()
+    from app.main import create_app
+
+    settings = _settings(ctx).model_copy(update={"harvest_on_start": harvest_defaults})
     if import_data:
         engine = open_store(settings)
         # Replicas starting together import one after the other: the later ones find every
@@ -264,12 +278,30 @@ def serve_command(
             if run_import(settings, [settings.data_dir], partial=False).rejected:
                 raise typer.Exit(1)
     # JSON logs: uvicorn's loggers go to errkb's JSON handler, and errkb logs each request.
+    if workers > 1:
+        raise typer.Exit(_serve_workers(settings, host, port, workers))
     logs = {"log_config": None, "access_log": False} if settings.log_format == "json" else {}
-    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, **logs)
+    uvicorn.run(create_app(settings), host=host, port=port, **logs)
+
+
+def _serve_workers(settings: Settings, host: str, port: int, workers: int) -> int:
+    """Several workers: uvicorn starts each in a process of its own, which builds its app from
+    the environment (create_app is its entry point); this command's settings reach them in the
+    environment of that one child process, not by changing its own (issue 11)."""
+    environment = os.environ | {
+        "ERRKB_DATABASE_URL": settings.database_url,
+        "ERRKB_HARVEST_ON_START": str(settings.harvest_on_start).lower(),
+    }
+    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
+    command += ["--host", host, "--port", str(port), "--workers", str(workers)]
+    if settings.log_format == "json":  # errkb's JSON handler takes uvicorn's loggers
+        command += ["--no-access-log", "--log-config", str(UVICORN_LOG_CONFIG)]
+    return subprocess.run(command, env=environment, check=False).returncode
 
 
 @app.command("verify")
 def verify_command(
+    ctx: typer.Context,
     record_ids: Annotated[
         list[str] | None, typer.Argument(help="Record ids; every reproducer when omitted.")
     ] = None,
@@ -279,17 +311,16 @@ def verify_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Run reproducers against the real upstream code and store each run."""
-    from app import verify
+    from app.reproducers import runner
 
     if device not in ("auto", "cpu", "cuda"):
         raise typer.BadParameter("must be cpu, cuda or auto", param_hint="--device")
-    settings = _settings()
-    with write_session(open_store(settings)) as session:
-        try:
-            outcomes = verify.verify(session, settings, record_ids or [], device)
-        except ValueError as error:
-            typer.echo(f"error: {error}", err=True)
-            raise typer.Exit(2) from None
+    settings = _settings(ctx)
+    try:
+        outcomes = runner.verify(open_store(settings), settings, record_ids or [], device)
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
     if as_json:
         typer.echo(json.dumps([verify_json(outcome) for outcome in outcomes], indent=2))
     else:
@@ -298,7 +329,7 @@ def verify_command(
                 f"{outcome.record_id}  {outcome.status:<7}  {outcome.device:<4}  "
                 f"{outcome.duration_s:6.1f} s  {outcome.reason}"
             )
-    raise typer.Exit(verify.exit_status(outcomes))
+    raise typer.Exit(runner.exit_status(outcomes))
 
 
 def verify_json(outcome) -> dict:
@@ -316,31 +347,31 @@ def verify_json(outcome) -> dict:
 
 @app.command("drift")
 def drift_command(
+    ctx: typer.Context,
     record_ids: Annotated[
         list[str] | None, typer.Argument(help="Record ids; every record with a reproducer.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Check whether each record's raise site still holds in its target upstream release."""
-    from app import verify
+    from app.reproducers import drift, runner
 
-    settings = _settings()
-    ids = record_ids or [info.record_id for info in verify.all_reproducers(settings)]
+    settings = _settings(ctx)
+    ids = record_ids or [info.record_id for info in runner.all_reproducers(settings)]
     outcomes = []
     engine = open_store(settings)
     with Session(engine) as session:
         found = records.get_records(session, ids)
     # Checking may download a release: the write lock is only taken to store each outcome.
-    with write_session(engine) as session:
-        for record_id in ids:
-            stored = found.get(record_id)
-            outcome = verify.check_drift(settings, stored) if stored else None
-            if outcome is None:
-                typer.echo(f"{record_id}: no record with a reproducer and a source line", err=True)
-                continue
-            verify.store_drift(session, outcome)
-            session.commit()
-            outcomes.append(outcome)
+    for record_id in ids:
+        stored = found.get(record_id)
+        outcome = drift.check_drift(settings, stored) if stored else None
+        if outcome is None:
+            typer.echo(f"{record_id}: no record with a reproducer and a source line", err=True)
+            continue
+        with unit_of_work(engine) as session:
+            drift.store_drift(session, outcome)
+        outcomes.append(outcome)
     if as_json:
         typer.echo(json.dumps([asdict(outcome) for outcome in outcomes], indent=2))
         return
@@ -353,26 +384,28 @@ def harvest_releases(
     settings: Settings, specs: list[str], repo: str | None, ref: str | None
 ) -> None:
     """Harvest each release into the store, with a progress bar and a summary per package."""
-    from app import drafts
+    from app.harvest import drafts
+    from app.reproducers.upstream import Upstream
 
-    with write_session(open_store(settings)) as session:
-        for spec in specs:
-            try:
-                release = drafts.resolve_release(spec, repo=repo, ref=ref)
-            except drafts.ReleaseError as error:
-                typer.echo(f"error: {error}", err=True)
-                raise typer.Exit(2) from None
-            with _FileProgress(f"harvesting {spec}") as progress:
-                result, counts = drafts.harvest_release(session, release, progress)
-            skipped = ", ".join(f"{reason} {n}" for reason, n in result.skipped.most_common())
-            typer.echo(
-                f"{spec} ({release.repo}@{release.ref}): {result.files} files, "
-                f"{result.raise_sites} raise sites; drafts created {counts.created}, "
-                f"updated {counts.updated}, unchanged {counts.unchanged}, "
-                f"sites of reviewed records {counts.claimed} (absorbed {counts.absorbed}), "
-                f"gone {counts.gone}, "
-                f"invalid {counts.invalid}; skipped: {skipped or 'none'}"
-            )
+    engine = open_store(settings)
+    releases = Upstream(settings.cache_dir)
+    for spec in specs:
+        try:
+            release = drafts.resolve_release(spec, repo=repo, ref=ref, releases=releases)
+        except drafts.ReleaseError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(2) from None
+        with _FileProgress(f"harvesting {spec}") as progress, unit_of_work(engine) as session:
+            result, counts = drafts.harvest_release(session, release, progress)
+        skipped = ", ".join(f"{reason} {n}" for reason, n in result.skipped.most_common())
+        typer.echo(
+            f"{spec} ({release.repo}@{release.ref}): {result.files} files, "
+            f"{result.raise_sites} raise sites; drafts created {counts.created}, "
+            f"updated {counts.updated}, unchanged {counts.unchanged}, "
+            f"sites of reviewed records {counts.claimed} (absorbed {counts.absorbed}), "
+            f"gone {counts.gone}, "
+            f"invalid {counts.invalid}; skipped: {skipped or 'none'}"
+        )
 
 
 class _FileProgress:
@@ -398,6 +431,7 @@ class _FileProgress:
 
 @app.command("harvest")
 def harvest_command(
+    ctx: typer.Context,
     specs: Annotated[
         list[str],
         typer.Argument(
@@ -413,11 +447,12 @@ def harvest_command(
     ] = None,
 ) -> None:
     """Harvest a draft record for every raise site of upstream releases."""
-    harvest_releases(_settings(), specs, repo, ref)
+    harvest_releases(_settings(ctx), specs, repo, ref)
 
 
 @app.command("curate")
 def curate_command(
+    ctx: typer.Context,
     record_id: Annotated[str, typer.Argument(help="Id of the draft to explain (see /curate).")],
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite the record file and reproducer.")
@@ -426,7 +461,7 @@ def curate_command(
     """Write data/records/ID.json and reproducers/ID.py from a draft, prose marked TO FILL."""
     from app.curation.scaffold import CurateError, curate
 
-    settings = _settings()
+    settings = _settings(ctx)
     with Session(open_store(settings)) as session:
         try:
             scaffold = curate(session, settings, record_id, force)

@@ -16,7 +16,6 @@ from app.api.limits import BodySizeLimit
 from app.api.responses import with_problem_details
 from app.config import Settings, get_settings
 from app.curation.hits import HitCounter
-from app.db import is_lock_timeout, open_store
 from app.errors import PROBLEM_MEDIA, AppError
 from app.matching.service import Matcher
 from app.ops.follow import follow
@@ -25,6 +24,7 @@ from app.ops.metrics import Metrics
 from app.ops.middleware import RequestObserver
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
+from app.store.engine import is_lock_timeout, open_store
 from app.web import curation as web_curation
 from app.web import docs
 from app.web import routes as web

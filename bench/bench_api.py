@@ -15,13 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import records  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
+from app.records import service as records  # noqa: E402
+from app.store.engine import open_store, unit_of_work  # noqa: E402
 from bench.server import running_server  # noqa: E402
 from bench.synthetic import synthetic_records  # noqa: E402
 
@@ -70,11 +69,11 @@ def main() -> None:
         rows = synthetic_records(args.records)
         source.write_text("".join(json.dumps(r) + "\n" for r in rows))
         url = f"sqlite:///{folder}/bench.db"
-        with Session(open_store(Settings(database_url=url))) as session:
+        with unit_of_work(open_store(Settings(database_url=url))) as session:
             started = time.perf_counter()
             report = records.import_paths(session, [source])
             import_s = time.perf_counter() - started
-        assert report.committed and report.counts.created == args.records, report.rejected[:3]
+        assert report.written and report.counts.created == args.records, report.rejected[:3]
         print(f"import of {args.records} records: {import_s:.2f} s")
 
         with running_server({"ERRKB_DATABASE_URL": url}) as base:

@@ -31,13 +31,12 @@ from pathlib import Path
 import httpx
 from sqlalchemy import NullPool, create_engine, text
 from sqlalchemy.engine import make_url
-from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import records  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
+from app.records import service as records  # noqa: E402
+from app.store.engine import open_store, unit_of_work  # noqa: E402
 from bench.bench_match import traceback_of  # noqa: E402
 from bench.bench_search import _p95, _queries, _time  # noqa: E402
 from bench.load import drive, get, post_json  # noqa: E402
@@ -104,11 +103,11 @@ def _import(url: str, rows: list[dict], folder: Path) -> float:
     source = folder / "records.jsonl"
     if not source.exists():
         source.write_text("".join(records.canonical_json(r) + "\n" for r in rows))
-    with Session(open_store(Settings(database_url=url))) as session:
+    with unit_of_work(open_store(Settings(database_url=url))) as session:
         started = time.perf_counter()
         report = records.import_paths(session, [source])
         seconds = time.perf_counter() - started
-    assert report.committed and report.counts.created == len(rows), report.rejected[:3]
+    assert report.written and report.counts.created == len(rows), report.rejected[:3]
     return seconds
 
 

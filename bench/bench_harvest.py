@@ -17,14 +17,16 @@ import time
 from pathlib import Path
 
 from sqlalchemy import func, select
-from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import drafts  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
-from app.models import Record, RecordLocation  # noqa: E402
+from app.harvest import drafts  # noqa: E402
+from app.reproducers.upstream import Upstream  # noqa: E402
+from app.store.engine import open_store, unit_of_work  # noqa: E402
+from app.store.tables import Record, RecordLocation  # noqa: E402
+
+RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 
 DEFAULT_SPECS = ("vllm==0.33.0", "sglang==0.5.23", "torch")
 
@@ -32,9 +34,9 @@ DEFAULT_SPECS = ("vllm==0.33.0", "sglang==0.5.23", "torch")
 def _harvest(database: Path, specs: list[str]) -> list[tuple[str, float, int, int]]:
     rows = []
     engine = open_store(Settings(database_url=f"sqlite:///{database}"))
-    with Session(engine) as session:
+    with unit_of_work(engine) as session:
         for spec in specs:
-            release = drafts.resolve_release(spec)
+            release = drafts.resolve_release(spec, releases=RELEASES)
             started = time.perf_counter()
             result, counts = drafts.harvest_release(session, release)
             rows.append((spec, time.perf_counter() - started, result.files, counts.created))
@@ -52,7 +54,7 @@ def main() -> None:
     args = parser.parse_args()
     older = Settings().older_releases if args.older else []
     for spec in [*args.specs, *older]:
-        drafts.resolve_release(spec)  # download and unpack outside the timing
+        drafts.resolve_release(spec, releases=RELEASES)  # download and unpack outside the timing
     print("| release | harvest s | files | drafts | database MB |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
@@ -77,11 +79,13 @@ def _harvest_older(database: Path, specs: list[str]) -> None:
     print("|---|---|---|---|---|")
     engine = open_store(Settings(database_url=f"sqlite:///{database}"))
     total = 0.0
-    with Session(engine) as session:
+    with unit_of_work(engine) as session:
         for spec in specs:
             before = session.execute(select(func.count()).select_from(RecordLocation)).scalar()
             started = time.perf_counter()
-            _, counts = drafts.harvest_release(session, drafts.resolve_release(spec))
+            _, counts = drafts.harvest_release(
+                session, drafts.resolve_release(spec, releases=RELEASES)
+            )
             seconds = time.perf_counter() - started
             total += seconds
             after = session.execute(select(func.count()).select_from(RecordLocation)).scalar()

@@ -18,7 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import drafts, harvest  # noqa: E402
+from app import harvest  # noqa: E402
+from app.config import Settings
+from app.harvest import drafts
+from app.reproducers.upstream import Upstream
+
+RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 
 ROUNDS = 2
 
@@ -46,7 +51,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         baseline = _baseline(args.baseline, Path(folder))
         for spec in args.specs:
-            release = drafts.resolve_release(spec)
+            release = drafts.resolve_release(spec, releases=RELEASES)
             kwargs = dict(
                 repo=release.repo,
                 ref=release.ref,

@@ -26,12 +26,17 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import drafts, records  # noqa: E402
 from app.config import PROJECT_ROOT, Settings  # noqa: E402
 from app.curation.hits import RECORD, HitCounter  # noqa: E402
+from app.harvest import drafts  # noqa: E402
 from app.main import create_app  # noqa: E402
-from app.models import Record  # noqa: E402
+from app.records import service as records
+from app.reproducers.upstream import Upstream  # noqa: E402
+from app.store.engine import unit_of_work  # noqa: E402
+from app.store.tables import Record  # noqa: E402
 from bench.bench_match import PLACEHOLDER  # noqa: E402
+
+RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 
 FLUSH_SUBJECTS = 200
 
@@ -39,9 +44,9 @@ FLUSH_SUBJECTS = 200
 def build_store(folder: Path) -> Path:
     database = folder / "hits-bench.db"
     app = create_app(Settings(database_url=f"sqlite:///{database}", cache_dir=folder))
-    with Session(app.state.engine) as session:
+    with unit_of_work(app.state.engine) as session:
         records.import_paths(session, [PROJECT_ROOT / "data" / "records"])
-        drafts.harvest_release(session, drafts.resolve_release("vllm==0.33.0"))
+        drafts.harvest_release(session, drafts.resolve_release("vllm==0.33.0", releases=RELEASES))
     return database
 
 

@@ -31,11 +31,14 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import records  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
+from app.records import service as records  # noqa: E402
+from app.reproducers.upstream import Upstream  # noqa: E402
+from app.store.engine import open_store  # noqa: E402
 from bench.server import running_server  # noqa: E402
 from tests.helpers.writers import probe_record, run_writers, stored_markers  # noqa: E402
+
+RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 
 TOKEN = "bench-token"
 CONTESTED_IDS = [f"{0xD000:04x}{n:012x}" for n in range(20)]
@@ -194,13 +197,14 @@ def _healthz_under_attack(seconds: float, label: str, extra: dict[str, str]) -> 
 def bench_patterns() -> None:
     import re2
 
-    from app import drafts, harvest
-    from app.matching.index import PatternError, check_pattern
+    from app import harvest
+    from app.harvest import drafts
+    from app.matching.patterns import PatternError, check_pattern
 
     print("| release | patterns | refused | largest program | most groups |")
     print("|---|---|---|---|---|")
     for spec in ("vllm==0.33.0", "sglang==0.5.23", "torch"):
-        release = drafts.resolve_release(spec)
+        release = drafts.resolve_release(spec, releases=RELEASES)
         result = harvest.harvest_tree(
             release.root,
             repo=release.repo,

@@ -31,13 +31,13 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import locations  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
 from app.matching.index import PatternIndex  # noqa: E402
 from app.matching.partial import second_chance  # noqa: E402
 from app.matching.traceback import parse_exceptions  # noqa: E402
-from app.models import Record  # noqa: E402
+from app.records import locations  # noqa: E402
+from app.store.engine import open_store  # noqa: E402
+from app.store.tables import Record  # noqa: E402
 from bench.server import running_server  # noqa: E402
 
 PLACEHOLDER = re.compile(r"\{[^{}]*\}")
@@ -209,7 +209,7 @@ def bench_service(database: Path, rows) -> None:
             sys.executable,
             "-c",
             "from sqlmodel import Session; from app.config import get_settings; "
-            "from app.db import open_store; from app.matching.service import Matcher; "
+            "from app.store.engine import open_store; from app.matching.service import Matcher; "
             "s = get_settings(); e = open_store(s); "
             "Matcher(e, s.cache_dir, s.max_paste_bytes).index(Session(e))",
         ],
@@ -222,7 +222,8 @@ def bench_service(database: Path, rows) -> None:
     load_code = (
         "import time; t=time.perf_counter(); from sqlmodel import Session; "
         "from app.config import get_settings; from app.cli import _matcher; "
-        "from app.db import open_store; s=get_settings(); e=open_store(s); m=_matcher(s, e); "
+        "from app.store.engine import open_store; s=get_settings(); e=open_store(s); "
+        "m=_matcher(s, e); "
         "m.index(Session(e)); print(time.perf_counter()-t)"
     )
     loads = [

@@ -21,13 +21,12 @@ import time
 from pathlib import Path
 
 import httpx
-from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import records  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
+from app.records import service as records  # noqa: E402
+from app.store.engine import open_store, unit_of_work  # noqa: E402
 from bench.server import running_server  # noqa: E402
 from bench.synthetic import WORDS, synthetic_records  # noqa: E402
 
@@ -38,7 +37,7 @@ GOAL_MEDIAN_MS, GOAL_P95_MS = 10.0, 30.0
 
 def _import(url: str, count: int) -> list[dict]:
     rows = synthetic_records(count)
-    with Session(open_store(Settings(database_url=url))) as session:
+    with unit_of_work(open_store(Settings(database_url=url))) as session:
         stored = records.dataset_stats(session).records
         if stored == count:
             print(f"reusing the {count} records already stored")
@@ -48,7 +47,7 @@ def _import(url: str, count: int) -> list[dict]:
             source.write_text("".join(records.canonical_json(r) + "\n" for r in rows))
             started = time.perf_counter()
             report = records.import_paths(session, [source])
-        assert report.committed, report.rejected[:3]
+        assert report.written, report.rejected[:3]
         print(f"import of {count} records: {time.perf_counter() - started:.1f} s")
     return rows
 

@@ -15,11 +15,15 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import drafts, records  # noqa: E402
 from app.config import PROJECT_ROOT, Settings  # noqa: E402
-from app.db import open_store  # noqa: E402
+from app.harvest import drafts  # noqa: E402
 from app.matching.service import Matcher, match_text  # noqa: E402
+from app.records import service as records
+from app.reproducers.upstream import Upstream  # noqa: E402
+from app.store.engine import open_store  # noqa: E402
 from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback  # noqa: E402
+
+RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 
 DEFAULT_SPECS = ("vllm==0.33.0", "sglang==0.5.23")
 DATA_DIR = PROJECT_ROOT / "data" / "records"
@@ -28,7 +32,9 @@ DATA_DIR = PROJECT_ROOT / "data" / "records"
 def _build(session: Session, import_first: bool) -> None:
     steps = [lambda: records.import_paths(session, [DATA_DIR])]
     steps += [
-        lambda spec=spec: drafts.harvest_release(session, drafts.resolve_release(spec))
+        lambda spec=spec: drafts.harvest_release(
+            session, drafts.resolve_release(spec, releases=RELEASES)
+        )
         for spec in DEFAULT_SPECS
     ]
     for step in steps if import_first else steps[1:] + steps[:1]:

@@ -1,9 +1,9 @@
-"""Alembic environment: migrations run on the connection app.db.upgrade hands over."""
+"""Alembic environment: migrations run on the connection app.store.engine.upgrade hands over."""
 
 from alembic import context
 from sqlmodel import SQLModel
 
-import app.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import app.store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 connection = context.config.attributes["connection"]
 context.configure(

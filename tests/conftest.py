@@ -21,8 +21,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from app.config import PROJECT_ROOT, Settings
-from app.db import open_store
 from app.main import create_app
+from app.store.engine import open_store
 from bench.server import free_port
 from tests.helpers import accuracy, postgres
 
@@ -94,11 +94,12 @@ def make_client(settings: Settings) -> Callable[..., TestClient]:
         app_settings = settings.model_copy(update=overrides)
         app = create_app(app_settings)
         if import_paths:
-            from app.records import import_paths as do_import
+            from app.records.service import import_paths as do_import
+            from app.store.engine import unit_of_work
 
-            with Session(app.state.engine) as session:
+            with unit_of_work(app.state.engine) as session:
                 report = do_import(session, list(import_paths))
-                assert report.committed, report.rejected
+                assert report.written, report.rejected
         return TestClient(app)
 
     return build

@@ -19,13 +19,13 @@ TIMEOUT_S = 300
 
 _SGLANG_CANCEL = """
 import importlib.util, sys, threading, traceback
+from tests.helpers.releases import RELEASES
 sys.path.insert(0, {root!r})
-from app import upstream
 spec = importlib.util.spec_from_file_location("repro", {script!r})
 repro = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(repro)
 target = repro.TARGET
-module = upstream.load_module(target.package, target.version, target.module, target.stubs)
+module = RELEASES.load_module(target.package, target.version, target.module, target.stubs)
 pool = object.__new__(module.CudaVmmMemoryPool)
 pool._lock = threading.Lock()
 pool.occupied_chunks = []

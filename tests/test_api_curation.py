@@ -4,9 +4,8 @@ paged, filtered by repo, reviewed records left out (issue 13)."""
 import base64
 import json
 
-from sqlmodel import Session
-
 from app.curation.queue import template_id
+from app.store.engine import unit_of_work
 from tests.conftest import DATA_DIR
 from tests.helpers.harvested import KEY_EXISTS, NO_LOCK, OBJECT_TOO_BIG, harvest_into
 
@@ -23,7 +22,7 @@ UNEXPLAINED_TEMPLATE = "OSError: shard <num> of <path> is missing"
 
 def _client(make_client, tmp_path):
     client = make_client(DATA_DIR)
-    with Session(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.engine) as session:
         harvest_into(session, tmp_path)
     return client
 

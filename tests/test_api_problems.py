@@ -7,7 +7,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from app.errors import PROBLEM_MEDIA
-from app.validation import record_schema
+from app.records.validation import record_schema
 from tests.conftest import DATA_DIR
 
 SEED = "c53f6de81577a6bc"

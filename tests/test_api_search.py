@@ -5,7 +5,8 @@ from collections.abc import Callable
 import pytest
 from fastapi.testclient import TestClient
 
-from app import search
+from app.search import query as search_query
+from app.search import service as search
 from tests.test_search import HOSTILE_QUERIES, SEED_001, SEED_002, SEED_002_ERROR, make_record
 
 
@@ -46,14 +47,14 @@ def test_the_index_follows_writes_through_the_api(
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES)
 def test_hostile_queries_never_fail(client: TestClient, query: str) -> None:
-    response = client.get("/api/search", params={"q": query[: search.MAX_QUERY_LENGTH]})
+    response = client.get("/api/search", params={"q": query[: search_query.MAX_QUERY_LENGTH]})
     assert response.status_code == 200, response.text
 
 
 @pytest.mark.parametrize(
     ("params", "status"),
     [
-        ({"q": "x" * (search.MAX_QUERY_LENGTH + 1)}, 422),
+        ({"q": "x" * (search_query.MAX_QUERY_LENGTH + 1)}, 422),
         ({"q": "free", "limit": search.MAX_SEARCH_LIMIT + 1}, 422),
         ({"q": "free", "limit": 0}, 422),
         ({"q": "free", "cursor": "not-ours"}, 400),

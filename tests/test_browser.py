@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 import uvicorn
-from sqlmodel import Session
 
 from app.config import PROJECT_ROOT, Settings
 from app.main import create_app
-from app.records import import_paths
+from app.records.service import import_paths
+from app.store.engine import unit_of_work
 from tests.conftest import DATA_DIR
 from tests.test_web import RECORD_SECTIONS
 
@@ -97,8 +97,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("browser")
     settings = Settings(database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder)
     app = create_app(settings)
-    with Session(app.state.engine) as session:
-        assert import_paths(session, [DATA_DIR]).committed
+    with unit_of_work(app.state.engine) as session:
+        assert import_paths(session, [DATA_DIR]).written
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]

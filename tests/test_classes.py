@@ -3,12 +3,13 @@ pasted class relates to a record's across a rename."""
 
 from pathlib import Path
 
-from app import classes, upstream
+from app import classes
 from app.harvest.extract import extract_module
+from tests.helpers.releases import RELEASES
 
 
 def _bases(version: str) -> dict[str, tuple[str, ...]]:
-    root = Path(upstream.ensure_unpacked("vllm", version))
+    root = Path(RELEASES.ensure_unpacked("vllm", version))
     source = (root / "vllm" / "exceptions.py").read_text()
     return extract_module(source, "vllm/exceptions.py").bases
 

@@ -7,7 +7,6 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import app
-from app.config import get_settings
 from tests.conftest import DATA_DIR
 
 runner = CliRunner()
@@ -17,9 +16,7 @@ runner = CliRunner()
 def database(tmp_path: Path, monkeypatch) -> str:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     monkeypatch.setenv("ERRKB_DATABASE_URL", url)
-    get_settings.cache_clear()
-    yield url
-    get_settings.cache_clear()
+    return url
 
 
 def test_db_upgrade(database) -> None:
@@ -88,7 +85,6 @@ def test_export_round_trip(database, tmp_path, monkeypatch) -> None:
     first = tmp_path / "first.jsonl"
     assert runner.invoke(app, ["export", "--out", str(first)]).exit_code == 0
     monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'empty.db'}")
-    get_settings.cache_clear()
     assert "created 3" in runner.invoke(app, ["import", str(first)]).output
     second = tmp_path / "second.jsonl"
     runner.invoke(app, ["export", "--out", str(second)])

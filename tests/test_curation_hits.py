@@ -7,7 +7,7 @@ from sqlalchemy import Engine, MetaData, select
 from sqlmodel import Session
 
 from app.curation.hits import RECORD, TEMPLATE, HitCounter, template_key, today
-from app.models import Hit
+from app.store.tables import Hit
 from tests.conftest import DATA_DIR
 
 SEED_002 = "edc4df790b100979"

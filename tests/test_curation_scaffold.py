@@ -10,12 +10,13 @@ import pytest
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app import records, verify
 from app.cli import app
-from app.config import get_settings
+from app.config import Settings
 from app.curation.scaffold import PROSE_HINTS, PROSE_LIST_HINTS, reproducer_script
-from app.db import open_store
-from app.validation import TO_FILL, field_order, record_errors
+from app.records import service as records
+from app.records.validation import TO_FILL, field_order, record_errors
+from app.reproducers.runner import reproducer_info
+from app.store.engine import open_store
 from tests.helpers.harvested import NO_SPACE, REF, REPO, UPSTREAM_FILE, release_folder
 
 runner = CliRunner()
@@ -36,9 +37,7 @@ def curator(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'curate.db'}")
     monkeypatch.setenv("ERRKB_DATA_DIR", str(tmp_path / "records"))
     monkeypatch.setenv("ERRKB_REPRODUCERS_DIR", str(tmp_path / "reproducers"))
-    get_settings.cache_clear()
-    yield tmp_path
-    get_settings.cache_clear()
+    return tmp_path
 
 
 def _harvest(tmp_path: Path) -> None:
@@ -48,7 +47,7 @@ def _harvest(tmp_path: Path) -> None:
 
 
 def _stored(record_id: str) -> records.StoredRecord:
-    with Session(open_store(get_settings())) as session:
+    with Session(open_store(Settings())) as session:
         stored = records.get_record(session, record_id)
     assert stored is not None
     return stored
@@ -107,10 +106,10 @@ def test_the_reproducer_follows_the_readme_and_targets_the_release(curator: Path
     assert runner.invoke(app, ["curate", NO_SPACE]).exit_code == 0
     script = curator / "reproducers" / f"{NO_SPACE}.py"
     source = script.read_text()
-    assert "from app.reproduce import Target, main, require" in source
+    assert "from app.reproducers.kit import Target, main, require" in source
     assert f'RECORD_ID = "{NO_SPACE}"' in source
     assert "#     raise MemoryError(" in source
-    info = verify.reproducer_info(get_settings(), NO_SPACE)
+    info = reproducer_info(Settings(), NO_SPACE)
     assert info is not None and info.devices == ("cpu",)
     assert info.target == {
         "package": "vllm",

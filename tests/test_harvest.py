@@ -19,8 +19,8 @@ import re2
 from app.config import PROJECT_ROOT
 from app.harvest import Draft, HarvestResult, RaiseSite, SkipReason, extract_raises, harvest_tree
 from app.harvest.extract import ReleaseMessages, extract_module, resolve_sites
-from app.locations import matched_by_location
 from app.matching.index import PatternError, check_pattern
+from app.records.locations import matched_by_location
 
 TORCH_REF = "v2.13.0"
 ANALYZED_AT = "2026-09-01T12:00:00.000Z"

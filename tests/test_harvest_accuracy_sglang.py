@@ -4,7 +4,7 @@ release's own Python code on CPU with bad arguments or configuration, and check 
 and line that raised each one (the traceback's last frame; SGLang's repository keeps the
 package under python/).
 
-The release is loaded the way the reproducers load it (`app.upstream.load_module`): parent
+The release is loaded the way the reproducers load it (`Upstream.load_module`): parent
 packages stay empty, so SGLang's runtime never imports, and names the tested code never
 uses are stubbed. The triggers run in a subprocess (`accuracy.errors_in_subprocess`), so
 none of that reaches the other tests.
@@ -18,8 +18,8 @@ from types import ModuleType, SimpleNamespace
 import pytest
 from fastapi.testclient import TestClient
 
-from app import upstream
 from tests.helpers import accuracy
+from tests.helpers.releases import RELEASES
 
 pytest.importorskip("torch", reason="torch comes with the reproducers extra")
 pytest.importorskip("msgspec", reason="msgspec comes with the test extra")
@@ -46,7 +46,7 @@ HOOK_STUBS = {
 
 
 def _load(module: str, stubs: dict[str, tuple[str, ...]] | None = None) -> ModuleType:
-    return upstream.load_module(*SGLANG, module, stubs)
+    return RELEASES.load_module(*SGLANG, module, stubs)
 
 
 def _server_arg_hooks() -> tuple[ModuleType, ModuleType]:
@@ -176,7 +176,7 @@ def triggers() -> dict[str, Callable[[], object]]:
 
 def real_errors() -> dict[str, accuracy.RealError]:
     """name -> (the real traceback, the file and line that raised it); run in a subprocess."""
-    root = upstream.unpacked_dir(*SGLANG)
+    root = RELEASES.unpacked_dir(*SGLANG)
     site = partial(accuracy.raise_site, root=root, repo_prefix=REPO_PREFIX)
     return accuracy.trigger_all(triggers(), site)
 

@@ -3,7 +3,7 @@ release's own Python code on CPU with bad arguments or configuration, and check 
 /api/match's top result, over a store harvested from the same release, points at the file
 and line that raised each one (the traceback's last frame).
 
-The release is loaded the way the reproducers load it (`app.upstream.load_module`): parent
+The release is loaded the way the reproducers load it (`Upstream.load_module`): parent
 packages stay empty, so vLLM's serving stack never imports, and names the tested code never
 uses are stubbed. The triggers run in a subprocess (`accuracy.errors_in_subprocess`), so
 none of that reaches the other tests.
@@ -18,8 +18,8 @@ from typing import Annotated
 import pytest
 from fastapi.testclient import TestClient
 
-from app import upstream
 from tests.helpers import accuracy
+from tests.helpers.releases import RELEASES
 
 torch = pytest.importorskip("torch", reason="torch comes with the reproducers extra")
 pytest.importorskip("msgspec", reason="msgspec comes with the test extra")
@@ -33,7 +33,7 @@ NO_HASHING = {"vllm.utils.hashing": ("safe_hash",)}
 
 
 def _load(module: str, stubs: dict[str, tuple[str, ...]] | None = None) -> ModuleType:
-    return upstream.load_module(*VLLM, module, stubs)
+    return RELEASES.load_module(*VLLM, module, stubs)
 
 
 def _sampling_params() -> ModuleType:
@@ -176,7 +176,7 @@ def triggers() -> dict[str, Callable[[], object]]:
 
 def real_errors() -> dict[str, accuracy.RealError]:
     """name -> (the real traceback, the file and line that raised it); run in a subprocess."""
-    site = partial(accuracy.raise_site, root=upstream.unpacked_dir(*VLLM))
+    site = partial(accuracy.raise_site, root=RELEASES.unpacked_dir(*VLLM))
     return accuracy.trigger_all(triggers(), site)
 
 

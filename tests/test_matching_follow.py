@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import update
 from sqlmodel import Session
 
-from app import records
 from app.config import Settings
-from app.db import open_store
 from app.matching.service import Matcher
-from app.models import Record
 from app.ops.follow import follow
+from app.records import service as records
+from app.store.engine import open_store
+from app.store.tables import Record
 from tests.test_search import make_record
 
 WAIT_S = 10.0

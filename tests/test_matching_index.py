@@ -23,18 +23,15 @@ from hypothesis import strategies as st
 
 from app.matching import index as index_module
 from app.matching.index import (
-    MAX_GROUPS,
     MAX_HITS_PER_KEY,
-    MAX_PROGRAM_SIZE,
     MAX_SCAN_BYTES,
     MAX_SUBJECT_CHARS,
     Captures,
     Hit,
-    PatternError,
     PatternIndex,
     _Text,
-    check_pattern,
 )
+from app.matching.patterns import MAX_GROUPS, MAX_PROGRAM_SIZE, PatternError, check_pattern
 
 try:
     import hyperscan

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from app import upstream
 from app.harvest import extract_raises
 from app.matching.partial import (
     MAX_NEAR_WORDS,
@@ -16,6 +15,7 @@ from app.matching.partial import (
     unquoted,
     unwrapped,
 )
+from tests.helpers.releases import RELEASES
 
 MESSAGES = {
     "range": "temperature must be in [0, 2], got 5.0.",
@@ -30,7 +30,7 @@ MESSAGES = {
 @pytest.fixture(scope="module")
 def templates() -> dict[str, str]:
     """The patterns harvest makes of the raise sites that print MESSAGES."""
-    path = Path(upstream.ensure_unpacked("vllm", "0.33.0")) / "vllm" / "sampling_params.py"
+    path = Path(RELEASES.ensure_unpacked("vllm", "0.33.0")) / "vllm" / "sampling_params.py"
     sites = extract_raises(path.read_text(), "vllm/sampling_params.py")
     found = {}
     for name, message in MESSAGES.items():

@@ -18,8 +18,8 @@ from types import SimpleNamespace
 import pytest
 from fastapi.testclient import TestClient
 
-from app import upstream
 from tests.helpers import accuracy, pastes
+from tests.helpers.releases import RELEASES
 
 torch = pytest.importorskip("torch", reason="torch comes with the reproducers extra")
 pytest.importorskip("msgspec", reason="msgspec comes with the test extra")
@@ -61,7 +61,7 @@ def _older_triggers(version: str) -> dict[str, Callable[[], object]]:
     """Errors of one older vLLM release, raised by its own code on CPU."""
 
     def load(module: str, stubs: dict[str, tuple[str, ...]] | None = None):
-        return upstream.load_module("vllm", version, module, stubs)
+        return RELEASES.load_module("vllm", version, module, stubs)
 
     found: dict[str, Callable[[], object]] = {}
     if version == "0.12.0":  # "the models's max seq len", reworded since
@@ -102,7 +102,7 @@ def real_errors() -> dict[str, accuracy.RealError]:
     for name, version in OLDER:
         for module in [module for module in sys.modules if module.split(".")[0] == name]:
             del sys.modules[module]  # the next release's modules load afresh
-        site = partial(accuracy.raise_site, root=upstream.unpacked_dir(name, version))
+        site = partial(accuracy.raise_site, root=RELEASES.unpacked_dir(name, version))
         found |= accuracy.trigger_all(_older_triggers(version), site)
     return found
 

@@ -5,9 +5,7 @@ import copy
 import time
 
 import pytest
-from sqlmodel import Session
 
-from app import records
 from app.errors import AppError
 from app.matching.service import (
     DEADLINE_RETRY_AFTER_S,
@@ -19,6 +17,8 @@ from app.matching.service import (
     match_text,
     match_texts,
 )
+from app.records import service as records
+from app.store.engine import unit_of_work
 from tests.conftest import DATA_DIR
 from tests.real_errors import (
     SEED_CLASSES,
@@ -33,13 +33,13 @@ from tests.real_errors import (
 def store(settings):
     """A session and matcher on a store holding data/."""
     matcher_settings = settings
-    with Session(records_engine(settings)) as session:
+    with unit_of_work(records_engine(settings)) as session:
         records.import_paths(session, [DATA_DIR])
         yield session, Matcher(session.get_bind(), matcher_settings.cache_dir, 1 << 20)
 
 
 def records_engine(settings):
-    from app.db import open_store
+    from app.store.engine import open_store
 
     return open_store(settings)
 

@@ -10,10 +10,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 from sqlmodel import Session
 
-from app import drafts, locations
+from app.harvest import drafts
 from app.main import create_app
-from app.models import Record
 from app.ops.startup import LOAD_INDEX, harvest_step, startup_lock
+from app.records import locations
+from app.store.tables import Record
 
 READY_WITHIN_S = 60.0
 BACKGROUND_WITHIN_S = 180.0

@@ -3,8 +3,9 @@ counted hits (issue 13)."""
 
 from sqlmodel import Session
 
-from app import records, verify
 from app.curation.hits import today
+from app.records import service as records
+from app.reproducers import drift, runner
 from tests.conftest import DATA_DIR
 
 C53, B6B, EDC = "c53f6de81577a6bc", "b6bab2e17ae18394", "edc4df790b100979"
@@ -18,11 +19,12 @@ UNEXPLAINED = "Traceback (most recent call last):\nKeyError: 'layers.31.mlp'\n"
 def test_charts_data_of_runs_drift_and_hits(make_client, settings) -> None:
     client = make_client(DATA_DIR)
     with Session(client.app.state.engine) as session:
-        outcomes = {o.record_id: o for o in verify.verify(session, settings, [C53, EDC], "cpu")}
+        ran = runner.verify(client.app.state.engine, settings, [C53, EDC], "cpu")
+        outcomes = {outcome.record_id: outcome for outcome in ran}
         for _ in range(2):  # checked twice: only the latest check of each record counts
             for record_id in (C53, B6B, EDC):
                 stored = records.get_record(session, record_id)
-                verify.store_drift(session, verify.check_drift(settings, stored))
+                drift.store_drift(session, drift.check_drift(settings, stored))
             session.commit()
     assert outcomes[C53].status == "passed" and outcomes[EDC].status == "skipped"
     client.post("/api/match", json={"text": SEED_002_PASTE})
@@ -46,10 +48,11 @@ def test_charts_data_of_runs_drift_and_hits(make_client, settings) -> None:
     assert by_record[C53]["latestStatus"] == "passed" and by_record[C53]["runs"]["passed"] == 1
     assert by_record[EDC]["latestStatus"] == "skipped" and by_record[EDC]["latestAt"]
     assert by_record[B6B]["latestStatus"] is None and sum(by_record[B6B]["runs"].values()) == 0
-    drift = body["driftPerRelease"]
-    assert set(drift) == {"sglang==0.5.23", "vllm==0.33.0"}
-    assert sum(drift["vllm==0.33.0"].values()) == 2 and sum(drift["sglang==0.5.23"].values()) == 1
-    assert drift["vllm==0.33.0"]["moved"] == 2  # c53 and b6b moved in 0.33.0 (tests/test_verify)
+    per_release = body["driftPerRelease"]
+    assert set(per_release) == {"sglang==0.5.23", "vllm==0.33.0"}
+    assert sum(per_release["vllm==0.33.0"].values()) == 2
+    assert sum(per_release["sglang==0.5.23"].values()) == 1
+    assert per_release["vllm==0.33.0"]["moved"] == 2  # c53 and b6b moved in 0.33.0
 
     page = client.get("/stats", params={"days": 7})
     assert page.status_code == 200

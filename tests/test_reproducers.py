@@ -15,7 +15,7 @@ import pytest
 import re2
 
 from app.config import PROJECT_ROOT
-from app.reproduce import EXIT_CODES
+from app.reproducers.kit import EXIT_CODES
 
 REPRODUCERS = PROJECT_ROOT / "reproducers"
 RECORDS = PROJECT_ROOT / "data" / "records"
@@ -133,7 +133,7 @@ def test_device_bundle_stands_in_for_the_download(tmp_path: Path) -> None:
 def test_release_that_cannot_be_downloaded_is_an_error(tmp_path: Path) -> None:
     code = """if True:
         import sys
-        from app.reproduce import Target, main
+        from app.reproducers.kit import Target, main
         target = Target("vllm", "0.0.0.404", "vllm.logger", ("Logger",))
         sys.exit(main("c53f6de81577a6bc", target, ("cpu",), lambda m, d: None,
                       lambda m, d: {}, argv=[]))

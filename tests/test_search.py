@@ -7,13 +7,17 @@ import re
 import pytest
 from sqlmodel import Session
 
-from app import records, search
 from app.config import Settings
-from app.db import make_engine, upgrade
 from app.errors import AppError
 from app.matching.service import Matcher
-from app.records import import_paths, write_records
+from app.records import service as records
+from app.records.service import import_paths, write_records
+from app.search import fts
+from app.search import query as search_query
+from app.search import related as search_related
+from app.search import service as search
 from app.store import postgres, sqlite
+from app.store.engine import make_engine, upgrade
 from tests.conftest import DATA_DIR
 from tests.helpers.old_store import insert_at_revision
 
@@ -80,7 +84,7 @@ def make_record(number: int, message: str, **fields) -> dict:
 @pytest.fixture
 def seeded(session: Session) -> Session:
     """The test session, holding the records of data/."""
-    assert import_paths(session, [DATA_DIR]).committed
+    assert import_paths(session, [DATA_DIR]).written
     return session
 
 
@@ -146,7 +150,7 @@ def test_a_message_hit_outranks_a_documentation_hit(session: Session) -> None:
     session.commit()
     results = search.search(session, "okapi")
     assert _ids(results) == [f"{2:016x}", f"{1:016x}"]
-    assert [hit.matched_by for hit in results.hits] == [search.SUMMARY, search.TEXT]
+    assert [hit.matched_by for hit in results.hits] == [fts.SUMMARY, fts.TEXT]
 
 
 def test_drafts_on_equal_scores_come_newest_first(session: Session) -> None:
@@ -168,9 +172,9 @@ def test_reviewed_prose_ranks_above_drafts_sharing_a_message_word(session: Sessi
     results = search.search(session, "tapir")
     assert _ids(results)[0] == f"{3:016x}"
     assert [hit.matched_by for hit in results.hits] == [
-        search.REVIEWED,
-        search.SUMMARY,
-        search.SUMMARY,
+        fts.REVIEWED,
+        fts.SUMMARY,
+        fts.SUMMARY,
     ]
     records.set_review_state(session, f"{3:016x}", records.DRAFT)
     records.set_review_state(session, f"{1:016x}", records.REVIEWED)
@@ -213,21 +217,21 @@ def test_the_snippet_is_left_out_when_it_would_repeat_the_message(session: Sessi
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES)
 def test_hostile_queries_never_raise(seeded: Session, query: str) -> None:
-    results = search.search(seeded, query[: search.MAX_QUERY_LENGTH])
+    results = search.search(seeded, query[: search_query.MAX_QUERY_LENGTH])
     assert len(results.hits) <= results.total
 
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES)
 def test_user_text_reaches_match_only_as_quoted_words(query: str) -> None:
-    phrases = search.query_phrases(query)
+    phrases = search_query.query_phrases(query)
     if phrases:
-        wanted = search.text_query(phrases)
+        wanted = search_query.text_query(phrases)
         expression = sqlite.match_expression(wanted)
         assert re.fullmatch(r'"[^\W_]+( [^\W_]+)*"\*?( AND "[^\W_]+( [^\W_]+)*"\*?)*', expression)
         word = r"'[^\W_]+'"
         phrase = rf"\({word}( <-> {word})*(:\*)?\)"
         assert re.fullmatch(rf"{phrase}( & {phrase})*", postgres.tsquery_text(wanted))
-    assert len(phrases) <= search.MAX_QUERY_TERMS
+    assert len(phrases) <= search_query.MAX_QUERY_TERMS
 
 
 def test_operators_are_plain_words(session: Session) -> None:
@@ -246,11 +250,11 @@ def test_no_record_with_every_word_relaxes_to_any_word(seeded: Session) -> None:
 def test_filters_narrow_the_hits(seeded: Session) -> None:
     everything = search.search(seeded, "free")
     assert len(everything.hits) >= 2
-    by_repo = search.search(seeded, "free", search.SearchFilters(repo="sgl-project/sglang"))
+    by_repo = search.search(seeded, "free", search_query.SearchFilters(repo="sgl-project/sglang"))
     assert _ids(by_repo) == [SEED_002]
-    by_class = search.search(seeded, "free", search.SearchFilters(error_class="MemoryError"))
+    by_class = search.search(seeded, "free", search_query.SearchFilters(error_class="MemoryError"))
     assert _ids(by_class) == [SEED_001]
-    by_tag = search.search(seeded, "free", search.SearchFilters(tag="double-free"))
+    by_tag = search.search(seeded, "free", search_query.SearchFilters(tag="double-free"))
     assert set(_ids(by_tag)) == {SEED_002, "c53f6de81577a6bc"}
     assert by_tag.total == 2
 
@@ -295,7 +299,7 @@ def test_limits_are_enforced(seeded: Session) -> None:
     with pytest.raises(AppError):
         search.search(seeded, "free", limit=search.MAX_SEARCH_LIMIT + 1)
     with pytest.raises(AppError):
-        search.search(seeded, "x" * (search.MAX_QUERY_LENGTH + 1))
+        search.search(seeded, "x" * (search_query.MAX_QUERY_LENGTH + 1))
 
 
 def test_an_error_line_puts_the_record_the_matcher_finds_first(
@@ -304,7 +308,7 @@ def test_an_error_line_puts_the_record_the_matcher_finds_first(
     matcher = Matcher(seeded.get_bind(), settings.cache_dir, settings.max_paste_bytes)
     results = search.search(seeded, SEED_002_ERROR, matcher=matcher)
     assert results.hits[0].record.id == SEED_002
-    assert results.hits[0].matched_by == search.MATCHER
+    assert results.hits[0].matched_by == fts.MATCHER
     assert _ids(results).count(SEED_002) == 1
     without = search.search(seeded, SEED_002_ERROR)
     assert without.relaxed  # 4096 is in no record's text
@@ -313,13 +317,13 @@ def test_an_error_line_puts_the_record_the_matcher_finds_first(
 def test_an_empty_query_lists_recent_records(seeded: Session) -> None:
     results = search.search(seeded, "  ")
     assert results.total == 3
-    assert {hit.matched_by for hit in results.hits} == {search.RECENT}
-    filtered = search.search(seeded, "", search.SearchFilters(tag="cuda"))
+    assert {hit.matched_by for hit in results.hits} == {fts.RECENT}
+    filtered = search.search(seeded, "", search_query.SearchFilters(tag="cuda"))
     assert _ids(filtered) == [SEED_002]
 
 
 def test_related_records_share_background_file_or_tags(seeded: Session) -> None:
-    related = search.related_records(seeded, records.get_record(seeded, SEED_002))
+    related = search_related.related_records(seeded, records.get_record(seeded, SEED_002))
     assert [item.record.id for item in related] == ["c53f6de81577a6bc"]
     assert related[0].reasons[0] == "same background: double-release-resource"
 
@@ -338,4 +342,4 @@ def test_related_records_share_background_file_or_tags(seeded: Session) -> None:
     ],
 )
 def test_a_paste_is_told_from_a_query(text: str, paste: bool) -> None:
-    assert search.looks_like_paste(text) is paste
+    assert search_query.looks_like_paste(text) is paste

@@ -8,12 +8,14 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app import records, search, verify
 from app.cli import app as cli
 from app.config import Settings
 from app.curation.hits import RECORD, TEMPLATE, HitCounter
-from app.db import open_store
+from app.records import service as records
+from app.reproducers import drift, runner
+from app.search import service as search
 from app.store.copy import TABLES
+from app.store.engine import open_store, unit_of_work
 from tests.conftest import DATA_DIR
 from tests.helpers import postgres
 from tests.helpers.harvested import harvest_into
@@ -24,15 +26,15 @@ SEED = "b6bab2e17ae18394"
 def _fill(engine: Engine, tmp_path: Path) -> None:
     """Drafts with locations and code context, a draft absorbed into a curated record (an
     alias), a reproducer run, a drift check, hits, and the dataset version they moved."""
-    with Session(engine) as session:
+    with unit_of_work(engine) as session:
         harvest_into(session, tmp_path)  # before data/: its seed then absorbs NO_SPACE
-        assert records.import_paths(session, [DATA_DIR]).committed
+        assert records.import_paths(session, [DATA_DIR]).written
         started = datetime(2026, 12, 1, 8, 30, 15, 123456, tzinfo=UTC)
         result = {"status": "passed", "trigger": {"status": "passed"}, "fix": None}
-        outcome = verify.RunOutcome(SEED, "cpu", "passed", "ok", 1.25, "tail\n", result, started)
-        verify.store_run(session, outcome)
-        drift = verify.DriftOutcome(SEED, "vllm", "0.33.0", "moved", 412, "line moved by 3")
-        verify.store_drift(session, drift)
+        outcome = runner.RunOutcome(SEED, "cpu", "passed", "ok", 1.25, "tail\n", result, started)
+        runner.store_run(session, outcome)
+        checked = drift.DriftOutcome(SEED, "vllm", "0.33.0", "moved", 412, "line moved by 3")
+        drift.store_drift(session, checked)
         session.commit()
     hits = HitCounter(engine, enabled=True)
     hits.add(RECORD, SEED)
@@ -91,16 +93,16 @@ def test_a_copy_there_and_back_is_the_same_store(settings: Settings, tmp_path: P
                 assert records.dataset_version(session) == version
                 assert _found(session) == found
                 # The copy goes on: new rows take ids after the copied ones.
-                verify.store_drift(session, verify.DriftOutcome(SEED, "vllm", "1", "same", 1, ""))
+                drift.store_drift(session, drift.DriftOutcome(SEED, "vllm", "1", "same", 1, ""))
                 session.commit()
 
 
 def test_a_target_holding_records_is_refused(settings: Settings, tmp_path: Path) -> None:
-    with Session(open_store(settings)) as session:
-        assert records.import_paths(session, [DATA_DIR]).committed
+    with unit_of_work(open_store(settings)) as session:
+        assert records.import_paths(session, [DATA_DIR]).written
     other = f"sqlite:///{tmp_path / 'other.db'}"
-    with Session(open_store(settings.model_copy(update={"database_url": other}))) as session:
-        assert records.import_paths(session, [DATA_DIR / f"{SEED}.json"]).committed
+    with unit_of_work(open_store(settings.model_copy(update={"database_url": other}))) as session:
+        assert records.import_paths(session, [DATA_DIR / f"{SEED}.json"]).written
     result = CliRunner().invoke(cli, ["db", "copy", "--from", settings.database_url, "--to", other])
     assert result.exit_code == 2
     assert "not empty: records has rows" in result.output

@@ -10,12 +10,13 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import Session
 
-from app import records, search
 from app.config import Settings
-from app.db import open_store, upgrade
-from app.models import Record
+from app.records import service as records
+from app.search import service as search
 from app.store import backend
+from app.store.engine import open_store, upgrade
 from app.store.fulltext import FULL_FIELDS, LABEL_WEIGHTS, REVIEWED_KEYS, rank_weights
+from app.store.tables import Record
 from tests.helpers.old_store import downgrade
 from tests.test_search import make_record
 

@@ -5,10 +5,11 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import Session
 
-from app import records, search
 from app.config import Settings
-from app.db import open_store
+from app.records import service as records
+from app.search import service as search
 from app.store import sqlite_bulk
+from app.store.engine import open_store
 from tests.test_search import make_record
 
 COUNT = sqlite_bulk.BULK_MIN_ROWS

@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from app import records
-from app.models import ReproducerRun
+from app.records import service as records
+from app.store.tables import ReproducerRun
 from app.web import render
 from app.web.routes import STATIC_DIR
 from tests.test_search import SEED_001, SEED_002, SEED_002_ERROR, make_record

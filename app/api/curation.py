@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query, Request
 from app.api.deps import SessionDep
 from app.api.responses import problems
 from app.curation.queue import DEFAULT_QUEUE_PAGE, MAX_QUEUE_PAGE, QueueItem, curation_queue
-from app.schemas import ApiModel, RecordSummary, summarize
+from app.records.summary import RecordSummary, summarize
+from app.wire import ApiModel
 
 router = APIRouter(prefix="/api/curation", tags=["curation"], responses=problems(400, 422))
 MAX_CURSOR_CHARS = 2048

@@ -9,10 +9,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session
 
 from app.config import Settings
-from app.db import session_scope, write_session
 from app.errors import AppError
 from app.jsontext import JsonTextError, parse_json
-from app.search import SearchFilters
+from app.search.query import SearchFilters
+from app.store.engine import session_scope, unit_of_work
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -26,15 +26,16 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 def get_write_session(request: Request) -> Iterator[Session]:
-    """A database session for a request that writes: its transaction takes the write lock
-    when it begins (app.db.write_session), not at the first statement that writes."""
-    with write_session(request.app.state.engine) as session:
+    """The unit of work of a request that writes (app.store.engine.unit_of_work): its
+    transaction takes the write lock when it begins, and commits when the handler returns,
+    before the reply is sent (scope="function" below); a handler that raises writes nothing."""
+    with unit_of_work(request.app.state.engine) as session:
         yield session
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
-WriteSessionDep = Annotated[Session, Depends(get_write_session)]
+WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 _bearer = HTTPBearer(auto_error=False, description="ERRKB_ADMIN_TOKEN")
 
 

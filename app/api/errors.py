@@ -6,12 +6,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
 
-from app import locations, records
 from app.api.deps import AdminBodyDep, AdminDep, SessionDep, WriteSessionDep
 from app.api.responses import problems
+from app.api.schemas import RecordDocument, RecordPage, record_document_json, record_page
 from app.errors import AppError, not_found
-from app.records import MAX_PAGE_SIZE, ListFilters
-from app.schemas import RecordDocument, RecordPage, record_document_json, record_page
+from app.records import locations
+from app.records import service as records
+from app.records.service import MAX_PAGE_SIZE, ListFilters
 
 router = APIRouter(prefix="/api/errors", tags=["errors"], responses=problems(422))
 JSON_MEDIA = "application/json"
@@ -102,9 +103,7 @@ def create_error(session: WriteSessionDep, record: AdminBodyDep) -> Response:
     if records.get_record(session, record["id"]) is not None:
         raise AppError(409, "Conflict", f"record {record['id']} exists; PUT replaces it")
     records.write_records(session, [record], origin="api")
-    response = _document_response(session, records.get_record(session, record["id"]), 201)
-    session.commit()
-    return response
+    return _document_response(session, records.get_record(session, record["id"]), 201)
 
 
 @router.put(
@@ -124,9 +123,7 @@ def replace_error(session: WriteSessionDep, record_id: str, record: AdminBodyDep
         )
     counts = records.write_records(session, [record], origin="api")
     status = 201 if counts.created else 200
-    response = _document_response(session, records.get_record(session, record_id), status)
-    session.commit()
-    return response
+    return _document_response(session, records.get_record(session, record_id), status)
 
 
 @router.delete("/{record_id}", status_code=204, responses=problems(404, *_WRITE_PROBLEMS))
@@ -134,5 +131,4 @@ def delete_error(session: WriteSessionDep, _admin: AdminDep, record_id: str) -> 
     """Delete a record (admin token required)."""
     if not records.delete_record(session, record_id):
         raise not_found(f"record {record_id}")
-    session.commit()
     return Response(status_code=204)

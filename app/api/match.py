@@ -9,8 +9,8 @@ from app.api.deps import SessionDep, parse_body
 from app.api.observed import match_counted, matches_counted
 from app.api.responses import problems
 from app.errors import AppError
+from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
-from app.schemas import MatchResult
 
 router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 503))
 MAX_BATCH_TEXTS = 100

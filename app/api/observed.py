@@ -11,8 +11,8 @@ from fastapi import Request
 from sqlmodel import Session
 
 from app.curation.hits import RECORD, match_subject
+from app.matching.result import MatchResult
 from app.matching.service import match_text, match_texts
-from app.schemas import MatchResult
 
 
 def match_counted(request: Request, session: Session, text: str, limit: int) -> MatchResult:

@@ -2,12 +2,13 @@
 
 from fastapi import APIRouter
 
-from app import records, verify
 from app.api.deps import SessionDep, SettingsDep
 from app.api.responses import problems
+from app.api.schemas import ReproducerOut, reproducer_out
 from app.config import PROJECT_ROOT
 from app.errors import not_found
-from app.schemas import ReproducerOut, reproducer_out
+from app.records import service as records
+from app.reproducers import drift, runner
 
 router = APIRouter(prefix="/api/errors", tags=["reproducers"], responses=problems(404, 422))
 
@@ -17,8 +18,8 @@ def read_reproducer(session: SessionDep, settings: SettingsDep, record_id: str) 
     """The reproducer script of a record, its target, devices, recent runs and drift."""
     if records.get_record(session, record_id) is None:
         raise not_found(f"record {record_id}")
-    info = verify.reproducer_info(settings, record_id)
+    info = runner.reproducer_info(settings, record_id)
     if info is None:
         raise not_found(f"a reproducer for record {record_id}")
-    runs = verify.latest_runs(session, record_id)
-    return reproducer_out(info, runs, verify.latest_drift(session, record_id), PROJECT_ROOT)
+    runs = runner.latest_runs(session, record_id)
+    return reproducer_out(info, runs, drift.latest_drift(session, record_id), PROJECT_ROOT)

@@ -4,10 +4,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app import records, search
 from app.api.deps import SearchFiltersDep, SessionDep
 from app.api.responses import problems
-from app.schemas import ApiModel, RecordSummary, summarize
+from app.records import service as records
+from app.records.summary import RecordSummary, summarize
+from app.search import service as search
+from app.search.highlight import Marked
+from app.search.query import MAX_QUERY_LENGTH
+from app.wire import ApiModel
 
 router = APIRouter(prefix="/api/search", tags=["search"], responses=problems(400, 422, 503))
 
@@ -21,7 +25,7 @@ class MarkedText(ApiModel):
 
 class SearchHitOut(ApiModel):
     """One record found; `matchedBy` is matcher, reviewed, summary, text or recent
-    (see app.search)."""
+    (see app.search.fts)."""
 
     record: RecordSummary
     score: float
@@ -42,7 +46,7 @@ class SearchPage(ApiModel):
     dataset_version: str
 
 
-def _marked_out(marked: search.Marked | None) -> MarkedText | None:
+def _marked_out(marked: Marked | None) -> MarkedText | None:
     return None if marked is None else MarkedText(text=marked.text, marks=list(marked.marks))
 
 
@@ -74,7 +78,7 @@ def read_search(
     request: Request,
     session: SessionDep,
     filters: SearchFiltersDep,
-    q: Annotated[str, Query(max_length=search.MAX_QUERY_LENGTH)] = "",
+    q: Annotated[str, Query(max_length=MAX_QUERY_LENGTH)] = "",
     limit: Annotated[int, Query(ge=1, le=search.MAX_SEARCH_LIMIT)] = search.DEFAULT_SEARCH_LIMIT,
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:

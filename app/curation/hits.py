@@ -20,11 +20,11 @@ from datetime import UTC, date, datetime
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
-from sqlmodel import Session
 
 from app import store
-from app.models import Hit
-from app.schemas import MatchResult
+from app.matching.result import MatchResult
+from app.store.engine import unit_of_work
+from app.store.tables import Hit
 
 RECORD, TEMPLATE = "record", "template"
 FLUSH_INTERVAL_S = 10.0
@@ -110,12 +110,11 @@ class HitCounter:
             for (kind, subject, day), count in pending.items()
         ]
         try:
-            with Session(self.engine) as session:
+            with unit_of_work(self.engine) as session:
                 upsert = store.backend(self.engine).upsert_adding(
                     Hit.__table__, ("kind", "subject", "day"), "count"
                 )
                 session.execute(upsert, rows)
-                session.commit()
         except OperationalError as error:
             with self._lock:
                 self._pending.update(pending)

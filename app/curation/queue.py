@@ -16,11 +16,11 @@ from datetime import date
 from sqlalchemy import and_, func, or_, select
 from sqlmodel import Session
 
-from app import records
 from app.curation.hits import RECORD, TEMPLATE
 from app.errors import AppError
-from app.models import Hit, Record
-from app.records import DRAFT, StoredRecord
+from app.records import service as records
+from app.records.service import DRAFT, StoredRecord
+from app.store.tables import Hit, Record
 
 DEFAULT_QUEUE_PAGE = 50
 MAX_QUEUE_PAGE = 200

@@ -3,7 +3,7 @@
 The record file keeps everything the harvest knows (message, pattern, location, source
 excerpt, link, tags) and puts `TO FILL: <what to write>` in each prose field a curator must
 write; `errkb import` refuses the file, naming each such field, until they are written
-(app.validation.unfilled_fields), and then imports it as reviewed like any curated record.
+(app.records.validation.unfilled_fields), and then imports it as reviewed like any curated record.
 The reproducer follows reproducers/README.md, its target taken from the draft's release,
 its scenario left to write: until then it fails, saying so (issue 13).
 """
@@ -17,10 +17,12 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app import drafts, locations, records
 from app.config import Settings
-from app.record_model import ErrorRecord
-from app.validation import TO_FILL, field_order
+from app.harvest import drafts
+from app.records import locations
+from app.records import service as records
+from app.records.model import ErrorRecord
+from app.records.validation import TO_FILL, field_order
 
 # What each prose field should say: the hint a curator reads in the TO FILL text.
 PROSE_HINTS: dict[str, str] = {
@@ -52,7 +54,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproduce import Target, main, require  # noqa: E402
+from app.reproducers.kit import Target, main, require  # noqa: E402
 
 RECORD_ID = "$record_id"
 TARGET = Target(

@@ -2,7 +2,7 @@
 
 `extract` reads the AST (raise sites, messages, factories, constants, what resolves them),
 `context` adds what the code around each site tells (guard, callers, handlers). Storing the
-drafts is app/drafts.py's job.
+drafts is app.harvest.drafts' job.
 """
 
 from app.harvest.extract import (

@@ -44,7 +44,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.record_model import ID_LENGTH, SCHEMA_VERSION, max_chars
+from app.records.model import ID_LENGTH, SCHEMA_VERSION, max_chars
 
 CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198-234
 MIN_LITERAL_ALNUM = 4  # fewer literal letters/digits than this cannot identify an error

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.classes import BUILTIN_GRAPH, ClassGraph, relation
-from app.locations import Location, message_template, raising_function, short_class
 from app.matching.index import Captures, PatternIndex
 from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
-from app.record_model import ErrorRecord
+from app.records.locations import Location, message_template, raising_function, short_class
+from app.records.model import ErrorRecord
 
 # Weights, in points; a perfect match of a specific message with agreeing context is ~100.
 FULL_MESSAGE = 40
@@ -180,7 +180,6 @@ def _message_score(
 def _context_score(
     candidate: Candidate,
     exception: ParsedException,
-    exceptions: Sequence[ParsedException],
     last_index: int,
     causes: set[int],
     graph: ClassGraph,
@@ -338,7 +337,7 @@ def rank(
             score, found, why = _message_score(index, candidate, exception, line)
             explains = score >= FULL_LINE
             context, context_reasons = _context_score(
-                candidate, exception, exceptions, last_index, causes, graph, log_repos
+                candidate, exception, last_index, causes, graph, log_repos
             )
             score += context
             reasons = [why, *context_reasons]
@@ -365,7 +364,7 @@ def rank(
         if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
             continue
         context, context_reasons = _context_score(
-            candidate, exception, exceptions, last_index, causes, graph, log_repos
+            candidate, exception, last_index, causes, graph, log_repos
         )
         score = _partial_score(partial) + context
         score += min(SPECIFICITY_MAX, partial.covered / SPECIFICITY_PER_POINT)
@@ -389,7 +388,7 @@ def rank(
                 ("raised at the record's site, whose message is built at run time"),
             )
         context, context_reasons = _context_score(
-            candidate, exception, exceptions, last_index, causes, graph, log_repos
+            candidate, exception, last_index, causes, graph, log_repos
         )
         names = _PLACEHOLDER.findall(candidate.error_message)
         captures = {names[0]: exception.message} if record_id not in index and names else {}
@@ -398,7 +397,7 @@ def rank(
         )
         match.in_frames = True
         keep(match)
-    ranked = _frames_first(list(best.values()), exceptions)
+    ranked = _frames_first(list(best.values()))
     return _same_message(sorted(ranked, key=_order), candidates)
 
 
@@ -406,7 +405,7 @@ def _order(match: Match) -> tuple[float, bool, str]:
     return -match.score, not match.reviewed, match.id
 
 
-def _frames_first(matches: list[Match], exceptions: Sequence[ParsedException]) -> list[Match]:
+def _frames_first(matches: list[Match]) -> list[Match]:
     """Below the lowest-scored record that explains an exception from a file in its frames,
     every other record of that exception: another repository's, or a file no frame is in,
     must not win on a generic message (issue 15)."""

@@ -30,18 +30,22 @@ from pathlib import Path
 from sqlalchemy import Engine, select
 from sqlmodel import Session
 
-from app import classes, locations, records
+from app import classes
 from app.classes import ClassGraph
 from app.errors import AppError
 from app.matching import deadline
-from app.matching.index import PatternError, PatternIndex
+from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
 from app.matching.origin import log_repos
 from app.matching.partial import second_chance
+from app.matching.patterns import PatternError
 from app.matching.rank import Candidate, Match, candidate_from, path_suffixes, rank, unquoted
+from app.matching.result import ExceptionOut, FrameOut, MatchOut, MatchResult
 from app.matching.traceback import ParsedException, parse_exceptions
-from app.models import Record
-from app.schemas import ExceptionOut, FrameOut, MatchOut, MatchResult, summarize
+from app.records import locations
+from app.records import service as records
+from app.records.summary import summarize
+from app.store.tables import Record
 
 DEFAULT_MATCHES = 10
 MAX_MATCHES = 100

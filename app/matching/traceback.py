@@ -116,26 +116,6 @@ def parse_exceptions(text: str, lines: Sequence[CleanLine] | None = None) -> lis
     return [draft.freeze() for draft in drafts]
 
 
-def final_exceptions(exceptions: Sequence[ParsedException]) -> list[ParsedException]:
-    """The exceptions no other one was raised from or while handling: what finally failed.
-
-    A chain prints its root cause first and the exception that ended the program last; the
-    latter is usually what a user searches for, while its causes explain it.
-    """
-    causes = {exception.cause_index for exception in exceptions}
-    return [exception for exception in exceptions if exception.index not in causes]
-
-
-def cause_chain(
-    exceptions: Sequence[ParsedException], exception: ParsedException
-) -> list[ParsedException]:
-    """``exception``, then what it was raised from, and so on down to the root cause."""
-    chain = [exception]
-    while chain[-1].cause_index is not None:
-        chain.append(exceptions[chain[-1].cause_index])
-    return chain
-
-
 @dataclass(frozen=True, slots=True)
 class _Row:
     """A clean line as the parser sees it, with any exception-group or pytest margin removed.

@@ -20,12 +20,15 @@ from contextlib import AbstractContextManager
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from app import drafts, store
+from app import store
 from app.config import Settings
+from app.harvest import drafts
 from app.matching.service import Matcher
 from app.ops import heap
 from app.ops.metrics import Metrics
 from app.ops.readiness import Readiness
+from app.reproducers.upstream import Upstream
+from app.store.engine import unit_of_work
 
 LOAD_INDEX = "load the match index"
 log = logging.getLogger(__name__)
@@ -41,12 +44,13 @@ def startup_lock(engine: Engine) -> AbstractContextManager:
     return store.backend(engine).exclusive(engine, "start-up")
 
 
-def _harvest(engine: Engine, spec: str) -> None:
+def _harvest(engine: Engine, releases: Upstream, spec: str) -> None:
     """Harvest one release into the store unless it is there already."""
     with Session(engine) as session:
         if drafts.is_harvested(session, spec):
             return
-        release = drafts.resolve_release(spec)
+    release = drafts.resolve_release(spec, releases=releases)
+    with unit_of_work(engine) as session:
         result, counts = drafts.harvest_release(session, release)
     log.info(
         "harvested %s: %d files, %d raise sites, %d drafts created, %d updated",
@@ -73,7 +77,7 @@ def start_up(
         with startup_lock(engine):
             for spec in specs:
                 step = harvest_step(spec)
-                _harvest(engine, spec)
+                _harvest(engine, Upstream(settings.cache_dir), spec)
                 readiness.done(step)
             step = LOAD_INDEX
             started = time.perf_counter()
@@ -104,7 +108,7 @@ def harvest_older(
         readiness.background_step(step, running=True)
         try:
             with startup_lock(engine):
-                _harvest(engine, spec)
+                _harvest(engine, Upstream(settings.cache_dir), spec)
         except Exception as error:  # reported, and the next release is still tried
             readiness.background_step(step, failed=str(error))
             log.exception("background step failed: %s", step)

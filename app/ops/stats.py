@@ -12,11 +12,12 @@ from datetime import date, datetime, timedelta
 from sqlalchemy import and_, case, func, or_, select
 from sqlmodel import Session
 
-from app import records, verify
 from app.config import Settings
 from app.curation.hits import RECORD, TEMPLATE, today
 from app.curation.queue import UNEXPLAINED, QueueItem, curation_queue
-from app.models import DriftCheck, Hit, Record
+from app.records import service as records
+from app.reproducers import runner
+from app.store.tables import DriftCheck, Hit, Record
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
@@ -79,8 +80,8 @@ def _hits_per_day(session: Session, days: int) -> dict[date, dict[str, int]]:
 
 def _reproducers(session: Session, settings: Settings) -> list[ReproducerStatus]:
     statuses = []
-    for info in verify.all_reproducers(settings):
-        runs = verify.latest_runs(session, info.record_id)
+    for info in runner.all_reproducers(settings):
+        runs = runner.latest_runs(session, info.record_id)
         counts = Counter(run.status for run in runs)
         latest = runs[0] if runs else None
         statuses.append(

@@ -1,7 +1,7 @@
 """The store: the only place that knows which database engine holds the records (issue 14).
 
 SQLite is the embedded default; PostgreSQL serves several replicas. Tables are the SQLModel
-tables of app.models and change only through Alembic (migrations/, dialect-aware); the
+tables of app.store.tables and change only through Alembic (migrations/, dialect-aware); the
 full-text index is declared once in app.store.fulltext; everything that differs between the
 engines is behind `Backend` (app.store.base), which app.store.sqlite and app.store.postgres
 implement. Services ask `backend(session_or_engine)` and never write engine-specific SQL.

@@ -14,8 +14,8 @@ from sqlalchemy import Connection, Engine, Table, func, select
 from sqlalchemy.sql.dml import Insert
 from sqlmodel import Session
 
-from app.models import RecordTag
 from app.store.fulltext import Filters, Scope, Scored, TextQuery, record_search
+from app.store.tables import RecordTag
 
 
 class Backend(ABC):

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, Table, func, insert, select
 from sqlmodel import Session
 
 from app import store
-from app.models import (
+from app.store.tables import (
     DatasetState,
     DriftCheck,
     Hit,

@@ -78,7 +78,7 @@ record_search = Table(
 
 
 class Filters(Protocol):
-    """Exact filters of a search (app.search.SearchFilters); None means any."""
+    """Exact filters of a search (app.search.query.SearchFilters); None means any."""
 
     repo: str | None
     error_class: str | None

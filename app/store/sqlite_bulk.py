@@ -7,7 +7,7 @@ the same statements cost run once over the whole batch (10k records: 3.3 s again
 statement (the record's search facts and FTS key), and its FTS statements run afterwards,
 once, over the new rows: the trigger's very statements, read back from the database, with
 the trigger's `new` row turned into a join. Nothing is defined twice; the full trigger is
-restored in the same transaction (app.db makes SQLite DDL transactional), so a failure
+restored in the same transaction (app.store.engine makes SQLite DDL transactional), so a failure
 rolls everything back. A trigger of any other shape keeps the per-row path.
 """
 

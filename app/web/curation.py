@@ -10,12 +10,12 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
 
-from app import records
 from app.api.curation import MAX_CURSOR_CHARS, MAX_REPO_CHARS
 from app.api.deps import SessionDep, SettingsDep
 from app.api.meta import DaysQuery
 from app.curation.queue import DEFAULT_QUEUE_PAGE, curation_queue
 from app.ops import stats
+from app.records import service as records
 from app.web.charts import charts
 from app.web.routes import templates
 

@@ -15,7 +15,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from app.search import SearchHit
+from app.search.service import SearchHit
 
 PYGMENTS_STYLE = "xcode"  # every token colour meets WCAG AA (4.5:1) on white and on hl
 CODE_CSS_CLASS = "highlight"

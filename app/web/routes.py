@@ -15,11 +15,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from app import locations, records, search, verify
 from app.api.deps import SearchFiltersDep, SessionDep, SettingsDep
 from app.api.observed import count_view, match_counted
 from app.errors import AppError, not_found
-from app.records import StoredRecord
+from app.records import locations
+from app.records import service as records
+from app.records.service import StoredRecord
+from app.reproducers import drift, runner
+from app.search import query, related
+from app.search import service as search
 from app.web import render
 
 WEB_DIR = Path(__file__).parent
@@ -67,7 +71,7 @@ def read_search_page(
     request: Request,
     session: SessionDep,
     filters: SearchFiltersDep,
-    q: Annotated[str, Query(max_length=search.MAX_QUERY_LENGTH)] = "",
+    q: Annotated[str, Query(max_length=query.MAX_QUERY_LENGTH)] = "",
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
     """Search results: marked snippets, filters as links, pages."""
@@ -91,7 +95,7 @@ def create_match_page(
     mode: Annotated[Literal["auto", "search", "match"], Form()] = "auto",
 ) -> Response:
     """The home box: a paste is matched here, a query is sent on to the search page."""
-    if mode == "search" or (mode == "auto" and not search.looks_like_paste(text)):
+    if mode == "search" or (mode == "auto" and not query.looks_like_paste(text)):
         return RedirectResponse(render.search_url({"q": text.strip()}), status_code=303)
     result = match_counted(request, session, text, MATCHES_ON_PAGE)
     matched = {match.exception_index for match in result.matches}
@@ -118,10 +122,10 @@ def _record_page(
             session, stored.record.error_message, known, locations.harvested_releases(session)
         ),
         "code": next((loc.context for loc in reversed(known) if loc.context), None),
-        "related": search.related_records(session, stored),
-        "reproducer": verify.reproducer_info(settings, stored.id),
-        "runs": verify.latest_runs(session, stored.id),
-        "drift": verify.latest_drift(session, stored.id),
+        "related": related.related_records(session, stored),
+        "reproducer": runner.reproducer_info(settings, stored.id),
+        "runs": runner.latest_runs(session, stored.id),
+        "drift": drift.latest_drift(session, stored.id),
         "json_url": f"/api/errors/{stored.id}",
     }
     headers = _alternate(context["json_url"])

@@ -11,7 +11,7 @@ SQLite only (FTS5): on other dialects this migration does nothing and app.search
 - `records_fts` indexes every searchable field, extracted from the JSON document;
   `records_fts_head` only the short ones (message, class, tags, file, repo), so that "all
   words in the message" can be ranked without decoding the long prose postings of every
-  common word (see app/search.py). Both are contentless: the text stays in the document,
+  common word (see app/search/). Both are contentless: the text stays in the document,
   where app.search marks the matched words, so no text is stored twice.
 - Triggers on `records` keep all of it in step with every write, whoever writes (API,
   import, harvest, raw SQL): a deleted or edited record is never found by its old text.

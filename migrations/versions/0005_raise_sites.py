@@ -1,6 +1,6 @@
 """raise sites: one record per site, its location in each harvested release (issue 9)
 
-- `records.site_key`: the key of the raise site a record describes (app.locations.site_key),
+- `records.site_key`: the key of the raise site a record describes (app.records.locations.site_key),
   indexed, so a reviewed record finds the drafts of its site without reading documents.
 - `record_locations`: where a record's site is in each harvested release, or that it is
   gone there. Backfilled from the drafts stored so far: each came from the release its
@@ -22,8 +22,9 @@ import sqlalchemy as sa
 from alembic import op
 from sqlmodel import Session
 
-from app import locations, records
-from app.record_model import parse_record
+from app.records import locations
+from app.records import service as records
+from app.records.model import parse_record
 
 revision = "0005"
 down_revision = "0004"

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlmodel import Session
 
-from app import drafts
 from app.config import PROJECT_ROOT, Settings
+from app.harvest import drafts
 from app.main import create_app
+from app.store.engine import unit_of_work
+from tests.helpers.releases import RELEASES
 
 Site = tuple[str, int]
 """A raise site: the file as the upstream repository names it, and the line."""
@@ -120,9 +121,11 @@ def harvested_store(folder: Path, specs: tuple[str, ...] = HARVESTED) -> Harvest
     )
     app = create_app(settings)
     results = {}
-    with Session(app.state.engine) as session:
+    with unit_of_work(app.state.engine) as session:
         for spec in specs:
-            results[spec] = drafts.harvest_release(session, drafts.resolve_release(spec))
+            results[spec] = drafts.harvest_release(
+                session, drafts.resolve_release(spec, releases=RELEASES)
+            )
     return Harvested(TestClient(app), results)
 
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from app import drafts, upstream
+from app.harvest import drafts
+from tests.helpers.releases import RELEASES
 
 UPSTREAM_FILE = "vllm/distributed/device_communicators/shm_object_storage.py"
 REPO, REF = "vllm-project/vllm", "v0.33.0"
@@ -19,7 +20,7 @@ NO_LOCK = "96f76af7f6d5c61b"  # ValueError: Lock must be provided for readers.
 
 def release_folder(tmp_path: Path) -> Path:
     """A source folder holding the real upstream file at its path in the release."""
-    source = upstream.ensure_unpacked("vllm", "0.33.0") / UPSTREAM_FILE
+    source = RELEASES.ensure_unpacked("vllm", "0.33.0") / UPSTREAM_FILE
     folder = tmp_path / "vllm-src"
     (folder / UPSTREAM_FILE).parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(source, folder / UPSTREAM_FILE)

@@ -8,9 +8,9 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, MetaData, insert
 
-from app import records
-from app.db import MIGRATIONS_DIR
-from app.record_model import parse_record
+from app.records import service as records
+from app.records.model import parse_record
+from app.store.engine import MIGRATIONS_DIR
 
 
 def insert_at_revision(
@@ -37,7 +37,7 @@ def insert_at_revision(
 
 
 def downgrade(engine: Engine, revision: str) -> None:
-    """Take the schema back to `revision`, the way app.db.upgrade takes it forward."""
+    """Take the schema back to `revision`, the way app.store.engine.upgrade takes it forward."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     with engine.begin() as connection:

@@ -1,6 +1,6 @@
 // Progressive enhancement only: every page works without this file (issue 3).
 // On the home page, say whether the box will be matched or searched, with the same rule
-// the server applies (app.search.looks_like_paste).
+// the server applies (app.search.query.looks_like_paste).
 (function () {
   "use strict";
   var box = document.getElementById("text");

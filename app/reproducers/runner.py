@@ -1,10 +1,9 @@
-"""Run the reproducers in subprocesses, store each run, and check raise sites for drift.
+"""Run the reproducers in subprocesses and store each run beside its record (issue 5).
 
 A reproducer may crash, hang or leak shared memory, so each one runs in its own process
 group with a timeout, and the /dev/shm segments it left behind are removed. Every run is
-stored beside its record (issue 5); `errkb verify` exits non-zero when a reproducer that
-could run failed. Drift compares a record's raise site with the upstream release its
-reproducer targets: same, moved, changed or gone.
+stored beside its record; `errkb verify` exits non-zero when a reproducer that could run
+failed. The scripts are found and read here too (`reproducer_info`), without running them.
 """
 
 import ast
@@ -21,19 +20,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlmodel import Session
 
-from app import records, upstream
 from app.config import Settings
-from app.models import DriftCheck, ReproducerRun
-from app.record_model import ID_PATTERN, ErrorRecord
+from app.records import service as records
+from app.records.model import ID_PATTERN
+from app.store.engine import unit_of_work
+from app.store.tables import ReproducerRun
 
 OUTPUT_TAIL_CHARS = 4000
 RECENT_RUNS = 10
 SHM_DIR = Path("/dev/shm")
 FAILING_STATUSES = frozenset({"failed", "error"})
-EXCERPT_LITERAL_MIN = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +174,7 @@ def run_reproducer(settings: Settings, info: ReproducerInfo, device: str) -> Run
 
 
 def store_run(session: Session, outcome: RunOutcome) -> ReproducerRun:
-    """Keep a run beside its record; the caller commits."""
+    """Keep a run beside its record, in the caller's unit of work."""
     result = outcome.result or {}
     target = result.get("target") or {}
     run = ReproducerRun(
@@ -199,9 +198,12 @@ def store_run(session: Session, outcome: RunOutcome) -> ReproducerRun:
 
 
 def verify(
-    session: Session, settings: Settings, record_ids: Iterable[str], device: str = "auto"
+    engine: Engine, settings: Settings, record_ids: Iterable[str], device: str = "auto"
 ) -> list[RunOutcome]:
-    """Run and store the reproducers of these records (all of them when none are named)."""
+    """Run and store the reproducers of these records (all of them when none are named).
+
+    Each run is stored in a unit of work of its own, after the run: no transaction (nor
+    SQLite's write lock) is held while a reproducer runs."""
     wanted = list(record_ids)
     infos = all_reproducers(settings)
     if wanted:
@@ -213,9 +215,9 @@ def verify(
     outcomes = []
     for info in infos:
         outcome = run_reproducer(settings, info, device)
-        if records.get_record(session, info.record_id) is not None:
-            store_run(session, outcome)
-        session.commit()  # either way: no transaction (or write lock) held while the next runs
+        with unit_of_work(engine) as session:
+            if records.get_record(session, info.record_id) is not None:
+                store_run(session, outcome)
         outcomes.append(outcome)
     return outcomes
 
@@ -234,121 +236,3 @@ def latest_runs(session: Session, record_id: str, limit: int = RECENT_RUNS) -> l
         .limit(limit)
     )
     return list(session.execute(statement).scalars())
-
-
-@dataclass(frozen=True, slots=True)
-class DriftOutcome:
-    """Where the raise site stands in the target release."""
-
-    record_id: str
-    package: str
-    version: str
-    status: str
-    found_line: int | None
-    detail: str
-
-
-def _release_file(root: Path, file_path: str) -> Path | None:
-    """The record's file in the unpacked release; repo paths may carry a prefix
-    (SGLang's `python/sglang/...` is `sglang/...` in its wheel)."""
-    parts = Path(file_path).parts
-    for skip in range(len(parts)):
-        candidate = root.joinpath(*parts[skip:])
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _raise_block(record: ErrorRecord) -> list[str]:
-    """The raise statement's lines from the record's excerpt, stripped (its fingerprint)."""
-    lines = record.source_code.split("\n")
-    index = record.line_number - record.source_code_start
-    block, depth = [], 0
-    for line in lines[index:]:
-        block.append(line.strip())
-        depth += line.count("(") + line.count("[") - line.count(")") - line.count("]")
-        if depth <= 0:
-            break
-    return block
-
-
-def _find_block(lines: list[str], block: list[str], near: int) -> int | None:
-    """1-based line where the stripped block starts, nearest to `near`."""
-    stripped = [line.strip() for line in lines]
-    starts = [
-        i + 1
-        for i in range(len(stripped) - len(block) + 1)
-        if stripped[i : i + len(block)] == block
-    ]
-    return min(starts, key=lambda start: abs(start - near)) if starts else None
-
-
-def _longest_literal(message: str) -> str:
-    return max(re.split(r"\{[^{}]*\}", message), key=len).strip()
-
-
-def locate_raise_site(record: ErrorRecord, text: str) -> tuple[str, int | None, str]:
-    """(status, found line, detail) of a record's raise site in a newer file's text."""
-    lines = text.split("\n")
-    line_number, start = record.line_number, record.source_code_start
-    found = _find_block(lines, _raise_block(record), line_number)
-    if found is not None:
-        excerpt = record.source_code.split("\n")
-        current = lines[
-            start - 1 + found - line_number : start - 1 + found - line_number + len(excerpt)
-        ]
-        same_excerpt = current == excerpt
-        if found == line_number:
-            if same_excerpt:
-                return "same", found, "line and source excerpt unchanged"
-            return "changed", found, "raise at the same line, the code around it changed"
-        shift = f"{found - line_number:+d}"
-        detail = f"raise moved from line {line_number} to {found} ({shift})"
-        return "moved", found, detail + ("" if same_excerpt else "; the code around it changed")
-    literal = _longest_literal(record.error_message)
-    if len(literal) >= EXCERPT_LITERAL_MIN:
-        for number, line in enumerate(lines, start=1):
-            if literal[:EXCERPT_LITERAL_MIN] in line:
-                return "changed", number, f"message text found at line {number}, raise rewritten"
-    return "gone", None, "the raise and its message text are no longer in the file"
-
-
-def check_drift(settings: Settings, stored: records.StoredRecord) -> DriftOutcome | None:
-    """Locate a record's raise site in its reproducer's target release; None without one."""
-    info = reproducer_info(settings, stored.id)
-    record = stored.record
-    if info is None or record.file_path is None or record.source_code is None:
-        return None
-    package, version = info.target["package"], info.target["version"]
-    root = upstream.ensure_unpacked(package, version)
-    path = _release_file(root, record.file_path)
-    if path is None:
-        return DriftOutcome(stored.id, package, version, "gone", None, "file not in the release")
-    status, line, detail = locate_raise_site(record, path.read_text(encoding="utf-8"))
-    return DriftOutcome(stored.id, package, version, status, line, detail)
-
-
-def store_drift(session: Session, outcome: DriftOutcome) -> DriftCheck:
-    """Keep a drift check beside its record; the caller commits."""
-    check = DriftCheck(
-        record_id=outcome.record_id,
-        package=outcome.package,
-        version=outcome.version,
-        status=outcome.status,
-        found_line=outcome.found_line,
-        detail=outcome.detail,
-        checked_at=datetime.now(UTC),
-    )
-    session.add(check)
-    return check
-
-
-def latest_drift(session: Session, record_id: str) -> DriftCheck | None:
-    """The newest drift check of a record."""
-    statement = (
-        select(DriftCheck)
-        .where(DriftCheck.record_id == record_id)
-        .order_by(DriftCheck.checked_at.desc(), DriftCheck.id.desc())
-        .limit(1)
-    )
-    return session.execute(statement).scalars().first()

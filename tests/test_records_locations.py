@@ -11,15 +11,19 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlmodel import Session
 
-from app import drafts, locations, records, search, upstream
 from app.config import Settings
-from app.db import make_engine, upgrade
+from app.harvest import drafts
 from app.main import create_app
 from app.matching.service import Matcher, match_text
-from app.models import Record
-from app.record_model import ErrorRecord
+from app.records import locations
+from app.records import service as records
+from app.records.model import ErrorRecord
+from app.search import service as search
+from app.store.engine import make_engine, unit_of_work, upgrade
+from app.store.tables import Record
 from tests.conftest import DATA_DIR
 from tests.helpers.old_store import insert_at_revision
+from tests.helpers.releases import RELEASES
 from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
 
 DEFAULT_RELEASES = ("vllm==0.33.0", "sglang==0.5.23")
@@ -97,7 +101,7 @@ def _seed_release_folders(tmp_path: Path) -> list[drafts.Release]:
     laid out as their repositories are, each a small release to harvest quickly."""
     releases = []
     for (name, version, repo, prefix), files in SEED_FILES.items():
-        source = upstream.ensure_unpacked(name, version)
+        source = RELEASES.ensure_unpacked(name, version)
         root = tmp_path / name
         for file_path in files:
             target = root / prefix / file_path
@@ -172,13 +176,16 @@ def default_store(request, tmp_path_factory) -> Iterator[tuple[Session, Matcher,
     folder = tmp_path_factory.mktemp(request.param)
     settings = Settings(database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder)
     app = create_app(settings)
-    with Session(app.state.engine) as session:
+    with unit_of_work(app.state.engine) as session:
         steps = [lambda: records.import_paths(session, [DATA_DIR])] + [
-            lambda spec=spec: drafts.harvest_release(session, drafts.resolve_release(spec))
+            lambda spec=spec: drafts.harvest_release(
+                session, drafts.resolve_release(spec, releases=RELEASES)
+            )
             for spec in DEFAULT_RELEASES
         ]
         for step in steps if request.param == "import-then-harvest" else steps[1:] + steps[:1]:
             step()
+    with Session(app.state.engine) as session:
         yield session, app.state.matcher, TestClient(app), request.param
 
 

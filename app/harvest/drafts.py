@@ -22,11 +22,14 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlmodel import Session
 
-from app import classes, harvest, locations, records, upstream
-from app.models import DatasetState, Record
-from app.record_model import ErrorRecord
-from app.records import DRAFT, SQL_CHUNK
-from app.validation import record_errors
+from app import classes, harvest
+from app.records import locations
+from app.records import service as records
+from app.records.model import ErrorRecord
+from app.records.service import DRAFT, SQL_CHUNK
+from app.records.validation import record_errors
+from app.reproducers import upstream
+from app.store.tables import DatasetState, Record
 
 # Where a package's folder sits inside its repository, when not at the top.
 REPO_PATH_PREFIX = {"sgl-project/sglang": "python/"}
@@ -60,8 +63,15 @@ def _package_dir(name: str) -> str:
     return name.replace("-", "_")
 
 
-def resolve_release(spec: str, *, repo: str | None = None, ref: str | None = None) -> Release:
-    """`name==version` (downloaded), an installed distribution, or a source folder."""
+def resolve_release(
+    spec: str,
+    *,
+    repo: str | None = None,
+    ref: str | None = None,
+    releases: upstream.Upstream | None = None,
+) -> Release:
+    """`name==version` (downloaded into `releases`, the upstream cache the entry point
+    passes down), an installed distribution, or a source folder."""
     folder = Path(spec)
     if folder.is_dir():
         if not repo or not ref:
@@ -69,9 +79,11 @@ def resolve_release(spec: str, *, repo: str | None = None, ref: str | None = Non
         return Release(spec, folder.resolve(), None, repo, ref, "", f"{repo}@{ref}")
     name, _, version = spec.partition("==")
     if version:
+        if releases is None:
+            raise ReleaseError(f"{spec}: downloading a release needs the upstream cache")
         try:
-            root = upstream.ensure_unpacked(name, version)
-            found = repo or upstream.github_repo(name, version)
+            root = releases.ensure_unpacked(name, version)
+            found = repo or releases.github_repo(name, version)
         except upstream.UpstreamError as error:
             raise ReleaseError(f"{spec}: {error}") from error
         tag = ref or f"v{version}"
@@ -106,10 +118,11 @@ class DraftCounts:
 def store_drafts(
     session: Session, release: Release, drafts: Sequence[harvest.Draft]
 ) -> DraftCounts:
-    """Merge one harvest into the store and commit; curated records are never overwritten.
+    """Merge one harvest into the store, in the caller's unit of work; curated records are
+    never overwritten.
 
     A site that a reviewed record claims gets no draft: its location in this release is
-    recorded on the record (app.locations), and a draft stored for it earlier is absorbed.
+    recorded on the record (app.records.locations), and a draft stored for it earlier is absorbed.
     """
     counts = DraftCounts()
     valid: list[tuple[harvest.Draft, ErrorRecord]] = []
@@ -162,7 +175,6 @@ def store_drafts(
     locations.replace_release(session, release.label, located)
     session.merge(DatasetState(key=HARVESTED_PREFIX + release.spec, value=_now()))
     records.bump_dataset_version(session)
-    session.commit()
     return counts
 
 

@@ -9,9 +9,11 @@ import pytest
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app import drafts, locations, records
-from app.config import get_settings
+from app.harvest import drafts
 from app.matching.service import Matcher, match_text
+from app.records import locations
+from app.records import service as records
+from app.store.engine import unit_of_work
 from tests.conftest import DATA_DIR
 
 FIRST = """
@@ -139,7 +141,7 @@ def test_seed_records_claim_their_site_and_win_ties(session: Session, tmp_path: 
 
 def test_draft_state_in_the_api(make_client, tmp_path: Path) -> None:
     client = make_client(DATA_DIR)
-    with Session(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.engine) as session:
         drafts.harvest_release(session, _release(tmp_path / "src", FIRST, "v1"))
     listing = client.get("/api/errors", params={"reviewState": "draft"}).json()
     assert listing["total"] == 3
@@ -171,7 +173,6 @@ def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
     from app.cli import app
 
     monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'h.db'}")
-    get_settings.cache_clear()
     _release(tmp_path / "src", FIRST, "v1")
     runner = CliRunner()
     result = runner.invoke(
@@ -179,7 +180,6 @@ def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
     )
     missing = runner.invoke(app, ["harvest", str(tmp_path / "src")])
     exported = runner.invoke(app, ["export", "--state", "draft"])
-    get_settings.cache_clear()
     assert result.exit_code == 0, result.output
     assert "1 files, 3 raise sites; drafts created 3" in result.output
     assert missing.exit_code == 2 and "--repo" in missing.output
@@ -188,7 +188,7 @@ def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
 
 def test_a_curators_write_of_a_draft_makes_it_reviewed(make_client, tmp_path, auth) -> None:
     client = make_client(DATA_DIR)
-    with Session(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.engine) as session:
         drafts.harvest_release(session, _release(tmp_path / "src", FIRST, "v1"))
     draft = client.get("/api/errors", params={"reviewState": "draft"}).json()["items"][0]
     record = client.get(f"/api/errors/{draft['id']}").json()["record"]

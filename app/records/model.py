@@ -1,7 +1,7 @@
 # ruff: noqa: E501 (descriptions are the schema's, one line each)
 """The typed error record: generated from data/record.schema.json, do not edit (issue 11).
 
-Regenerate with `python -m app.record_codegen`; tests/test_record_model.py fails when this
+Regenerate with `python -m app.records.codegen`; tests/test_records_model.py fails when this
 file and the schema disagree. It moves to app/records/model.py with the records package.
 Readers use attribute names (`record.error_message`); the wire, the files and the stored
 text keep the schema's camelCase keys (`errorMessage`).

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from app import records, verify
 from app.config import PROJECT_ROOT
-from app.record_model import ErrorRecord, parse_record
+from app.records import service as records
+from app.records.model import ErrorRecord, parse_record
+from app.reproducers import drift, runner
 from tests.conftest import DATA_DIR
 
 HANGING = """
@@ -51,38 +52,38 @@ def scripts(tmp_path: Path, settings):
 
 
 def test_declared_target_is_read_without_running(settings) -> None:
-    info = verify.reproducer_info(settings, "edc4df790b100979")
+    info = runner.reproducer_info(settings, "edc4df790b100979")
     assert info.target["package"] == "sglang"
     assert info.target["version"] == "0.5.23"
     assert "CudaVmmMemoryPool" in info.target["classes"]
     assert info.devices == ("cuda",)
-    assert verify.reproducer_info(settings, "../../etc/passwd") is None
-    assert [i.record_id for i in verify.all_reproducers(settings)] == sorted(
+    assert runner.reproducer_info(settings, "../../etc/passwd") is None
+    assert [i.record_id for i in runner.all_reproducers(settings)] == sorted(
         p.stem for p in DATA_DIR.glob("*.json")
     )
 
 
 def test_hanging_reproducer_is_killed_and_reported(scripts) -> None:
-    info = verify.reproducer_info(scripts, "000000000000000a")
-    outcome = verify.run_reproducer(scripts, info, "cpu")
+    info = runner.reproducer_info(scripts, "000000000000000a")
+    outcome = runner.run_reproducer(scripts, info, "cpu")
     assert outcome.status == "error"
     assert "timed out after 2 s" in outcome.reason
     assert outcome.duration_s < 30
 
 
 def test_crashing_reproducer_is_an_error_not_a_pass(scripts) -> None:
-    outcome = verify.run_reproducer(
-        scripts, verify.reproducer_info(scripts, "000000000000000c"), "cpu"
+    outcome = runner.run_reproducer(
+        scripts, runner.reproducer_info(scripts, "000000000000000c"), "cpu"
     )
     assert outcome.status == "error"
     assert "printed no result" in outcome.reason
-    assert verify.exit_status([outcome]) == 1
+    assert runner.exit_status([outcome]) == 1
 
 
 @pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm on this system")
 def test_leaked_shared_memory_is_removed(scripts) -> None:
-    info = verify.reproducer_info(scripts, "000000000000000b")
-    outcome = verify.run_reproducer(scripts, info, "cpu")
+    info = runner.reproducer_info(scripts, "000000000000000b")
+    outcome = runner.run_reproducer(scripts, info, "cpu")
     assert outcome.status == "passed"
     assert "errkb_test_000000000000000b" in outcome.reason
     assert not Path("/dev/shm/errkb_test_000000000000000b").exists()
@@ -90,7 +91,9 @@ def test_leaked_shared_memory_is_removed(scripts) -> None:
 
 def test_verify_runs_the_real_reproducer_and_stores_it(session: Session, settings) -> None:
     records.import_paths(session, [DATA_DIR])
-    outcomes = verify.verify(session, settings, ["c53f6de81577a6bc", "edc4df790b100979"], "auto")
+    session.commit()  # the runner stores each run in a unit of work of its own
+    wanted = ["c53f6de81577a6bc", "edc4df790b100979"]
+    outcomes = runner.verify(session.get_bind(), settings, wanted, "auto")
     by_id = {o.record_id: o for o in outcomes}
     assert by_id["c53f6de81577a6bc"].status == "passed", by_id["c53f6de81577a6bc"].output_tail
     assert by_id["c53f6de81577a6bc"].check_status("trigger") == "passed"
@@ -99,8 +102,8 @@ def test_verify_runs_the_real_reproducer_and_stores_it(session: Session, setting
     if cuda.status != "passed":
         assert cuda.status == "skipped"
         assert "CUDA" in cuda.reason
-    assert verify.exit_status(outcomes) == 0
-    [run] = verify.latest_runs(session, "c53f6de81577a6bc")
+    assert runner.exit_status(outcomes) == 0
+    [run] = runner.latest_runs(session, "c53f6de81577a6bc")
     assert (run.package, run.version, run.device) == ("vllm", "0.33.0", "cpu")
     assert run.torch.startswith("2.13.0")
     assert run.python and run.duration_s > 0
@@ -109,7 +112,7 @@ def test_verify_runs_the_real_reproducer_and_stores_it(session: Session, setting
 
 def test_unknown_reproducer_is_refused(session, settings) -> None:
     with pytest.raises(ValueError, match="no reproducer for 0000000000000000"):
-        verify.verify(session, settings, ["0000000000000000"])
+        runner.verify(session.get_bind(), settings, ["0000000000000000"])
 
 
 def test_reproducer_endpoint_shows_runs_and_drift(make_client, settings) -> None:
@@ -120,9 +123,9 @@ def test_reproducer_endpoint_shows_runs_and_drift(make_client, settings) -> None
     assert body["devices"] == ["cpu"]
     assert body["runs"] == [] and body["drift"] is None
     with Session(client.app.state.engine) as session:
-        verify.verify(session, settings, ["b6bab2e17ae18394"])
-        outcome = verify.check_drift(settings, records.get_record(session, "b6bab2e17ae18394"))
-        verify.store_drift(session, outcome)
+        runner.verify(client.app.state.engine, settings, ["b6bab2e17ae18394"])
+        outcome = drift.check_drift(settings, records.get_record(session, "b6bab2e17ae18394"))
+        drift.store_drift(session, outcome)
         session.commit()
     body = client.get("/api/errors/b6bab2e17ae18394/reproducer").json()
     assert body["runs"][0]["status"] == "passed"
@@ -137,7 +140,7 @@ def test_reproducer_endpoint_shows_runs_and_drift(make_client, settings) -> None
 def test_drift_of_the_real_releases(session, settings) -> None:
     records.import_paths(session, [DATA_DIR])
     found = {
-        rid: verify.check_drift(settings, records.get_record(session, rid))
+        rid: drift.check_drift(settings, records.get_record(session, rid))
         for rid in ("c53f6de81577a6bc", "edc4df790b100979")
     }
     assert found["c53f6de81577a6bc"].status == "moved"
@@ -158,16 +161,16 @@ def _file_around(record: ErrorRecord, before: int) -> str:
 
 
 def test_locate_same_moved_changed_gone(c53_record) -> None:
-    assert verify.locate_raise_site(c53_record, _file_around(c53_record, 0))[:2] == ("same", 285)
-    assert verify.locate_raise_site(c53_record, _file_around(c53_record, 7))[:2] == ("moved", 292)
+    assert drift.locate_raise_site(c53_record, _file_around(c53_record, 0))[:2] == ("same", 285)
+    assert drift.locate_raise_site(c53_record, _file_around(c53_record, 7))[:2] == ("moved", 292)
     changed = _file_around(c53_record, 0).replace("self._inuse_count -= len(buffers)", "pass")
-    assert verify.locate_raise_site(c53_record, changed)[:2] == ("changed", 285)
+    assert drift.locate_raise_site(c53_record, changed)[:2] == ("changed", 285)
     rewritten = _file_around(c53_record, 0).replace(
         'raise RuntimeError("Attempted', 'raise ValueError("Attempted'
     )
-    assert verify.locate_raise_site(c53_record, rewritten)[0] == "changed"
+    assert drift.locate_raise_site(c53_record, rewritten)[0] == "changed"
     gone = _file_around(c53_record, 0).replace("Attempted to free more buffers", "Freed")
-    assert verify.locate_raise_site(c53_record, gone) == (
+    assert drift.locate_raise_site(c53_record, gone) == (
         "gone",
         None,
         "the raise and its message text are no longer in the file",
@@ -178,14 +181,11 @@ def test_cli_verify_json(tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
     from app.cli import app
-    from app.config import get_settings
 
     monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'v.db'}")
-    get_settings.cache_clear()
-    runner = CliRunner()
-    runner.invoke(app, ["import", str(DATA_DIR)])
-    result = runner.invoke(app, ["verify", "c53f6de81577a6bc", "--device", "cpu", "--json"])
-    get_settings.cache_clear()
+    cli = CliRunner()
+    cli.invoke(app, ["import", str(DATA_DIR)])
+    result = cli.invoke(app, ["verify", "c53f6de81577a6bc", "--device", "cpu", "--json"])
     assert result.exit_code == 0, result.output
     [run] = json.loads(result.output)
     assert run["status"] == "passed"

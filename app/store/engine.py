@@ -1,5 +1,5 @@
 """Database engine and sessions: SQLite's connection settings here, PostgreSQL's engine and
-everything else that differs between the engines in app/store (issue 14).
+everything else that differs between the engines in the rest of app/store (issue 14).
 
 SQLite specifics (WAL, foreign keys, busy timeout, the file's folder, how a transaction
 begins) live here (issue 2).
@@ -11,10 +11,14 @@ has committed in between: SQLite answers "database is locked" at once, whatever 
 timeout. So every writer goes through `write_session`, whose transactions begin with
 `BEGIN IMMEDIATE`: the write lock is taken up front, waiting at most the busy timeout, and
 what the writer reads stays true until it commits.
+
+Writes commit in one place, `unit_of_work` (issue 11): a request that writes, a CLI command
+and a background step each open one, and the services they call only add to its session.
 """
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -128,3 +132,13 @@ def session_scope(engine: Engine) -> Iterator[Session]:
     """One session per unit of work, closed afterwards (FastAPI dependency body)."""
     with Session(engine) as session:
         yield session
+
+
+@contextmanager
+def unit_of_work(engine: Engine) -> Iterator[Session]:
+    """The one place a write commits (issue 11): a write session whose work is committed when
+    the block ends and rolled back when it raises. A request that writes (app.api.deps), a
+    CLI command and a background step each open one; services only add to the session."""
+    with write_session(engine) as session:
+        yield session
+        session.commit()

@@ -1,4 +1,4 @@
-"""Tests for app.db: how transactions begin, bounded lock waits, and concurrent writers
+"""Tests for app.store.engine: how transactions begin, bounded lock waits, and concurrent writers
 against a real server (issue 10)."""
 
 import time
@@ -9,9 +9,9 @@ from sqlalchemy import event, text
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
-from app import records
 from app.config import PROJECT_ROOT, Settings
-from app.db import is_lock_timeout, make_engine, open_store, write_session, writer
+from app.records import service as records
+from app.store.engine import is_lock_timeout, make_engine, open_store, write_session, writer
 from tests.conftest import ADMIN_TOKEN
 from tests.helpers.writers import probe_record, run_writers, stored_markers
 
@@ -102,7 +102,7 @@ def test_writes_of_the_store_layer_go_through_write_sessions(settings: Settings)
     seen = _statements(engine)
     with write_session(engine) as session:
         report = records.import_paths(session, [PROJECT_ROOT / "data" / "records"])
-    assert report.committed
+    assert report.written
     assert "BEGIN IMMEDIATE" in seen
 
 

@@ -1,4 +1,5 @@
-"""app.upstream: released wheels downloaded and unpacked once, target modules loaded alone.
+"""app.reproducers.upstream: released wheels downloaded and unpacked once, target modules
+loaded alone.
 
 The loader's mechanics are checked on small wheels built here (no network, exact
 expectations); the real vLLM and SGLang releases are checked too, through the default
@@ -11,13 +12,14 @@ import subprocess
 import sys
 import textwrap
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from app import upstream
-from app.config import PROJECT_ROOT, get_settings
+from app.config import PROJECT_ROOT
+from app.reproducers import upstream
+from app.reproducers.upstream import Upstream
+from tests.helpers.releases import RELEASES
 
 VLLM = ("vllm", "0.33.0")
 SGLANG = ("sglang", "0.5.23")
@@ -25,12 +27,15 @@ HF3FS_MODULE = "vllm.distributed.kv_transfer.kv_connector.v1.hf3fs.utils.gather_
 
 
 @pytest.fixture
-def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """A fresh cache directory, set the way an operator sets it (ERRKB_CACHE_DIR)."""
-    monkeypatch.setenv("ERRKB_CACHE_DIR", str(tmp_path / "cache"))
-    get_settings.cache_clear()
-    yield tmp_path / "cache"
-    get_settings.cache_clear()
+def cache(tmp_path: Path) -> Path:
+    """A fresh cache directory."""
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def releases(cache: Path) -> Upstream:
+    """The releases of that cache, as an entry point hands them down (issue 11)."""
+    return Upstream(cache)
 
 
 def make_wheel(cache: Path, name: str, files: dict[str, str], version: str = "1.0") -> None:
@@ -66,7 +71,7 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_unpack_keeps_sources_and_metadata_only(cache: Path) -> None:
+def test_unpack_keeps_sources_and_metadata_only(cache: Path, releases: Upstream) -> None:
     make_wheel(
         cache,
         "demo_src",
@@ -76,17 +81,19 @@ def test_unpack_keeps_sources_and_metadata_only(cache: Path) -> None:
             "demo_src/data.json": "{}",
         },
     )
-    root = upstream.ensure_unpacked("demo_src", "1.0")
+    root = releases.ensure_unpacked("demo_src", "1.0")
     assert root == cache.resolve() / "unpacked" / "demo_src-1.0"
     kept = sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())
     assert kept == ["demo_src-1.0.dist-info/METADATA", "demo_src/__init__.py"]
-    assert list(upstream.iter_python_files(root)) == [root / "demo_src" / "__init__.py"]
 
 
 def test_concurrent_unpacks_share_one_tree(cache: Path) -> None:
     make_wheel(cache, "demo_race", {f"demo_race/m{i}.py": "" for i in range(200)})
-    code = "from app.upstream import ensure_unpacked; print(ensure_unpacked('demo_race', '1.0'))"
-    env = {**os.environ, "ERRKB_CACHE_DIR": str(cache)}
+    code = (
+        "import sys; from pathlib import Path; from app.reproducers.upstream import Upstream; "
+        f"print(Upstream(Path({str(cache)!r})).ensure_unpacked('demo_race', '1.0'))"
+    )
+    env = dict(os.environ)
     runs = [
         subprocess.Popen(
             [sys.executable, "-c", code],
@@ -104,17 +111,17 @@ def test_concurrent_unpacks_share_one_tree(cache: Path) -> None:
     assert len(list((cache / "unpacked" / "demo_race-1.0" / "demo_race").iterdir())) == 200
 
 
-def test_project_urls_and_repo_come_from_metadata(cache: Path) -> None:
+def test_project_urls_and_repo_come_from_metadata(cache: Path, releases: Upstream) -> None:
     make_wheel(cache, "demo_meta", {"demo_meta/__init__.py": ""})
-    assert upstream.project_urls("demo_meta", "1.0") == {
+    assert releases.project_urls("demo_meta", "1.0") == {
         "Documentation": "https://docs.example.org",
         "Source": "https://github.com/example-org/demo_meta.git",
         "Home-page": "https://example.org/home",
     }
-    assert upstream.github_repo("demo_meta", "1.0") == "example-org/demo_meta"
+    assert releases.github_repo("demo_meta", "1.0") == "example-org/demo_meta"
 
 
-def test_load_module_runs_no_parent_init(cache: Path) -> None:
+def test_load_module_runs_no_parent_init(cache: Path, releases: Upstream) -> None:
     make_wheel(
         cache,
         "demo_pkg",
@@ -128,7 +135,7 @@ def test_load_module_runs_no_parent_init(cache: Path) -> None:
         },
     )
     try:
-        module = upstream.load_module("demo_pkg", "1.0", "demo_pkg.sub.target")
+        module = releases.load_module("demo_pkg", "1.0", "demo_pkg.sub.target")
         assert module.Pool.size == 42
         assert sys.modules["demo_pkg"].__spec__.submodule_search_locations == [
             str(cache.resolve() / "unpacked" / "demo_pkg-1.0" / "demo_pkg")
@@ -137,7 +144,7 @@ def test_load_module_runs_no_parent_init(cache: Path) -> None:
         forget("demo_pkg")
 
 
-def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path) -> None:
+def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path, releases: Upstream) -> None:
     make_wheel(
         cache,
         "demo_stub",
@@ -148,7 +155,7 @@ def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path) -> None:
         },
     )
     try:
-        module = upstream.load_module(
+        module = releases.load_module(
             "demo_stub",
             "1.0",
             "demo_stub.target",
@@ -162,32 +169,36 @@ def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path) -> None:
         forget("demo_stub")
 
 
-def test_import_failure_is_an_upstream_error_with_its_cause(cache: Path) -> None:
+def test_import_failure_is_an_upstream_error_with_its_cause(
+    cache: Path, releases: Upstream
+) -> None:
     make_wheel(cache, "demo_broken", {"demo_broken/target.py": "import errkb_not_installed"})
     try:
         with pytest.raises(upstream.UpstreamError, match="No module named 'errkb_not_installed'"):
-            upstream.load_module("demo_broken", "1.0", "demo_broken.target")
+            releases.load_module("demo_broken", "1.0", "demo_broken.target")
     finally:
         forget("demo_broken")
 
 
-def test_unknown_release_is_an_error_with_pips_reason(cache: Path) -> None:
+def test_unknown_release_is_an_error_with_pips_reason(cache: Path, releases: Upstream) -> None:
     with pytest.raises(upstream.UpstreamError) as caught:
-        upstream.ensure_unpacked("vllm", "0.0.0.404")
+        releases.ensure_unpacked("vllm", "0.0.0.404")
     assert "pip download vllm==0.0.0.404 failed" in str(caught.value)
     assert "No matching distribution found for vllm==0.0.0.404" in str(caught.value)
     assert not (cache / "unpacked" / "vllm-0.0.0.404").exists()
 
 
 def test_importing_app_upstream_and_reproduce_leaves_torch_out() -> None:
-    done = run_python("import sys, app.upstream, app.reproduce; print('torch' in sys.modules)")
+    done = run_python(
+        "import sys, app.reproducers.upstream, app.reproducers.kit; print('torch' in sys.modules)"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
 
 
 def test_vllm_release_is_unpacked_once_into_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    root = upstream.ensure_unpacked(*VLLM)
-    assert root == upstream.unpacked_dir(*VLLM)
+    root = RELEASES.ensure_unpacked(*VLLM)
+    assert root == RELEASES.unpacked_dir(*VLLM)
     assert (root / Path(*HF3FS_MODULE.split(".")).with_suffix(".py")).is_file()
     assert not list(root.glob("vllm/*.so"))
 
@@ -195,26 +206,28 @@ def test_vllm_release_is_unpacked_once_into_the_cache(monkeypatch: pytest.Monkey
         raise AssertionError("a cached release must not run pip")
 
     monkeypatch.setattr(upstream.subprocess, "run", no_pip)
-    assert upstream.ensure_unpacked(*VLLM) == root
+    assert RELEASES.ensure_unpacked(*VLLM) == root
 
 
 def test_real_releases_name_their_github_repos() -> None:
-    assert upstream.project_urls(*VLLM)["Homepage"] == "https://github.com/vllm-project/vllm"
-    assert upstream.github_repo(*VLLM) == "vllm-project/vllm"
-    assert upstream.github_repo(*SGLANG) == "sgl-project/sglang"
+    assert RELEASES.project_urls(*VLLM)["Homepage"] == "https://github.com/vllm-project/vllm"
+    assert RELEASES.github_repo(*VLLM) == "vllm-project/vllm"
+    assert RELEASES.github_repo(*SGLANG) == "sgl-project/sglang"
 
 
 def test_vllm_target_imports_without_the_serving_stack() -> None:
     code = f"""if True:
         import json, sys
-        from app.upstream import load_module
-        module = load_module("vllm", "0.33.0", "{HF3FS_MODULE}")
+        from app.config import Settings
+        from app.reproducers.upstream import Upstream
+        releases = Upstream(Settings().cache_dir)
+        module = releases.load_module("vllm", "0.33.0", "{HF3FS_MODULE}")
         print(json.dumps({{"file": module.__file__, "modules": sorted(sys.modules)}}))
     """
     done = run_python(code)
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
-    assert loaded["file"].startswith(str(upstream.unpacked_dir(*VLLM)))
+    assert loaded["file"].startswith(str(RELEASES.unpacked_dir(*VLLM)))
     for heavy in ("vllm.engine", "vllm.entrypoints", "vllm.model_executor", "vllm.v1.engine"):
         assert heavy not in loaded["modules"]
     assert "torch" in loaded["modules"]
@@ -242,7 +255,7 @@ def make_sdist(cache: Path, name: str, files: dict[str, str], version: str = "1.
             archive.addfile(member, io.BytesIO(data))
 
 
-def test_an_sdist_is_unpacked_like_a_wheel(cache: Path) -> None:
+def test_an_sdist_is_unpacked_like_a_wheel(cache: Path, releases: Upstream) -> None:
     """Issue 15: the sdist's package sources and its PKG-INFO as METADATA; its tests,
     benchmarks and build files are left out; it is preferred to a wheel of the release."""
     make_sdist(
@@ -257,16 +270,16 @@ def test_an_sdist_is_unpacked_like_a_wheel(cache: Path) -> None:
         },
     )
     make_wheel(cache, "demo_sdist", {"demo_sdist/__init__.py": "VALUE = 'from the wheel'\n"})
-    root = upstream.ensure_unpacked("demo_sdist", "1.0")
+    root = releases.ensure_unpacked("demo_sdist", "1.0")
     kept = sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())
     assert kept == ["demo_sdist-1.0.dist-info/METADATA", "demo_sdist/__init__.py", "setup.py"]
     assert "from the sdist" in (root / "demo_sdist" / "__init__.py").read_text()
-    assert upstream.github_repo("demo_sdist", "1.0") == "example-org/demo_sdist"
+    assert releases.github_repo("demo_sdist", "1.0") == "example-org/demo_sdist"
 
 
 def test_a_real_sdist_is_fetched_from_the_index() -> None:
     """vLLM 0.12.0's 18 MB sdist through pip's own session, checked against the index's
     sha256 (cached in the default cache directory, like the wheels)."""
-    root = upstream.ensure_unpacked("vllm", "0.12.0")
+    root = RELEASES.ensure_unpacked("vllm", "0.12.0")
     assert (root / "vllm" / "sampling_params.py").is_file()
-    assert upstream.github_repo("vllm", "0.12.0") == "vllm-project/vllm"
+    assert RELEASES.github_repo("vllm", "0.12.0") == "vllm-project/vllm"

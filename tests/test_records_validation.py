@@ -6,7 +6,7 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from app.validation import MAX_REASON_CHARS, SCHEMA_PATH, field_order, record_errors
+from app.records.validation import MAX_REASON_CHARS, SCHEMA_PATH, field_order, record_errors
 from tests.conftest import DATA_DIR
 
 

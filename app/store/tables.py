@@ -5,7 +5,7 @@ from datetime import date, datetime
 from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, Text
 from sqlmodel import Field, SQLModel
 
-from app.record_model import ID_LENGTH
+from app.records.model import ID_LENGTH
 
 
 class Record(SQLModel, table=True):
@@ -41,7 +41,7 @@ class Record(SQLModel, table=True):
     review_state: str = Field(default="reviewed")
     origin: str = Field(default="import")
     gone_in: str | None = None
-    site_key: str | None = Field(default=None, max_length=32)  # app.locations.site_key
+    site_key: str | None = Field(default=None, max_length=32)  # app.records.locations.site_key
     created_at: datetime
     modified_at: datetime
 

@@ -6,8 +6,6 @@ the schema's order, lists and nulls as given) beside the columns that filter it,
 imported is exactly what the API returns, and export -> import -> export is byte-identical.
 """
 
-import base64
-import binascii
 import hashlib
 import json
 import re
@@ -20,12 +18,14 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlmodel import Session
 
-from app import locations, store
+from app import cursor as cursor_codec
+from app import store
 from app.errors import AppError
-from app.models import DatasetState, Record, RecordTag
-from app.record_model import ID_PATTERN, ErrorRecord, parse_record
-from app.recordfiles import LoadedRecord, load_records, record_files
-from app.validation import field_order, record_errors
+from app.records import locations
+from app.records.files import LoadedRecord, load_records, record_files
+from app.records.model import ID_PATTERN, ErrorRecord, parse_record
+from app.records.validation import field_order, record_errors
+from app.store.tables import DatasetState, Record, RecordTag
 
 MAX_PAGE_SIZE = 200
 DEFAULT_PAGE_SIZE = 50
@@ -99,13 +99,13 @@ class Rejection:
 
 @dataclass(slots=True)
 class ImportReport:
-    """The outcome of `import_paths`; `committed` is False when nothing was written;
+    """The outcome of `import_paths`; `written` is False when nothing was written;
     `skipped` names files that hold no records (a JSON Schema), with why."""
 
     counts: WriteCounts = field(default_factory=WriteCounts)
     rejected: list[Rejection] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    committed: bool = False
+    written: bool = False
 
 
 def canonical_json(record: dict[str, Any]) -> str:
@@ -196,20 +196,18 @@ def get_record_by_slug(session: Session, repo: str, slug: str) -> StoredRecord |
     return _stored(row) if row else None
 
 
+def _is_record_id(value: str) -> bool:
+    return re.fullmatch(ID_PATTERN, value) is not None
+
+
 def encode_cursor(record_id: str) -> str:
     """An opaque cursor that resumes a listing after this id."""
-    return base64.urlsafe_b64encode(record_id.encode()).decode().rstrip("=")
+    return cursor_codec.encode_cursor(record_id)
 
 
 def decode_cursor(cursor: str) -> str:
     """The id a cursor resumes after; a cursor we did not make is a 400."""
-    try:
-        value = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        value = ""
-    if not re.fullmatch(ID_PATTERN, value):
-        raise AppError(400, "Invalid cursor", "cursor must be a value returned as nextCursor")
-    return value
+    return cursor_codec.decode_cursor(cursor, _is_record_id)
 
 
 def _as_utc(moment: datetime) -> datetime:
@@ -304,9 +302,9 @@ def write_records(
     origin: str = "import",
     review_state: str = REVIEWED,
 ) -> WriteCounts:
-    """Create or replace valid records by id in one batch; the caller commits.
+    """Create or replace valid records by id in one batch, in the caller's unit of work.
 
-    Callers validate first (`app.validation.record_errors`). A record whose canonical text
+    Callers validate first (`app.records.validation.record_errors`). A record whose canonical text
     is unchanged is left alone, so re-importing the same data moves nothing, not even the
     dataset version. Created and changed records take `review_state`: a curator's import or
     API write of a harvested draft makes it reviewed; a harvest keeps drafts drafts. A
@@ -357,7 +355,7 @@ def set_review_state(session: Session, record_id: str, state: str) -> None:
 
 
 def delete_record(session: Session, record_id: str) -> bool:
-    """Delete a record and its tags; False when there was none. The caller commits."""
+    """Delete a record and its tags; False when there was none."""
     deleted = session.execute(delete(Record).where(Record.id == record_id)).rowcount
     if deleted:
         bump_dataset_version(session)
@@ -391,7 +389,8 @@ def _accept(loaded: LoadedRecord, seen: dict[str, str]) -> str | None:
 
 
 def import_paths(session: Session, paths: Iterable[Path], *, partial: bool = False) -> ImportReport:
-    """Validate and upsert the records of these files and folders in one transaction.
+    """Validate and upsert the records of these files and folders in the caller's unit of
+    work (app.store.engine.unit_of_work), which commits.
 
     All-or-nothing by default: one rejected record and nothing is written. With `partial`,
     the valid records are written and the rejected ones reported.
@@ -413,11 +412,9 @@ def import_paths(session: Session, paths: Iterable[Path], *, partial: bool = Fal
             else:
                 report.rejected.append(Rejection(loaded.file, loaded.position, reason))
     if report.rejected and not partial:
-        session.rollback()
         return report
     report.counts = write_records(session, accepted)
-    session.commit()
-    report.committed = True
+    report.written = True
     return report
 
 

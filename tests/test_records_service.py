@@ -5,9 +5,9 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from app import records
 from app.config import Settings
-from app.db import open_store
+from app.records import service as records
+from app.store.engine import open_store, unit_of_work
 from tests.conftest import DATA_DIR
 
 
@@ -38,7 +38,7 @@ def test_import_with_a_broken_file_is_all_or_nothing(session, tmp_path, seed_rec
     broken = tmp_path / "broken.json"
     broken.write_text('{"id": "0123456789abcdef", "repo": ')
     report = records.import_paths(session, [good, broken])
-    assert not report.committed
+    assert not report.written
     assert [(r.file, r.position) for r in report.rejected] == [(str(broken), "line 1 column 36")]
     assert records.dataset_stats(session).records == 0
 
@@ -48,7 +48,7 @@ def test_partial_import_keeps_the_valid_records(session, tmp_path, seed_records)
     rows = [*seed_records.values(), bad]
     path = _write_jsonl(tmp_path / "mixed.jsonl", rows)
     report = records.import_paths(session, [path], partial=True)
-    assert report.committed
+    assert report.written
     assert report.counts.created == 3
     [rejection] = report.rejected
     assert rejection.position == "line 4"
@@ -60,7 +60,7 @@ def test_duplicate_ids_in_one_import_are_rejected(session, tmp_path, seed_record
     record = seed_records["c53f6de81577a6bc"]
     path = _write_jsonl(tmp_path / "twice.jsonl", [record, record])
     report = records.import_paths(session, [path])
-    assert not report.committed
+    assert not report.written
     assert "duplicate id" in report.rejected[0].reason
 
 
@@ -78,7 +78,7 @@ def test_export_import_export_is_byte_identical(session, tmp_path: Path) -> None
     exported.write_text(first, encoding="utf-8")
 
     other = Settings(database_url=f"sqlite:///{tmp_path / 'other.db'}")
-    with Session(open_store(other)) as fresh:
+    with unit_of_work(open_store(other)) as fresh:
         assert records.import_paths(fresh, [exported]).counts.created == 3
         second = "".join(records.export_lines(fresh))
     assert first.encode() == second.encode()

@@ -3,7 +3,7 @@
 A reproducer declares its record, its upstream target and the devices it runs on, and
 writes only its scenario: a trigger that must raise the record's error and a fix that must
 raise nothing and leave the upstream object sound. `main` loads the real upstream module
-(app.upstream), runs the checks, prints the result protocol (one JSON object on the last
+(app.reproducers.upstream), runs the checks, prints the result protocol (one JSON object on the last
 stdout line, see reproducers/README.md) and returns the exit code.
 
 Torch-free: torch is imported by the upstream modules, and here only lazily, to ask whether
@@ -19,17 +19,16 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from app import upstream
-from app.config import get_settings
+from app.config import Settings
 from app.matching.index import PatternIndex
 from app.matching.rank import candidate_from, short_class
 from app.matching.service import find_matches
-from app.record_model import ErrorRecord, parse_record
+from app.records.model import ErrorRecord, parse_record
+from app.reproducers import upstream
 
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "skipped": 3}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
@@ -45,7 +44,8 @@ class Target:
     """The upstream release, module and classes a reproducer exercises.
 
     `stubs` maps a module to names the target imports but the tested classes never use
-    (see app.upstream.load_module); the result lists them, so a reader knows what was fake.
+    (see app.reproducers.upstream.Upstream.load_module); the result lists them, so a reader
+    knows what was fake.
     """
 
     package: str
@@ -78,18 +78,16 @@ def require(condition: bool, detail: str) -> None:
         raise CheckFailed(detail)
 
 
-@lru_cache
-def expected_record(record_id: str) -> ErrorRecord:
+def expected_record(data_dir: Path, record_id: str) -> ErrorRecord:
     """The record a reproducer proves, read from data/records/<id>.json."""
-    path = Path(get_settings().data_dir) / f"{record_id}.json"
-    return parse_record(path.read_text(encoding="utf-8"))
+    return parse_record((data_dir / f"{record_id}.json").read_text(encoding="utf-8"))
 
 
 def _format(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))
 
 
-def check_error(record_id: str, exc: BaseException) -> dict[str, Any]:
+def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     """Whether `exc` is the record's error, judged by the project's own matcher (issue 5).
 
     The real formatted traceback goes through the same pipeline as a user's paste (parse,
@@ -97,7 +95,7 @@ def check_error(record_id: str, exc: BaseException) -> dict[str, Any]:
     traceback's last exception has the record's class and the record's messagePattern
     matches that exception's whole message. The traceback is kept in the result.
     """
-    record = expected_record(record_id)
+    record_id = record.id
     text = _format(exc)
     index = PatternIndex([(record_id, record.message_pattern)], backend="portable")
     candidate = candidate_from(record, "reviewed", None)
@@ -128,7 +126,7 @@ def check_error(record_id: str, exc: BaseException) -> dict[str, Any]:
     }
 
 
-def _run_trigger(record_id: str, trigger: Trigger, module: ModuleType, device: str) -> dict:
+def _run_trigger(record: ErrorRecord, trigger: Trigger, module: ModuleType, device: str) -> dict:
     try:
         trigger(module, device)
     except ENVIRONMENT_ERRORS as exc:
@@ -138,7 +136,7 @@ def _run_trigger(record_id: str, trigger: Trigger, module: ModuleType, device: s
             "traceback": _format(exc),
         }
     except Exception as exc:
-        return check_error(record_id, exc)
+        return check_error(record, exc)
     return {"status": "failed", "detail": "the trigger scenario raised nothing"}
 
 
@@ -223,9 +221,12 @@ def main(
     """Run a reproducer from the command line; prints the result, returns the exit code.
 
     `extra_triggers` are further trigger scenarios from the record, each checked like the
-    trigger and reported under "extra".
+    trigger and reported under "extra". The script is an entry point: its settings
+    (ERRKB_DATA_DIR, ERRKB_CACHE_DIR, which the runner passes on) are read here.
     """
     args = _parse(argv)
+    settings = Settings()
+    releases = upstream.Upstream(settings.cache_dir)
     start = time.perf_counter()
     device = devices[0] if args.device == "auto" else args.device
     result: dict[str, Any] = {
@@ -240,11 +241,11 @@ def main(
         "extra": {},
     }
     try:
-        expected_record(record_id)
-        module = upstream.load_module(target.package, target.version, target.module, target.stubs)
+        record = expected_record(settings.data_dir, record_id)
+        module = releases.load_module(target.package, target.version, target.module, target.stubs)
         result["torch"] = getattr(sys.modules.get("torch"), "__version__", None)
         if args.bundle is not None:
-            files = upstream.copy_loaded_files(target.package, target.version, args.bundle)
+            files = releases.copy_loaded_files(target.package, target.version, args.bundle)
             print(json.dumps({"id": record_id, "bundle": str(args.bundle), "files": len(files)}))
             return 0
         skip = _skip_reason(device, devices)
@@ -254,10 +255,10 @@ def main(
     if skip is not None:
         result.update(status="skipped", reason=skip)
         return _finish(result, start)
-    result["trigger"] = _timed(lambda: _run_trigger(record_id, trigger, module, device))
+    result["trigger"] = _timed(lambda: _run_trigger(record, trigger, module, device))
     result["fix"] = _timed(lambda: _run_fix(fix, module, device))
     for name, extra in (extra_triggers or {}).items():
-        result["extra"][name] = _timed(lambda e=extra: _run_trigger(record_id, e, module, device))
+        result["extra"][name] = _timed(lambda e=extra: _run_trigger(record, e, module, device))
     checks = [{"name": "trigger", **result["trigger"]}, {"name": "fix", **result["fix"]}]
     checks += [{"name": name, **check} for name, check in result["extra"].items()]
     result["status"], result["reason"] = _overall(checks)

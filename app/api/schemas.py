@@ -1,6 +1,6 @@
-"""Shapes of the API: what the JSON endpoints return, built from the store's dataclasses.
-
-The same shapes feed the web pages and the CLI (ARCHITECTURE.md, convention 1).
+"""Shapes of the API: what the JSON endpoints return, mapped from the services' domain
+objects (records, locations, reproducer runs). The match result and the record summary are
+the matcher's and the records' own (app.matching.result, app.records.summary).
 """
 
 import json
@@ -8,35 +8,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
-from app.locations import History, Location
-from app.models import DriftCheck, ReproducerRun
-from app.record_model import ErrorRecord
-from app.records import Page, Stats, StoredRecord
-from app.verify import ReproducerInfo
-
-
-class ApiModel(BaseModel):
-    """camelCase on the wire, like the seed documents."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class RecordSummary(ApiModel):
-    """The fields a list or a match shows of a record."""
-
-    id: str
-    repo: str
-    slug: str
-    error_class: str
-    error_message: str
-    file_path: str | None
-    line_number: int | None
-    severity: str
-    tags: list[str]
-    review_state: str
+from app.records.locations import History, Location
+from app.records.model import ErrorRecord
+from app.records.service import Page, Stats, StoredRecord
+from app.records.summary import RecordSummary, summarize
+from app.reproducers.runner import ReproducerInfo
+from app.store.tables import DriftCheck, ReproducerRun
+from app.wire import ApiModel
 
 
 class RecordPage(ApiModel):
@@ -120,23 +98,6 @@ def location_out(location: Location, record: ErrorRecord) -> LocationOut:
     fields = {name: getattr(location, name) for name in Location.__dataclass_fields__}
     fields["code_context"] = fields.pop("context")
     return LocationOut(**fields, status=location.status(record))
-
-
-def summarize(stored: StoredRecord) -> RecordSummary:
-    """The summary of a stored record."""
-    record = stored.record
-    return RecordSummary(
-        id=stored.id,
-        repo=record.repo,
-        slug=record.slug,
-        error_class=record.error_class,
-        error_message=record.error_message,
-        file_path=record.file_path,
-        line_number=record.line_number,
-        severity=record.severity,
-        tags=record.tags,
-        review_state=stored.review_state,
-    )
 
 
 def record_links(record_id: str) -> RecordLinks:
@@ -244,45 +205,3 @@ def reproducer_out(
         runs=[ReproducerRunOut.model_validate(run, from_attributes=True) for run in runs],
         drift=DriftOut.model_validate(drift, from_attributes=True) if drift else None,
     )
-
-
-class FrameOut(ApiModel):
-    """One frame of a parsed traceback."""
-
-    file: str
-    line: int
-    function: str
-
-
-class ExceptionOut(ApiModel):
-    """One exception found in a paste; span is [start, end) in the pasted text."""
-
-    index: int
-    error_class: str
-    qualified_class: str
-    message: str
-    frames: list[FrameOut]
-    cause_index: int | None
-    span: tuple[int, int]
-    message_spans: list[tuple[int, int]]
-
-
-class MatchOut(ApiModel):
-    """A record that explains (part of) the paste, with its score and why."""
-
-    id: str
-    score: float
-    exception_index: int | None
-    captures: dict[str, str | None]
-    reasons: list[str]
-    record: RecordSummary
-    history: list[str] = []  # "in vllm 0.12.0–0.32.0; changed in 0.33.0" (issue 15)
-    same_message: list[RecordSummary] = []  # records raising the same message, as likely
-
-
-class MatchResult(ApiModel):
-    """POST /api/match: the exceptions found and the records that explain them, best first."""
-
-    exceptions: list[ExceptionOut]
-    matches: list[MatchOut]
-    truncated: bool = False  # a reply cap left out exceptions, frames, matches or characters

@@ -6,9 +6,9 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from app.record_codegen import MODEL_PATH, generate
-from app.record_model import ErrorRecord, max_chars, parse_record
-from app.validation import record_errors
+from app.records.codegen import MODEL_PATH, generate
+from app.records.model import ErrorRecord, max_chars, parse_record
+from app.records.validation import record_errors
 from tests.conftest import DATA_DIR, SEEDS_DIR
 
 SEED = "c53f6de81577a6bc"

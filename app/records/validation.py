@@ -20,8 +20,8 @@ import fastjsonschema
 from jsonschema import Draft202012Validator
 
 from app.config import PROJECT_ROOT
-from app.locations import matched_by_location
-from app.matching.index import PatternError, check_pattern
+from app.matching.patterns import PatternError, check_pattern
+from app.records.locations import matched_by_location
 
 SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"
 # `errkb curate` starts each prose field a curator must write with this (issue 13); a record

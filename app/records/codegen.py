@@ -1,9 +1,9 @@
-"""Writes app/record_model.py, the typed record, from data/record.schema.json (issue 11).
+"""Writes app/records/model.py, the typed record, from data/record.schema.json (issue 11).
 
 The schema file stays the one source of truth: import, the API and CI validate records with
 it, keyword for keyword. The pydantic model is derived from it here, so the two cannot drift:
-tests/test_record_model.py regenerates the module and fails when a byte differs.
-Run `python -m app.record_codegen` after changing the schema.
+tests/test_records_model.py regenerates the module and fails when a byte differs.
+Run `python -m app.records.codegen` after changing the schema.
 
 Only the keywords the schema uses are translated; any other keyword stops the generator, so
 a new constraint cannot be silently left out of the model.
@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from app.config import PROJECT_ROOT
 
 SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"
-MODEL_PATH = PROJECT_ROOT / "app" / "record_model.py"
+MODEL_PATH = PROJECT_ROOT / "app" / "records" / "model.py"
 _TOP_KEYWORDS = {
     "$schema",
     "$id",
@@ -48,7 +48,7 @@ _HEADER = '''\
 # ruff: noqa: E501 (descriptions are the schema's, one line each)
 """The typed error record: generated from data/record.schema.json, do not edit (issue 11).
 
-Regenerate with `python -m app.record_codegen`; tests/test_record_model.py fails when this
+Regenerate with `python -m app.records.codegen`; tests/test_records_model.py fails when this
 file and the schema disagree. It moves to app/records/model.py with the records package.
 Readers use attribute names (`record.error_message`); the wire, the files and the stored
 text keep the schema's camelCase keys (`errorMessage`).
@@ -182,7 +182,7 @@ def _field_type(key: str, spec: dict[str, Any], aliases: dict[str, str]) -> str:
 
 
 def model_source(schema: dict[str, Any]) -> str:
-    """The Python source of app/record_model.py for this schema, before formatting."""
+    """The Python source of app/records/model.py for this schema, before formatting."""
     unknown = set(schema) - _TOP_KEYWORDS
     if unknown or schema["type"] != "object" or schema["additionalProperties"] is not False:
         raise ValueError(f"the schema's top level is not one the generator knows: {unknown}")
@@ -236,12 +236,12 @@ def formatted(source: str) -> str:
 
 
 def generate(schema_path: Path = SCHEMA_PATH) -> str:
-    """The text app/record_model.py must hold for this schema."""
+    """The text app/records/model.py must hold for this schema."""
     return formatted(model_source(json.loads(schema_path.read_text(encoding="utf-8"))))
 
 
 def main() -> None:
-    """Rewrite app/record_model.py from the schema."""
+    """Rewrite app/records/model.py from the schema."""
     MODEL_PATH.write_text(generate(), encoding="utf-8")
     print(f"wrote {MODEL_PATH.relative_to(PROJECT_ROOT)}")
 

@@ -30,8 +30,15 @@ from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session
 
 from app import store
-from app.models import DatasetState, DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
-from app.record_model import ErrorRecord, parse_record
+from app.records.model import ErrorRecord, parse_record
+from app.store.tables import (
+    DatasetState,
+    DriftCheck,
+    Record,
+    RecordAlias,
+    RecordLocation,
+    ReproducerRun,
+)
 
 SQL_CHUNK = 500
 SITE_KEY_HEX = 32

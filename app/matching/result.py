@@ -1,0 +1,50 @@
+"""What matching a paste returns: the exceptions found and the records that explain them.
+
+The one result of app.matching.service.match_text, which the API answers as it is, the
+pages render and the CLI prints (ARCHITECTURE.md, convention 1).
+"""
+
+from app.records.summary import RecordSummary
+from app.wire import ApiModel
+
+
+class FrameOut(ApiModel):
+    """One frame of a parsed traceback."""
+
+    file: str
+    line: int
+    function: str
+
+
+class ExceptionOut(ApiModel):
+    """One exception found in a paste; span is [start, end) in the pasted text."""
+
+    index: int
+    error_class: str
+    qualified_class: str
+    message: str
+    frames: list[FrameOut]
+    cause_index: int | None
+    span: tuple[int, int]
+    message_spans: list[tuple[int, int]]
+
+
+class MatchOut(ApiModel):
+    """A record that explains (part of) the paste, with its score and why."""
+
+    id: str
+    score: float
+    exception_index: int | None
+    captures: dict[str, str | None]
+    reasons: list[str]
+    record: RecordSummary
+    history: list[str] = []  # "in vllm 0.12.0–0.32.0; changed in 0.33.0" (issue 15)
+    same_message: list[RecordSummary] = []  # records raising the same message, as likely
+
+
+class MatchResult(ApiModel):
+    """POST /api/match: the exceptions found and the records that explain them, best first."""
+
+    exceptions: list[ExceptionOut]
+    matches: list[MatchOut]
+    truncated: bool = False  # a reply cap left out exceptions, frames, matches or characters

@@ -1,0 +1,1 @@
+"""Records: the curated and harvested error records, their files, validation and locations."""

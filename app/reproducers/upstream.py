@@ -1,0 +1,429 @@
+"""Released upstream packages (vLLM, SGLang): download, cache, unpack and load target modules.
+
+Reproducers prove records against the real upstream code, which is never copied into this
+repo: the release's source distribution (vLLM's is a tenth of its wheel, issue 15), or its
+wheel when it has none, is fetched into the cache directory (`Upstream(settings.cache_dir)`),
+its Python sources are unpacked once, and only the modules a reproducer targets are imported.
+The same unpacked tree serves the harvest of raise sites (`ensure_unpacked`, `project_urls`,
+`github_repo`) and the drift check.
+
+Nothing here imports torch: the upstream modules (and torch with them) are only imported in
+the reproducer subprocesses, through `load_module`.
+"""
+
+import fcntl
+import hashlib
+import importlib
+import importlib.machinery
+import importlib.metadata
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import warnings
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+WHEELS_DIR = "wheels"
+SDISTS_DIR = "sdists"
+DEFAULT_INDEX = "https://pypi.org/simple"
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691
+INDEX_TIMEOUT_S = 60
+DOWNLOAD_CHUNK = 1 << 20
+# Top folders of an sdist that hold no part of the package: half of vLLM's Python files.
+SDIST_SKIPPED = frozenset({"tests", "benchmarks", "examples", "docs", "tools", ".buildkite"})
+UNPACKED_DIR = "unpacked"
+LOCKS_DIR = "locks"
+PIP_TIMEOUT_S = 600
+_GITHUB_REPO = re.compile(r"https?://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?(?:[/#?]|$)")
+
+
+class UpstreamError(RuntimeError):
+    """A release could not be downloaded, unpacked or imported; the message says why.
+
+    Reproducers turn it into an "error" result (never a pass), so the cause must be in it.
+    """
+
+
+class StubUsedError(RuntimeError):
+    """Upstream code reached a stubbed name: the stub list of the reproducer is wrong."""
+
+
+class Stub:
+    """Stands in for an upstream name that the tested classes never use.
+
+    Calling it or reading one of its attributes raises, so a stub can never make a check
+    pass silently.
+    """
+
+    def __init__(self, qualname: str) -> None:
+        self._qualname = qualname
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise StubUsedError(f"{self._qualname} is stubbed by errkb and must not be called")
+
+    def __getattr__(self, attr: str) -> object:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise StubUsedError(f"{self._qualname}.{attr} is stubbed by errkb and must not be used")
+
+
+def _release(name: str, version: str) -> str:
+    return f"{name}-{version}"
+
+
+def _find_wheel(folder: Path, name: str, version: str) -> Path | None:
+    stem = re.sub(r"[-_.]+", "_", name).lower()
+    found = sorted(folder.glob(f"{stem}-{version}-*.whl"))
+    return found[0] if found else None
+
+
+def _normalized(name: str) -> str:
+    """PEP 503's normal form of a project name: `SGLang_x` -> `sglang-x`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _sdist_name(name: str, version: str) -> str:
+    return f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}.tar.gz"
+
+
+def _find_sdist(folder: Path, name: str, version: str) -> Path | None:
+    path = folder / _sdist_name(name, version)
+    return path if path.is_file() else None
+
+
+@contextmanager
+def _quiet_pip() -> Iterator[None]:
+    """pip's internals import its vendored pkg_resources, which warns that it is deprecated:
+    pip's business, not this service's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
+
+
+def _index_url() -> str:
+    """The index pip is configured with (PIP_INDEX_URL, pip.conf), else PyPI's."""
+    with _quiet_pip():
+        from pip._internal.configuration import Configuration, ConfigurationError
+
+    try:
+        configuration = Configuration(isolated=False)
+        configuration.load()
+        found = [value for key, value in configuration.items() if key.endswith(".index-url")]
+    except ConfigurationError:
+        found = []
+    urls = [url for url in found if url.startswith(("https://", "http://"))]
+    return (urls[-1] if urls else DEFAULT_INDEX).rstrip("/")
+
+
+def _fetch(session: Any, entry: dict[str, Any], target: Path) -> Path:
+    """Download one index file to ``target`` (atomically), checking its sha256."""
+    digest = hashlib.sha256()
+    tmp = target.with_name(f".{target.name}.part")
+    with session.get(entry["url"], stream=True, timeout=PIP_TIMEOUT_S) as response:
+        response.raise_for_status()
+        with open(tmp, "wb") as handle:
+            for chunk in response.iter_content(DOWNLOAD_CHUNK):
+                digest.update(chunk)
+                handle.write(chunk)
+    expected = entry.get("hashes", {}).get("sha256")
+    if expected and digest.hexdigest() != expected:
+        tmp.unlink(missing_ok=True)
+        raise UpstreamError(f"{target.name}: sha256 {digest.hexdigest()} is not {expected}")
+    tmp.rename(target)
+    return target
+
+
+def _unpack_sdist(sdist: Path, name: str, version: str, into: Path) -> None:
+    """The sdist's Python files, without its top folder (nor its tests, benchmarks and
+    examples), and its PKG-INFO as the `.dist-info/METADATA` a wheel has (the same core
+    metadata), so the tree reads alike.
+
+    Members are written one by one: only regular files, on paths inside ``into``."""
+    stem = re.sub(r"[-_.]+", "_", name).lower()
+    with tarfile.open(sdist, "r:gz") as archive:
+        for member in archive:
+            parts = member.name.split("/")[1:]
+            if not member.isfile() or not parts or ".." in parts or member.name.startswith("/"):
+                continue
+            relative = "/".join(parts)
+            if parts[0] in SDIST_SKIPPED:
+                continue
+            if relative == "PKG-INFO":
+                target = into / f"{stem}-{version}.dist-info" / "METADATA"
+            elif relative.endswith(".py"):
+                target = into / relative
+            else:
+                continue
+            source = archive.extractfile(member)
+            if source is None:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read())
+
+
+def _wanted(member: str) -> bool:
+    """Python sources and the dist-info: compiled extensions and data are most of a wheel
+    and no target module or harvest needs them."""
+    top = member.split("/", 1)[0]
+    return not member.endswith("/") and (member.endswith(".py") or top.endswith(".dist-info"))
+
+
+def metadata_urls(distribution: importlib.metadata.Distribution) -> dict[str, str]:
+    """A distribution's Project-URLs by label, and its Home-page, from its METADATA."""
+    metadata = distribution.metadata
+    urls: dict[str, str] = {}
+    for entry in metadata.get_all("Project-URL") or []:
+        label, _, url = entry.partition(",")
+        urls[label.strip()] = url.strip()
+    if metadata.get("Home-page"):
+        urls["Home-page"] = metadata["Home-page"].strip()
+    return urls
+
+
+def github_repo_of(urls: dict[str, str]) -> str | None:
+    """`owner/name` of the first GitHub URL among these, e.g. vllm-project/vllm."""
+    for url in urls.values():
+        match = _GITHUB_REPO.match(url)
+        if match:
+            return f"{match[1]}/{match[2]}"
+    return None
+
+
+def _empty_package(qualname: str, folder: Path) -> ModuleType:
+    """A package module whose __init__ never runs, searched in `folder` for submodules."""
+    spec = importlib.machinery.ModuleSpec(qualname, None, is_package=True)
+    spec.submodule_search_locations = [str(folder)]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[qualname] = module
+    parent, _, child = qualname.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, module)
+    return module
+
+
+def _stub_module(qualname: str) -> ModuleType:
+    spec = importlib.machinery.ModuleSpec(qualname, None)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[qualname] = module
+    return module
+
+
+class Upstream:
+    """The releases cached under one folder (settings.cache_dir), handed down from the entry
+    points (create_app, the CLI, a reproducer script) instead of read from the settings here
+    (issue 11)."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        self.cache_dir = cache_dir.expanduser().resolve()
+
+    def unpacked_dir(self, name: str, version: str) -> Path:
+        """Where `ensure_unpacked` puts a release; its existence means the unpack finished."""
+        return self.cache_dir / UNPACKED_DIR / _release(name, version)
+
+    @contextmanager
+    def _locked(self, name: str, version: str) -> Iterator[None]:
+        """Serialise download and unpack of one release across concurrent reproducer runs."""
+        locks = self.cache_dir / LOCKS_DIR
+        locks.mkdir(parents=True, exist_ok=True)
+        with open(locks / f"{_release(name, version)}.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _download_wheel(self, name: str, version: str) -> Path:
+        """The cached wheel, fetched with the ordinary pip client when it is missing.
+
+        --only-binary keeps pip from building an sdist, which would run upstream code here.
+        """
+        wheels = self.cache_dir / WHEELS_DIR
+        wheels.mkdir(parents=True, exist_ok=True)
+        cached = _find_wheel(wheels, name, version)
+        if cached is not None:
+            return cached
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "-d",
+            str(wheels),
+            f"{name}=={version}",
+        ]
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UpstreamError(f"pip download {name}=={version} failed: {exc}") from exc
+        wheel = _find_wheel(wheels, name, version)
+        if done.returncode != 0 or wheel is None:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            raise UpstreamError(
+                f"pip download {name}=={version} failed (exit {done.returncode}): "
+                + " | ".join(tail)
+            )
+        return wheel
+
+    def _download_sdist(self, name: str, version: str) -> Path | None:
+        """The cached source distribution, fetched when missing; None when the release has none.
+
+        `pip download --no-binary` would build the sdist to read its metadata, running upstream
+        code (and vLLM's build needs CUDA and torch), so the file is fetched with pip's own
+        network session from the index's JSON API (PEP 691), the way pip finds files, and its
+        sha256 checked against the index.
+        """
+        with _quiet_pip():
+            from pip._internal.network.session import PipSession
+
+        sdists = self.cache_dir / SDISTS_DIR
+        cached = _find_sdist(sdists, name, version)
+        if cached is not None:
+            return cached
+        wanted = _sdist_name(name, version)
+        try:
+            with _quiet_pip(), PipSession() as session:
+                response = session.get(
+                    f"{_index_url()}/{_normalized(name)}/",
+                    headers={"Accept": SIMPLE_JSON},
+                    timeout=INDEX_TIMEOUT_S,
+                )
+                response.raise_for_status()
+                files = response.json().get("files", [])
+                entry = next((f for f in files if f.get("filename", "").lower() == wanted), None)
+                if entry is None:
+                    return None
+                sdists.mkdir(parents=True, exist_ok=True)
+                return _fetch(session, entry, sdists / wanted)
+        except (OSError, ValueError) as exc:  # requests' errors are OSErrors; bad JSON ValueError
+            raise UpstreamError(f"fetching the sdist of {name}=={version} failed: {exc}") from exc
+
+    def ensure_unpacked(self, name: str, version: str) -> Path:
+        """Root of the unpacked release (holding the package folder and its dist-info).
+
+        The source distribution is preferred (issue 15), the wheel taken when the release has
+        none; a file already in the cache is used before anything is downloaded. Unpacked once:
+        into a temporary folder beside the target, renamed when complete, under a file lock, so
+        concurrent runs never see half a tree. A root that already exists is used as it is,
+        which lets a prepared bundle (`copy_loaded_files`) stand in for the download on a
+        machine without network.
+        """
+        target = self.unpacked_dir(name, version)
+        if target.is_dir():
+            return target
+        with self._locked(name, version):
+            if target.is_dir():
+                return target
+            archive = (
+                _find_sdist(self.cache_dir / SDISTS_DIR, name, version)
+                or _find_wheel(self.cache_dir / WHEELS_DIR, name, version)
+                or self._download_sdist(name, version)
+                or self._download_wheel(name, version)
+            )
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+            try:
+                if archive.name.endswith(".tar.gz"):
+                    _unpack_sdist(archive, name, version, tmp)
+                else:
+                    with zipfile.ZipFile(archive) as wheel:
+                        for member in wheel.namelist():
+                            if _wanted(member):
+                                wheel.extract(member, tmp)
+                tmp.rename(target)
+            except (OSError, zipfile.BadZipFile, tarfile.TarError) as exc:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise UpstreamError(f"unpacking {archive.name} failed: {exc}") from exc
+        return target
+
+    def _dist_info(self, name: str, version: str) -> Path:
+        root = self.ensure_unpacked(name, version)
+        found = sorted(root.glob("*.dist-info"))
+        if not found:
+            raise UpstreamError(f"{root} holds no .dist-info folder")
+        return found[0]
+
+    def project_urls(self, name: str, version: str) -> dict[str, str]:
+        """The release's URLs from its wheel METADATA: each Project-URL by label, and Home-page.
+
+        Harvest derives the upstream repository from them rather than from a table of our own.
+        """
+        return metadata_urls(importlib.metadata.PathDistribution(self._dist_info(name, version)))
+
+    def github_repo(self, name: str, version: str) -> str | None:
+        """`owner/name` of the first GitHub URL in the release's metadata."""
+        return github_repo_of(self.project_urls(name, version))
+
+    def load_module(
+        self,
+        name: str,
+        version: str,
+        module: str,
+        stubs: Mapping[str, Sequence[str]] | None = None,
+    ) -> ModuleType:
+        """Import `module` from the release without running its parent packages' __init__.
+
+        vLLM's and SGLang's package __init__ files import the whole serving stack, so every
+        parent of the target is registered as an empty package pointing into the unpacked tree;
+        the target and whatever it imports then run unmodified. `stubs` maps a module to names
+        that the target imports but the tested classes never use: each becomes a `Stub`, set on
+        the module if it is already registered (an emptied parent package), else on a stand-in
+        module that replaces the real one. Any failure is an UpstreamError with its cause.
+        """
+        root = self.ensure_unpacked(name, version)
+        parts = module.split(".")
+        for depth in range(1, len(parts)):
+            qualname = ".".join(parts[:depth])
+            if qualname not in sys.modules:
+                _empty_package(qualname, root.joinpath(*parts[:depth]))
+        for stub_module, names in (stubs or {}).items():
+            holder = sys.modules.get(stub_module) or _stub_module(stub_module)
+            for stub_name in names:
+                setattr(holder, stub_name, Stub(f"{stub_module}.{stub_name}"))
+        try:
+            loaded = importlib.import_module(module)
+        except Exception as exc:
+            raise UpstreamError(
+                f"importing {module} from {name}=={version} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        if not Path(loaded.__file__ or "").resolve().is_relative_to(root):
+            raise UpstreamError(f"{module} was imported from {loaded.__file__}, not from {root}")
+        return loaded
+
+    def copy_loaded_files(self, name: str, version: str, dest_cache_dir: Path) -> list[Path]:
+        """Copy the release files that this process has imported into another cache directory.
+
+        Run after `load_module`, it makes a bundle with the cache directory's layout (only
+        what the target needs, plus the dist-info), so a GPU machine without network runs the
+        same reproducer with ERRKB_CACHE_DIR pointing at the bundle. Returns the copied files.
+        """
+        root = self.unpacked_dir(name, version)
+        files = {
+            Path(mod.__file__).resolve()
+            for mod in list(sys.modules.values())
+            if getattr(mod, "__file__", None) and Path(mod.__file__).resolve().is_relative_to(root)
+        }
+        files.update(path for path in self._dist_info(name, version).rglob("*") if path.is_file())
+        target = dest_cache_dir.resolve() / UNPACKED_DIR / _release(name, version)
+        if target.exists():
+            shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+        for path in sorted(files):
+            copy = tmp / path.relative_to(root)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, copy)
+        tmp.rename(target)
+        return sorted(target / path.relative_to(root) for path in files)

@@ -1,0 +1,113 @@
+"""Imports point one way (issue 11): api | web | cli -> services -> store -> config.
+
+Read from the source with ast, so a violation fails here before it becomes a cycle or a
+slow import somewhere else.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from app.config import PROJECT_ROOT
+
+APP = PROJECT_ROOT / "app"
+ENTRY_POINTS = ("app.api", "app.web", "app.cli", "app.main")
+SERVICES = (
+    "app.records",
+    "app.matching",
+    "app.search",
+    "app.harvest",
+    "app.reproducers",
+    "app.curation",
+    "app.ops",
+)
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(path): path for path in sorted(APP.rglob("*.py"))}
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == package or module.startswith(package + ".") for package in packages)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every app module this file imports, at its top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if name == "app" or name.startswith("app.")}
+
+
+def _names(path: Path) -> set[str]:
+    """The names a file uses or imports."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def _importing(targets: tuple[str, ...], among: tuple[str, ...] = ("app",)) -> list[str]:
+    return sorted(
+        f"{module} imports {name}"
+        for module, path in MODULES.items()
+        if _within(module, among) and not _within(module, targets)
+        for name in _imports(path)
+        if _within(name, targets)
+    )
+
+
+def test_nothing_below_the_entry_points_imports_them() -> None:
+    below = tuple(m for m in MODULES if not _within(m, ENTRY_POINTS))
+    assert _importing(ENTRY_POINTS, below) == []
+
+
+def test_the_store_imports_no_service() -> None:
+    assert _importing(SERVICES, ("app.store",)) == []
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        # matching must not pull in the reproducer runner (and pip) through API shapes
+        ("app.matching", ("app.reproducers", "app.search", "app.harvest")),
+        # the records need what a pattern may be, not the multi-pattern index
+        ("app.records", ("app.matching.index", "app.matching.service", "app.search")),
+    ],
+)
+def test_services_do_not_reach_sideways(package: str, forbidden: tuple[str, ...]) -> None:
+    assert _importing(forbidden, (package,)) == []
+
+
+def test_settings_are_read_at_the_entry_points_only() -> None:
+    """create_app, the CLI (and migrations/env.py) read the settings; below them they are
+    handed down (issue 11)."""
+    readers = sorted(
+        module
+        for module, path in MODULES.items()
+        if module not in ("app.config", "app.main", "app.cli") and "get_settings" in _names(path)
+    )
+    assert readers == []
+
+
+def test_no_module_writes_the_environment() -> None:
+    writers = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                if isinstance(target, ast.Subscript) and ast.unparse(target.value) == "os.environ":
+                    writers.append(module)
+    assert writers == []
