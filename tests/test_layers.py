@@ -22,6 +22,7 @@ SERVICES = (
     "app.curation",
     "app.ops",
 )
+RECORD_MODEL = "app.records.model"
 
 
 def _module(path: Path) -> str:
@@ -75,7 +76,10 @@ def test_nothing_below_the_entry_points_imports_them() -> None:
 
 
 def test_the_store_imports_no_service() -> None:
-    assert _importing(SERVICES, ("app.store",)) == []
+    """The typed record (generated from the schema, with no logic) is the vocabulary every
+    layer shares, the store's tables included: not a service."""
+    found = _importing(SERVICES, ("app.store",))
+    assert [line for line in found if not line.split(" imports ")[1].startswith(RECORD_MODEL)] == []
 
 
 @pytest.mark.parametrize(
