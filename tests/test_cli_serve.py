@@ -1,0 +1,55 @@
+"""`errkb serve --workers N`: N worker processes on one store answer as one server (issue 11:
+the entry point builds the settings and hands them to each worker, never through a global)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.server import free_port
+from tests.conftest import SERVER_START_S
+
+ERRKB = str(Path(sys.executable).with_name("errkb"))
+LINE = "RuntimeError: Attempted to free more buffers than allocated"
+
+
+def test_serve_with_two_workers_answers_from_both(tmp_path: Path) -> None:
+    port = free_port()
+    env = os.environ | {
+        "ERRKB_DATABASE_URL": f"sqlite:///{tmp_path / 'errkb.db'}",
+        "ERRKB_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    log = tmp_path / "serve.log"
+    command = [ERRKB, "serve", "--no-harvest", "--port", str(port), "--workers", "2"]
+    with log.open("w") as output:
+        server = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            assert server.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            try:
+                if httpx.get(f"{base}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        while log.read_text().count("Application startup complete") < 2:
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        for _ in range(4):  # whichever worker answers, it has the curated record
+            matched = httpx.post(f"{base}/api/match", json={"text": LINE}).json()
+            assert matched["matches"][0]["id"] == "c53f6de81577a6bc"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    assert log.read_text().count("Started server process") == 2
