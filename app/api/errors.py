@@ -1,18 +1,17 @@
 """/api/errors: read, list, create, replace and delete records (issue 2)."""
 
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
 
-from app.api.deps import AdminBodyDep, AdminDep, SessionDep, WriteSessionDep
+from app.api.deps import AdminBodyDep, AdminDep, RecordFiltersDep, SessionDep, WriteSessionDep
 from app.api.responses import problems
 from app.api.schemas import RecordDocument, RecordPage, record_document_json, record_page
 from app.errors import AppError, not_found
 from app.records import locations
 from app.records import service as records
-from app.records.service import MAX_PAGE_SIZE, ListFilters
+from app.records.service import MAX_PAGE_SIZE
 
 router = APIRouter(prefix="/api/errors", tags=["errors"], responses=problems(422))
 JSON_MEDIA = "application/json"
@@ -38,30 +37,11 @@ def _document_response(session: SessionDep, stored: records.StoredRecord, status
 @router.get("", response_model=RecordPage, responses=problems(400))
 def read_errors(
     session: SessionDep,
-    repo: str | None = None,
-    error_class: Annotated[str | None, Query(alias="errorClass")] = None,
-    error_type: Annotated[str | None, Query(alias="errorType")] = None,
-    severity: str | None = None,
-    tag: str | None = None,
-    handling_strategy: Annotated[str | None, Query(alias="handlingStrategy")] = None,
-    review_state: Annotated[str | None, Query(alias="reviewState")] = None,
-    modified_since: Annotated[datetime | None, Query(alias="modifiedSince")] = None,
+    filters: RecordFiltersDep,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = records.DEFAULT_PAGE_SIZE,
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> RecordPage:
     """List record summaries in a stable order, filtered, with the total and a cursor."""
-    if modified_since is not None and modified_since.tzinfo is None:
-        modified_since = modified_since.replace(tzinfo=UTC)
-    filters = ListFilters(
-        repo,
-        error_class,
-        error_type,
-        severity,
-        tag,
-        handling_strategy,
-        review_state,
-        modified_since,
-    )
     page = records.list_records(session, filters, limit, cursor)
     return record_page(page, records.dataset_version(session))
 

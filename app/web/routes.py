@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from app.api.deps import SearchFiltersDep, SessionDep, SettingsDep
+from app.api.deps import RecordFiltersDep, SessionDep, SettingsDep
 from app.api.observed import count_view, match_counted
 from app.errors import AppError, not_found
 from app.records import locations
@@ -51,6 +51,10 @@ def _environment() -> Environment:
 templates = Jinja2Templates(env=_environment())
 
 
+def _given(**params: str | None) -> dict[str, str]:
+    return {name: value for name, value in params.items() if value is not None}
+
+
 def _alternate(path: str) -> dict[str, str]:
     return {"Link": f'<{path}>; rel="alternate"; type="application/json"'}
 
@@ -70,7 +74,7 @@ def read_home(request: Request, session: SessionDep) -> Response:
 def read_search_page(
     request: Request,
     session: SessionDep,
-    filters: SearchFiltersDep,
+    filters: RecordFiltersDep,
     q: Annotated[str, Query(max_length=query.MAX_QUERY_LENGTH)] = "",
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
@@ -81,7 +85,8 @@ def read_search_page(
         "params": {"q": q or None, **filters.active()},
         "facets": render.page_facets(results.hits),
         "stats": records.dataset_stats(session),
-        "json_url": "/api/search?" + urlencode({"q": q, **filters.active()}),
+        "json_url": "/api/search?"
+        + urlencode({"q": q, **filters.active(), **_given(cursor=cursor)}),
     }
     headers = _alternate(context["json_url"])
     return templates.TemplateResponse(request, "search.html", context, headers=headers)
