@@ -17,12 +17,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app.api.deps import RecordFiltersDep, SessionDep, SettingsDep
 from app.api.observed import count_view, match_counted
+from app.api.views import record_view
 from app.errors import AppError, not_found
 from app.records import locations
 from app.records import service as records
 from app.records.service import StoredRecord
-from app.reproducers import drift, runner
-from app.search import query, related
+from app.search import query
 from app.search import service as search
 from app.web import render
 
@@ -116,21 +116,20 @@ def create_match_page(
 def _record_page(
     request: Request, session: SessionDep, settings: SettingsDep, stored: StoredRecord
 ) -> Response:
+    """The page of the same RecordView that GET /api/errors/{id} answers (issue 11)."""
     count_view(request, stored.id)
-    known = locations.record_locations(session, [stored.id]).get(stored.id, [])
+    view = record_view(session, settings, stored)
     context = {
         "stored": stored,
         "record": stored.record,
         "draft": stored.review_state == records.DRAFT,
-        "locations": known,
-        "history": locations.release_history(
-            session, stored.record.error_message, known, locations.harvested_releases(session)
-        ),
-        "code": next((loc.context for loc in reversed(known) if loc.context), None),
-        "related": related.related_records(session, stored),
-        "reproducer": runner.reproducer_info(settings, stored.id),
-        "runs": runner.latest_runs(session, stored.id),
-        "drift": drift.latest_drift(session, stored.id),
+        "locations": view.locations,
+        "history": view.history,
+        "code": next((loc.context for loc in reversed(view.locations) if loc.context), None),
+        "related": view.related,
+        "reproducer": view.reproducer,
+        "runs": view.runs,
+        "drift": view.drift,
         "json_url": f"/api/errors/{stored.id}",
     }
     headers = _alternate(context["json_url"])
