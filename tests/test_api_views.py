@@ -75,3 +75,13 @@ def test_the_search_page_names_the_twin_of_its_own_page(client: TestClient) -> N
     twin = f"/api/search?q=free&tag=cuda&cursor={first['nextCursor']}"
     assert page.headers["link"] == f'<{twin}>; rel="alternate"; type="application/json"'
     assert f'<a href="{twin.replace("&", "&amp;")}">JSON</a>' in page.text
+
+
+def test_the_match_page_shows_its_twins_matches(client: TestClient) -> None:
+    paste = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
+    page = client.post("/match", data={"text": paste, "mode": "match"})
+    twin = page.headers["link"].split(">")[0][1:]
+    assert twin == "/api/match?limit=10"
+    body = client.post(twin, content=paste).json()
+    shown = re.findall(r'<h3><a href="/errors/([0-9a-f]{16})">', page.text)
+    assert shown == [match["id"] for match in body["matches"]] != []

@@ -109,8 +109,10 @@ def create_match_page(
         "result": result,
         "pieces": render.paste_pieces(text, spans, matched),
         "exceptions": {exc.index: exc for exc in result.exceptions},
+        "json_url": f"/api/match?limit={MATCHES_ON_PAGE}",  # the same MatchResult, POSTed
     }
-    return templates.TemplateResponse(request, "match.html", context)
+    headers = _alternate(context["json_url"])
+    return templates.TemplateResponse(request, "match.html", context, headers=headers)
 
 
 def _record_page(
