@@ -1,14 +1,18 @@
 """The `errkb` command: database, import/export and the server (more commands join later)."""
 
+import functools
+import inspect
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
@@ -16,6 +20,7 @@ from sqlmodel import Session
 from app import store
 from app.config import Settings
 from app.records import service as records
+from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
 
 UVICORN_LOG_CONFIG = Path(__file__).parent / "ops" / "uvicorn-logging.json"
@@ -195,21 +200,59 @@ def match_command(
         typer.echo(f"        {'; '.join(match.reasons)}")
 
 
+def with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give a command one option per record filter (--repo, --error-class, --tag...) and
+    hand it the RecordFilters they make, validated as the API validates its query: a filter
+    added to app.records.filters reaches the CLI by itself (issue 11)."""
+    fields = RecordFilters.model_fields
+    flags = {name: "--" + name.replace("_", "-") for name in fields}
+    flags |= {field.alias: flags[name] for name, field in fields.items() if field.alias}
+    options = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[str | None, typer.Option(flags[name], help=field.description)],
+        )
+        for name, field in fields.items()
+    ]
+    signature = inspect.signature(command)
+    kept = [param for param in signature.parameters.values() if param.name != "filters"]
+
+    @functools.wraps(command)
+    def with_filters(*args: Any, **kwargs: Any) -> None:
+        given = {name: kwargs.pop(name) for name in fields}
+        try:
+            filters = RecordFilters.model_validate(
+                {name: value for name, value in given.items() if value is not None}
+            )
+        except ValidationError as error:
+            problem = error.errors()[0]
+            hint = flags.get(str(problem["loc"][0]) if problem["loc"] else "", None)
+            raise typer.BadParameter(problem["msg"], param_hint=hint) from None
+        command(*args, filters=filters, **kwargs)
+
+    with_filters.__signature__ = signature.replace(parameters=[*kept, *options])  # type: ignore[attr-defined]
+    return with_filters
+
+
 @app.command("search")
+@with_filter_options
 def search_command(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="Words, or an error line such as 'KeyError: x'.")],
-    repo: Annotated[str | None, typer.Option(help="Only records of this owner/name.")] = None,
-    error_class: Annotated[
-        str | None, typer.Option("--error-class", help="Only records raising this class.")
-    ] = None,
-    tag: Annotated[str | None, typer.Option(help="Only records with this tag.")] = None,
+    filters: RecordFilters,
     limit: Annotated[int, typer.Option(help="Most hits to show.", min=1, max=100)] = 10,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
+    cursor: Annotated[
+        str | None, typer.Option(help="Resume where an earlier page ended (its nextCursor).")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the page as GET /api/search answers it.")
+    ] = False,
 ) -> None:
-    """Full-text search of the records, like GET /api/search."""
+    """Full-text search of the records, like GET /api/search (the same filters)."""
+    from app.api.search import search_page
     from app.errors import AppError
-    from app.search.query import SearchFilters
     from app.search.service import search
 
     settings = _settings(ctx)
@@ -219,24 +262,17 @@ def search_command(
             results = search(
                 session,
                 query,
-                SearchFilters(repo, error_class, tag),
+                filters,
                 limit=limit,
+                cursor=cursor,
                 matcher=_matcher(settings, engine),
             )
         except AppError as error:
             typer.echo(f"error: {error.detail}", err=True)
             raise typer.Exit(2) from None
+        version = records.dataset_version(session)
     if as_json:
-        hits = [
-            {
-                "id": hit.record.id,
-                "score": hit.score,
-                "matchedBy": hit.matched_by,
-                "errorMessage": hit.title.text,
-            }
-            for hit in results.hits
-        ]
-        typer.echo(json.dumps({"total": results.total, "hits": hits}, indent=2))
+        typer.echo(search_page(results, version).model_dump_json(by_alias=True, indent=2))
         return
     typer.echo(f"{results.total}{'' if results.total_exact else '+'} records")
     for hit in results.hits:

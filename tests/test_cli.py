@@ -119,3 +119,78 @@ def test_search_and_match_commands(database, tmp_path) -> None:
     assert missing.exit_code == 2 and "cannot read" in missing.output
     empty = runner.invoke(app, ["match", "-"], input="   ")
     assert empty.exit_code == 2 and "paste" in empty.output
+
+
+ERROR_LINE = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
+
+
+def _api(database: str):
+    """A client of the API on the CLI's store."""
+    from fastapi.testclient import TestClient
+
+    from app.config import Settings
+    from app.main import create_app
+
+    return TestClient(create_app(Settings(database_url=database)))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "params"),
+    [
+        (["free"], {"q": "free", "limit": 10}),
+        (
+            ["free", "--limit", "2", "--tag", "double-free"],
+            {"q": "free", "limit": 2, "tag": "double-free"},
+        ),
+        (
+            ["memory", "--severity", "error", "--review-state", "reviewed"],
+            {"q": "memory", "limit": 10, "severity": "error", "reviewState": "reviewed"},
+        ),
+        (["", "--repo", "vllm-project/vllm"], {"q": "", "limit": 10, "repo": "vllm-project/vllm"}),
+        ([ERROR_LINE], {"q": ERROR_LINE, "limit": 10}),
+    ],
+)
+def test_issue_11_search_json_is_the_api_page(database, arguments, params) -> None:
+    runner.invoke(app, ["import", str(DATA_DIR)])
+    printed = runner.invoke(app, ["search", *arguments, "--json"])
+    assert printed.exit_code == 0, printed.output
+    answered = _api(database).get("/api/search", params=params)
+    assert answered.status_code == 200
+    assert json.loads(printed.output) == answered.json()
+
+
+def test_issue_11_search_json_pages_with_the_api_cursor(database) -> None:
+    runner.invoke(app, ["import", str(DATA_DIR)])
+    first = json.loads(runner.invoke(app, ["search", "free", "--limit", "1", "--json"]).output)
+    cursor = first["nextCursor"]
+    printed = runner.invoke(app, ["search", "free", "--limit", "1", "--cursor", cursor, "--json"])
+    answered = _api(database).get("/api/search", params={"q": "free", "limit": 1, "cursor": cursor})
+    assert json.loads(printed.output) == answered.json()
+
+
+def test_issue_11_match_json_is_the_api_result(database) -> None:
+    runner.invoke(app, ["import", str(DATA_DIR)])
+    paste = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n' + (
+        "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096\n"
+    )
+    printed = runner.invoke(app, ["match", "-", "--json", "--limit", "3"], input=paste)
+    assert printed.exit_code == 0, printed.output
+    answered = _api(database).post("/api/match", params={"limit": 3}, content=paste)
+    assert answered.status_code == 200
+    assert json.loads(printed.output) == answered.json()
+
+
+def test_issue_11_every_record_filter_is_an_option_of_search() -> None:
+    from app.records.filters import RecordFilters
+
+    shown = runner.invoke(app, ["search", "--help"], env={"COLUMNS": "200"}).output
+    for name, field in RecordFilters.model_fields.items():
+        assert f"--{name.replace('_', '-')}" in shown
+        assert field.description.split(" (")[0] in shown
+
+
+def test_issue_11_a_bad_filter_names_its_option(database) -> None:
+    runner.invoke(app, ["import", str(DATA_DIR)])
+    result = runner.invoke(app, ["search", "free", "--modified-since", "yesterday"])
+    assert result.exit_code == 2
+    assert "--modified-since" in result.output

@@ -13,6 +13,7 @@ from app.harvest import drafts
 from app.matching.service import Matcher, match_text
 from app.records import locations
 from app.records import service as records
+from app.records.filters import RecordFilters
 from app.store.engine import unit_of_work
 from tests.conftest import DATA_DIR
 
@@ -54,7 +55,7 @@ def _release(root: Path, source: str, ref: str) -> drafts.Release:
 
 
 def _by_message(session: Session) -> dict[str, records.StoredRecord]:
-    page = records.list_records(session, records.ListFilters(repo="example/pooling"), 200)
+    page = records.list_records(session, RecordFilters(repo="example/pooling"), 200)
     return {item.record.error_message: item for item in page.items}
 
 

@@ -7,6 +7,7 @@ from sqlmodel import Session
 
 from app.config import Settings
 from app.records import service as records
+from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
 from tests.conftest import DATA_DIR
 
@@ -98,6 +99,6 @@ def test_delete_cascades_to_tags(session) -> None:
     records.import_paths(session, [DATA_DIR])
     assert records.delete_record(session, "edc4df790b100979")
     session.commit()
-    page = records.list_records(session, records.ListFilters(tag="vmm"))
+    page = records.list_records(session, RecordFilters(tag="vmm"))
     assert page.total == 0
     assert not records.delete_record(session, "edc4df790b100979")

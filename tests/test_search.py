@@ -11,6 +11,7 @@ from app.config import Settings
 from app.errors import AppError
 from app.matching.service import Matcher
 from app.records import service as records
+from app.records.filters import RecordFilters
 from app.records.service import import_paths, write_records
 from app.search import fts
 from app.search import query as search_query
@@ -250,11 +251,11 @@ def test_no_record_with_every_word_relaxes_to_any_word(seeded: Session) -> None:
 def test_filters_narrow_the_hits(seeded: Session) -> None:
     everything = search.search(seeded, "free")
     assert len(everything.hits) >= 2
-    by_repo = search.search(seeded, "free", search_query.SearchFilters(repo="sgl-project/sglang"))
+    by_repo = search.search(seeded, "free", RecordFilters(repo="sgl-project/sglang"))
     assert _ids(by_repo) == [SEED_002]
-    by_class = search.search(seeded, "free", search_query.SearchFilters(error_class="MemoryError"))
+    by_class = search.search(seeded, "free", RecordFilters(error_class="MemoryError"))
     assert _ids(by_class) == [SEED_001]
-    by_tag = search.search(seeded, "free", search_query.SearchFilters(tag="double-free"))
+    by_tag = search.search(seeded, "free", RecordFilters(tag="double-free"))
     assert set(_ids(by_tag)) == {SEED_002, "c53f6de81577a6bc"}
     assert by_tag.total == 2
 
@@ -318,7 +319,7 @@ def test_an_empty_query_lists_recent_records(seeded: Session) -> None:
     results = search.search(seeded, "  ")
     assert results.total == 3
     assert {hit.matched_by for hit in results.hits} == {fts.RECENT}
-    filtered = search.search(seeded, "", search_query.SearchFilters(tag="cuda"))
+    filtered = search.search(seeded, "", RecordFilters(tag="cuda"))
     assert _ids(filtered) == [SEED_002]
 
 

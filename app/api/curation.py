@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from app.api.deps import SessionDep
+from app.api.deps import RecordFiltersDep, SessionDep
 from app.api.responses import problems
 from app.curation.queue import DEFAULT_QUEUE_PAGE, MAX_QUEUE_PAGE, QueueItem, curation_queue
 from app.records.summary import RecordSummary, summarize
@@ -13,7 +13,6 @@ from app.wire import ApiModel
 
 router = APIRouter(prefix="/api/curation", tags=["curation"], responses=problems(400, 422))
 MAX_CURSOR_CHARS = 2048
-MAX_REPO_CHARS = 200
 
 
 class QueueItemOut(ApiModel):
@@ -51,13 +50,13 @@ def queue_item_out(item: QueueItem) -> QueueItemOut:
 def read_queue(
     request: Request,
     session: SessionDep,
-    repo: Annotated[str | None, Query(max_length=MAX_REPO_CHARS)] = None,
+    filters: RecordFiltersDep,
     limit: Annotated[int, Query(ge=1, le=MAX_QUEUE_PAGE)] = DEFAULT_QUEUE_PAGE,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
 ) -> QueuePageOut:
-    """Drafts and unexplained templates people hit, most-hit first; filter by repo."""
+    """Drafts and unexplained templates people hit, most-hit first; filters keep drafts."""
     request.app.state.hits.flush()
-    page = curation_queue(session, repo, limit, cursor)
+    page = curation_queue(session, filters, limit, cursor)
     return QueuePageOut(
         items=[queue_item_out(item) for item in page.items],
         total=page.total,

@@ -11,7 +11,7 @@ from sqlmodel import Session
 from app.config import Settings
 from app.errors import AppError
 from app.jsontext import JsonTextError, parse_json
-from app.search.query import SearchFilters
+from app.records.filters import RecordFilters
 from app.store.engine import session_scope, unit_of_work
 
 
@@ -76,13 +76,11 @@ async def admin_body(request: Request, _admin: AdminDep) -> Any:
 AdminBodyDep = Annotated[Any, Depends(admin_body)]
 
 
-def search_filters(
-    repo: str | None = None,
-    error_class: Annotated[str | None, Query(alias="errorClass")] = None,
-    tag: str | None = None,
-) -> SearchFilters:
-    """The filters of a search, read the same way by /api/search and the search page."""
-    return SearchFilters(repo, error_class, tag)
+def record_filters(filters: Annotated[RecordFilters, Query()]) -> RecordFilters:
+    """The record filters of a request, one query parameter per field (repo, errorClass,
+    tag...), read alike by every listing of the API and the pages (issue 11). A dependency
+    of its own, so the model stays the only query model of its function."""
+    return filters
 
 
-SearchFiltersDep = Annotated[SearchFilters, Depends(search_filters)]
+RecordFiltersDep = Annotated[RecordFilters, Depends(record_filters)]

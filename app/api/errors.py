@@ -1,18 +1,27 @@
 """/api/errors: read, list, create, replace and delete records (issue 2)."""
 
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
+from sqlmodel import Session
 
-from app.api.deps import AdminBodyDep, AdminDep, SessionDep, WriteSessionDep
+from app.api.deps import (
+    AdminBodyDep,
+    AdminDep,
+    RecordFiltersDep,
+    SessionDep,
+    SettingsDep,
+    WriteSessionDep,
+)
 from app.api.responses import problems
 from app.api.schemas import RecordDocument, RecordPage, record_document_json, record_page
+from app.api.views import record_view
+from app.config import PROJECT_ROOT, Settings
 from app.errors import AppError, not_found
 from app.records import locations
 from app.records import service as records
-from app.records.service import MAX_PAGE_SIZE, ListFilters
+from app.records.service import MAX_PAGE_SIZE
 
 router = APIRouter(prefix="/api/errors", tags=["errors"], responses=problems(422))
 JSON_MEDIA = "application/json"
@@ -27,68 +36,52 @@ def _record_body() -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": content}}
 
 
-def _document_response(session: SessionDep, stored: records.StoredRecord, status: int = 200):
-    known = locations.record_locations(session, [stored.id]).get(stored.id, [])
-    harvested = locations.harvested_releases(session)
-    history = locations.release_history(session, stored.record.error_message, known, harvested)
-    body = record_document_json(stored, records.dataset_version(session), known, history)
+def _document_response(
+    session: Session, settings: Settings, stored: records.StoredRecord, status: int = 200
+) -> Response:
+    """The record as its page shows it (app.api.views.record_view), as JSON."""
+    body = record_document_json(record_view(session, settings, stored), PROJECT_ROOT)
     return Response(body, status_code=status, media_type=JSON_MEDIA)
 
 
 @router.get("", response_model=RecordPage, responses=problems(400))
 def read_errors(
     session: SessionDep,
-    repo: str | None = None,
-    error_class: Annotated[str | None, Query(alias="errorClass")] = None,
-    error_type: Annotated[str | None, Query(alias="errorType")] = None,
-    severity: str | None = None,
-    tag: str | None = None,
-    handling_strategy: Annotated[str | None, Query(alias="handlingStrategy")] = None,
-    review_state: Annotated[str | None, Query(alias="reviewState")] = None,
-    modified_since: Annotated[datetime | None, Query(alias="modifiedSince")] = None,
+    filters: RecordFiltersDep,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = records.DEFAULT_PAGE_SIZE,
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> RecordPage:
     """List record summaries in a stable order, filtered, with the total and a cursor."""
-    if modified_since is not None and modified_since.tzinfo is None:
-        modified_since = modified_since.replace(tzinfo=UTC)
-    filters = ListFilters(
-        repo,
-        error_class,
-        error_type,
-        severity,
-        tag,
-        handling_strategy,
-        review_state,
-        modified_since,
-    )
     page = records.list_records(session, filters, limit, cursor)
     return record_page(page, records.dataset_version(session))
 
 
 @router.get("/by-slug/{owner}/{repo}/{slug}", responses=_DOCUMENT)
-def read_error_by_slug(session: SessionDep, owner: str, repo: str, slug: str) -> Response:
+def read_error_by_slug(
+    session: SessionDep, settings: SettingsDep, owner: str, repo: str, slug: str
+) -> Response:
     """One record by its repo and slug."""
     stored = records.get_record_by_slug(session, f"{owner}/{repo}", slug)
     if stored is None:
         raise not_found(f"record {owner}/{repo}/{slug}")
-    return _document_response(session, stored)
+    return _document_response(session, settings, stored)
 
 
 @router.get(
     "/{record_id}",
     responses=_DOCUMENT | {308: {"description": "The id of a draft that a record absorbed"}},
 )
-def read_error(session: SessionDep, record_id: str) -> Response:
-    """One record: {"record": {...}, "datasetVersion": ..., "locations": [...]}, the record
-    exactly as stored; the id of an absorbed draft redirects to the record that took it."""
+def read_error(session: SessionDep, settings: SettingsDep, record_id: str) -> Response:
+    """One record exactly as stored, with what its page shows: locations, history, related
+    records, reproducer runs and drift; the id of an absorbed draft redirects to the record
+    that took it."""
     stored = records.get_record(session, record_id)
     if stored is None:
         target = locations.resolve_alias(session, record_id)
         if target is None:
             raise not_found(f"record {record_id}")
         return RedirectResponse(f"{router.prefix}/{target}", status_code=308)
-    return _document_response(session, stored)
+    return _document_response(session, settings, stored)
 
 
 @router.post(
@@ -97,13 +90,14 @@ def read_error(session: SessionDep, record_id: str) -> Response:
     responses={201: {"model": RecordDocument}, **problems(409, *_WRITE_PROBLEMS)},
     openapi_extra=_record_body(),
 )
-def create_error(session: WriteSessionDep, record: AdminBodyDep) -> Response:
+def create_error(session: WriteSessionDep, settings: SettingsDep, record: AdminBodyDep) -> Response:
     """Create a record (admin token required); 409 if its id exists."""
     records.check_record(record)
     if records.get_record(session, record["id"]) is not None:
         raise AppError(409, "Conflict", f"record {record['id']} exists; PUT replaces it")
     records.write_records(session, [record], origin="api")
-    return _document_response(session, records.get_record(session, record["id"]), 201)
+    stored = records.get_record(session, record["id"])
+    return _document_response(session, settings, stored, 201)
 
 
 @router.put(
@@ -111,7 +105,9 @@ def create_error(session: WriteSessionDep, record: AdminBodyDep) -> Response:
     responses={**_DOCUMENT, 201: {"model": RecordDocument}, **problems(*_WRITE_PROBLEMS)},
     openapi_extra=_record_body(),
 )
-def replace_error(session: WriteSessionDep, record_id: str, record: AdminBodyDep) -> Response:
+def replace_error(
+    session: WriteSessionDep, settings: SettingsDep, record_id: str, record: AdminBodyDep
+) -> Response:
     """Create or replace the record with this id (admin token required)."""
     records.check_record(record)
     if record["id"] != record_id:
@@ -123,7 +119,7 @@ def replace_error(session: WriteSessionDep, record_id: str, record: AdminBodyDep
         )
     counts = records.write_records(session, [record], origin="api")
     status = 201 if counts.created else 200
-    return _document_response(session, records.get_record(session, record_id), status)
+    return _document_response(session, settings, records.get_record(session, record_id), status)
 
 
 @router.delete("/{record_id}", status_code=204, responses=problems(404, *_WRITE_PROBLEMS))

@@ -8,9 +8,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from app.api.views import RecordView
 from app.records.locations import History, Location
 from app.records.model import ErrorRecord
-from app.records.service import Page, Stats, StoredRecord
+from app.records.service import Page, Stats
 from app.records.summary import RecordSummary, summarize
 from app.reproducers.runner import ReproducerInfo
 from app.store.tables import DriftCheck, ReproducerRun
@@ -81,18 +82,6 @@ class HistoryOut(ApiModel):
     text: str  # "in vllm 0.12.0–0.32.0; changed in 0.33.0"
 
 
-class RecordDocument(ApiModel):
-    """GET /api/errors/{id}: the record exactly as stored, the dataset version, its
-    location in each harvested release, the releases that raise it, and links."""
-
-    record: ErrorRecord
-    dataset_version: str
-    review: ReviewInfo
-    locations: list[LocationOut]
-    history: list[HistoryOut]
-    links: RecordLinks
-
-
 def location_out(location: Location, record: ErrorRecord) -> LocationOut:
     """The API shape of one location of a record."""
     fields = {name: getattr(location, name) for name in Location.__dataclass_fields__}
@@ -119,18 +108,27 @@ def history_out(history: History) -> HistoryOut:
     )
 
 
-def record_document_json(
-    stored: StoredRecord, version: str, known: list[Location], history: list[History]
-) -> str:
+def record_document_json(view: RecordView, root: Path) -> str:
     """The JSON text of GET /api/errors/{id}, splicing in the stored text byte for byte."""
+    stored, record = view.stored, view.stored.record
     review = ReviewInfo(state=stored.review_state, origin=stored.origin, gone_in=stored.gone_in)
-    record = stored.record
+    related = [
+        RelatedOut(record=summarize(item.record), reasons=item.reasons) for item in view.related
+    ]
     extra = {
-        "datasetVersion": version,
+        "datasetVersion": view.dataset_version,
         "review": review.model_dump(by_alias=True),
-        "locations": [location_out(loc, record).model_dump(by_alias=True) for loc in known],
-        "history": [history_out(item).model_dump(by_alias=True) for item in history],
+        "locations": [
+            location_out(loc, record).model_dump(by_alias=True) for loc in view.locations
+        ],
+        "history": [history_out(item).model_dump(by_alias=True) for item in view.history],
         "links": record_links(stored.id).model_dump(by_alias=True),
+        "related": [item.model_dump(by_alias=True) for item in related],
+        "reproducer": _script(view.reproducer, root) if view.reproducer else None,
+        "runs": [run_out(run).model_dump(mode="json", by_alias=True) for run in view.runs],
+        "drift": drift_out(view.drift).model_dump(mode="json", by_alias=True)
+        if view.drift
+        else None,
     }
     return '{"record":' + stored.document + "," + json.dumps(extra, ensure_ascii=False)[1:]
 
@@ -192,16 +190,55 @@ class ReproducerOut(ApiModel):
     drift: DriftOut | None
 
 
+class RelatedOut(ApiModel):
+    """A record related to this one, and why (the same background, file or tags)."""
+
+    record: RecordSummary
+    reasons: list[str]
+
+
+class RecordDocument(ApiModel):
+    """GET /api/errors/{id}: the record exactly as stored, the dataset version, its
+    location in each harvested release, the releases that raise it, links, and what its
+    page shows besides (issue 11): related records, its reproducer script, recent runs
+    (newest first) and latest drift check."""
+
+    record: ErrorRecord
+    dataset_version: str
+    review: ReviewInfo
+    locations: list[LocationOut]
+    history: list[HistoryOut]
+    links: RecordLinks
+    related: list[RelatedOut]
+    reproducer: str | None  # the script, relative to the project
+    runs: list[ReproducerRunOut]
+    drift: DriftOut | None
+
+
+def _script(info: ReproducerInfo, root: Path) -> str:
+    script = info.script
+    return str(script.relative_to(root) if script.is_relative_to(root) else script)
+
+
+def run_out(run: ReproducerRun) -> ReproducerRunOut:
+    """The API shape of a stored reproducer run."""
+    return ReproducerRunOut.model_validate(run, from_attributes=True)
+
+
+def drift_out(check: DriftCheck) -> DriftOut:
+    """The API shape of a drift check."""
+    return DriftOut.model_validate(check, from_attributes=True)
+
+
 def reproducer_out(
     info: ReproducerInfo, runs: list[ReproducerRun], drift: DriftCheck | None, root: Path
 ) -> ReproducerOut:
     """The API shape of a reproducer with its recent runs and latest drift check."""
-    script = info.script.relative_to(root) if info.script.is_relative_to(root) else info.script
     return ReproducerOut(
         record_id=info.record_id,
-        script=str(script),
+        script=_script(info, root),
         target=info.target,
         devices=list(info.devices),
-        runs=[ReproducerRunOut.model_validate(run, from_attributes=True) for run in runs],
-        drift=DriftOut.model_validate(drift, from_attributes=True) if drift else None,
+        runs=[run_out(run) for run in runs],
+        drift=drift_out(drift) if drift else None,
     )

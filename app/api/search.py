@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app.api.deps import SearchFiltersDep, SessionDep
+from app.api.deps import RecordFiltersDep, SessionDep
 from app.api.responses import problems
 from app.records import service as records
 from app.records.summary import RecordSummary, summarize
@@ -77,7 +77,7 @@ def search_page(results: search.SearchResults, version: str) -> SearchPage:
 def read_search(
     request: Request,
     session: SessionDep,
-    filters: SearchFiltersDep,
+    filters: RecordFiltersDep,
     q: Annotated[str, Query(max_length=MAX_QUERY_LENGTH)] = "",
     limit: Annotated[int, Query(ge=1, le=search.MAX_SEARCH_LIMIT)] = search.DEFAULT_SEARCH_LIMIT,
     cursor: Annotated[str | None, Query(max_length=64)] = None,

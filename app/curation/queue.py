@@ -19,6 +19,7 @@ from sqlmodel import Session
 from app.curation.hits import RECORD, TEMPLATE
 from app.errors import AppError
 from app.records import service as records
+from app.records.filters import NO_FILTERS, RecordFilters, record_condition
 from app.records.service import DRAFT, StoredRecord
 from app.store.tables import Hit, Record
 
@@ -74,12 +75,12 @@ def _decode(cursor: str) -> tuple[int, str, str]:
 
 def curation_queue(
     session: Session,
-    repo: str | None = None,
+    filters: RecordFilters = NO_FILTERS,
     limit: int = DEFAULT_QUEUE_PAGE,
     cursor: str | None = None,
 ) -> QueuePage:
-    """Drafts and unexplained templates with hits, most-hit first; `repo` keeps that repo's
-    drafts only (templates belong to no repo)."""
+    """Drafts and unexplained templates with hits, most-hit first; any filter keeps the
+    drafts passing it only (templates belong to no repo and have no class or tag)."""
     if not 1 <= limit <= MAX_QUEUE_PAGE:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_QUEUE_PAGE}")
     totals = (
@@ -94,8 +95,9 @@ def curation_queue(
     )
     joined = totals.outerjoin(Record, and_(totals.c.kind == RECORD, Record.id == totals.c.subject))
     condition = or_(totals.c.kind == TEMPLATE, Record.review_state == DRAFT)
-    if repo is not None:
-        condition = and_(condition, Record.repo == repo)
+    narrowed = record_condition(filters)
+    if narrowed is not None:
+        condition = and_(condition, narrowed)
     total = session.execute(select(func.count()).select_from(joined).where(condition))
     statement = select(totals).select_from(joined).where(condition)
     if cursor is not None:

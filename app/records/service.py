@@ -23,6 +23,7 @@ from app import store
 from app.errors import AppError
 from app.records import locations
 from app.records.files import LoadedRecord, load_records, record_files
+from app.records.filters import NO_FILTERS, RecordFilters, filtered
 from app.records.model import ID_PATTERN, ErrorRecord, parse_record
 from app.records.validation import field_order, record_errors
 from app.store.tables import DatasetState, Record, RecordTag
@@ -51,20 +52,6 @@ class StoredRecord:
     def of(cls, record_id: str, document: str, review_state: str, origin: str, gone_in: str | None):
         """The stored record of this text, parsed into its typed record."""
         return cls(record_id, document, review_state, origin, gone_in, parse_record(document))
-
-
-@dataclass(frozen=True, slots=True)
-class ListFilters:
-    """Filters of GET /api/errors; None means "any"."""
-
-    repo: str | None = None
-    error_class: str | None = None
-    error_type: str | None = None
-    severity: str | None = None
-    tag: str | None = None
-    handling_strategy: str | None = None
-    review_state: str | None = None
-    modified_since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,51 +197,18 @@ def decode_cursor(cursor: str) -> str:
     return cursor_codec.decode_cursor(cursor, _is_record_id)
 
 
-def _as_utc(moment: datetime) -> datetime:
-    """The moment in UTC (naive ones are UTC). One that falls outside the years datetime
-    covers once in UTC (0001-01-01T00:00:00+03:00, 9999-12-31T23:59:59-01:00) becomes the
-    first or last moment there is, which filters the same (issue 10)."""
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    try:
-        return moment.astimezone(UTC)
-    except OverflowError:
-        edge = datetime.min if moment.year == datetime.min.year else datetime.max
-        return edge.replace(tzinfo=UTC)
-
-
-def _filtered(statement: Any, filters: ListFilters) -> Any:
-    equal = {
-        Record.repo: filters.repo,
-        Record.error_class: filters.error_class,
-        Record.error_type: filters.error_type,
-        Record.severity: filters.severity,
-        Record.handling_strategy: filters.handling_strategy,
-        Record.review_state: filters.review_state,
-    }
-    for column, value in equal.items():
-        if value is not None:
-            statement = statement.where(column == value)
-    if filters.modified_since is not None:
-        statement = statement.where(Record.modified_at >= _as_utc(filters.modified_since))
-    if filters.tag is not None:
-        tagged = select(RecordTag.record_id).where(RecordTag.tag == filters.tag)
-        statement = statement.where(Record.id.in_(tagged))
-    return statement
-
-
 def list_records(
     session: Session,
-    filters: ListFilters,
+    filters: RecordFilters = NO_FILTERS,
     limit: int = DEFAULT_PAGE_SIZE,
     cursor: str | None = None,
 ) -> Page:
     """A page of records in id order (stable under writes), with the total and next cursor."""
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_PAGE_SIZE}")
-    total = session.execute(_filtered(select(func.count()).select_from(Record), filters))
+    total = session.execute(filtered(select(func.count()).select_from(Record), filters))
     # Ids first, documents after: ordering only ids keeps a filtered page cheap.
-    statement = _filtered(select(Record.id), filters).order_by(Record.id)
+    statement = filtered(select(Record.id), filters).order_by(Record.id)
     if cursor is not None:
         statement = statement.where(Record.id > decode_cursor(cursor))
     ids = list(session.execute(statement.limit(limit + 1)).scalars())

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlmodel import Session
 
 from app import store
-from app.search.query import SearchFilters
+from app.store.base import Condition
 from app.store.fulltext import Scope, TextQuery
 
 MATCHER, REVIEWED, SUMMARY, TEXT, RECENT = "matcher", "reviewed", "summary", "text", "recent"
@@ -41,12 +41,13 @@ _TIERS = (
 def rank(
     session: Session,
     wanted: TextQuery,
-    filters: SearchFilters,
+    condition: Condition | None,
     boosted: list[Ranked],
     limit: int,
     relaxed: bool = False,
 ) -> list[Ranked]:
-    """The first `limit` of the ranking, tier after tier.
+    """The first `limit` of the ranking, tier after tier, of the records passing the
+    condition (app.records.filters.record_condition).
 
     Equal scores are ordered by index key, highest first: reviewed records have the higher
     keys (app.store.fulltext), so they come before drafts without a join per match.
@@ -61,7 +62,7 @@ def rank(
             continue  # sharing any one word is no answer worth putting first
         # A tier may rank records of the tiers before again; taking as many more as those
         # keeps the page full.
-        for scored in index.rank(session, scope, wanted, filters, limit):
+        for scored in index.rank(session, scope, wanted, condition, limit):
             if scored.record_id not in seen:
                 seen.add(scored.record_id)
                 ranked.append(Ranked(scored.record_id, scored.score, matched_by, scored.key))

@@ -9,7 +9,6 @@ error line (`SomeError: message`) is also given to the matcher (app.search.servi
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from app.store.fulltext import TextQuery
 
@@ -24,23 +23,6 @@ _ERROR_LINE = re.compile(
     r"(?:Error|Exception|Warning|Exit|Interrupt)(?::|\s*$)"
 )
 _TRACEBACK_HEADER = "Traceback (most recent call last)"
-
-
-@dataclass(frozen=True, slots=True)
-class SearchFilters:
-    """Exact filters of a search; None means any."""
-
-    repo: str | None = None
-    error_class: str | None = None
-    tag: str | None = None
-
-    def active(self) -> dict[str, str]:
-        """The filters set, by their API parameter names."""
-        named = {"repo": self.repo, "errorClass": self.error_class, "tag": self.tag}
-        return {name: value for name, value in named.items() if value is not None}
-
-
-NO_FILTERS = SearchFilters()
 
 
 def query_phrases(query: str) -> list[list[str]]:

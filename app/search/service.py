@@ -25,7 +25,6 @@ snippet, app.search.related finds the records next to a record.
 """
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlmodel import Session
@@ -35,18 +34,12 @@ from app import store
 from app.errors import AppError
 from app.matching.service import Matcher, match_text
 from app.records import service as records
+from app.records.filters import NO_FILTERS, RecordFilters, filtered, record_condition
 from app.records.service import StoredRecord
 from app.search.fts import MATCHER, RECENT, Ranked, rank
 from app.search.highlight import Marked, Terms, passage
-from app.search.query import (
-    MAX_QUERY_LENGTH,
-    NO_FILTERS,
-    SearchFilters,
-    looks_like_error_line,
-    query_phrases,
-    text_query,
-)
-from app.store.tables import Record, RecordTag
+from app.search.query import MAX_QUERY_LENGTH, looks_like_error_line, query_phrases, text_query
+from app.store.tables import Record
 
 DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 100
@@ -70,7 +63,7 @@ class SearchResults:
     """One page of a search; `total` is exact unless `total_exact` is False (then a floor)."""
 
     query: str
-    filters: SearchFilters
+    filters: RecordFilters
     hits: list[SearchHit]
     total: int
     total_exact: bool
@@ -99,7 +92,7 @@ def decode_cursor(cursor: str) -> int:
 def search(
     session: Session,
     query: str,
-    filters: SearchFilters = NO_FILTERS,
+    filters: RecordFilters = NO_FILTERS,
     *,
     limit: int = DEFAULT_SEARCH_LIMIT,
     cursor: str | None = None,
@@ -124,14 +117,15 @@ def search(
     # An error line ends in a value, not a word being typed: no prefix, and no prefix's cost.
     prefix = not error_line
     index = store.backend(session)
+    condition = record_condition(filters)
     boosted = _boosted(session, query, filters, matcher) if error_line else []
     wanted = text_query(phrases, prefix=prefix)
-    counted = index.count(session, wanted, filters, MAX_RESULTS_WINDOW)
+    counted = index.count(session, wanted, condition, MAX_RESULTS_WINDOW)
     relaxed = counted == 0 and len(phrases) > 1
     if relaxed:
         wanted = text_query(phrases, any_word=True, prefix=prefix)
-        counted = index.count(session, wanted, filters, MAX_RESULTS_WINDOW)
-    ranked = rank(session, wanted, filters, boosted, offset + limit + 1, relaxed)
+        counted = index.count(session, wanted, condition, MAX_RESULTS_WINDOW)
+    ranked = rank(session, wanted, condition, boosted, offset + limit + 1, relaxed)
     extra = len(boosted) - len(index.holding(session, wanted, [row.key for row in boosted]))
     exact = counted < MAX_RESULTS_WINDOW
     hits = _hits(session, ranked[offset : offset + limit], Terms(phrases, prefix))
@@ -140,7 +134,7 @@ def search(
 
 def _page(
     query: str,
-    filters: SearchFilters,
+    filters: RecordFilters,
     hits: list[SearchHit],
     total: int,
     exact: bool,
@@ -165,25 +159,20 @@ def _page(
 
 
 def _boosted(
-    session: Session, query: str, filters: SearchFilters, matcher: Matcher | None
+    session: Session, query: str, filters: RecordFilters, matcher: Matcher | None
 ) -> list[Ranked]:
     """The records the matcher says explain an error line, best first."""
     if matcher is None:
         return []
     matches = match_text(matcher, session, query, MATCH_BOOST_LIMIT).matches
-    wanted = [match for match in matches if _passes(match.record, filters)]
+    ids = [match.id for match in matches]
+    passing = filtered(select(Record.id), filters).where(Record.id.in_(ids))
+    kept = set(session.execute(passing).scalars()) if ids else set()
+    wanted = [match for match in matches if match.id in kept]
     if not wanted:
         return []
     keys = store.backend(session).keys(session, [match.id for match in wanted])
     return [Ranked(match.id, match.score, MATCHER, keys[match.id]) for match in wanted]
-
-
-def _passes(summary: Any, filters: SearchFilters) -> bool:
-    return (
-        filters.repo in (None, summary.repo)
-        and filters.error_class in (None, summary.error_class)
-        and (filters.tag is None or filters.tag in summary.tags)
-    )
 
 
 def _hits(session: Session, page: list[Ranked], terms: Terms) -> list[SearchHit]:
@@ -200,17 +189,10 @@ def _hits(session: Session, page: list[Ranked], terms: Terms) -> list[SearchHit]
 
 
 def _recent(
-    session: Session, query: str, filters: SearchFilters, offset: int, limit: int
+    session: Session, query: str, filters: RecordFilters, offset: int, limit: int
 ) -> SearchResults:
     """With no words to look for: the filtered records, most recently changed first."""
-    statement = select(Record.id)
-    if filters.repo is not None:
-        statement = statement.where(Record.repo == filters.repo)
-    if filters.error_class is not None:
-        statement = statement.where(Record.error_class == filters.error_class)
-    if filters.tag is not None:
-        tagged = select(RecordTag.record_id).where(RecordTag.tag == filters.tag)
-        statement = statement.where(Record.id.in_(tagged))
+    statement = filtered(select(Record.id), filters)
     total = session.execute(select(func.count()).select_from(statement.subquery())).scalar_one()
     ordered = statement.order_by(Record.modified_at.desc(), Record.id)
     ids = list(session.execute(ordered.offset(offset).limit(limit)).scalars())

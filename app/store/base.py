@@ -10,12 +10,35 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, func, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Select,
+    Table,
+    func,
+    literal_column,
+    select,
+)
 from sqlalchemy.sql.dml import Insert
 from sqlmodel import Session
 
-from app.store.fulltext import Filters, Scope, Scored, TextQuery, record_search
-from app.store.tables import RecordTag
+from app.store.fulltext import Scope, Scored, TextQuery, record_search
+from app.store.tables import Record, RecordTag
+
+Condition = ColumnElement[bool]
+"""A condition on the records table (app.records.filters.record_condition builds them)."""
+
+
+def restricted(statement: Select, condition: Condition | None) -> Select:
+    """A full-text query over `record_search k`, kept to the records passing the condition:
+    the services' filters reach both engines' search this one way (issue 11). Core only (the
+    ORM does not take a text FROM clause), so it runs on the session's connection."""
+    if condition is None:
+        return statement
+    records = Record.__table__.c  # type: ignore[attr-defined]
+    record = select(records.id).where(records.id == literal_column("k.record_id"), condition)
+    return statement.where(record.exists())
 
 
 class Backend(ABC):
@@ -27,15 +50,22 @@ class Backend(ABC):
     transactions already do)."""
 
     @abstractmethod
-    def count(self, session: Session, query: TextQuery, filters: Filters, cap: int) -> int:
-        """How many records hold the query under the filters, counted up to `cap` only."""
+    def count(
+        self, session: Session, query: TextQuery, condition: Condition | None, cap: int
+    ) -> int:
+        """How many records passing the condition hold the query, counted up to `cap` only."""
 
     @abstractmethod
     def rank(
-        self, session: Session, scope: Scope, query: TextQuery, filters: Filters, limit: int
+        self,
+        session: Session,
+        scope: Scope,
+        query: TextQuery,
+        condition: Condition | None,
+        limit: int,
     ) -> list[Scored]:
-        """The best `limit` records of the scope holding the query, best first; equal
-        scores in key order, highest first."""
+        """The best `limit` records of the scope passing the condition and holding the query,
+        best first; equal scores in key order, highest first."""
 
     @abstractmethod
     def holding(self, session: Session, query: TextQuery, keys: Sequence[int]) -> set[int]:

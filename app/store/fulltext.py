@@ -3,7 +3,8 @@ weighs, and the queries both engines answer alike (issue 14).
 
 SQLite keeps the index in FTS5 tables (migration 0002), PostgreSQL in weighted tsvector
 columns of `record_search` (migration 0008); both keep `record_search`, one row per record
-with its key in the index and the facts that filters and related records need. What differs
+with its key in the index and the facts that related records need (filters are conditions on
+the records table: app.store.base.restricted). What differs
 between the engines is how words are matched and ranked (app.store.base.Backend).
 
 Keys: reviewed records get keys above REVIEWED_KEYS, drafts below, each newer record a higher
@@ -13,7 +14,6 @@ newer drafts before older ones, without a join per match.
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
 
 from sqlalchemy import BigInteger, Column, MetaData, Table, Text
 
@@ -77,14 +77,6 @@ record_search = Table(
 """The facts table both engines keep (migrations 0002 and 0008); their index columns differ."""
 
 
-class Filters(Protocol):
-    """Exact filters of a search (app.search.query.SearchFilters); None means any."""
-
-    repo: str | None
-    error_class: str | None
-    tag: str | None
-
-
 @dataclass(frozen=True, slots=True)
 class TextQuery:
     """What to look for: phrases of words (letters and digits only, as app.search splits a
@@ -111,21 +103,3 @@ class Scored:
     key: int
     record_id: str
     score: float
-
-
-def filter_sql(filters: Filters) -> tuple[str, dict[str, str]]:
-    """SQL conditions on `record_search k` for the filters, and their parameters."""
-    conditions, params = [], {}
-    if filters.repo is not None:
-        conditions.append(" AND k.repo = :repo")
-        params["repo"] = filters.repo
-    if filters.error_class is not None:
-        conditions.append(" AND k.error_class = :error_class")
-        params["error_class"] = filters.error_class
-    if filters.tag is not None:
-        conditions.append(
-            " AND EXISTS (SELECT 1 FROM record_tags t"
-            " WHERE t.record_id = k.record_id AND t.tag = :tag)"
-        )
-        params["tag"] = filters.tag
-    return "".join(conditions), params

@@ -15,20 +15,29 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, Integer, Table, bindparam, create_engine, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Integer,
+    Table,
+    bindparam,
+    create_engine,
+    func,
+    literal_column,
+    select,
+    text,
+)
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
 from app.config import Settings
-from app.store.base import Backend
+from app.store.base import Backend, Condition, restricted
 from app.store.fulltext import (
     REVIEWED_KEYS,
-    Filters,
     Scope,
     Scored,
     TextQuery,
-    filter_sql,
     rank_weights,
 )
 
@@ -112,29 +121,42 @@ class PostgresBackend(Backend):
     name = "postgresql"
     snapshot_isolation = "REPEATABLE READ"
 
-    def count(self, session: Session, query: TextQuery, filters: Filters, cap: int) -> int:
-        where, params = filter_sql(filters)
-        statement = text(
-            f"SELECT count(*) FROM (SELECT 1 FROM record_search k, {_QUERY} AS q(q)"
-            f" WHERE k.full_tsv @@ q.q{where} LIMIT :cap) AS found"
+    def count(
+        self, session: Session, query: TextQuery, condition: Condition | None, cap: int
+    ) -> int:
+        found = (
+            select(literal_column("1"))
+            .select_from(text(f"record_search k, {_QUERY} AS q(q)"))
+            .where(text("k.full_tsv @@ q.q"))
         )
-        params |= {"query": tsquery_text(query), "cap": cap}
-        return session.execute(statement, params).scalar_one()
+        found = restricted(found, condition).limit(cap).subquery()
+        statement = select(func.count()).select_from(found)
+        params = {"query": tsquery_text(query)}
+        return session.connection().execute(statement, params).scalar_one()
 
     def rank(
-        self, session: Session, scope: Scope, query: TextQuery, filters: Filters, limit: int
+        self,
+        session: Session,
+        scope: Scope,
+        query: TextQuery,
+        condition: Condition | None,
+        limit: int,
     ) -> list[Scored]:
         column, leave_out = _SCOPES[scope]
-        where, params = filter_sql(filters)
-        statement = text(
-            f"SELECT k.fts_rowid, k.record_id,"
-            f" ts_rank({_WEIGHTS}, k.{column}, q.q, {RANK_NORMALIZATION}) AS score"
-            f" FROM record_search k, {_QUERY} AS q(q)"
-            f" WHERE k.{column} @@ q.q{where}{leave_out}"
-            " ORDER BY score DESC, k.fts_rowid DESC LIMIT :limit"
+        score = f"ts_rank({_WEIGHTS}, k.{column}, q.q, {RANK_NORMALIZATION})"
+        statement = (
+            select(
+                literal_column("k.fts_rowid"),
+                literal_column("k.record_id"),
+                literal_column(score).label("score"),
+            )
+            .select_from(text(f"record_search k, {_QUERY} AS q(q)"))
+            .where(text(f"k.{column} @@ q.q{leave_out}"))
         )
-        params |= {"query": tsquery_text(query), "limit": limit}
-        return [Scored(*row) for row in session.execute(statement, params)]
+        statement = restricted(statement, condition).order_by(text("score DESC, k.fts_rowid DESC"))
+        params = {"query": tsquery_text(query)}
+        rows = session.connection().execute(statement.limit(limit), params)
+        return [Scored(*row) for row in rows]
 
     def holding(self, session: Session, query: TextQuery, keys: Sequence[int]) -> set[int]:
         if not keys:

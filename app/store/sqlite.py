@@ -11,21 +11,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, Table, bindparam, text
+from sqlalchemy import Connection, Engine, Table, bindparam, func, literal_column, select, text
 from sqlalchemy.dialects import sqlite
 from sqlmodel import Session
 
 from app.store import sqlite_bulk
-from app.store.base import Backend
+from app.store.base import Backend, Condition, restricted
 from app.store.fulltext import (
     FULL_WEIGHTS,
     HEAD_WEIGHTS,
     REVIEWED_KEYS,
-    Filters,
     Scope,
     Scored,
     TextQuery,
-    filter_sql,
 )
 
 # Scope -> (FTS table, BM25 weights, which records: reviewed only, or not those the short
@@ -56,29 +54,39 @@ class SqliteBackend(Backend):
     name = "sqlite"
     snapshot_isolation = None  # WAL: a read transaction sees the file as it was at its start
 
-    def count(self, session: Session, query: TextQuery, filters: Filters, cap: int) -> int:
-        where, params = filter_sql(filters)
-        join = " JOIN record_search k ON k.fts_rowid = f.rowid" if where else ""
-        statement = text(
-            f"SELECT count(*) FROM (SELECT 1 FROM records_fts f{join}"
-            f" WHERE records_fts MATCH :expression{where} LIMIT :cap)"
+    def count(
+        self, session: Session, query: TextQuery, condition: Condition | None, cap: int
+    ) -> int:
+        join = " JOIN record_search k ON k.fts_rowid = f.rowid" if condition is not None else ""
+        found = (
+            select(literal_column("1"))
+            .select_from(text(f"records_fts f{join}"))
+            .where(text("records_fts MATCH :expression"))
         )
-        params |= {"expression": match_expression(query), "cap": cap}
-        return session.execute(statement, params).scalar_one()
+        found = restricted(found, condition).limit(cap).subquery()
+        statement = select(func.count()).select_from(found)
+        params = {"expression": match_expression(query)}
+        return session.connection().execute(statement, params).scalar_one()
 
     def rank(
-        self, session: Session, scope: Scope, query: TextQuery, filters: Filters, limit: int
+        self,
+        session: Session,
+        scope: Scope,
+        query: TextQuery,
+        condition: Condition | None,
+        limit: int,
     ) -> list[Scored]:
         table, weights, leave_out = _SCOPES[scope]
-        where, params = filter_sql(filters)
-        join = " JOIN record_search k ON k.fts_rowid = f.rowid" if where else ""
-        statement = text(
-            f"SELECT f.rowid, -bm25({table}, {', '.join(map(str, weights))}) AS score"
-            f" FROM {table} f{join} WHERE {table} MATCH :expression{where}{leave_out}"
-            " ORDER BY score DESC, f.rowid DESC LIMIT :limit"
+        join = " JOIN record_search k ON k.fts_rowid = f.rowid" if condition is not None else ""
+        score = literal_column(f"-bm25({table}, {', '.join(map(str, weights))})").label("score")
+        statement = (
+            select(literal_column("f.rowid"), score)
+            .select_from(text(f"{table} f{join}"))
+            .where(text(f"{table} MATCH :expression{leave_out}"))
         )
-        params |= {"expression": match_expression(query), "limit": limit}
-        scored = session.execute(statement, params).all()
+        statement = restricted(statement, condition).order_by(text("score DESC, f.rowid DESC"))
+        params = {"expression": match_expression(query)}
+        scored = session.connection().execute(statement.limit(limit), params).all()
         ids = _record_ids(session, [rowid for rowid, _ in scored])
         return [Scored(rowid, ids[rowid], score) for rowid, score in scored]
 

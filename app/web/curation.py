@@ -10,12 +10,13 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
 
-from app.api.curation import MAX_CURSOR_CHARS, MAX_REPO_CHARS
-from app.api.deps import SessionDep, SettingsDep
+from app.api.curation import MAX_CURSOR_CHARS
+from app.api.deps import RecordFiltersDep, SessionDep, SettingsDep
 from app.api.meta import DaysQuery
 from app.curation.queue import DEFAULT_QUEUE_PAGE, curation_queue
 from app.ops import stats
 from app.records import service as records
+from app.records.filters import RecordFilters
 from app.web.charts import charts
 from app.web.routes import templates
 
@@ -35,20 +36,22 @@ def _with_query(path: str, **params: str | int | None) -> str:
 def read_curate_page(
     request: Request,
     session: SessionDep,
-    repo: Annotated[str | None, Query(max_length=MAX_REPO_CHARS)] = None,
+    filters: RecordFiltersDep,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
 ) -> Response:
     """The curation queue: the drafts and unexplained errors people hit most, first."""
     request.app.state.hits.flush()
-    repo = repo or None  # the form's "any repository" sends repo=
-    page = curation_queue(session, repo, DEFAULT_QUEUE_PAGE, cursor)
-    json_url = _with_query("/api/curation/queue", repo=repo, cursor=cursor)
+    # The form's "any repository" sends repo=: an empty field is no filter.
+    filters = RecordFilters.model_validate({k: v for k, v in filters.active().items() if v})
+    page = curation_queue(session, filters, DEFAULT_QUEUE_PAGE, cursor)
+    params = filters.active()
+    json_url = _with_query("/api/curation/queue", **params, cursor=cursor)
     context = {
         "page": page,
-        "repo": repo,
+        "repo": filters.repo,
         "repos": sorted(records.dataset_stats(session).per_repo),
         "json_url": json_url,
-        "next_url": page.next_cursor and _with_query("/curate", repo=repo, cursor=page.next_cursor),
+        "next_url": page.next_cursor and _with_query("/curate", **params, cursor=page.next_cursor),
     }
     return templates.TemplateResponse(request, "curate.html", context, headers=_json_link(json_url))
 

@@ -15,14 +15,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from app.api.deps import SearchFiltersDep, SessionDep, SettingsDep
+from app.api.deps import RecordFiltersDep, SessionDep, SettingsDep
 from app.api.observed import count_view, match_counted
+from app.api.views import record_view
 from app.errors import AppError, not_found
 from app.records import locations
 from app.records import service as records
 from app.records.service import StoredRecord
-from app.reproducers import drift, runner
-from app.search import query, related
+from app.search import query
 from app.search import service as search
 from app.web import render
 
@@ -51,6 +51,10 @@ def _environment() -> Environment:
 templates = Jinja2Templates(env=_environment())
 
 
+def _given(**params: str | None) -> dict[str, str]:
+    return {name: value for name, value in params.items() if value is not None}
+
+
 def _alternate(path: str) -> dict[str, str]:
     return {"Link": f'<{path}>; rel="alternate"; type="application/json"'}
 
@@ -70,7 +74,7 @@ def read_home(request: Request, session: SessionDep) -> Response:
 def read_search_page(
     request: Request,
     session: SessionDep,
-    filters: SearchFiltersDep,
+    filters: RecordFiltersDep,
     q: Annotated[str, Query(max_length=query.MAX_QUERY_LENGTH)] = "",
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
@@ -81,7 +85,8 @@ def read_search_page(
         "params": {"q": q or None, **filters.active()},
         "facets": render.page_facets(results.hits),
         "stats": records.dataset_stats(session),
-        "json_url": "/api/search?" + urlencode({"q": q, **filters.active()}),
+        "json_url": "/api/search?"
+        + urlencode({"q": q, **filters.active(), **_given(cursor=cursor)}),
     }
     headers = _alternate(context["json_url"])
     return templates.TemplateResponse(request, "search.html", context, headers=headers)
@@ -104,28 +109,29 @@ def create_match_page(
         "result": result,
         "pieces": render.paste_pieces(text, spans, matched),
         "exceptions": {exc.index: exc for exc in result.exceptions},
+        "json_url": f"/api/match?limit={MATCHES_ON_PAGE}",  # the same MatchResult, POSTed
     }
-    return templates.TemplateResponse(request, "match.html", context)
+    headers = _alternate(context["json_url"])
+    return templates.TemplateResponse(request, "match.html", context, headers=headers)
 
 
 def _record_page(
     request: Request, session: SessionDep, settings: SettingsDep, stored: StoredRecord
 ) -> Response:
+    """The page of the same RecordView that GET /api/errors/{id} answers (issue 11)."""
     count_view(request, stored.id)
-    known = locations.record_locations(session, [stored.id]).get(stored.id, [])
+    view = record_view(session, settings, stored)
     context = {
         "stored": stored,
         "record": stored.record,
         "draft": stored.review_state == records.DRAFT,
-        "locations": known,
-        "history": locations.release_history(
-            session, stored.record.error_message, known, locations.harvested_releases(session)
-        ),
-        "code": next((loc.context for loc in reversed(known) if loc.context), None),
-        "related": related.related_records(session, stored),
-        "reproducer": runner.reproducer_info(settings, stored.id),
-        "runs": runner.latest_runs(session, stored.id),
-        "drift": drift.latest_drift(session, stored.id),
+        "locations": view.locations,
+        "history": view.history,
+        "code": next((loc.context for loc in reversed(view.locations) if loc.context), None),
+        "related": view.related,
+        "reproducer": view.reproducer,
+        "runs": view.runs,
+        "drift": view.drift,
         "json_url": f"/api/errors/{stored.id}",
     }
     headers = _alternate(context["json_url"])
