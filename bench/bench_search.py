@@ -28,7 +28,7 @@ from app.config import Settings  # noqa: E402
 from app.records import service as records  # noqa: E402
 from app.store.engine import open_store, unit_of_work  # noqa: E402
 from bench.server import running_server  # noqa: E402
-from bench.synthetic import WORDS, synthetic_records  # noqa: E402
+from bench.synthetic import REPOS, WORDS, synthetic_records  # noqa: E402
 
 REQUESTS_PER_KIND = 300
 WARMUP_REQUESTS = 30
@@ -52,7 +52,7 @@ def _import(url: str, count: int) -> list[dict]:
     return rows
 
 
-def _queries(rows: list[dict]) -> dict[str, list[str]]:
+def _queries(rows: list[dict]) -> dict[str, list[dict[str, str]]]:
     """Distinct queries of each kind, cycled through so no one query is all that is timed."""
     words = sorted(WORDS)
     three = [" ".join(words[i : i + 3]) for i in range(0, len(words) - 2, 2)]
@@ -60,19 +60,21 @@ def _queries(rows: list[dict]) -> dict[str, list[str]]:
     # For contrast, not part of the goal: a tag that 1 % of the records carry, as real
     # words are rare compared with the synthetic vocabulary.
     rare = [f"t{n}" for n in range(0, 100, 7)]
+    by_repo = [{"q": word, "repo": REPOS[n % len(REPOS)]} for n, word in enumerate(words)]
     return {
-        "one word": words,
-        "three words": three,
-        "exact message": messages,
-        "one rare word (contrast)": rare,
+        "one word": [{"q": word} for word in words],
+        "three words": [{"q": query} for query in three],
+        "exact message": [{"q": message} for message in messages],
+        "one word, repo filter": by_repo,
+        "one rare word (contrast)": [{"q": word} for word in rare],
     }
 
 
-def _time(client: httpx.Client, queries: list[str], count: int) -> list[float]:
+def _time(client: httpx.Client, queries: list[dict[str, str]], count: int) -> list[float]:
     latencies = []
     for query in itertools.islice(itertools.cycle(queries), count):
         started = time.perf_counter()
-        response = client.get("/api/search", params={"q": query})
+        response = client.get("/api/search", params=query)
         latencies.append((time.perf_counter() - started) * 1000)
         assert response.status_code == 200, response.text
         assert response.json()["items"], query

@@ -37,8 +37,10 @@ def restricted(statement: Select, condition: Condition | None) -> Select:
     if condition is None:
         return statement
     records = Record.__table__.c  # type: ignore[attr-defined]
-    record = select(records.id).where(records.id == literal_column("k.record_id"), condition)
-    return statement.where(record.exists())
+    # Not a correlated EXISTS: the ids passing the filter are found once (through the
+    # records' indexes), then each hit is a probe into them, not a read of its record row.
+    passing = select(records.id).where(condition)
+    return statement.where(literal_column("k.record_id").in_(passing))
 
 
 class Backend(ABC):
