@@ -34,7 +34,7 @@ _BUILTIN_BASES: dict[str, frozenset[str]] = {
 def exception_classes(bases: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
     """The classes of ``bases`` (one release's name -> base names) that are exceptions:
     a builtin exception is among their ancestors."""
-    known: dict[str, bool] = {name: True for name in _BUILTIN_BASES}
+    known: dict[str, bool] = dict.fromkeys(_BUILTIN_BASES, True)
 
     def is_exception(name: str, depth: int) -> bool:
         if name in known:

@@ -418,7 +418,7 @@ class _FileProgress:
     def __enter__(self) -> "_FileProgress":
         return self
 
-    def __call__(self, done: int, total: int, _path: str) -> None:
+    def __call__(self, _done: int, total: int, _path: str) -> None:
         if self.bar is None:
             self.bar = typer.progressbar(length=total, label=self.label, file=sys.stderr)
             self.bar.__enter__()

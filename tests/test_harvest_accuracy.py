@@ -125,7 +125,8 @@ def torch_client(harvested: accuracy.Harvested) -> TestClient:
     """A service whose store holds the drafts harvested from the installed torch (and the
     other releases of the shared store)."""
     result, counts = harvested.results["torch"]
-    assert counts.created > 10_000 and result.files > 2_000
+    assert counts.created > 10_000
+    assert result.files > 2_000
     return harvested.client
 
 

@@ -23,7 +23,8 @@ BACKGROUND_WITHIN_S = 180.0
 def _wait_ready(client: TestClient) -> dict:
     deadline = time.monotonic() + READY_WITHIN_S
     while (response := client.get("/readyz")).status_code != 200:
-        assert response.status_code == 503 and response.json()["status"] == "starting"
+        assert response.status_code == 503
+        assert response.json()["status"] == "starting"
         assert time.monotonic() < deadline, response.json()
         time.sleep(0.05)
     return response.json()

@@ -99,7 +99,7 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     text = _format(exc)
     index = PatternIndex([(record_id, record.message_pattern)], backend="portable")
     candidate = candidate_from(record, "reviewed", None)
-    exceptions, matches = find_matches(index, text, lambda ids: {record_id: candidate})
+    exceptions, matches = find_matches(index, text, lambda _ids: {record_id: candidate})
     last = exceptions[-1] if exceptions else None
     class_ok = last is not None and last.error_class == short_class(record.error_class)
     top = matches[0] if matches else None

@@ -66,7 +66,7 @@ class Stub:
     def __init__(self, qualname: str) -> None:
         self._qualname = qualname
 
-    def __call__(self, *args: object, **kwargs: object) -> None:
+    def __call__(self, *_args: object, **_kwargs: object) -> None:
         raise StubUsedError(f"{self._qualname} is stubbed by errkb and must not be called")
 
     def __getattr__(self, attr: str) -> object:
