@@ -27,12 +27,22 @@ def _record_body() -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": content}}
 
 
-def _document_response(session: SessionDep, stored: records.StoredRecord, status: int = 200):
+def _document_response(
+    session: SessionDep, stored: records.StoredRecord, status: int = 200
+) -> Response:
     known = locations.record_locations(session, [stored.id]).get(stored.id, [])
     harvested = locations.harvested_releases(session)
     history = locations.release_history(session, stored.record.error_message, known, harvested)
     body = record_document_json(stored, records.dataset_version(session), known, history)
     return Response(body, status_code=status, media_type=JSON_MEDIA)
+
+
+def _written_response(session: SessionDep, record_id: str, status: int) -> Response:
+    """The document of the record this request has just written."""
+    stored = records.get_record(session, record_id)
+    if stored is None:
+        raise RuntimeError(f"record {record_id} was written but cannot be read back")
+    return _document_response(session, stored, status)
 
 
 @router.get("", response_model=RecordPage, responses=problems(400))
@@ -103,7 +113,7 @@ def create_error(session: WriteSessionDep, record: AdminBodyDep) -> Response:
     if records.get_record(session, record["id"]) is not None:
         raise AppError(409, "Conflict", f"record {record['id']} exists; PUT replaces it")
     records.write_records(session, [record], origin="api")
-    return _document_response(session, records.get_record(session, record["id"]), 201)
+    return _written_response(session, record["id"], 201)
 
 
 @router.put(
@@ -123,7 +133,7 @@ def replace_error(session: WriteSessionDep, record_id: str, record: AdminBodyDep
         )
     counts = records.write_records(session, [record], origin="api")
     status = 201 if counts.created else 200
-    return _document_response(session, records.get_record(session, record_id), status)
+    return _written_response(session, record_id, status)
 
 
 @router.delete("/{record_id}", status_code=204, responses=problems(404, *_WRITE_PROBLEMS))

@@ -56,8 +56,10 @@ from app.matching.patterns import PatternError, check_pattern, parsed, re2_optio
 
 try:
     import hyperscan
+
+    HYPERSCAN = True
 except ImportError:  # no wheel outside x86-64: the portable engine takes over
-    hyperscan = None
+    HYPERSCAN = False
 
 Backend = Literal["auto", "hyperscan", "portable"]
 
@@ -96,7 +98,7 @@ _CACHE_MAGIC = b"errkb-pattern-index\n"
 
 _HS_FLAGS = (
     (hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY)
-    if hyperscan
+    if HYPERSCAN
     else 0
 )
 """Line anchors like RE2's line mode; one report per pattern, the earliest, which is all the
@@ -501,7 +503,7 @@ def _load_database(blob: bytes) -> Any:
 
 
 _ENGINES: dict[str, Any] = {"hyperscan": _HyperscanEngine, "portable": _PortableEngine}
-_STALE_DATABASE = (hyperscan.error,) if hyperscan else ()  # built by another Hyperscan
+_STALE_DATABASE = (hyperscan.error,) if HYPERSCAN else ()  # built by another Hyperscan
 
 
 def _resolve(backend: Backend) -> str:
@@ -510,7 +512,7 @@ def _resolve(backend: Backend) -> str:
         return "portable"
     if backend not in _ENGINES:
         raise ValueError(f"unknown backend {backend!r}; expected auto, hyperscan or portable")
-    if backend == "hyperscan" and not hyperscan:
+    if backend == "hyperscan" and not HYPERSCAN:
         raise RuntimeError("the hyperscan module is not installed (it is x86-64 only)")
     return backend
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app import cursor as cursor_codec
 from app import store
@@ -203,16 +203,16 @@ def _recent(
     session: Session, query: str, filters: SearchFilters, offset: int, limit: int
 ) -> SearchResults:
     """With no words to look for: the filtered records, most recently changed first."""
-    statement = select(Record.id)
+    statement = select(col(Record.id))
     if filters.repo is not None:
-        statement = statement.where(Record.repo == filters.repo)
+        statement = statement.where(col(Record.repo) == filters.repo)
     if filters.error_class is not None:
-        statement = statement.where(Record.error_class == filters.error_class)
+        statement = statement.where(col(Record.error_class) == filters.error_class)
     if filters.tag is not None:
-        tagged = select(RecordTag.record_id).where(RecordTag.tag == filters.tag)
-        statement = statement.where(Record.id.in_(tagged))
+        tagged = select(col(RecordTag.record_id)).where(col(RecordTag.tag) == filters.tag)
+        statement = statement.where(col(Record.id).in_(tagged))
     total = session.execute(select(func.count()).select_from(statement.subquery())).scalar_one()
-    ordered = statement.order_by(Record.modified_at.desc(), Record.id)
+    ordered = statement.order_by(col(Record.modified_at).desc(), col(Record.id))
     ids = list(session.execute(ordered.offset(offset).limit(limit)).scalars())
     stored = records.get_records(session, ids)
     hits = [

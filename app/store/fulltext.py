@@ -78,11 +78,18 @@ record_search = Table(
 
 
 class Filters(Protocol):
-    """Exact filters of a search (app.search.query.SearchFilters); None means any."""
+    """Exact filters of a search (app.search.query.SearchFilters); None means any.
 
-    repo: str | None
-    error_class: str | None
-    tag: str | None
+    Read-only members, so that a frozen dataclass is one."""
+
+    @property
+    def repo(self) -> str | None: ...
+
+    @property
+    def error_class(self) -> str | None: ...
+
+    @property
+    def tag(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +120,10 @@ class Scored:
     score: float
 
 
-def filter_sql(filters: Filters) -> tuple[str, dict[str, str]]:
+def filter_sql(filters: Filters) -> tuple[str, dict[str, object]]:
     """SQL conditions on `record_search k` for the filters, and their parameters."""
-    conditions, params = [], {}
+    conditions: list[str] = []
+    params: dict[str, object] = {}
     if filters.repo is not None:
         conditions.append(" AND k.repo = :repo")
         params["repo"] = filters.repo
