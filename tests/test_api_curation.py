@@ -4,10 +4,14 @@ paged, filtered by repo, reviewed records left out (issue 13)."""
 import base64
 import json
 
+import pytest
+
 from app.curation.queue import template_id
 from app.store.engine import unit_of_work
 from tests.conftest import DATA_DIR
 from tests.helpers.harvested import KEY_EXISTS, NO_LOCK, OBJECT_TOO_BIG, harvest_into
+
+pytestmark = pytest.mark.network  # downloads from the package index
 
 SEED_002 = "edc4df790b100979"
 KEY_PASTE = (

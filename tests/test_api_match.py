@@ -12,6 +12,8 @@ from tests.conftest import DATA_DIR
 from tests.helpers.hostile import pastes
 from tests.real_errors import reproducer_traceback, sglang_cancel_traceback
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 SEED_LINE = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
 
 

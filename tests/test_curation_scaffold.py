@@ -19,6 +19,8 @@ from app.reproducers.runner import reproducer_info
 from app.store.engine import open_store
 from tests.helpers.harvested import NO_SPACE, REF, REPO, UPSTREAM_FILE, release_folder
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 runner = CliRunner()
 PROSE = list(PROSE_HINTS) + list(PROSE_LIST_HINTS)
 WRITTEN = {

@@ -19,6 +19,8 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset, random_split  # noqa: E402
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 TOP1_GOAL = 0.95
 
 

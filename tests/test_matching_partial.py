@@ -17,6 +17,8 @@ from app.matching.partial import (
 )
 from tests.helpers.releases import RELEASES
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 MESSAGES = {
     "range": "temperature must be in [0, 2], got 5.0.",
     "finite": "temperature must be a finite number, got inf.",

@@ -21,6 +21,8 @@ from fastapi.testclient import TestClient
 from tests.helpers import accuracy, pastes
 from tests.helpers.releases import RELEASES
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 torch = pytest.importorskip("torch", reason="torch comes with the reproducers extra")
 pytest.importorskip("msgspec", reason="msgspec comes with the test extra")
 

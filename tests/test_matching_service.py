@@ -28,6 +28,8 @@ from tests.real_errors import (
     reproducer_traceback,
 )
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 
 @pytest.fixture
 def store(settings):

@@ -5,6 +5,7 @@ the background once ready, with their progress (issue 15)."""
 import time
 from contextlib import ExitStack
 
+import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
@@ -15,6 +16,8 @@ from app.main import create_app
 from app.ops.startup import LOAD_INDEX, harvest_step, startup_lock
 from app.records import locations
 from app.store.tables import Record
+
+pytestmark = pytest.mark.network  # downloads from the package index
 
 READY_WITHIN_S = 60.0
 BACKGROUND_WITHIN_S = 180.0

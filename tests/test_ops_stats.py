@@ -1,12 +1,15 @@
 """/api/stats/charts and the /stats page over real reproducer runs, real drift checks and
 counted hits (issue 13)."""
 
+import pytest
 from sqlmodel import Session
 
 from app.curation.hits import today
 from app.records import service as records
 from app.reproducers import drift, runner
 from tests.conftest import DATA_DIR
+
+pytestmark = pytest.mark.network  # downloads from the package index
 
 C53, B6B, EDC = "c53f6de81577a6bc", "b6bab2e17ae18394", "edc4df790b100979"
 SEED_002_PASTE = (

@@ -26,6 +26,8 @@ from tests.helpers.old_store import insert_at_revision
 from tests.helpers.releases import RELEASES
 from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 DEFAULT_RELEASES = ("vllm==0.33.0", "sglang==0.5.23")
 # Where each seed's raise site is in the harvested release: what its real traceback shows.
 SEED_SITES = {

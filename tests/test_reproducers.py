@@ -17,6 +17,8 @@ import re2
 from app.config import PROJECT_ROOT
 from app.reproducers.kit import EXIT_CODES
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 REPRODUCERS = PROJECT_ROOT / "reproducers"
 RECORDS = PROJECT_ROOT / "data" / "records"
 CPU_IDS = ["c53f6de81577a6bc", "b6bab2e17ae18394"]

@@ -13,6 +13,8 @@ from app.records.model import ErrorRecord, parse_record
 from app.reproducers import drift, runner
 from tests.conftest import DATA_DIR
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 HANGING = """
 import time
 RECORD_ID = "{rid}"

@@ -21,6 +21,8 @@ from app.reproducers import upstream
 from app.reproducers.upstream import Upstream
 from tests.helpers.releases import RELEASES
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 VLLM = ("vllm", "0.33.0")
 SGLANG = ("sglang", "0.5.23")
 HF3FS_MODULE = "vllm.distributed.kv_transfer.kv_connector.v1.hf3fs.utils.gather_scatter_helper"

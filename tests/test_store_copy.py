@@ -4,6 +4,7 @@ row for row, and its export is the same bytes; a target holding rows is refused.
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy import Engine, select
 from sqlmodel import Session
 from typer.testing import CliRunner
@@ -19,6 +20,8 @@ from app.store.engine import open_store, unit_of_work
 from tests.conftest import DATA_DIR
 from tests.helpers import postgres
 from tests.helpers.harvested import harvest_into
+
+pytestmark = pytest.mark.network  # downloads from the package index
 
 SEED = "b6bab2e17ae18394"
 
