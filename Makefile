@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+LINTED := app tests bench migrations reproducers
 
 .PHONY: serve test lint bench
 
@@ -12,9 +13,14 @@ $(VENV)/.serve-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,reproducers]'
+# lint's tools only (ruff, mypy, stubs) beside the service's own packages: no torch.
+$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.serve-installed
+
+$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test,reproducers,dev]'
+	touch $@ $(VENV)/.serve-installed $(VENV)/.dev-installed
 
 serve: $(VENV)/.serve-installed
 	$(BIN)/errkb serve
@@ -22,8 +28,11 @@ serve: $(VENV)/.serve-installed
 test: $(VENV)/.test-installed lint
 	$(BIN)/pytest
 
-lint: $(VENV)/.test-installed
-	$(BIN)/ruff check app tests bench migrations reproducers
+# ruff's formatting and rules over all the Python, then mypy over the package (pyproject.toml).
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/mypy app
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_api.py

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Mapping
 
 from sqlalchemy import delete, insert, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app.store.tables import ExceptionClass
 
@@ -34,7 +34,7 @@ _BUILTIN_BASES: dict[str, frozenset[str]] = {
 def exception_classes(bases: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
     """The classes of ``bases`` (one release's name -> base names) that are exceptions:
     a builtin exception is among their ancestors."""
-    known: dict[str, bool] = {name: True for name in _BUILTIN_BASES}
+    known: dict[str, bool] = dict.fromkeys(_BUILTIN_BASES, True)
 
     def is_exception(name: str, depth: int) -> bool:
         if name in known:
@@ -49,7 +49,7 @@ def exception_classes(bases: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[s
 
 def replace_release(session: Session, release: str, classes: Mapping[str, tuple[str, ...]]) -> None:
     """Make these the exception classes of ``release``."""
-    session.execute(delete(ExceptionClass).where(ExceptionClass.release == release))
+    session.execute(delete(ExceptionClass).where(col(ExceptionClass.release) == release))
     rows = [
         {"release": release, "name": name, "bases": json.dumps(list(parents))}
         for name, parents in sorted(classes.items())
@@ -61,7 +61,7 @@ def replace_release(session: Session, release: str, classes: Mapping[str, tuple[
 def class_graph(session: Session) -> ClassGraph:
     """Every stored release's classes merged (a class's bases in any release), with the
     builtin exceptions."""
-    rows = session.execute(select(ExceptionClass.name, ExceptionClass.bases))
+    rows = session.execute(select(col(ExceptionClass.name), col(ExceptionClass.bases)))
     return class_graph_of((name, json.loads(parents)) for name, parents in rows)
 
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -22,6 +22,12 @@ from app.config import Settings
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
+
+if TYPE_CHECKING:  # imported where used: the commands that need neither start faster
+    from typer._click._termui_impl import ProgressBar
+
+    from app.matching.service import Matcher
+    from app.reproducers.runner import RunOutcome
 
 UVICORN_LOG_CONFIG = Path(__file__).parent / "ops" / "uvicorn-logging.json"
 """A logging config that changes nothing, for workers whose logs are errkb's JSON (uvicorn's
@@ -83,7 +89,7 @@ def db_copy(
         open_store(settings.model_copy(update={"database_url": url})) for url in (source, target)
     ]
     try:
-        report = copy_store(*engines)
+        report = copy_store(engines[0], engines[1])
     except CopyError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
@@ -148,7 +154,7 @@ def export_command(
         temporary.replace(out)
 
 
-def _matcher(settings: Settings, engine: Engine):
+def _matcher(settings: Settings, engine: Engine) -> "Matcher":
     from app.matching.service import Matcher
 
     return Matcher(engine, settings.cache_dir, settings.max_paste_bytes, settings.match_deadline_s)
@@ -316,7 +322,9 @@ def serve_command(
     # JSON logs: uvicorn's loggers go to errkb's JSON handler, and errkb logs each request.
     if workers > 1:
         raise typer.Exit(_serve_workers(settings, host, port, workers))
-    logs = {"log_config": None, "access_log": False} if settings.log_format == "json" else {}
+    logs: dict[str, Any] = {}
+    if settings.log_format == "json":
+        logs = {"log_config": None, "access_log": False}
     uvicorn.run(create_app(settings), host=host, port=port, **logs)
 
 
@@ -368,7 +376,7 @@ def verify_command(
     raise typer.Exit(runner.exit_status(outcomes))
 
 
-def verify_json(outcome) -> dict:
+def verify_json(outcome: "RunOutcome") -> dict:
     """The JSON form of a run for `errkb verify --json` (the CI artefact)."""
     return {
         "id": outcome.record_id,
@@ -449,18 +457,18 @@ class _FileProgress:
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.bar = None
+        self.bar: ProgressBar[int] | None = None
 
     def __enter__(self) -> "_FileProgress":
         return self
 
-    def __call__(self, done: int, total: int, _path: str) -> None:
+    def __call__(self, _done: int, total: int, _path: str) -> None:
         if self.bar is None:
             self.bar = typer.progressbar(length=total, label=self.label, file=sys.stderr)
             self.bar.__enter__()
         self.bar.update(1)
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         if self.bar is not None:
             self.bar.__exit__(*exc_info)
 

@@ -18,11 +18,11 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings  # noqa: E402
-from app.records import service as records  # noqa: E402
-from app.store.engine import open_store, unit_of_work  # noqa: E402
-from bench.server import running_server  # noqa: E402
-from bench.synthetic import synthetic_records  # noqa: E402
+from app.config import Settings
+from app.records import service as records
+from app.store.engine import open_store, unit_of_work
+from bench.server import running_server
+from bench.synthetic import synthetic_records
 
 REQUESTS_PER_LEVEL = 2000
 SECONDS_PER_LEVEL = 20.0
@@ -73,7 +73,8 @@ def main() -> None:
             started = time.perf_counter()
             report = records.import_paths(session, [source])
             import_s = time.perf_counter() - started
-        assert report.written and report.counts.created == args.records, report.rejected[:3]
+        assert report.written, report.rejected[:3]
+        assert report.counts.created == args.records, report.rejected[:3]
         print(f"import of {args.records} records: {import_s:.2f} s")
 
         with running_server({"ERRKB_DATABASE_URL": url}) as base:

@@ -34,14 +34,14 @@ from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings  # noqa: E402
-from app.records import service as records  # noqa: E402
-from app.store.engine import open_store, unit_of_work  # noqa: E402
-from bench.bench_match import traceback_of  # noqa: E402
-from bench.bench_search import _p95, _queries, _time  # noqa: E402
-from bench.load import drive, get, post_json  # noqa: E402
-from bench.server import Server, running_servers  # noqa: E402
-from bench.synthetic import synthetic_records  # noqa: E402
+from app.config import Settings
+from app.records import service as records
+from app.store.engine import open_store, unit_of_work
+from bench.bench_match import traceback_of
+from bench.bench_search import _p95, _queries, _time
+from bench.load import drive, get, post_json
+from bench.server import Server, running_servers
+from bench.synthetic import synthetic_records
 
 LEVELS = (1, 16, 64)
 SEARCH_REQUESTS = 200
@@ -70,7 +70,7 @@ def _spent(before: dict[int, float], after: dict[int, float]) -> float:
 def _machine_busy_s() -> float:
     """CPU seconds the whole machine has been busy (every process, other users' too)."""
     first = Path("/proc/stat").read_text().splitlines()[0]
-    user, nice, system, idle, iowait, *rest = map(int, first.split()[1:])
+    user, nice, system, _idle, _iowait, *rest = map(int, first.split()[1:])
     return (user + nice + system + sum(rest[:3])) / TICKS
 
 
@@ -107,7 +107,8 @@ def _import(url: str, rows: list[dict], folder: Path) -> float:
         started = time.perf_counter()
         report = records.import_paths(session, [source])
         seconds = time.perf_counter() - started
-    assert report.written and report.counts.created == len(rows), report.rejected[:3]
+    assert report.written, report.rejected[:3]
+    assert report.counts.created == len(rows), report.rejected[:3]
     return seconds
 
 
@@ -118,7 +119,8 @@ def _match_latency(base: str, texts: list[str]) -> tuple[float, float]:
             started = time.perf_counter()
             response = client.post("/api/match", json={"text": text_})
             timings.append((time.perf_counter() - started) * 1000)
-            assert response.status_code == 200 and response.json()["matches"], response.text
+            assert response.status_code == 200, response.text
+            assert response.json()["matches"], response.text
     timings.sort()
     return statistics.median(timings), _p95(timings)
 

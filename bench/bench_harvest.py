@@ -20,11 +20,11 @@ from sqlalchemy import func, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings  # noqa: E402
-from app.harvest import drafts  # noqa: E402
-from app.reproducers.upstream import Upstream  # noqa: E402
-from app.store.engine import open_store, unit_of_work  # noqa: E402
-from app.store.tables import Record, RecordLocation  # noqa: E402
+from app.config import Settings
+from app.harvest import drafts
+from app.reproducers.upstream import Upstream
+from app.store.engine import open_store, unit_of_work
+from app.store.tables import Record, RecordLocation
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 

@@ -15,10 +15,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app import harvest  # noqa: E402
+from app import harvest
 from app.config import Settings
 from app.harvest import drafts
 from app.reproducers.upstream import Upstream
@@ -28,7 +29,8 @@ RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR
 ROUNDS = 2
 
 
-def _baseline(revision: str, folder: Path):  # noqa: ANN202 - a module loaded from git
+def _baseline(revision: str, folder: Path) -> ModuleType:
+    """app/harvest.py as it was at `revision`, loaded as a module."""
     source = subprocess.run(
         ["git", "show", f"{revision}:app/harvest.py"], capture_output=True, text=True, check=True
     ).stdout
@@ -52,13 +54,13 @@ def main() -> None:
         baseline = _baseline(args.baseline, Path(folder))
         for spec in args.specs:
             release = drafts.resolve_release(spec, releases=RELEASES)
-            kwargs = dict(
-                repo=release.repo,
-                ref=release.ref,
-                analyzed_at="2026-12-01T00:00:00.000Z",
-                path_prefix=release.path_prefix,
-                package_dir=release.package_dir,
-            )
+            kwargs = {
+                "repo": release.repo,
+                "ref": release.ref,
+                "analyzed_at": "2026-12-01T00:00:00.000Z",
+                "path_prefix": release.path_prefix,
+                "package_dir": release.package_dir,
+            }
             best = {"baseline": float("inf"), "now": float("inf")}
             results = {}
             for _ in range(ROUNDS):

@@ -26,15 +26,15 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import PROJECT_ROOT, Settings  # noqa: E402
-from app.curation.hits import RECORD, HitCounter  # noqa: E402
-from app.harvest import drafts  # noqa: E402
-from app.main import create_app  # noqa: E402
+from app.config import PROJECT_ROOT, Settings
+from app.curation.hits import RECORD, HitCounter
+from app.harvest import drafts
+from app.main import create_app
 from app.records import service as records
-from app.reproducers.upstream import Upstream  # noqa: E402
-from app.store.engine import unit_of_work  # noqa: E402
-from app.store.tables import Record  # noqa: E402
-from bench.bench_match import PLACEHOLDER  # noqa: E402
+from app.reproducers.upstream import Upstream
+from app.store.engine import unit_of_work
+from app.store.tables import Record
+from bench.bench_match import PLACEHOLDER
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 

@@ -31,12 +31,12 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings  # noqa: E402
-from app.records import service as records  # noqa: E402
-from app.reproducers.upstream import Upstream  # noqa: E402
-from app.store.engine import open_store  # noqa: E402
-from bench.server import running_server  # noqa: E402
-from tests.helpers.writers import probe_record, run_writers, stored_markers  # noqa: E402
+from app.config import Settings
+from app.records import service as records
+from app.reproducers.upstream import Upstream
+from app.store.engine import open_store
+from bench.server import running_server
+from tests.helpers.writers import probe_record, run_writers, stored_markers
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 
@@ -128,11 +128,13 @@ def bench_pastes() -> None:
         _plant(url)
         print("| paste | seconds | status | reply bytes |")
         print("|---|---|---|---|")
-        with running_server(env) as base:
-            with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client:
-                for name, body in _pastes().items():
-                    seconds, status, size = _post(client, body)
-                    print(f"| {name} | {seconds:.3f} | {status} | {size:,} |", flush=True)
+        with (
+            running_server(env) as base,
+            httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client,
+        ):
+            for name, body in _pastes().items():
+                seconds, status, size = _post(client, body)
+                print(f"| {name} | {seconds:.3f} | {status} | {size:,} |", flush=True)
 
 
 def _attack(base: str, body: bytes, stop: float, statuses) -> None:

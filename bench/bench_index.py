@@ -30,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from test_matching_index import (  # noqa: E402  (the corpus helpers live with the tests)
+# the corpus helpers live with the tests
+from test_matching_index import (
     SEEDS,
     Hole,
     Template,
@@ -39,7 +40,7 @@ from test_matching_index import (  # noqa: E402  (the corpus helpers live with t
     traceback_text,
 )
 
-from app.matching.index import PatternIndex  # noqa: E402
+from app.matching.index import PatternIndex
 
 try:
     import hyperscan
@@ -158,7 +159,8 @@ def measure(
         started = time.perf_counter()
         loaded = PatternIndex.load(path, "bench", backend=backend)
         load = time.perf_counter() - started
-        assert loaded is not None and len(loaded) == len(templates)
+        assert loaded is not None
+        assert len(loaded) == len(templates)
         size_mib = path.stat().st_size / 2**20
     return [
         f"{build:.1f}",

@@ -31,14 +31,14 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings  # noqa: E402
-from app.matching.index import PatternIndex  # noqa: E402
-from app.matching.partial import second_chance  # noqa: E402
-from app.matching.traceback import parse_exceptions  # noqa: E402
-from app.records import locations  # noqa: E402
-from app.store.engine import open_store  # noqa: E402
-from app.store.tables import Record  # noqa: E402
-from bench.server import running_server  # noqa: E402
+from app.config import Settings
+from app.matching.index import PatternIndex
+from app.matching.partial import second_chance
+from app.matching.traceback import parse_exceptions
+from app.records import locations
+from app.store.engine import open_store
+from app.store.tables import Record
+from bench.server import running_server
 
 PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 TRACEBACK_BYTES = 5_000
@@ -79,7 +79,7 @@ def load(database: Path) -> list[tuple[str, str, str, str, str]]:
 
 def variant(rng: random.Random, pattern: str, n: int) -> str:
     """A real pattern with one literal word changed: realistic, and distinct."""
-    words = [m for m in re.finditer(r"[A-Za-z]{4,}", pattern)]
+    words = list(re.finditer(r"[A-Za-z]{4,}", pattern))
     if not words:
         return f"variant {n} " + pattern
     word = rng.choice(words)
@@ -172,7 +172,7 @@ def bench_index(rows, sizes: list[int]) -> None:
             chosen = list(rows)
             entries = list(real)
             for n in range(size - len(real)):
-                rid, pattern = real[n % len(real)]
+                _, pattern = real[n % len(real)]
                 entries.append((f"v{n}", variant(rng, pattern, n)))
         texts = [traceback_of(rng, r[2], r[3], r[4]) for r in rng.sample(chosen, FRESH_TEXTS + 1)]
         cut_texts = [cut(text) for text in texts]

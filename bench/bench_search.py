@@ -24,11 +24,11 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings  # noqa: E402
-from app.records import service as records  # noqa: E402
-from app.store.engine import open_store, unit_of_work  # noqa: E402
-from bench.server import running_server  # noqa: E402
-from bench.synthetic import REPOS, WORDS, synthetic_records  # noqa: E402
+from app.config import Settings
+from app.records import service as records
+from app.store.engine import open_store, unit_of_work
+from bench.server import running_server
+from bench.synthetic import REPOS, WORDS, synthetic_records
 
 REQUESTS_PER_KIND = 300
 WARMUP_REQUESTS = 30

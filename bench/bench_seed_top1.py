@@ -15,13 +15,13 @@ from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import PROJECT_ROOT, Settings  # noqa: E402
-from app.harvest import drafts  # noqa: E402
-from app.matching.service import Matcher, match_text  # noqa: E402
+from app.config import PROJECT_ROOT, Settings
+from app.harvest import drafts
+from app.matching.service import Matcher, match_text
 from app.records import service as records
-from app.reproducers.upstream import Upstream  # noqa: E402
-from app.store.engine import open_store  # noqa: E402
-from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback  # noqa: E402
+from app.reproducers.upstream import Upstream
+from app.store.engine import open_store
+from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 

@@ -22,7 +22,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require  # noqa: E402
+from app.reproducers.kit import Target, main, require
 
 RECORD_ID = "b6bab2e17ae18394"
 TARGET = Target(
@@ -91,14 +91,14 @@ def _consume(writer: object, reader: object, key: str) -> object:
     return reader.get(address, monotonic_id, writer.get_signature(key), key)
 
 
-def trigger(module: ModuleType, device: str) -> None:
+def trigger(module: ModuleType, _device: str) -> None:
     """Puts that no reader consumes, until the ring is full."""
     with _storage(module) as (writer, _reader):
         _fill(writer)
         writer.put("one-more", PAYLOAD)
 
 
-def trigger_reader_killed(module: ModuleType, device: str) -> None:
+def trigger_reader_killed(module: ModuleType, _device: str) -> None:
     """A reader process attaches and is killed before it consumes (releases) anything."""
     with _storage(module) as (writer, _reader):
         _fill(writer)
@@ -121,7 +121,7 @@ def trigger_reader_killed(module: ModuleType, device: str) -> None:
         writer.put("one-more", PAYLOAD)
 
 
-def fix(module: ModuleType, device: str) -> dict:
+def fix(module: ModuleType, _device: str) -> dict:
     """The reader consumes, free_unused() reclaims the space, and the put succeeds."""
     with _storage(module) as (writer, reader):
         keys = _fill(writer)

@@ -19,7 +19,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require  # noqa: E402
+from app.reproducers.kit import Target, main, require
 
 RECORD_ID = "edc4df790b100979"
 TARGET = Target(
@@ -70,7 +70,7 @@ def _publish(module: ModuleType, pool: object, count: int) -> list[object]:
     return proxies
 
 
-def trigger(module: ModuleType, device: str) -> None:
+def trigger(module: ModuleType, _device: str) -> None:
     """A failed dispatch cancels the proxy, then a retry path cancels it again."""
     with _pool(module) as pool:
         (proxy,) = _publish(module, pool, 1)
@@ -86,7 +86,7 @@ def _cancel_once(pool: object, proxy: object) -> None:
     proxy.released = True
 
 
-def fix(module: ModuleType, device: str) -> dict:
+def fix(module: ModuleType, _device: str) -> dict:
     """Two slices, each cancelled by both paths through the guard."""
     with _pool(module) as pool:
         proxies = _publish(module, pool, 2)

@@ -144,7 +144,8 @@ def live_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
                 if httpx.get(f"{base}/healthz").status_code == 200:
                     break
             except httpx.TransportError:
-                assert server.poll() is None and time.monotonic() < deadline, "no server"
+                assert server.poll() is None, "the server exited"
+                assert time.monotonic() < deadline, "the server did not answer in time"
                 time.sleep(0.1)
         yield base, database
     finally:

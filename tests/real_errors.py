@@ -139,7 +139,7 @@ def _cut_frames(text: str) -> str:
     frame_starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("File ")]
     first, last = frame_starts[0], frame_starts[-1]
     return "\n".join(
-        lines[: first + 2] + ["  [Previous line repeated 996 more times]", "  ..."] + lines[last:]
+        [*lines[: first + 2], "  [Previous line repeated 996 more times]", "  ...", *lines[last:]]
     )
 
 

@@ -4,10 +4,14 @@ paged, filtered by repo, reviewed records left out (issue 13)."""
 import base64
 import json
 
+import pytest
+
 from app.curation.queue import template_id
 from app.store.engine import unit_of_work
 from tests.conftest import DATA_DIR
 from tests.helpers.harvested import KEY_EXISTS, NO_LOCK, OBJECT_TOO_BIG, harvest_into
+
+pytestmark = pytest.mark.network  # downloads from the package index
 
 SEED_002 = "edc4df790b100979"
 KEY_PASTE = (
@@ -48,13 +52,16 @@ def test_queue_orders_drafts_and_templates_by_hits(make_client, tmp_path) -> Non
         (template_id(UNEXPLAINED_TEMPLATE), 2),
         (NO_LOCK, 1),
     ]  # the reviewed seed, however often seen, is explained already
-    assert body["total"] == 3 and body["nextCursor"] is None
+    assert body["total"] == 3
+    assert body["nextCursor"] is None
     first = body["items"][0]
-    assert first["reviewState"] == "draft" and first["template"] is None
+    assert first["reviewState"] == "draft"
+    assert first["template"] is None
     assert first["record"]["errorMessage"] == "Key '{key}' already exists in the storage."
     assert first["lastHit"] == client.get("/api/stats/charts?days=1").json()["hitsPerDay"][0]["day"]
     template = body["items"][1]
-    assert template["reviewState"] == "unexplained" and template["record"] is None
+    assert template["reviewState"] == "unexplained"
+    assert template["record"] is None
     assert template["template"] == UNEXPLAINED_TEMPLATE
 
 
@@ -95,7 +102,8 @@ def test_curate_page_shows_the_queue_and_links_its_json(make_client, tmp_path) -
     assert page.headers["link"] == '</api/curation/queue>; rel="alternate"; type="application/json"'
     html = page.text
     assert html.index(f"errkb curate {KEY_EXISTS}") < html.index("OSError: shard &lt;num&gt;")
-    assert f'href="/errors/{KEY_EXISTS}"' in html and "unexplained" in html
+    assert f'href="/errors/{KEY_EXISTS}"' in html
+    assert "unexplained" in html
     assert '<option value="vllm-project/vllm">' in html
     filtered = client.get("/curate", params={"repo": "sgl-project/sglang"}).text
     assert "No hits yet for sgl-project/sglang" in filtered

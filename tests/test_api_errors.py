@@ -288,7 +288,8 @@ def test_issue_10_a_hostile_pattern_is_a_422_naming_the_limit(
     response = client.post("/api/errors", json=record, headers=auth)
     assert response.status_code == 422
     [problem] = response.json()["errors"]
-    assert problem["field"] == "messagePattern" and problem["reason"].startswith(limit)
+    assert problem["field"] == "messagePattern"
+    assert problem["reason"].startswith(limit)
     assert pattern not in response.text or len(pattern) < 10  # not echoed back
 
 

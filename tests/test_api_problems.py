@@ -65,8 +65,10 @@ def _assert_problem(response, status: int, openapi: dict) -> dict:
     assert response.headers["content-type"] == PROBLEM_MEDIA
     body = response.json()
     _problem_validator(openapi).validate(body)
-    assert body["status"] == status and body["type"] == "about:blank"
-    assert body["title"] and body["detail"]
+    assert body["status"] == status
+    assert body["type"] == "about:blank"
+    assert body["title"]
+    assert body["detail"]
     return body
 
 

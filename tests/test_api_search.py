@@ -19,18 +19,20 @@ def test_search_returns_ranked_hits_with_marked_snippets(client: TestClient) -> 
     assert response.status_code == 200
     body = response.json()
     assert _ids(body) == [SEED_001]
-    assert body["total"] == 1 and body["totalExact"] and not body["relaxed"]
-    assert body["nextCursor"] is None and body["datasetVersion"]
+    assert body["total"] == 1
+    assert body["totalExact"]
+    assert not body["relaxed"]
+    assert body["nextCursor"] is None
+    assert body["datasetVersion"]
     hit = body["items"][0]
-    assert hit["matchedBy"] == "reviewed" and hit["score"] > 0
+    assert hit["matchedBy"] == "reviewed"
+    assert hit["score"] > 0
     snippet = hit["snippet"]
     assert [snippet["text"][start:end] for start, end in snippet["marks"]] == ["wrapping"]
     assert hit["title"]["text"] == hit["record"]["errorMessage"]
 
 
-def test_the_index_follows_writes_through_the_api(
-    client: TestClient, seed_records: dict, auth: dict
-) -> None:
+def test_the_index_follows_writes_through_the_api(client: TestClient, auth: dict) -> None:
     record = make_record(1, "Axolotl overflowed", documentation="mongoose")
     assert client.post("/api/errors", json=record, headers=auth).status_code == 201
     assert _ids(client.get("/api/search", params={"q": "mongoose"}).json()) == [record["id"]]

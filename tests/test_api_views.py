@@ -39,10 +39,13 @@ def test_the_record_twin_carries_what_the_page_shows(client: TestClient) -> None
 
     reproducer = _section(page.text, "reproducer")
     [run] = body["runs"]
-    assert run["status"] == "passed" and run["package"] == "sglang" and run["version"] == "0.5.23"
+    assert run["status"] == "passed"
+    assert run["package"] == "sglang"
+    assert run["version"] == "0.5.23"
     assert run["startedAt"].startswith("2026-11-29T12:00:00")
     assert "Latest run: <strong>passed</strong>" in reproducer
-    assert body["drift"]["status"] == "moved" and body["drift"]["foundLine"] == 412
+    assert body["drift"]["status"] == "moved"
+    assert body["drift"]["foundLine"] == 412
     assert "<strong>moved</strong> (line 412)" in reproducer
     assert body["reproducer"] == f"reproducers/{SEED_002}.py"
 
@@ -55,7 +58,8 @@ def test_the_record_twin_carries_what_the_page_shows(client: TestClient) -> None
 
 def test_a_record_without_runs_says_so_in_both(client: TestClient) -> None:
     body = client.get(f"/api/errors/{SEED_002}").json()
-    assert body["runs"] == [] and body["drift"] is None
+    assert body["runs"] == []
+    assert body["drift"] is None
     assert "No reproducer run yet" in client.get(f"/errors/{SEED_002}").text
 
 

@@ -107,7 +107,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     thread.start()
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while not uvicorn_server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        assert thread.is_alive(), "the server thread ended"
+        assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.05)
     yield f"http://127.0.0.1:{port}"
     uvicorn_server.should_exit = True
@@ -226,7 +227,8 @@ def test_seed_002_error_in_a_noisy_log_is_matched_first_with_its_offset(page) ->
     first = page.locator(".match").first
     assert first.locator("h3 a").get_attribute("href") == f"/errors/{SEED_002}"
     captured = first.locator(".captures").inner_text()
-    assert "control_offset" in captured and "4096" in captured
+    assert "control_offset" in captured
+    assert "4096" in captured
     highlighted = page.locator(".paste mark.matched").first
     assert SEED_002_ERROR in highlighted.inner_text()
     first.get_by_role("link", name="exception").click()
@@ -301,7 +303,8 @@ def test_stats_page_draws_its_charts_with_and_without_javascript(browser, page, 
     assert charts.count() == 5
     for index in range(5):
         box = charts.nth(index).bounding_box()
-        assert box["width"] > 400 and box["height"] > 150
+        assert box["width"] > 400
+        assert box["height"] > 150
     assert page.locator("svg script").count() == 0
     scripts = page.locator("script").evaluate_all("nodes => nodes.map(node => node.src)")
     assert [src.rsplit("/", 1)[-1] for src in scripts] == ["app.js"]

@@ -3,9 +3,13 @@ pasted class relates to a record's across a rename."""
 
 from pathlib import Path
 
+import pytest
+
 from app import classes
 from app.harvest.extract import extract_module
 from tests.helpers.releases import RELEASES
+
+pytestmark = pytest.mark.network  # downloads from the package index
 
 
 def _bases(version: str) -> dict[str, tuple[str, ...]]:

@@ -19,13 +19,15 @@ def database(tmp_path: Path, monkeypatch) -> str:
     return url
 
 
-def test_db_upgrade(database) -> None:
+@pytest.mark.usefixtures("database")
+def test_db_upgrade() -> None:
     result = runner.invoke(app, ["db", "upgrade"])
     assert result.exit_code == 0, result.output
     assert "at head" in result.output
 
 
-def test_import_prints_counts_and_is_idempotent(database) -> None:
+@pytest.mark.usefixtures("database")
+def test_import_prints_counts_and_is_idempotent() -> None:
     first = runner.invoke(app, ["import", str(DATA_DIR)])
     assert first.exit_code == 0, first.output
     assert "created 3, updated 0, unchanged 0, rejected 0" in first.output
@@ -33,7 +35,8 @@ def test_import_prints_counts_and_is_idempotent(database) -> None:
     assert "created 0, updated 0, unchanged 3, rejected 0" in second.output
 
 
-def test_import_reports_the_broken_file_and_imports_nothing(database, tmp_path) -> None:
+@pytest.mark.usefixtures("database")
+def test_import_reports_the_broken_file_and_imports_nothing(tmp_path) -> None:
     broken = tmp_path / "broken.jsonl"
     good = json.loads((DATA_DIR / "c53f6de81577a6bc.json").read_text())
     broken.write_text(json.dumps(good) + "\n" + json.dumps(good | {"id": "bad"}) + "\n")
@@ -46,7 +49,8 @@ def test_import_reports_the_broken_file_and_imports_nothing(database, tmp_path) 
     assert "created 1" in partial.output
 
 
-def test_issue_10_absurd_files_are_named_not_tracebacks(database, tmp_path) -> None:
+@pytest.mark.usefixtures("database")
+def test_issue_10_absurd_files_are_named_not_tracebacks(tmp_path) -> None:
     """Deep nesting and a 5,000-digit number: a message with the file and position, and
     --partial still imports the good files."""
     folder = tmp_path / "records"
@@ -64,23 +68,28 @@ def test_issue_10_absurd_files_are_named_not_tracebacks(database, tmp_path) -> N
     assert f"{nested}:(whole file): invalid JSON: arrays or objects nested deeper" in result.output
     assert f"{digits}:line 2: invalid JSON: a number has more than 4300 digits" in result.output
     partial = runner.invoke(app, ["import", "--partial", str(folder)])
-    assert "created 2" in partial.output and "rejected 2" in partial.output
+    assert "created 2" in partial.output
+    assert "rejected 2" in partial.output
 
 
-def test_issue_10_importing_data_skips_the_schema_and_says_so(database) -> None:
+@pytest.mark.usefixtures("database")
+def test_issue_10_importing_data_skips_the_schema_and_says_so() -> None:
     result = runner.invoke(app, ["import", str(DATA_DIR.parent)])
     assert result.exit_code == 0, result.output
-    assert "skipped" in result.output and "record.schema.json" in result.output
+    assert "skipped" in result.output
+    assert "record.schema.json" in result.output
     assert "created 3, updated 0, unchanged 0, rejected 0" in result.output
 
 
-def test_missing_path_is_reported(database, tmp_path) -> None:
+@pytest.mark.usefixtures("database")
+def test_missing_path_is_reported(tmp_path) -> None:
     result = runner.invoke(app, ["import", str(tmp_path / "nope.json")])
     assert result.exit_code == 1
     assert "no such file" in result.output
 
 
-def test_export_round_trip(database, tmp_path, monkeypatch) -> None:
+@pytest.mark.usefixtures("database")
+def test_export_round_trip(tmp_path, monkeypatch) -> None:
     runner.invoke(app, ["import", str(DATA_DIR)])
     first = tmp_path / "first.jsonl"
     assert runner.invoke(app, ["export", "--out", str(first)]).exit_code == 0
@@ -101,7 +110,8 @@ def test_every_option_has_help() -> None:
         assert option in serve_help
 
 
-def test_search_and_match_commands(database, tmp_path) -> None:
+@pytest.mark.usefixtures("database")
+def test_search_and_match_commands(tmp_path) -> None:
     runner.invoke(app, ["import", str(DATA_DIR)])
     found = runner.invoke(app, ["search", "ring buffer"])
     assert found.exit_code == 0, found.output
@@ -114,11 +124,14 @@ def test_search_and_match_commands(database, tmp_path) -> None:
     paste = tmp_path / "paste.log"
     paste.write_text(line)
     table = runner.invoke(app, ["match", str(paste)])
-    assert "edc4df790b100979" in table.output and "control_offset=4096" in table.output
+    assert "edc4df790b100979" in table.output
+    assert "control_offset=4096" in table.output
     missing = runner.invoke(app, ["match", str(tmp_path / "nope.log")])
-    assert missing.exit_code == 2 and "cannot read" in missing.output
+    assert missing.exit_code == 2
+    assert "cannot read" in missing.output
     empty = runner.invoke(app, ["match", "-"], input="   ")
-    assert empty.exit_code == 2 and "paste" in empty.output
+    assert empty.exit_code == 2
+    assert "paste" in empty.output
 
 
 ERROR_LINE = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
@@ -189,7 +202,8 @@ def test_issue_11_every_record_filter_is_an_option_of_search() -> None:
         assert field.description.split(" (")[0] in shown
 
 
-def test_issue_11_a_bad_filter_names_its_option(database) -> None:
+@pytest.mark.usefixtures("database")
+def test_issue_11_a_bad_filter_names_its_option() -> None:
     runner.invoke(app, ["import", str(DATA_DIR)])
     result = runner.invoke(app, ["search", "free", "--modified-since", "yesterday"])
     assert result.exit_code == 2

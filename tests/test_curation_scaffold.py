@@ -19,6 +19,8 @@ from app.reproducers.runner import reproducer_info
 from app.store.engine import open_store
 from tests.helpers.harvested import NO_SPACE, REF, REPO, UPSTREAM_FILE, release_folder
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 runner = CliRunner()
 PROSE = list(PROSE_HINTS) + list(PROSE_LIST_HINTS)
 WRITTEN = {
@@ -63,16 +65,18 @@ def test_curate_a_real_draft_refused_until_written_then_reviewed(curator: Path) 
     assert done.exit_code == 0, done.output
     record_file = curator / "records" / f"{NO_SPACE}.json"
     reproducer_file = curator / "reproducers" / f"{NO_SPACE}.py"
-    assert f"wrote {record_file}" in done.output and f"wrote {reproducer_file}" in done.output
+    assert f"wrote {record_file}" in done.output
+    assert f"wrote {reproducer_file}" in done.output
 
     text = record_file.read_text()
     written = json.loads(text)
     assert list(written) == list(field_order())
     assert text == json.dumps(written, indent=2, ensure_ascii=False) + "\n"
     kept = ("errorMessage", "messagePattern", "filePath", "lineNumber", "sourceCode", "githubUrl")
-    for key in kept + ("tags", "sourceCodeStart", "sourceCodeEnd", "errorClass", "repo"):
+    for key in (*kept, "tags", "sourceCodeStart", "sourceCodeEnd", "errorClass", "repo"):
         assert written[key] == draft.record.model_dump()[key], key
-    assert written["filePath"] == UPSTREAM_FILE and written["lineNumber"] == 241
+    assert written["filePath"] == UPSTREAM_FILE
+    assert written["lineNumber"] == 241
     assert "raise MemoryError(" in written["sourceCode"]
     for key in PROSE:
         value = written[key]
@@ -110,7 +114,8 @@ def test_the_reproducer_follows_the_readme_and_targets_the_release(curator: Path
     assert f'RECORD_ID = "{NO_SPACE}"' in source
     assert "#     raise MemoryError(" in source
     info = reproducer_info(Settings(), NO_SPACE)
-    assert info is not None and info.devices == ("cpu",)
+    assert info is not None
+    assert info.devices == ("cpu",)
     assert info.target == {
         "package": "vllm",
         "version": "0.33.0",
@@ -129,19 +134,24 @@ def test_sglang_paths_drop_the_python_folder() -> None:
     )
     script = reproducer_script(stored)
     assert 'module="sglang.srt.utils.cuda_vmm_transport_utils"' in script
-    assert 'package="sglang"' in script and 'version="0.5.23"' in script
+    assert 'package="sglang"' in script
+    assert 'version="0.5.23"' in script
 
 
 def test_curate_refuses_what_it_cannot_or_must_not_write(curator: Path) -> None:
     _harvest(curator)
     unknown = runner.invoke(app, ["curate", "tpl-0123456789abcdef"])
-    assert unknown.exit_code == 1 and "no record tpl-0123456789abcdef" in unknown.output
+    assert unknown.exit_code == 1
+    assert "no record tpl-0123456789abcdef" in unknown.output
     assert runner.invoke(app, ["curate", NO_SPACE]).exit_code == 0
     again = runner.invoke(app, ["curate", NO_SPACE])
-    assert again.exit_code == 1 and "already there" in again.output and "--force" in again.output
+    assert again.exit_code == 1
+    assert "already there" in again.output
+    assert "--force" in again.output
     assert runner.invoke(app, ["curate", NO_SPACE, "--force"]).exit_code == 0
     record_file = curator / "records" / f"{NO_SPACE}.json"
     record_file.write_text(json.dumps(json.loads(record_file.read_text()) | WRITTEN))
     assert runner.invoke(app, ["import", str(record_file)]).exit_code == 0
     reviewed = runner.invoke(app, ["curate", NO_SPACE, "--force"])
-    assert reviewed.exit_code == 1 and "reviewed already" in reviewed.output
+    assert reviewed.exit_code == 1
+    assert "reviewed already" in reviewed.output

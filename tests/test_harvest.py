@@ -196,7 +196,8 @@ def test_a_tail_an_if_or_a_loop_adds_is_optional_in_the_pattern() -> None:
                 raise RuntimeError(msg)
         """
     )
-    assert site.message is not None and site.message.placeholders == ("mem_fraction_static",)
+    assert site.message is not None
+    assert site.message.placeholders == ("mem_fraction_static",)
     assert site.message.template == (
         "Not enough memory. Please try to increase --mem-fraction-static. "
         "Current value: mem_fraction_static={mem_fraction_static}"
@@ -301,13 +302,14 @@ def test_calls_of_a_raising_helper_are_raise_sites_with_the_message_they_pass() 
         (9, "RuntimeError", "_check_pages"),
     ]
     leak, page = (site.message for site in calls)
-    assert leak is not None and page is not None
+    assert leak is not None
+    assert page is not None
     assert leak.template == "{pool_name} memory leak detected! {token_msg}"
     real = "token_to_kv_pool_allocator memory leak detected! available_size=100, total=128"
     assert re.fullmatch(leak.pattern, real)
     assert page.template == "KV page use-after-free: {stale_numel} owner page refs"
     assert calls[1].guard == "stale.numel() > 0"
-    (own,) = [site for site in resolve_sites(helper, release)]
+    (own,) = resolve_sites(helper, release)
     assert own.skip == SkipReason.DYNAMIC_MESSAGE  # the helper's raise: found by its site
 
 
@@ -370,7 +372,8 @@ def test_newlines_and_metacharacters_are_escaped() -> None:
     value = "1\n2"  # values may span lines, like a tensor's repr
     for engine in (re, re2):
         match = engine.fullmatch(site.message.pattern, f"bad [x] (y)?\n\tvalue: {value}.*")
-        assert match and match.group("v") == value
+        assert match
+        assert match.group("v") == value
 
 
 @pytest.mark.parametrize(
@@ -589,7 +592,8 @@ def test_a_dynamic_message_gets_a_draft_found_by_its_site(tmp_path: Path) -> Non
         ("UnpicklingError", "{describe_str_error}", "(?P<describe_str_error>(?s:.+?))"),
         ("Exception", "{f_kind}", "(?P<f_kind>(?s:.+?))"),
     ]
-    assert result.located == 2 and not result.skipped
+    assert result.located == 2
+    assert not result.skipped
 
 
 def test_a_long_multi_line_message_keeps_its_first_line() -> None:
@@ -656,7 +660,8 @@ def test_tree_prefix_tags_skipped_dirs_and_unparsable_files(tmp_path: Path) -> N
     assert (first["sourceCodeStart"], first["sourceCodeEnd"]) == (1, 7)
     assert first["slug"] == "attempted-to-free-n-buffers"
     assert first["id"] != second["id"]  # same template twice in a function: occurrence order
-    assert result.drafts[0].function == "free" and result.drafts[0].class_name == "Pool"
+    assert result.drafts[0].function == "free"
+    assert result.drafts[0].class_name == "Pool"
 
 
 # --- the installed torch package --------------------------------------------------------------
@@ -768,7 +773,8 @@ def test_torch_id_survives_lines_inserted_above_a_raise(
         d.record["id"]: d.record for d in torch_result.drafts if d.record["filePath"] == module
     }
     after = {d.record["id"]: d.record for d in again}
-    assert after.keys() == before.keys() and len(before) >= 5
+    assert after.keys() == before.keys()
+    assert len(before) >= 5
     shifts = {after[i]["lineNumber"] - before[i]["lineNumber"] for i in before}
     assert shifts == {0, inserted}  # raises above line 60 stay, the others move down
 
@@ -802,7 +808,7 @@ def test_real_torch_error_matches_the_draft_at_its_raise(
     torch_drafts_at: dict[tuple[str, int], list[Draft]],
 ) -> None:
     torch = pytest.importorskip("torch")
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(Exception) as caught:  # noqa: PT011 - whatever torch raises
         trigger(torch)
     frame = traceback.extract_tb(caught.value.__traceback__)[-1]
     file_path = Path(frame.filename).resolve().relative_to(torch_site).as_posix()

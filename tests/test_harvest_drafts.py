@@ -65,10 +65,13 @@ def test_harvest_then_reharvest(session: Session, tmp_path: Path) -> None:
     assert (result.files, result.raise_sites, counts.created) == (1, 3, 3)
     stored = _by_message(session)
     free = stored["cannot free {len_buffers} buffers, only {count} in use"]
-    assert free.review_state == "draft" and free.origin == f"harvest:{release.spec}"
+    assert free.review_state == "draft"
+    assert free.origin == f"harvest:{release.spec}"
     record = free.record.model_dump()
-    assert record["filePath"] == "pooling/pool.py" and record["lineNumber"] == 5
-    assert record["documentation"] is None and record["solutions"] is None
+    assert record["filePath"] == "pooling/pool.py"
+    assert record["lineNumber"] == 5
+    assert record["documentation"] is None
+    assert record["solutions"] is None
     assert record["githubUrl"].startswith("https://github.com/example/pooling/blob/v1/")
 
     curated = stored["pool cannot grow by {n} blocks"].record.model_dump() | {
@@ -84,7 +87,8 @@ def test_harvest_then_reharvest(session: Session, tmp_path: Path) -> None:
     assert (counts.created, counts.updated, counts.claimed, counts.gone) == (1, 1, 1, 1)
     after = _by_message(session)
     moved = after["cannot free {len_buffers} buffers, only {count} in use"]
-    assert moved.id == free.id and moved.record.line_number == 9
+    assert moved.id == free.id
+    assert moved.record.line_number == 9
     grow = after["pool cannot grow by {n} blocks"]
     assert grow.review_state == "reviewed"
     assert grow.record.model_dump() == curated, (
@@ -95,7 +99,8 @@ def test_harvest_then_reharvest(session: Session, tmp_path: Path) -> None:
         ("example/pooling@v1", 8, "grow"),
         ("example/pooling@v2", 12, "grow"),
     ]
-    assert "/blob/v2/" in located[-1].github_url and not located[-1].gone
+    assert "/blob/v2/" in located[-1].github_url
+    assert not located[-1].gone
     gone = after["legacy slot table was removed"]
     assert locations.record_locations(session, [gone.id])[gone.id][-1].gone
     assert after["legacy slot table was removed"].gone_in == release.spec
@@ -132,7 +137,8 @@ def test_seed_records_claim_their_site_and_win_ties(session: Session, tmp_path: 
     matcher = Matcher(session.get_bind(), settings.cache_dir, 1 << 20)
     line = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 64"
     first, second = match_text(matcher, session, line).matches[:2]
-    assert first.id == "edc4df790b100979" and first.record.review_state == "reviewed"
+    assert first.id == "edc4df790b100979"
+    assert first.record.review_state == "reviewed"
     assert second.record.review_state == "draft"
     assert second.record.file_path.endswith("copied_elsewhere.py")
     assert first.score > second.score
@@ -166,7 +172,8 @@ def test_folder_without_repo_is_refused(tmp_path: Path) -> None:
 def test_installed_distribution_resolves_to_its_repo() -> None:
     release = drafts.resolve_release("torch")
     assert release.repo == "pytorch/pytorch"
-    assert release.ref.startswith("v2.") and "+" not in release.ref
+    assert release.ref.startswith("v2.")
+    assert "+" not in release.ref
     assert release.scope == "torch/"
 
 
@@ -183,7 +190,8 @@ def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
     exported = runner.invoke(app, ["export", "--state", "draft"])
     assert result.exit_code == 0, result.output
     assert "1 files, 3 raise sites; drafts created 3" in result.output
-    assert missing.exit_code == 2 and "--repo" in missing.output
+    assert missing.exit_code == 2
+    assert "--repo" in missing.output
     assert len([json.loads(line) for line in exported.output.splitlines()]) == 3
 
 

@@ -33,11 +33,10 @@ def test_a_passed_limit_raises_with_its_seconds() -> None:
 
 
 def test_an_inner_limit_cannot_extend_an_outer_one() -> None:
-    with within(0.001):
-        with within(60.0):
-            time.sleep(0.01)
-            with pytest.raises(DeadlineExceeded):
-                deadline.check()
+    with within(0.001), within(60.0):
+        time.sleep(0.01)
+        with pytest.raises(DeadlineExceeded):
+            deadline.check()
 
 
 def test_an_inner_limit_may_shorten_an_outer_one() -> None:

@@ -460,7 +460,8 @@ def test_index_follows_writes(backend: str) -> None:
     assert len(index) == 3
     with pytest.raises(PatternError):
         index.add("bad", r"(?<=x)y")
-    assert "bad" not in index and len(index) == 3
+    assert "bad" not in index
+    assert len(index) == 3
     index.rebuild()
     index.add("kv-exhausted", r"KV cache exhausted on rank (\d+)")
     assert [h.key for h in index.candidates(text)] == ["kv-exhausted"]
@@ -475,7 +476,8 @@ def test_save_and_load_round_trip(backend: str, tmp_path: Path) -> None:
     path = tmp_path / "index.bin"
     index.save(path, "dataset-v1")
     loaded = PatternIndex.load(path, "dataset-v1", backend=backend)
-    assert loaded is not None and len(loaded) == len(index)
+    assert loaded is not None
+    assert len(loaded) == len(index)
     rng = random.Random(3)
     templates = SEEDS + generated_templates()
     for _ in range(10):
@@ -561,7 +563,7 @@ def test_patterns_the_engine_refuses_still_match(backend: str) -> None:
 
 def test_auto_backend_is_the_portable_one() -> None:
     assert PatternIndex().backend == "portable"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown backend 'pcre'"):
         PatternIndex(backend="pcre")  # type: ignore[arg-type]
 
 
@@ -570,7 +572,9 @@ def test_hyperscan_compile_failure_falls_back_pattern_by_pattern() -> None:
         pytest.skip("hyperscan not installed")
     entries = [index_module._entry("a", "alpha (\\d+)"), index_module._entry("b", "(?U)beta")]
     shard, refused = index_module._compile_shard(entries, [0, 1])
-    assert refused == [1] and shard.ids == [0] and shard.database is not None
+    assert refused == [1]
+    assert shard.ids == [0]
+    assert shard.database is not None
 
 
 # --- limits on patterns and on what one RE2 call reads (issue 10) -----------------------------
@@ -639,7 +643,8 @@ def test_windows_end_after_whole_lines_or_at_a_character_boundary() -> None:
     assert MAX_SCAN_BYTES - 101 <= end <= MAX_SCAN_BYTES
     wide = _Text.of("é" * MAX_SCAN_BYTES)
     cut = wide.window_end(0)
-    assert cut <= MAX_SCAN_BYTES and cut % 2 == 0
+    assert cut <= MAX_SCAN_BYTES
+    assert cut % 2 == 0
     wide.data[:cut].decode("utf-8")  # no character cut in two
 
 

@@ -176,5 +176,6 @@ def test_every_clean_character_maps_back(text: str) -> None:
         assert originals(text, line) == line.text
         assert previous_end <= line.start <= line.end <= len(text)
         assert line.span(0, len(line.text)) == (line.start, line.end)
-        assert "\r" not in line.text and "\n" not in line.text
+        assert "\r" not in line.text
+        assert "\n" not in line.text
         previous_end = line.end

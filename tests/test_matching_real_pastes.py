@@ -21,6 +21,8 @@ from fastapi.testclient import TestClient
 from tests.helpers import accuracy, pastes
 from tests.helpers.releases import RELEASES
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 torch = pytest.importorskip("torch", reason="torch comes with the reproducers extra")
 pytest.importorskip("msgspec", reason="msgspec comes with the test extra")
 
@@ -254,13 +256,15 @@ def test_the_same_message_in_two_repos_is_shown_together(client: TestClient) -> 
 
 def test_the_log_format_or_a_frame_tells_them_apart(client: TestClient) -> None:
     vllm = _top(client, "ERROR 12-05 20:24:46 [core.py:710] " + UNSUPPORTED)
-    assert vllm["record"]["repo"] == "vllm-project/vllm" and vllm["sameMessage"] == []
+    assert vllm["record"]["repo"] == "vllm-project/vllm"
+    assert vllm["sameMessage"] == []
     frame = (
         f'  File "/usr/lib/python3.11/site-packages/{SGLANG_REGISTRY[len("python/") :]}", '
         "line 264, in _raise_for_unsupported\n    raise ValueError(\n"
     )
     sglang = _top(client, frame + UNSUPPORTED)
-    assert sglang["record"]["filePath"] == SGLANG_REGISTRY and sglang["sameMessage"] == []
+    assert sglang["record"]["filePath"] == SGLANG_REGISTRY
+    assert sglang["sameMessage"] == []
 
 
 SGLANG_SRT = "/usr/local/lib/python3.11/dist-packages/sglang/srt/"

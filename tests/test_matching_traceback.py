@@ -248,7 +248,9 @@ def test_nested_keyerror_frames(real: dict[str, str]) -> None:
     (error,) = parse_exceptions(real["nested_keyerror"])
     assert (error.error_class, error.qualified_class) == ("KeyError", "KeyError")
     assert error.message == "'max_model_len'"
-    assert error.has_traceback and error.cause_index is None and error.cause_kind is None
+    assert error.has_traceback
+    assert error.cause_index is None
+    assert error.cause_kind is None
     assert [frame.function for frame in error.frames] == [
         "<module>",
         "nested_keyerror",
@@ -336,7 +338,8 @@ def test_qualified_class(real: dict[str, str], scenario: str, short: str, qualif
         qualified,
         error.message,
     )
-    assert not bare.has_traceback and bare.frames == ()
+    assert not bare.has_traceback
+    assert bare.frames == ()
 
 
 def test_syntax_error_frame(real: dict[str, str]) -> None:
@@ -362,7 +365,8 @@ def test_exception_group(real: dict[str, str]) -> None:
         "ExceptionGroup",
         "workers failed (2 sub-exceptions)",
     )
-    assert group.has_traceback and group.frames[-1].function == "group"
+    assert group.has_traceback
+    assert group.frames[-1].function == "group"
     assert [(member.error_class, member.message) for member in members] == [
         ("ValueError", "rank 0"),
         ("TypeError", "rank 1"),
@@ -453,7 +457,7 @@ def test_two_tracebacks_in_one_paste(real: dict[str, str]) -> None:
 def test_cut_frames(real: dict[str, str], marker: str) -> None:
     lines = real["nested_keyerror"].splitlines()
     frames = [n for n, line in enumerate(lines) if line.startswith('  File "')]
-    cut = lines[: frames[1]] + [marker] + lines[frames[-1] :]
+    cut = [*lines[: frames[1]], marker, *lines[frames[-1] :]]
     (error,) = parse_exceptions("\n".join(cut))
     (whole,) = parse_exceptions(real["nested_keyerror"])
     assert error.frames == (whole.frames[0], whole.frames[-1])
@@ -592,7 +596,8 @@ def check_invariants(text: str, found: list[ParsedException]) -> None:
         assert e.cause_index is None or e.cause_index < e.index
         assert (e.cause_index is None) == (e.cause_kind is None)
         assert 0 <= e.span[0] <= e.message_span[0] <= e.message_span[1] <= e.span[1] <= len(text)
-        assert e.error_class and e.qualified_class.endswith(e.error_class)
+        assert e.error_class
+        assert e.qualified_class.endswith(e.error_class)
 
 
 def best_time(function: Callable[[], object]) -> float:

@@ -14,19 +14,24 @@ def test_json_logs_name_the_request_id_echoed_to_the_client(make_client, capsys)
     try:
         client = make_client(log_format="json")
         response = client.get("/api/errors/0000000000000000", headers={"X-Request-ID": "abc-1"})
-        assert response.status_code == 404 and response.headers["x-request-id"] == "abc-1"
+        assert response.status_code == 404
+        assert response.headers["x-request-id"] == "abc-1"
         logging.getLogger("app.test").warning("outside a request")
     finally:
         configure_logging("text")
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     [access] = [line for line in lines if line["logger"] == "app.access"]
-    assert access["requestId"] == "abc-1" and access["level"] == "INFO"
-    assert access["method"] == "GET" and access["status"] == 404
+    assert access["requestId"] == "abc-1"
+    assert access["level"] == "INFO"
+    assert access["method"] == "GET"
+    assert access["status"] == 404
     assert access["route"] == "/api/errors/{record_id}"
     assert access["path"] == "/api/errors/0000000000000000"
-    assert access["durationMs"] > 0 and access["time"].endswith("+00:00")
+    assert access["durationMs"] > 0
+    assert access["time"].endswith("+00:00")
     [outside] = [line for line in lines if line["logger"] == "app.test"]
-    assert outside["requestId"] is None and outside["message"] == "outside a request"
+    assert outside["requestId"] is None
+    assert outside["message"] == "outside a request"
 
 
 def test_text_format_installs_no_handler(make_client) -> None:

@@ -5,6 +5,7 @@ the background once ready, with their progress (issue 15)."""
 import time
 from contextlib import ExitStack
 
+import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
@@ -16,6 +17,8 @@ from app.ops.startup import LOAD_INDEX, harvest_step, startup_lock
 from app.records import locations
 from app.store.tables import Record
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 READY_WITHIN_S = 60.0
 BACKGROUND_WITHIN_S = 180.0
 
@@ -23,7 +26,8 @@ BACKGROUND_WITHIN_S = 180.0
 def _wait_ready(client: TestClient) -> dict:
     deadline = time.monotonic() + READY_WITHIN_S
     while (response := client.get("/readyz")).status_code != 200:
-        assert response.status_code == 503 and response.json()["status"] == "starting"
+        assert response.status_code == 503
+        assert response.json()["status"] == "starting"
         assert time.monotonic() < deadline, response.json()
         time.sleep(0.05)
     return response.json()

@@ -1,12 +1,15 @@
 """/api/stats/charts and the /stats page over real reproducer runs, real drift checks and
 counted hits (issue 13)."""
 
+import pytest
 from sqlmodel import Session
 
 from app.curation.hits import today
 from app.records import service as records
 from app.reproducers import drift, runner
 from tests.conftest import DATA_DIR
+
+pytestmark = pytest.mark.network  # downloads from the package index
 
 C53, B6B, EDC = "c53f6de81577a6bc", "b6bab2e17ae18394", "edc4df790b100979"
 SEED_002_PASTE = (
@@ -26,7 +29,8 @@ def test_charts_data_of_runs_drift_and_hits(make_client, settings) -> None:
                 stored = records.get_record(session, record_id)
                 drift.store_drift(session, drift.check_drift(settings, stored))
             session.commit()
-    assert outcomes[C53].status == "passed" and outcomes[EDC].status == "skipped"
+    assert outcomes[C53].status == "passed"
+    assert outcomes[EDC].status == "skipped"
     client.post("/api/match", json={"text": SEED_002_PASTE})
     client.post("/api/match", json={"text": UNEXPLAINED})
     client.post("/api/match", json={"text": UNEXPLAINED})
@@ -37,7 +41,8 @@ def test_charts_data_of_runs_drift_and_hits(make_client, settings) -> None:
         "vllm-project/vllm": {"draft": 0, "reviewed": 2},
     }
     days = body["hitsPerDay"]
-    assert len(days) == 7 and days[-1]["day"] == today().isoformat()
+    assert len(days) == 7
+    assert days[-1]["day"] == today().isoformat()
     assert days[-1] | {"day": None} == {"day": None, "reviewed": 1, "draft": 0, "unexplained": 2}
     assert all(day["reviewed"] + day["unexplained"] == 0 for day in days[:-1])
     assert [(item["template"], item["hits"]) for item in body["mostHit"]] == [
@@ -45,9 +50,12 @@ def test_charts_data_of_runs_drift_and_hits(make_client, settings) -> None:
     ]
     by_record = {status["recordId"]: status for status in body["reproducers"]}
     assert set(by_record) == {C53, B6B, EDC}
-    assert by_record[C53]["latestStatus"] == "passed" and by_record[C53]["runs"]["passed"] == 1
-    assert by_record[EDC]["latestStatus"] == "skipped" and by_record[EDC]["latestAt"]
-    assert by_record[B6B]["latestStatus"] is None and sum(by_record[B6B]["runs"].values()) == 0
+    assert by_record[C53]["latestStatus"] == "passed"
+    assert by_record[C53]["runs"]["passed"] == 1
+    assert by_record[EDC]["latestStatus"] == "skipped"
+    assert by_record[EDC]["latestAt"]
+    assert by_record[B6B]["latestStatus"] is None
+    assert sum(by_record[B6B]["runs"].values()) == 0
     per_release = body["driftPerRelease"]
     assert set(per_release) == {"sglang==0.5.23", "vllm==0.33.0"}
     assert sum(per_release["vllm==0.33.0"].values()) == 2
@@ -63,8 +71,10 @@ def test_charts_data_of_runs_drift_and_hits(make_client, settings) -> None:
     html = page.text
     assert html.count('<svg xmlns="http://www.w3.org/2000/svg"') == 5
     assert html.count("<script") == 1  # app.js in the head; the charts bring none
-    assert "KeyError: &lt;str&gt;" in html and "vllm==0.33.0" in html
-    assert "<strong>passed</strong>" in html and "<strong>not run yet</strong>" in html
+    assert "KeyError: &lt;str&gt;" in html
+    assert "vllm==0.33.0" in html
+    assert "<strong>passed</strong>" in html
+    assert "<strong>not run yet</strong>" in html
 
 
 def test_stats_keeps_the_old_shape_and_refuses_bad_days(client) -> None:

@@ -26,6 +26,8 @@ from tests.helpers.old_store import insert_at_revision
 from tests.helpers.releases import RELEASES
 from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 DEFAULT_RELEASES = ("vllm==0.33.0", "sglang==0.5.23")
 # Where each seed's raise site is in the harvested release: what its real traceback shows.
 SEED_SITES = {
@@ -161,13 +163,16 @@ def test_a_curated_record_whose_key_differs_is_left_alone(session: Session, tmp_
     session.commit()
     [vllm, _sglang] = _seed_release_folders(tmp_path)
     _, counts = drafts.harvest_release(session, vllm)
-    assert counts.claimed == 0 and counts.absorbed == 0
+    assert counts.claimed == 0
+    assert counts.absorbed == 0
     draft = records.get_record(session, "9207809c0c7eaea6")
-    assert draft is not None and draft.review_state == records.DRAFT
+    assert draft is not None
+    assert draft.review_state == records.DRAFT
     assert records.get_record(session, renamed["id"]).record.model_dump() == renamed
     assert locations.resolve_alias(session, "9207809c0c7eaea6") is None
     [gone] = locations.record_locations(session, [renamed["id"]])[renamed["id"]]
-    assert gone.gone and gone.release == vllm.label
+    assert gone.gone
+    assert gone.release == vllm.label
 
 
 @pytest.fixture(scope="module", params=["import-then-harvest", "harvest-then-import"])
@@ -217,8 +222,10 @@ def test_the_api_and_the_page_show_each_release(default_store) -> None:
     body = client.get("/api/errors/c53f6de81577a6bc").json()
     assert body["record"]["lineNumber"] == 285, "the record stays as it was written"
     [located] = body["locations"]
-    assert located["release"] == "vllm==0.33.0" and located["lineNumber"] == 259
-    assert located["status"] == "moved" and located["function"] == "free_buffer"
+    assert located["release"] == "vllm==0.33.0"
+    assert located["lineNumber"] == 259
+    assert located["status"] == "moved"
+    assert located["function"] == "free_buffer"
     assert located["githubUrl"].startswith("https://github.com/vllm-project/vllm/blob/v0.33.0/")
     assert located["sourceCode"].split("\n")[259 - located["sourceCodeStart"]].strip() == (
         'raise RuntimeError("Attempted to free more buffers than allocated")'
@@ -230,7 +237,9 @@ def test_the_api_and_the_page_show_each_release(default_store) -> None:
     assert all(c["githubUrl"].split("/blob/")[1].startswith("v0.33.0/") for c in code["callers"])
     page = client.get("/errors/c53f6de81577a6bc").text
     assert 'It raises when <code class="guard">self._inuse_count &lt; len(buffers)</code>' in page
-    assert "Called from" in page and "_handle_save_task" in page and "Caught by" in page
+    assert "Called from" in page
+    assert "_handle_save_task" in page
+    assert "Caught by" in page
     assert "vllm 0.33.0</strong>:" in page
     assert "line 259, in <code>free_buffer</code>, moved from 285 at c794754" in page
 
@@ -247,7 +256,8 @@ def test_absorbed_ids_keep_answering(default_store) -> None:
         assert moved.headers["location"] == f"/api/errors/{record_id}"
         assert client.get(f"/api/errors/{alias}").json()["record"]["id"] == record_id
         page = client.get(f"/errors/{alias}", follow_redirects=False)
-        assert page.status_code == 308 and page.headers["location"] == f"/errors/{record_id}"
+        assert page.status_code == 308
+        assert page.headers["location"] == f"/errors/{record_id}"
 
 
 @pytest.mark.parametrize(

@@ -67,7 +67,9 @@ def test_missing_field_is_refused(seed_records) -> None:
 
 
 def test_non_object_is_refused() -> None:
-    assert record_errors([1, 2]) and record_errors("text") and record_errors(None)
+    assert record_errors([1, 2])
+    assert record_errors("text")
+    assert record_errors(None)
 
 
 @pytest.mark.parametrize(

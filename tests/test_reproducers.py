@@ -17,6 +17,8 @@ import re2
 from app.config import PROJECT_ROOT
 from app.reproducers.kit import EXIT_CODES
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 REPRODUCERS = PROJECT_ROOT / "reproducers"
 RECORDS = PROJECT_ROOT / "data" / "records"
 CPU_IDS = ["c53f6de81577a6bc", "b6bab2e17ae18394"]
@@ -85,9 +87,10 @@ def test_every_record_has_a_reproducer() -> None:
 def test_cpu_reproducer_passes(record_id: str) -> None:
     code, result = cpu_run(record_id)
     assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
-    assert PROTOCOL_KEYS <= result.keys()
+    assert result.keys() >= PROTOCOL_KEYS
     assert (result["id"], result["device"], result["stubbed"]) == (record_id, "cpu", [])
-    assert result["target"]["package"] == "vllm" and result["target"]["version"] == "0.33.0"
+    assert result["target"]["package"] == "vllm"
+    assert result["target"]["version"] == "0.33.0"
     assert result["torch"]
     assert_raised_the_record(record_id, result["trigger"])
     assert result["fix"]["status"] == "passed", result["fix"]
@@ -104,7 +107,8 @@ def test_shm_fix_reclaims_space_and_no_segment_is_left() -> None:
     state = result["fix"]["state"]
     assert state["occupied_bytes_before"] == state["data_buffer_size"]
     assert state["occupied_bytes_after_free"] < state["occupied_bytes_before"]
-    assert state["freed_keys"] and state["monotonic_id_start"] == len(state["freed_keys"])
+    assert state["freed_keys"]
+    assert state["monotonic_id_start"] == len(state["freed_keys"])
     assert_raised_the_record("b6bab2e17ae18394", result["extra"]["reader_killed"])
     assert not list(Path("/dev/shm").glob("errkb-b6bab2e17ae18394-*"))
 
@@ -114,8 +118,10 @@ def test_cuda_reproducer_is_skipped_without_cuda() -> None:
         pytest.skip("CUDA is available: test_cuda_reproducer_passes covers this machine")
     code, result = run(f"{CUDA_ID}.py")
     assert (code, result["status"]) == (EXIT_CODES["skipped"], "skipped"), result
-    assert "CUDA" in result["reason"] and result["device"] == "cuda"
-    assert result["trigger"] is None and result["fix"] is None
+    assert "CUDA" in result["reason"]
+    assert result["device"] == "cuda"
+    assert result["trigger"] is None
+    assert result["fix"] is None
     assert result["target"]["classes"] == ["CudaVmmMemoryPool", "CudaVmmTensorTransportProxy"]
     assert "sglang.srt.managers.schedule_batch:MultimodalDataItem" in result["stubbed"]
     assert "sglang.srt.runtime_context:get_parallel" in result["stubbed"]
@@ -124,7 +130,8 @@ def test_cuda_reproducer_is_skipped_without_cuda() -> None:
 def test_device_bundle_stands_in_for_the_download(tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     code, made = run(f"{CUDA_ID}.py", "--bundle", str(bundle))
-    assert code == 0 and made["files"] > 0
+    assert code == 0
+    assert made["files"] > 0
     code, result = run(f"{CUDA_ID}.py", ERRKB_CACHE_DIR=str(bundle))
     assert result["status"] in ("skipped", "passed"), result
     assert not (bundle / "wheels").exists()

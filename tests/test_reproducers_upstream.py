@@ -21,6 +21,8 @@ from app.reproducers import upstream
 from app.reproducers.upstream import Upstream
 from tests.helpers.releases import RELEASES
 
+pytestmark = pytest.mark.network  # downloads from the package index
+
 VLLM = ("vllm", "0.33.0")
 SGLANG = ("sglang", "0.5.23")
 HF3FS_MODULE = "vllm.distributed.kv_transfer.kv_connector.v1.hf3fs.utils.gather_scatter_helper"
@@ -161,9 +163,9 @@ def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path, releases: U
             "demo_stub.target",
             stubs={"demo_stub.heavy": ("Batch",), "demo_stub": ("log",)},
         )
-        with pytest.raises(upstream.StubUsedError, match="demo_stub.heavy.Batch"):
+        with pytest.raises(upstream.StubUsedError, match=r"demo_stub\.heavy\.Batch"):
             module.Batch()
-        with pytest.raises(upstream.StubUsedError, match="demo_stub.log"):
+        with pytest.raises(upstream.StubUsedError, match=r"demo_stub\.log"):
             module.log()
     finally:
         forget("demo_stub")
@@ -202,7 +204,7 @@ def test_vllm_release_is_unpacked_once_into_the_cache(monkeypatch: pytest.Monkey
     assert (root / Path(*HF3FS_MODULE.split(".")).with_suffix(".py")).is_file()
     assert not list(root.glob("vllm/*.so"))
 
-    def no_pip(*args: object, **kwargs: object) -> None:
+    def no_pip(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a cached release must not run pip")
 
     monkeypatch.setattr(upstream.subprocess, "run", no_pip)

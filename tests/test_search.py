@@ -96,7 +96,8 @@ def _ids(results: search.SearchResults) -> list[str]:
 def test_a_word_of_the_documentation_finds_its_record(seeded: Session) -> None:
     results = search.search(seeded, "wrapping")
     assert _ids(results) == [SEED_001]
-    assert results.total == 1 and results.total_exact
+    assert results.total == 1
+    assert results.total_exact
 
 
 def test_an_identifier_matches_as_a_phrase(seeded: Session) -> None:
@@ -284,7 +285,8 @@ def test_counting_stops_at_the_results_window(
     write_records(session, [make_record(n, f"Narwhal {n} failed") for n in range(1, 9)])
     session.commit()
     page = search.search(session, "narwhal", limit=3)
-    assert page.total == 5 and not page.total_exact
+    assert page.total == 5
+    assert not page.total_exact
     last = search.search(session, "narwhal", limit=3, cursor=page.next_cursor)
     assert last.next_cursor is None
 

@@ -4,6 +4,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from html.parser import HTMLParser
+from itertools import pairwise
 
 import pytest
 from fastapi.testclient import TestClient
@@ -64,8 +65,9 @@ def _page(response) -> _Page:
     assert response.headers["content-type"].startswith("text/html")
     page = _Page(response.text)
     levels = [level for level, _ in page.headings]
-    assert levels[0] == 1 and levels.count(1) == 1, page.headings
-    assert all(b <= a + 1 for a, b in zip(levels, levels[1:], strict=False)), page.headings
+    assert levels[0] == 1, page.headings
+    assert levels.count(1) == 1, page.headings
+    assert all(b <= a + 1 for a, b in pairwise(levels)), page.headings
     scripts = [attrs.get("src") for attrs in page.all("script")]
     assert scripts == ["/static/app.js"], "no inline or outside scripts"
     for attrs in page.all("link"):
@@ -79,7 +81,8 @@ def test_home_page_has_the_box_recent_records_and_stats(client: TestClient) -> N
     page = _page(response)
     assert (1, "Explain an error") in page.headings
     form = page.all("form")[1]
-    assert form["action"] == "/match" and form["method"] == "post"
+    assert form["action"] == "/match"
+    assert form["method"] == "post"
     assert [a["value"] for a in page.all("input") if a.get("type") == "radio"] == [
         "auto",
         "match",
@@ -125,7 +128,8 @@ def test_search_page_paginates(make_client: Callable[..., TestClient], auth: dic
     next_link = re.search(r'<a rel="next" href="([^"]+)"', first.text).group(1)
     second = client.get(next_link.replace("&amp;", "&"))
     assert "21–25 of 25" in second.text
-    assert 'rel="prev"' in second.text and 'rel="next"' not in second.text
+    assert 'rel="prev"' in second.text
+    assert 'rel="next"' not in second.text
 
 
 @pytest.mark.parametrize("query", ['"', "(", "<script>", HOSTILE, "NEAR(a", "-*:"])
@@ -133,7 +137,8 @@ def test_hostile_search_is_escaped_and_never_fails(client: TestClient, query: st
     response = client.get("/search", params={"q": query})
     assert response.status_code == 200
     _page(response)
-    assert "<script>alert" not in response.text and "<img" not in response.text
+    assert "<script>alert" not in response.text
+    assert "<img" not in response.text
 
 
 def test_a_single_word_from_the_box_goes_to_search(client: TestClient) -> None:
@@ -180,7 +185,8 @@ def test_record_page_has_the_sections_a_reader_expects(client: TestClient, seed_
     assert f'href="{record["githubUrl"]}"' in response.text
     assert "View on GitHub (pinned to 0132848349)" in response.text
     hll = re.search(r'<span class="hll">(.*?)\n', response.text).group(1)
-    assert '<span class="linenos">535</span>' in hll and "raise" in hll
+    assert '<span class="linenos">535</span>' in hll
+    assert "raise" in hll
     assert 'class="linenos">517</span>' in response.text
     assert "No reproducer run yet" in response.text
     assert f'href="/api/errors/{SEED_002}"' in response.text
@@ -216,7 +222,8 @@ def test_record_text_is_escaped(make_client: Callable[..., TestClient], auth: di
     for response in pages:
         assert response.status_code == 200
         _page(response)
-        assert "<script>alert" not in response.text and "<img" not in response.text
+        assert "<script>alert" not in response.text
+        assert "<img" not in response.text
     assert "Docs &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in pages[0].text
 
 
@@ -250,7 +257,8 @@ def test_record_page_shows_the_latest_reproducer_run(client: TestClient) -> None
         session.commit()
     text = client.get(f"/errors/{SEED_002}").text
     assert "Latest run: <strong>passed</strong>" in text
-    assert "against sglang 0.5.23" in text and "No reproducer run yet" not in text
+    assert "against sglang 0.5.23" in text
+    assert "No reproducer run yet" not in text
 
 
 def test_unknown_pages_are_html_404s_and_api_stays_json(client: TestClient) -> None:
@@ -259,7 +267,8 @@ def test_unknown_pages_are_html_404s_and_api_stays_json(client: TestClient) -> N
         assert response.status_code == 404
         assert (1, "Not found") in _page(response).headings
     api = client.get("/api/errors/0000000000000000")
-    assert api.status_code == 404 and api.json()["status"] == 404
+    assert api.status_code == 404
+    assert api.json()["status"] == 404
 
 
 def test_invalid_page_parameters_are_an_html_422(client: TestClient) -> None:

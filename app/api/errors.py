@@ -44,6 +44,16 @@ def _document_response(
     return Response(body, status_code=status, media_type=JSON_MEDIA)
 
 
+def _written_response(
+    session: Session, settings: Settings, record_id: str, status: int
+) -> Response:
+    """The document of the record this request has just written."""
+    stored = records.get_record(session, record_id)
+    if stored is None:
+        raise RuntimeError(f"record {record_id} was written but cannot be read back")
+    return _document_response(session, settings, stored, status)
+
+
 @router.get("", response_model=RecordPage, responses=problems(400))
 def read_errors(
     session: SessionDep,
@@ -96,8 +106,7 @@ def create_error(session: WriteSessionDep, settings: SettingsDep, record: AdminB
     if records.get_record(session, record["id"]) is not None:
         raise AppError(409, "Conflict", f"record {record['id']} exists; PUT replaces it")
     records.write_records(session, [record], origin="api")
-    stored = records.get_record(session, record["id"])
-    return _document_response(session, settings, stored, 201)
+    return _written_response(session, settings, record["id"], 201)
 
 
 @router.put(
@@ -119,7 +128,7 @@ def replace_error(
         )
     counts = records.write_records(session, [record], origin="api")
     status = 201 if counts.created else 200
-    return _document_response(session, settings, records.get_record(session, record_id), status)
+    return _written_response(session, settings, record_id, status)
 
 
 @router.delete("/{record_id}", status_code=204, responses=problems(404, *_WRITE_PROBLEMS))

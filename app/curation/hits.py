@@ -24,7 +24,7 @@ from sqlalchemy.exc import OperationalError
 from app import store
 from app.matching.result import MatchResult
 from app.store.engine import unit_of_work
-from app.store.tables import Hit
+from app.store.tables import Hit, table_of
 
 RECORD, TEMPLATE = "record", "template"
 FLUSH_INTERVAL_S = 10.0
@@ -112,7 +112,7 @@ class HitCounter:
         try:
             with unit_of_work(self.engine) as session:
                 upsert = store.backend(self.engine).upsert_adding(
-                    Hit.__table__, ("kind", "subject", "day"), "count"
+                    table_of(Hit), ("kind", "subject", "day"), "count"
                 )
                 session.execute(upsert, rows)
         except OperationalError as error:

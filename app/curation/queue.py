@@ -12,9 +12,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
-from sqlalchemy import and_, func, or_, select
-from sqlmodel import Session
+from sqlalchemy import Row, and_, func, or_, select
+from sqlmodel import Session, col
 
 from app.curation.hits import RECORD, TEMPLATE
 from app.errors import AppError
@@ -85,16 +86,18 @@ def curation_queue(
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_QUEUE_PAGE}")
     totals = (
         select(
-            Hit.kind,
-            Hit.subject,
-            func.sum(Hit.count).label("hits"),
-            func.max(Hit.day).label("last_hit"),
+            col(Hit.kind),
+            col(Hit.subject),
+            func.sum(col(Hit.count)).label("hits"),
+            func.max(col(Hit.day)).label("last_hit"),
         )
-        .group_by(Hit.kind, Hit.subject)
+        .group_by(col(Hit.kind), col(Hit.subject))
         .subquery()
     )
-    joined = totals.outerjoin(Record, and_(totals.c.kind == RECORD, Record.id == totals.c.subject))
-    condition = or_(totals.c.kind == TEMPLATE, Record.review_state == DRAFT)
+    joined = totals.outerjoin(
+        Record, and_(totals.c.kind == RECORD, col(Record.id) == totals.c.subject)
+    )
+    condition = or_(totals.c.kind == TEMPLATE, col(Record.review_state) == DRAFT)
     narrowed = record_condition(filters)
     if narrowed is not None:
         condition = and_(condition, narrowed)
@@ -118,12 +121,12 @@ def curation_queue(
     rows = session.execute(ordered.limit(limit + 1)).all()
     page = rows[:limit]
     stored = records.get_records(session, [row.subject for row in page if row.kind == RECORD])
-    last = page[-1] if page else None
-    next_cursor = _encode(last.hits, last.kind, last.subject) if len(rows) > limit else None
+    last = page[-1] if len(rows) > limit else None  # a row past the page: there is more
+    next_cursor = _encode(last.hits, last.kind, last.subject) if last is not None else None
     return QueuePage([_item(row, stored) for row in page], total.scalar_one(), next_cursor)
 
 
-def _item(row, stored: dict[str, StoredRecord]) -> QueueItem:
+def _item(row: Row[Any], stored: dict[str, StoredRecord]) -> QueueItem:
     hits, last_hit = int(row.hits), row.last_hit
     if row.kind == TEMPLATE:
         return QueueItem(template_id(row.subject), hits, last_hit, UNEXPLAINED, None, row.subject)

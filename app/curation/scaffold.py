@@ -54,7 +54,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require  # noqa: E402
+from app.reproducers.kit import Target, main, require
 
 RECORD_ID = "$record_id"
 TARGET = Target(
@@ -73,7 +73,7 @@ def trigger(module: ModuleType, device: str) -> None:
 
 def fix(module: ModuleType, device: str) -> dict:
     """TO FILL: apply the record's fix in the same scenario; return the state checked."""
-    require(False, "TO FILL: the fix of record $record_id")
+    require(False, f"TO FILL: the fix of record $record_id, of {module.__name__} on {device}")
     return {}
 
 

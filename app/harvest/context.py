@@ -168,7 +168,7 @@ def add_context(
             ranked[key] = _rank_callers(record["filePath"], calls.get(name or "", []))
         callers = [c for c in ranked[key] if c.line != record["lineNumber"]]
         catchers = _catchers(record["errorClass"], bases)
-        handlers = {}
+        handlers: dict[tuple[str, int], tuple[CallSite, TryBlock]] = {}
         for caller in callers:
             block = next((b for b in caller.handlers if catchers & set(b.catches)), None)
             if block is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app import classes, harvest
 from app.records import locations
@@ -92,7 +92,7 @@ def resolve_release(
             distribution = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError as error:
             raise ReleaseError(f"{spec}: not installed; use NAME==VERSION to download") from error
-        root = Path(distribution.locate_file(""))
+        root = Path(str(distribution.locate_file("")))
         found = repo or upstream.github_repo_of(upstream.metadata_urls(distribution))
         version = distribution.version.split("+")[0]
         tag = ref or f"v{version}"
@@ -158,7 +158,7 @@ def store_drafts(
     for start in range(0, len(fresh_ids), SQL_CHUNK):
         chunk = fresh_ids[start : start + SQL_CHUNK]
         session.execute(
-            update(Record).where(Record.id.in_(chunk)).values(origin=origin, gone_in=newer)
+            update(Record).where(col(Record.id).in_(chunk)).values(origin=origin, gone_in=newer)
         )
     if newer is None:
         counts.gone = _mark_gone(session, release, {record["id"] for record in fresh})
@@ -186,7 +186,7 @@ def newer_harvested(session: Session, release: Release) -> str | None:
         return None
     prefix = f"{HARVESTED_PREFIX}{name}=="
     keys = session.execute(
-        select(DatasetState.key).where(DatasetState.key.startswith(prefix))
+        select(col(DatasetState.key)).where(col(DatasetState.key).startswith(prefix))
     ).scalars()
     specs = [key.removeprefix(HARVESTED_PREFIX) for key in keys]
     newest = max(specs, key=locations.release_order, default=None)
@@ -216,8 +216,8 @@ def _gone_locations(
     session: Session, release: Release, located: set[str]
 ) -> dict[str, locations.Location]:
     """A gone location for every record of this release's files that it no longer raises."""
-    statement = select(Record.id, Record.file_path).where(
-        Record.repo == release.repo, Record.file_path.startswith(release.scope)
+    statement = select(col(Record.id), col(Record.file_path)).where(
+        col(Record.repo) == release.repo, col(Record.file_path).startswith(release.scope)
     )
     return {
         record_id: locations.Location(release.label, release.ref, file_path, gone=True)
@@ -232,12 +232,12 @@ def _now() -> str:
 
 def _mark_gone(session: Session, release: Release, harvested: set[str]) -> int:
     """Mark this release's earlier drafts whose raise site is no longer there."""
-    statement = select(Record.id).where(
-        Record.repo == release.repo,
-        Record.review_state == DRAFT,
-        Record.origin.startswith(ORIGIN_PREFIX),
-        Record.gone_in.is_(None),
-        Record.file_path.startswith(release.scope),
+    statement = select(col(Record.id)).where(
+        col(Record.repo) == release.repo,
+        col(Record.review_state) == DRAFT,
+        col(Record.origin).startswith(ORIGIN_PREFIX),
+        col(Record.gone_in).is_(None),
+        col(Record.file_path).startswith(release.scope),
     )
     gone = [
         record_id
@@ -246,7 +246,9 @@ def _mark_gone(session: Session, release: Release, harvested: set[str]) -> int:
     ]
     for start in range(0, len(gone), SQL_CHUNK):
         chunk = gone[start : start + SQL_CHUNK]
-        session.execute(update(Record).where(Record.id.in_(chunk)).values(gone_in=release.spec))
+        session.execute(
+            update(Record).where(col(Record.id).in_(chunk)).values(gone_in=release.spec)
+        )
     return len(gone)
 
 

@@ -37,7 +37,7 @@ import string
 import tokenize
 import warnings
 from collections import ChainMap, Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -396,7 +396,7 @@ def _first_paragraph(node: ast.AST) -> str | None:
     return paragraph[:MAX_DOCSTRING_CHARS] or None
 
 
-def _module_constants(body: list[ast.stmt]) -> _Env:
+def _module_constants(body: list[ast.stmt]) -> dict[str, _Parts]:
     """Module-level names bound once to a string message (`ERR = "bad {}"`): functions see
     them, whatever the order of definitions, since they run after the module is loaded."""
     bound: Counter[str] = Counter()
@@ -406,7 +406,7 @@ def _module_constants(body: list[ast.stmt]) -> _Env:
             targets = [statement.target]
         for target in targets:
             bound.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-    constants: _Env = {}
+    constants: dict[str, _Parts] = {}
     for statement in body:
         if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
             continue
@@ -456,7 +456,7 @@ class _Collector:
     """Walks statement blocks in order, tracking local string variables, enclosing tests
     and handlers for each raise site, and what resolves messages built elsewhere."""
 
-    def __init__(self, file_path: str, source: str, constants: _Env) -> None:
+    def __init__(self, file_path: str, source: str, constants: dict[str, _Parts]) -> None:
         self.facts = ModuleFacts(file_path, source)
         self.constants = constants
         self._returns: dict[str, list[tuple[ast.Call, _Env]]] = {}
@@ -617,11 +617,11 @@ class _Collector:
             body = self._inner(node.body, env, scope, _add(ctx, node.test))
             orelse = self._inner(node.orelse, env, scope, _add(ctx, _negated(node.test)))
             flows = [branch for branch in (body, orelse) if branch is not None]
-        elif loops or isinstance(node, ast.With | ast.AsyncWith):
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith):
             body = self._inner(node.body, env, scope, ctx, loops)
-            orelse = getattr(node, "orelse", [])
-            self.block(orelse, _child(env), scope, ctx)
-            if body is not None and not orelse:
+            else_body = getattr(node, "orelse", [])
+            self.block(else_body, _child(env), scope, ctx)
+            if body is not None and not else_body:
                 flows = [body, env] if loops else [body]  # a loop may not run at all
         elif isinstance(node, ast.Try | ast.TryStar):
             self.block(node.body, _child(env), scope, ctx)
@@ -845,8 +845,12 @@ class ReleaseMessages:
 def _add_unique(found: dict[str, Factory | None], name: str, factory: Factory) -> None:
     """Keep the factory under its name, or None once two different ones share it."""
     known = found.get(name, factory)
-    same = known is not None and ast.dump(known.call) == ast.dump(factory.call)
-    found[name] = factory if same and known.params == factory.params else None
+    same = (
+        known is not None
+        and ast.dump(known.call) == ast.dump(factory.call)
+        and known.params == factory.params
+    )
+    found[name] = factory if same else None
 
 
 def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSite]:
@@ -953,10 +957,10 @@ def _class_like(callee: str) -> bool:
     return bool(CLASS_NAME.fullmatch(callee)) and callee.rpartition(".")[2][:1].isupper()
 
 
-def _bindings(factory: Factory, call: ast.Call, env: _Env) -> _Env:
+def _bindings(factory: Factory, call: ast.Call, env: _Env) -> dict[str, _Parts]:
     """The factory's parameters bound to the call's arguments, as message parts; one the
     call leaves to its default stays a placeholder named after it."""
-    bound: _Env = {param: (_Field(param),) for param in factory.params}
+    bound: dict[str, _Parts] = {param: (_Field(param),) for param in factory.params}
     for param, arg in zip(factory.params, call.args, strict=False):
         if isinstance(arg, ast.Starred):
             break
@@ -967,7 +971,7 @@ def _bindings(factory: Factory, call: ast.Call, env: _Env) -> _Env:
     return bound
 
 
-def _parts(node: ast.expr, env: _Env) -> _Parts | None:
+def _parts(node: ast.expr, env: Mapping[str, _Parts]) -> _Parts | None:
     """The literal pieces and interpolated values of a string expression; None if dynamic."""
     if isinstance(node, ast.Constant):
         return (node.value,) if isinstance(node.value, str) else None
@@ -975,11 +979,13 @@ def _parts(node: ast.expr, env: _Env) -> _Parts | None:
         parts: list[_Part] = []
         for value in node.values:
             if isinstance(value, ast.Constant):
-                parts.append(value.value)
-            elif _plain_name(value) and value.value.id in env:  # type: ignore[union-attr]
-                parts.extend(env[value.value.id])  # type: ignore[union-attr]
-            else:
-                parts.append(_Field(ast.unparse(value.value)))  # type: ignore[union-attr]
+                parts.append(str(value.value))  # an f-string's literal pieces are str
+            elif isinstance(value, ast.FormattedValue):
+                inner = value.value
+                if _plain_name(value) and isinstance(inner, ast.Name) and inner.id in env:
+                    parts.extend(env[inner.id])
+                else:
+                    parts.append(_Field(ast.unparse(inner)))
         return tuple(parts)
     if isinstance(node, ast.Name):
         return env.get(node.id)
@@ -1013,7 +1019,7 @@ def _plain_name(value: ast.expr) -> bool:
     )
 
 
-def _literal(node: ast.expr, env: _Env) -> str | None:
+def _literal(node: ast.expr, env: Mapping[str, _Parts]) -> str | None:
     """The text of an expression that is a plain string with no interpolation."""
     parts = _parts(node, env)
     if parts is None or not all(isinstance(part, str) for part in parts):

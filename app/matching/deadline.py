@@ -42,8 +42,11 @@ def within(seconds: float | None) -> Iterator[None]:
     """Run the block under a limit of `seconds` (None: no limit). An outer limit that ends
     sooner still holds: a batch's texts share the batch's limit."""
     outer = _current.get()
-    expires_at = time.monotonic() + seconds if seconds is not None else None
-    if expires_at is None or (outer is not None and outer.expires_at <= expires_at):
+    if seconds is None:
+        yield
+        return
+    expires_at = time.monotonic() + seconds
+    if outer is not None and outer.expires_at <= expires_at:
         yield
         return
     token = _current.set(_Limit(expires_at, seconds))

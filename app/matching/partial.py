@@ -52,7 +52,7 @@ MIN_WRAPPED_CHARS = 20
 MAX_MESSAGE_CHARS = 4000
 """Messages are compared up to this length: a longer one is a log, not a message."""
 
-_QUOTES = str.maketrans({c: "'" for c in '"`\u2018\u2019\u201c\u201d\u00b4'})
+_QUOTES = str.maketrans(dict.fromkeys('"`\u2018\u2019\u201c\u201d\u00b4', "'"))
 _SPACES = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
 

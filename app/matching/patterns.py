@@ -140,7 +140,7 @@ def _refused_construct(pattern: str) -> tuple[str, int] | None:
                 return "possessive quantifier (*+, ++, ?+, {m,n}+)", at
             # a "?" after a repeat makes it lazy; anything else starts a new repeat
             after_repeat = not after_repeat
-            at = at + 1 if char in "*+?" else repeat.end()
+            at = repeat.end() if char not in "*+?" and repeat else at + 1
         else:
             at, after_repeat = at + 1, False
     return None

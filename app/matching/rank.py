@@ -109,10 +109,10 @@ def candidate_from(
         file_path=record.file_path,
         line_number=record.line_number,
         lines=lines,
-        functions=frozenset(functions - {None}),
+        functions=frozenset(name for name in functions if name is not None),
         reviewed=review_state == "reviewed",
         gone=gone_in is not None,
-        files=frozenset(files - {None}),
+        files=frozenset(path for path in files if path is not None),
         template=message_template(record.message_pattern, record.error_message),
     )
 
@@ -260,7 +260,8 @@ def _better(match: Match, other: Match) -> bool:
 
 def _frames_in_files(candidate: Candidate, frames: Sequence[Frame]) -> list[Frame]:
     """The frames in the record's file, as written or in any harvested release."""
-    suffixes = [path_suffixes(file) for file in sorted(candidate.files | {candidate.file_path})]
+    files = candidate.files | ({candidate.file_path} if candidate.file_path else set())
+    suffixes = [path_suffixes(file) for file in sorted(files)]
     return [frame for frame in frames if any(_frame_in_file(frame, s) for s in suffixes)]
 
 
@@ -354,7 +355,11 @@ def rank(
         match = _finish(
             candidate, score + bonus, reasons, exception_index if on_message else None, captures
         )
-        match.in_frames = explains and _frames_agree(candidate, exceptions[exception_index])
+        match.in_frames = (
+            explains
+            and exception_index is not None
+            and _frames_agree(candidate, exceptions[exception_index])
+        )
         keep(match)
     for record_id, exception_index, partial in partials:
         candidate = candidates.get(record_id)

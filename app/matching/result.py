@@ -38,8 +38,10 @@ class MatchOut(ApiModel):
     captures: dict[str, str | None]
     reasons: list[str]
     record: RecordSummary
-    history: list[str] = []  # "in vllm 0.12.0–0.32.0; changed in 0.33.0" (issue 15)
-    same_message: list[RecordSummary] = []  # records raising the same message, as likely
+    # "in vllm 0.12.0–0.32.0; changed in 0.33.0" (issue 15)
+    history: list[str] = []  # noqa: RUF012 - pydantic copies a default per instance
+    # records raising the same message, as likely
+    same_message: list[RecordSummary] = []  # noqa: RUF012 - as for history
 
 
 class MatchResult(ApiModel):

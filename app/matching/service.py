@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Engine, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app import classes
 from app.classes import ClassGraph
@@ -215,7 +215,9 @@ class Matcher:
         gone = self._hashes.keys() - current.keys()
         for start in range(0, len(changed), records.SQL_CHUNK):
             chunk = changed[start : start + records.SQL_CHUNK]
-            statement = select(Record.id, Record.message_pattern).where(Record.id.in_(chunk))
+            statement = select(col(Record.id), col(Record.message_pattern)).where(
+                col(Record.id).in_(chunk)
+            )
             for record_id, pattern in session.execute(statement):
                 if locations.matched_by_location(pattern):
                     self._index.remove(record_id)  # found by its raise site only (issue 12)
@@ -246,19 +248,19 @@ def _database_key(engine: Engine) -> str:
 
 
 def _patterns(session: Session) -> list[tuple[str, str, str]]:
-    statement = select(Record.id, Record.message_pattern, Record.content_hash)
+    statement = select(col(Record.id), col(Record.message_pattern), col(Record.content_hash))
     return [tuple(row) for row in session.execute(statement)]
 
 
 def _hashes(session: Session) -> dict[str, str]:
-    return dict(session.execute(select(Record.id, Record.content_hash)).all())
+    return dict(session.execute(select(col(Record.id), col(Record.content_hash))).all())
 
 
 def _raise_sites(session: Session) -> RaiseSites:
     """Every known raise line of every record: as written, and in each harvested release."""
     sites: RaiseSites = {}
-    rows = session.execute(select(Record.id, Record.file_path, Record.line_number)).all()
-    rows += locations.known_lines(session)
+    written = select(col(Record.id), col(Record.file_path), col(Record.line_number))
+    rows = [*session.execute(written).all(), *locations.known_lines(session)]
     for record_id, file_path, line in rows:
         if file_path and line is not None:
             entry = (record_id, file_path)
@@ -365,7 +367,8 @@ def find_matches(
     quoted = [(e.index, inner) for e in exceptions if (inner := unquoted(e.message)) is not None]
     subject, starts = _subject([line.text for line in lines] + [inner for _, inner in quoted])
     regions = _Regions(exceptions)
-    hits = []
+    hits: list[tuple[str, int | None, str, bool]] = []
+    exception_index: int | None
     for count, hit in enumerate(index.candidates(subject)):
         if count % deadline.CHECK_EVERY == 0:
             deadline.check()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from sqlalchemy import and_, case, func, or_, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app.config import Settings
 from app.curation.hits import RECORD, TEMPLATE, today
@@ -51,8 +51,8 @@ class Overview:
 
 def _records_per_repo(session: Session) -> dict[str, dict[str, int]]:
     per_repo: dict[str, dict[str, int]] = {}
-    statement = select(Record.repo, Record.review_state, func.count()).group_by(
-        Record.repo, Record.review_state
+    statement = select(col(Record.repo), col(Record.review_state), func.count()).group_by(
+        col(Record.repo), col(Record.review_state)
     )
     for repo, state, count in session.execute(statement):
         per_repo.setdefault(repo, {records.DRAFT: 0, records.REVIEWED: 0})[state] = count
@@ -64,13 +64,13 @@ def _hits_per_day(session: Session, days: int) -> dict[date, dict[str, int]]:
     nothing (a template); days without hits are there with zeros, so gaps show."""
     first = today() - timedelta(days=days - 1)
     per_day = {first + timedelta(days=n): dict.fromkeys(HIT_STATES, 0) for n in range(days)}
-    state = case((Hit.kind == TEMPLATE, UNEXPLAINED), else_=Record.review_state)
+    state = case((col(Hit.kind) == TEMPLATE, UNEXPLAINED), else_=col(Record.review_state))
     statement = (
-        select(Hit.day, state, func.sum(Hit.count))
+        select(col(Hit.day), state, func.sum(col(Hit.count)))
         .select_from(Hit)
-        .outerjoin(Record, and_(Hit.kind == RECORD, Record.id == Hit.subject))
-        .where(Hit.day >= first, or_(Hit.kind == TEMPLATE, Record.id.is_not(None)))
-        .group_by(Hit.day, state)
+        .outerjoin(Record, and_(col(Hit.kind) == RECORD, col(Record.id) == col(Hit.subject)))
+        .where(col(Hit.day) >= first, or_(col(Hit.kind) == TEMPLATE, col(Record.id).is_not(None)))
+        .group_by(col(Hit.day), state)
     )
     for day, answered_by, count in session.execute(statement):
         if day in per_day:
@@ -103,9 +103,11 @@ def _drift_per_release(session: Session) -> dict[str, dict[str, int]]:
         .scalar_subquery()
     )
     statement = (
-        select(DriftCheck.package, DriftCheck.version, DriftCheck.status, func.count())
-        .where(DriftCheck.id.in_(latest))
-        .group_by(DriftCheck.package, DriftCheck.version, DriftCheck.status)
+        select(
+            col(DriftCheck.package), col(DriftCheck.version), col(DriftCheck.status), func.count()
+        )
+        .where(col(DriftCheck.id).in_(latest))
+        .group_by(col(DriftCheck.package), col(DriftCheck.version), col(DriftCheck.status))
     )
     per_release: dict[str, dict[str, int]] = {}
     for package, version, status, count in session.execute(statement):

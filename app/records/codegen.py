@@ -132,7 +132,7 @@ def _annotated(base: str, spec: dict[str, Any], consumed: set[str]) -> str:
             consumed.add(keyword)
             value = spec[keyword]
             arguments.append(f"{argument}={_string(value) if keyword == 'pattern' else value}")
-    extra = {}
+    extra: dict[str, object] = {}
     validators = []
     if spec.get("uniqueItems"):
         consumed.add("uniqueItems")

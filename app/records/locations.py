@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app import store
 from app.records.model import ErrorRecord, parse_record
@@ -136,6 +136,8 @@ class Location:
         context: dict[str, Any] | None = None,
     ) -> "Location":
         """The location a harvested record (a draft of `release`) gives."""
+        if record.analyzed_sha is None or record.file_path is None:
+            raise ValueError(f"record {record.id} names no commit or file: it was not harvested")
         return cls(
             release=release,
             ref=record.analyzed_sha,
@@ -182,11 +184,12 @@ def record_locations(session: Session, record_ids: Iterable[str]) -> dict[str, l
     ids = list(record_ids)
     columns = [RecordLocation.record_id, *(getattr(RecordLocation, f) for f in _COLUMNS)]
     for start in range(0, len(ids), SQL_CHUNK):
-        statement = select(*columns, RecordLocation.code_context).where(
-            RecordLocation.record_id.in_(ids[start : start + SQL_CHUNK])
+        statement = select(*columns, col(RecordLocation.code_context)).where(
+            col(RecordLocation.record_id).in_(ids[start : start + SQL_CHUNK])
         )
         for record_id, *values, context in session.execute(statement):
-            found[record_id].append(Location(*values, context=_loaded(context)))
+            fields = dict(zip(_COLUMNS, values, strict=True))
+            found[record_id].append(Location(**fields, context=_loaded(context)))
     for locations in found.values():
         locations.sort(key=lambda location: release_order(location.release))
     return dict(found)
@@ -208,7 +211,7 @@ def location_row(record_id: str, location: Location) -> dict[str, Any]:
 
 def replace_release(session: Session, release: str, located: Mapping[str, Location]) -> None:
     """Make these the locations of `release`: one per record id, none for anything else."""
-    session.execute(delete(RecordLocation).where(RecordLocation.release == release))
+    session.execute(delete(RecordLocation).where(col(RecordLocation.release) == release))
     rows = [location_row(record_id, location) for record_id, location in located.items()]
     for start in range(0, len(rows), SQL_CHUNK):
         session.execute(insert(RecordLocation), rows[start : start + SQL_CHUNK])
@@ -218,8 +221,12 @@ def known_lines(session: Session) -> list[tuple[str, str, int | None]]:
     """(record id, file, line) of every location a site still has in some release; once
     each, however many releases share it (issue 15: forty releases, one line each)."""
     statement = (
-        select(RecordLocation.record_id, RecordLocation.file_path, RecordLocation.line_number)
-        .where(RecordLocation.gone.is_(False))
+        select(
+            col(RecordLocation.record_id),
+            col(RecordLocation.file_path),
+            col(RecordLocation.line_number),
+        )
+        .where(col(RecordLocation.gone).is_(False))
         .distinct()
     )
     return [tuple(row) for row in session.execute(statement)]
@@ -229,7 +236,7 @@ def resolve_alias(session: Session, record_id: str) -> str | None:
     """The id of the record that absorbed this one, if it was absorbed."""
     if store.names_nothing(record_id):
         return None
-    statement = select(RecordAlias.record_id).where(RecordAlias.alias_id == record_id)
+    statement = select(col(RecordAlias.record_id)).where(col(RecordAlias.alias_id) == record_id)
     return session.execute(statement).scalar_one_or_none()
 
 
@@ -258,8 +265,8 @@ def _closest(claimer: Site, sites: Sequence[Site]) -> Site:
 def _reviewed_sites(session: Session, *conditions: Any) -> list[Site]:
     """Reviewed records under these conditions, with the function of their latest location."""
     rows = session.execute(
-        select(Record.id, Record.site_key, Record.document).where(
-            Record.review_state == REVIEWED, *conditions
+        select(col(Record.id), col(Record.site_key), col(Record.document)).where(
+            col(Record.review_state) == REVIEWED, *conditions
         )
     ).all()
     located = record_locations(session, [row.id for row in rows])
@@ -288,12 +295,12 @@ def find_claims(session: Session, harvested: Sequence[Site]) -> dict[str, str]:
     ids = [site.id for site in harvested]
     claims: dict[str, str] = {}
     for condition in _in_chunks(Record.id, ids):
-        statement = select(Record.id).where(Record.review_state == REVIEWED, condition)
+        statement = select(col(Record.id)).where(col(Record.review_state) == REVIEWED, condition)
         claims.update((record_id, record_id) for record_id in session.execute(statement).scalars())
     for condition in _in_chunks(RecordAlias.alias_id, ids):
         claims.update(
             session.execute(
-                select(RecordAlias.alias_id, RecordAlias.record_id).where(condition)
+                select(col(RecordAlias.alias_id), col(RecordAlias.record_id)).where(condition)
             ).all()
         )
     by_key: dict[str, list[Site]] = defaultdict(list)
@@ -304,8 +311,10 @@ def find_claims(session: Session, harvested: Sequence[Site]) -> dict[str, str]:
     claimers = [s for c in _in_chunks(Record.site_key, keys) for s in _reviewed_sites(session, c)]
     taken = set(claims.values())
     for claimer in sorted(claimers, key=lambda site: site.id):
+        if claimer.key is None or claimer.id in taken:
+            continue
         open_sites = [site for site in by_key[claimer.key] if site.id not in claims]
-        if claimer.id in taken or not open_sites:
+        if not open_sites:
             continue
         claims[_closest(claimer, open_sites).id] = claimer.id
     return claims
@@ -319,23 +328,25 @@ def absorb(session: Session, draft_id: str, record_id: str) -> None:
     """
     have = set(
         session.execute(
-            select(RecordLocation.release).where(RecordLocation.record_id == record_id)
+            select(col(RecordLocation.release)).where(col(RecordLocation.record_id) == record_id)
         ).scalars()
     )
-    moving = RecordLocation.record_id == draft_id
+    moving = col(RecordLocation.record_id) == draft_id
     session.execute(
         update(RecordLocation)
-        .where(moving, RecordLocation.release.not_in(have))
+        .where(moving, col(RecordLocation.release).not_in(have))
         .values(record_id=record_id)
     )
     for table in (ReproducerRun, DriftCheck):
         session.execute(
-            update(table).where(table.record_id == draft_id).values(record_id=record_id)
+            update(table).where(col(table.record_id) == draft_id).values(record_id=record_id)
         )
     session.execute(
-        update(RecordAlias).where(RecordAlias.record_id == draft_id).values(record_id=record_id)
+        update(RecordAlias)
+        .where(col(RecordAlias.record_id) == draft_id)
+        .values(record_id=record_id)
     )
-    session.execute(delete(Record).where(Record.id == draft_id))
+    session.execute(delete(Record).where(col(Record.id) == draft_id))
     session.execute(insert(RecordAlias).values(alias_id=draft_id, record_id=record_id))
 
 
@@ -346,7 +357,7 @@ def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None)
     database made before issue 9 is upgraded. A draft found in a release where the record
     has its own location is another site of the same key, and stays.
     """
-    conditions = [Record.site_key.is_not(None)]
+    conditions = [col(Record.site_key).is_not(None)]
     claimers = (
         [
             s
@@ -359,15 +370,17 @@ def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None)
     # The drafts of every claimed key in a few queries, not one per claimer: an import of
     # 50k records asked 50k times, a round trip each on PostgreSQL (issue 14).
     drafts: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    keys = sorted({claimer.key for claimer in claimers})
+    keys = sorted({claimer.key for claimer in claimers if claimer.key is not None})
     for condition in _in_chunks(Record.site_key, keys):
-        statement = select(Record.site_key, Record.id, Record.document).where(
-            condition, Record.review_state == DRAFT
+        statement = select(col(Record.site_key), col(Record.id), col(Record.document)).where(
+            condition, col(Record.review_state) == DRAFT
         )
         for key, draft_id, document in session.execute(statement):
             drafts[key].append((draft_id, document))
     absorbed, gone = 0, set()
     for claimer in sorted(claimers, key=lambda site: site.id):
+        if claimer.key is None:
+            continue  # chosen by a key that is set: a guard for the type only
         rows = [row for row in drafts.get(claimer.key, ()) if row[0] not in gone]
         if not rows:
             continue
@@ -409,7 +422,7 @@ def harvested_releases(session: Session) -> list[str]:
     """The `name==version` releases harvested into the store, oldest first."""
     prefix = "harvested:"
     keys = session.execute(
-        select(DatasetState.key).where(DatasetState.key.startswith(prefix))
+        select(col(DatasetState.key)).where(col(DatasetState.key).startswith(prefix))
     ).scalars()
     labels = [key.removeprefix(prefix) for key in keys if "==" in key]
     return sorted(labels, key=release_order)
@@ -464,10 +477,10 @@ def _site_raises_other(
 ) -> bool:
     """Whether the release raises another message where this one was: in the same function
     of the file, or one that begins like it anywhere in the file (reworded and moved)."""
-    statement = select(RecordLocation.record_id, RecordLocation.function).where(
-        RecordLocation.release == f"{name}=={version}",
-        RecordLocation.file_path == location.file_path,
-        RecordLocation.gone.is_(False),
+    statement = select(col(RecordLocation.record_id), col(RecordLocation.function)).where(
+        col(RecordLocation.release) == f"{name}=={version}",
+        col(RecordLocation.file_path) == location.file_path,
+        col(RecordLocation.gone).is_(False),
     )
     rows = session.execute(statement).all()
     if location.function is not None and any(row.function == location.function for row in rows):
@@ -478,6 +491,6 @@ def _site_raises_other(
     ids = [row.record_id for row in rows]
     return any(
         text.startswith(head)
-        for condition in _in_chunks(Record.id, ids)
-        for text in session.execute(select(Record.error_message).where(condition)).scalars()
+        for condition in _in_chunks(col(Record.id), ids)
+        for text in session.execute(select(col(Record.error_message)).where(condition)).scalars()
     )

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, cast
 
-from sqlalchemy import delete, func, insert, select, update
-from sqlmodel import Session
+from sqlalchemy import CursorResult, delete, func, insert, select, update
+from sqlmodel import Session, col
 
 from app import cursor as cursor_codec
 from app import store
@@ -26,7 +26,7 @@ from app.records.files import LoadedRecord, load_records, record_files
 from app.records.filters import NO_FILTERS, RecordFilters, filtered
 from app.records.model import ID_PATTERN, ErrorRecord, parse_record
 from app.records.validation import field_order, record_errors
-from app.store.tables import DatasetState, Record, RecordTag
+from app.store.tables import DatasetState, Record, RecordTag, table_of
 
 MAX_PAGE_SIZE = 200
 DEFAULT_PAGE_SIZE = 50
@@ -49,7 +49,9 @@ class StoredRecord:
     record: ErrorRecord
 
     @classmethod
-    def of(cls, record_id: str, document: str, review_state: str, origin: str, gone_in: str | None):
+    def of(
+        cls, record_id: str, document: str, review_state: str, origin: str, gone_in: str | None
+    ) -> Self:
         """The stored record of this text, parsed into its typed record."""
         return cls(record_id, document, review_state, origin, gone_in, parse_record(document))
 
@@ -110,7 +112,7 @@ def _format_version(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-_VERSION_QUERY = select(DatasetState.value).where(DatasetState.key == VERSION_KEY)
+_VERSION_QUERY = select(col(DatasetState.value)).where(col(DatasetState.key) == VERSION_KEY)
 
 
 def dataset_version(session: Session) -> str:
@@ -133,13 +135,13 @@ def bump_dataset_version(session: Session) -> str:
     nothing new (issue 14)."""
     session.flush()
     connection = session.connection()
-    first = store.backend(session).insert_ignoring(DatasetState.__table__)
+    first = store.backend(session).insert_ignoring(table_of(DatasetState))
     connection.execute(first.values(key=VERSION_KEY, value=EMPTY_DATASET_VERSION))
     current = connection.execute(_VERSION_QUERY.with_for_update()).scalar_one()
     previous = datetime.strptime(current, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     version = _format_version(max(_utcnow(), previous + timedelta(milliseconds=1)))
     connection.execute(
-        update(DatasetState).where(DatasetState.key == VERSION_KEY).values(value=version)
+        update(DatasetState).where(col(DatasetState.key) == VERSION_KEY).values(value=version)
     )
     return version
 
@@ -148,14 +150,20 @@ def _stored(row: Any) -> StoredRecord:
     return StoredRecord.of(row.id, row.document, row.review_state, row.origin, row.gone_in)
 
 
-_STORED_COLUMNS = (Record.id, Record.document, Record.review_state, Record.origin, Record.gone_in)
+_STORED_COLUMNS = (
+    col(Record.id),
+    col(Record.document),
+    col(Record.review_state),
+    col(Record.origin),
+    col(Record.gone_in),
+)
 
 
 def get_record(session: Session, record_id: str) -> StoredRecord | None:
     """The record with this id, or None."""
     if store.names_nothing(record_id):
         return None
-    row = session.execute(select(*_STORED_COLUMNS).where(Record.id == record_id)).first()
+    row = session.execute(select(*_STORED_COLUMNS).where(col(Record.id) == record_id)).first()
     return _stored(row) if row else None
 
 
@@ -165,7 +173,7 @@ def get_records(session: Session, record_ids: Iterable[str]) -> dict[str, Stored
     ids = list(record_ids)
     for start in range(0, len(ids), SQL_CHUNK):
         chunk = ids[start : start + SQL_CHUNK]
-        for row in session.execute(select(*_STORED_COLUMNS).where(Record.id.in_(chunk))):
+        for row in session.execute(select(*_STORED_COLUMNS).where(col(Record.id).in_(chunk))):
             found[row.id] = _stored(row)
     return found
 
@@ -176,8 +184,8 @@ def get_record_by_slug(session: Session, repo: str, slug: str) -> StoredRecord |
         return None
     row = session.execute(
         select(*_STORED_COLUMNS)
-        .where(Record.repo == repo, Record.slug == slug)
-        .order_by((Record.review_state == REVIEWED).desc(), Record.id)
+        .where(col(Record.repo) == repo, col(Record.slug) == slug)
+        .order_by((col(Record.review_state) == REVIEWED).desc(), col(Record.id))
         .limit(1)
     ).first()
     return _stored(row) if row else None
@@ -208,7 +216,7 @@ def list_records(
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_PAGE_SIZE}")
     total = session.execute(filtered(select(func.count()).select_from(Record), filters))
     # Ids first, documents after: ordering only ids keeps a filtered page cheap.
-    statement = filtered(select(Record.id), filters).order_by(Record.id)
+    statement = filtered(select(col(Record.id)), filters).order_by(col(Record.id))
     if cursor is not None:
         statement = statement.where(Record.id > decode_cursor(cursor))
     ids = list(session.execute(statement.limit(limit + 1)).scalars())
@@ -244,7 +252,9 @@ def existing_hashes(session: Session, record_ids: Sequence[str]) -> dict[str, st
     hashes: dict[str, str] = {}
     for start in range(0, len(record_ids), SQL_CHUNK):
         chunk = record_ids[start : start + SQL_CHUNK]
-        statement = select(Record.id, Record.content_hash).where(Record.id.in_(chunk))
+        statement = select(col(Record.id), col(Record.content_hash)).where(
+            col(Record.id).in_(chunk)
+        )
         hashes.update(session.execute(statement).all())
     return hashes
 
@@ -294,7 +304,7 @@ def _replace_tags(session: Session, records: Sequence[ErrorRecord]) -> None:
     ids = [record.id for record in records]
     for start in range(0, len(ids), SQL_CHUNK):
         chunk = ids[start : start + SQL_CHUNK]
-        session.execute(delete(RecordTag).where(RecordTag.record_id.in_(chunk)))
+        session.execute(delete(RecordTag).where(col(RecordTag.record_id).in_(chunk)))
     tags = [{"record_id": r.id, "tag": tag} for r in records for tag in dict.fromkeys(r.tags)]
     if tags:
         session.execute(insert(RecordTag), tags)
@@ -302,7 +312,7 @@ def _replace_tags(session: Session, records: Sequence[ErrorRecord]) -> None:
 
 def set_review_state(session: Session, record_id: str, state: str) -> None:
     """Mark a record draft or reviewed (kept beside the record, never inside it)."""
-    session.execute(update(Record).where(Record.id == record_id).values(review_state=state))
+    session.execute(update(Record).where(col(Record.id) == record_id).values(review_state=state))
     if state == REVIEWED:
         locations.absorb_duplicates(session, [record_id])
     bump_dataset_version(session)
@@ -310,7 +320,11 @@ def set_review_state(session: Session, record_id: str, state: str) -> None:
 
 def delete_record(session: Session, record_id: str) -> bool:
     """Delete a record and its tags; False when there was none."""
-    deleted = session.execute(delete(Record).where(Record.id == record_id)).rowcount
+    # a DELETE's result is a CursorResult, which Session.execute's signature does not say
+    result = cast(
+        CursorResult[Any], session.execute(delete(Record).where(col(Record.id) == record_id))
+    )
+    deleted = result.rowcount
     if deleted:
         bump_dataset_version(session)
     return bool(deleted)
@@ -374,9 +388,9 @@ def import_paths(session: Session, paths: Iterable[Path], *, partial: bool = Fal
 
 def export_lines(session: Session, review_state: str | None = None) -> Iterator[str]:
     """Every record as one line of JSON (canonical text), in id order."""
-    statement = select(Record.document).order_by(Record.id)
+    statement = select(col(Record.document)).order_by(col(Record.id))
     if review_state is not None:
-        statement = statement.where(Record.review_state == review_state)
+        statement = statement.where(col(Record.review_state) == review_state)
     for (document,) in session.execute(statement.execution_options(yield_per=1000)):
         yield document + "\n"
 

@@ -99,7 +99,7 @@ def _schema_errors(record: Any) -> list[FieldError]:
 
 def _compiled_reason(refusal: fastjsonschema.JsonSchemaValueException) -> FieldError:
     """The reason fastjsonschema gives, for the refusals the reference engine misses."""
-    path = re.sub(r"\[(\d+)\]", r".\1", refusal.name.removeprefix("data")).lstrip(".")
+    path = re.sub(r"\[(\d+)\]", r".\1", (refusal.name or "").removeprefix("data")).lstrip(".")
     field = path or "(record)"
     template = _REASONS.get(refusal.rule or "")
     value = (refusal.rule_definition if refusal.rule != "format" else "date-time") or ""

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app.config import Settings
 from app.records.model import ErrorRecord
@@ -47,10 +47,18 @@ def _release_file(root: Path, file_path: str) -> Path | None:
     return None
 
 
+def _excerpt(record: ErrorRecord) -> tuple[list[str], int, int]:
+    """The record's source excerpt as lines, its raise line, and the excerpt's first line."""
+    code, line_number, start = record.source_code, record.line_number, record.source_code_start
+    if code is None or line_number is None or start is None:
+        raise ValueError(f"record {record.id} has no source excerpt to locate its raise in")
+    return code.split("\n"), line_number, start
+
+
 def _raise_block(record: ErrorRecord) -> list[str]:
     """The raise statement's lines from the record's excerpt, stripped (its fingerprint)."""
-    lines = record.source_code.split("\n")
-    index = record.line_number - record.source_code_start
+    lines, line_number, start = _excerpt(record)
+    index = line_number - start
     block, depth = [], 0
     for line in lines[index:]:
         block.append(line.strip())
@@ -78,10 +86,9 @@ def _longest_literal(message: str) -> str:
 def locate_raise_site(record: ErrorRecord, text: str) -> tuple[str, int | None, str]:
     """(status, found line, detail) of a record's raise site in a newer file's text."""
     lines = text.split("\n")
-    line_number, start = record.line_number, record.source_code_start
+    excerpt, line_number, start = _excerpt(record)
     found = _find_block(lines, _raise_block(record), line_number)
     if found is not None:
-        excerpt = record.source_code.split("\n")
         current = lines[
             start - 1 + found - line_number : start - 1 + found - line_number + len(excerpt)
         ]
@@ -106,6 +113,8 @@ def check_drift(settings: Settings, stored: StoredRecord) -> DriftOutcome | None
     info = reproducer_info(settings, stored.id)
     record = stored.record
     if info is None or record.file_path is None or record.source_code is None:
+        return None
+    if record.line_number is None or record.source_code_start is None:
         return None
     package, version = info.target["package"], info.target["version"]
     root = Upstream(settings.cache_dir).ensure_unpacked(package, version)
@@ -135,8 +144,8 @@ def latest_drift(session: Session, record_id: str) -> DriftCheck | None:
     """The newest drift check of a record."""
     statement = (
         select(DriftCheck)
-        .where(DriftCheck.record_id == record_id)
-        .order_by(DriftCheck.checked_at.desc(), DriftCheck.id.desc())
+        .where(col(DriftCheck.record_id) == record_id)
+        .order_by(col(DriftCheck.checked_at).desc(), col(DriftCheck.id).desc())
         .limit(1)
     )
     return session.execute(statement).scalars().first()

@@ -19,6 +19,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -99,7 +100,7 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     text = _format(exc)
     index = PatternIndex([(record_id, record.message_pattern)], backend="portable")
     candidate = candidate_from(record, "reviewed", None)
-    exceptions, matches = find_matches(index, text, lambda ids: {record_id: candidate})
+    exceptions, matches = find_matches(index, text, lambda _ids: {record_id: candidate})
     last = exceptions[-1] if exceptions else None
     class_ok = last is not None and last.error_class == short_class(record.error_class)
     top = matches[0] if matches else None
@@ -121,7 +122,7 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
         "detail": detail,
         "errorClass": type(exc).__name__,
         "message": str(exc),
-        "captures": top.captures if message_ok else {},
+        "captures": top.captures if top is not None and message_ok else {},
         "traceback": text,
     }
 
@@ -258,7 +259,7 @@ def main(
     result["trigger"] = _timed(lambda: _run_trigger(record, trigger, module, device))
     result["fix"] = _timed(lambda: _run_fix(fix, module, device))
     for name, extra in (extra_triggers or {}).items():
-        result["extra"][name] = _timed(lambda e=extra: _run_trigger(record, e, module, device))
+        result["extra"][name] = _timed(partial(_run_trigger, record, extra, module, device))
     checks = [{"name": "trigger", **result["trigger"]}, {"name": "fix", **result["fix"]}]
     checks += [{"name": name, **check} for name, check in result["extra"].items()]
     result["status"], result["reason"] = _overall(checks)

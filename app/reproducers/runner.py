@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app.config import Settings
 from app.records import service as records
@@ -231,8 +231,8 @@ def latest_runs(session: Session, record_id: str, limit: int = RECENT_RUNS) -> l
     """The most recent runs of a record's reproducer, newest first."""
     statement = (
         select(ReproducerRun)
-        .where(ReproducerRun.record_id == record_id)
-        .order_by(ReproducerRun.started_at.desc(), ReproducerRun.id.desc())
+        .where(col(ReproducerRun.record_id) == record_id)
+        .order_by(col(ReproducerRun.started_at).desc(), col(ReproducerRun.id).desc())
         .limit(limit)
     )
     return list(session.execute(statement).scalars())

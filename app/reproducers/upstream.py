@@ -66,7 +66,7 @@ class Stub:
     def __init__(self, qualname: str) -> None:
         self._qualname = qualname
 
-    def __call__(self, *args: object, **kwargs: object) -> None:
+    def __call__(self, *_args: object, **_kwargs: object) -> None:
         raise StubUsedError(f"{self._qualname} is stubbed by errkb and must not be called")
 
     def __getattr__(self, attr: str) -> object:
@@ -183,8 +183,9 @@ def metadata_urls(distribution: importlib.metadata.Distribution) -> dict[str, st
     for entry in metadata.get_all("Project-URL") or []:
         label, _, url = entry.partition(",")
         urls[label.strip()] = url.strip()
-    if metadata.get("Home-page"):
-        urls["Home-page"] = metadata["Home-page"].strip()
+    home = (metadata.get_all("Home-page") or [""])[0].strip()
+    if home:
+        urls["Home-page"] = home
     return urls
 
 
@@ -411,9 +412,10 @@ class Upstream:
         """
         root = self.unpacked_dir(name, version)
         files = {
-            Path(mod.__file__).resolve()
+            path
             for mod in list(sys.modules.values())
-            if getattr(mod, "__file__", None) and Path(mod.__file__).resolve().is_relative_to(root)
+            if (file := getattr(mod, "__file__", None))
+            and (path := Path(file).resolve()).is_relative_to(root)
         }
         files.update(path for path in self._dist_info(name, version).rglob("*") if path.is_file())
         target = dest_cache_dir.resolve() / UNPACKED_DIR / _release(name, version)

@@ -27,7 +27,7 @@ snippet, app.search.related finds the records next to a record.
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app import cursor as cursor_codec
 from app import store
@@ -166,7 +166,7 @@ def _boosted(
         return []
     matches = match_text(matcher, session, query, MATCH_BOOST_LIMIT).matches
     ids = [match.id for match in matches]
-    passing = filtered(select(Record.id), filters).where(Record.id.in_(ids))
+    passing = filtered(select(col(Record.id)), filters).where(col(Record.id).in_(ids))
     kept = set(session.execute(passing).scalars()) if ids else set()
     wanted = [match for match in matches if match.id in kept]
     if not wanted:
@@ -192,9 +192,9 @@ def _recent(
     session: Session, query: str, filters: RecordFilters, offset: int, limit: int
 ) -> SearchResults:
     """With no words to look for: the filtered records, most recently changed first."""
-    statement = filtered(select(Record.id), filters)
+    statement = filtered(select(col(Record.id)), filters)
     total = session.execute(select(func.count()).select_from(statement.subquery())).scalar_one()
-    ordered = statement.order_by(Record.modified_at.desc(), Record.id)
+    ordered = statement.order_by(col(Record.modified_at).desc(), col(Record.id))
     ids = list(session.execute(ordered.offset(offset).limit(limit)).scalars())
     stored = records.get_records(session, ids)
     hits = [

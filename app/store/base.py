@@ -21,7 +21,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.sql.dml import Insert
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from app.store.fulltext import Scope, Scored, TextQuery, record_search
 from app.store.tables import Record, RecordTag
@@ -135,10 +135,12 @@ class Backend(ABC):
         most shared first."""
         shared = func.count().label("shared")
         statement = (
-            select(RecordTag.record_id, shared, func.aggregate_strings(RecordTag.tag, ", "))
-            .where(RecordTag.tag.in_(list(tags)), RecordTag.record_id != record_id)
-            .group_by(RecordTag.record_id)
-            .order_by(shared.desc(), RecordTag.record_id)
+            select(
+                col(RecordTag.record_id), shared, func.aggregate_strings(col(RecordTag.tag), ", ")
+            )
+            .where(col(RecordTag.tag).in_(list(tags)), col(RecordTag.record_id) != record_id)
+            .group_by(col(RecordTag.record_id))
+            .order_by(shared.desc(), col(RecordTag.record_id))
             .limit(limit)
         )
         return [tuple(row) for row in session.execute(statement)]

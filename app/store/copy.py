@@ -25,12 +25,13 @@ from app.store.tables import (
     RecordLocation,
     RecordTag,
     ReproducerRun,
+    table_of,
 )
 
 CHUNK_ROWS = 5000
 # Parents before children (foreign keys); records in the order they were last written.
 TABLES: tuple[Table, ...] = tuple(
-    model.__table__  # type: ignore[attr-defined]
+    table_of(model)
     for model in (
         Record,
         RecordTag,
@@ -56,7 +57,7 @@ class CopyReport:
 
 
 def _order(table: Table) -> list:
-    if table is Record.__table__:
+    if table is table_of(Record):
         return [table.c.modified_at, table.c.id]
     return list(table.primary_key.columns)
 
@@ -91,7 +92,7 @@ def copy_store(
 
 
 def _insert(writer: Session, table: Table, rows: list[dict]) -> None:
-    if table is Record.__table__:
+    if table is table_of(Record):
         ids = [row["id"] for row in rows]
         with store.backend(writer).batch_indexing(writer, ids):
             writer.execute(insert(table), rows)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, event
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, create_engine
@@ -62,7 +62,9 @@ def make_engine(
     return engine
 
 
-def _configure_sqlite_connection(busy_timeout_ms: int, dbapi_connection, _record) -> None:
+def _configure_sqlite_connection(
+    busy_timeout_ms: int, dbapi_connection: sqlite3.Connection, _record: object
+) -> None:
     """WAL lets readers run during a write; SQLite leaves foreign keys off unless asked.
 
     The driver's own transaction handling is turned off (its legacy mode opens a transaction
@@ -79,7 +81,7 @@ def _configure_sqlite_connection(busy_timeout_ms: int, dbapi_connection, _record
     cursor.close()
 
 
-def _begin_sqlite_transaction(connection) -> None:
+def _begin_sqlite_transaction(connection: Connection) -> None:
     writer = connection.get_execution_options().get(_WRITE_OPTION, False)
     connection.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
 

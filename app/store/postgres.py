@@ -14,12 +14,16 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import (
     Connection,
     Engine,
+    Float,
     Integer,
+    Select,
     Table,
+    Text,
     bindparam,
     create_engine,
     func,
@@ -124,13 +128,13 @@ class PostgresBackend(Backend):
     def count(
         self, session: Session, query: TextQuery, condition: Condition | None, cap: int
     ) -> int:
-        found = (
+        found: Select[Any] = (
             select(literal_column("1"))
             .select_from(text(f"record_search k, {_QUERY} AS q(q)"))
             .where(text("k.full_tsv @@ q.q"))
         )
-        found = restricted(found, condition).limit(cap).subquery()
-        statement = select(func.count()).select_from(found)
+        capped = restricted(found, condition).limit(cap).subquery()
+        statement = select(func.count()).select_from(capped)
         params = {"query": tsquery_text(query)}
         return session.connection().execute(statement, params).scalar_one()
 
@@ -146,9 +150,9 @@ class PostgresBackend(Backend):
         score = f"ts_rank({_WEIGHTS}, k.{column}, q.q, {RANK_NORMALIZATION})"
         statement = (
             select(
-                literal_column("k.fts_rowid"),
-                literal_column("k.record_id"),
-                literal_column(score).label("score"),
+                literal_column("k.fts_rowid", Integer),
+                literal_column("k.record_id", Text),
+                literal_column(score, Float).label("score"),
             )
             .select_from(text(f"record_search k, {_QUERY} AS q(q)"))
             .where(text(f"k.{column} @@ q.q{leave_out}"))

@@ -10,8 +10,20 @@ import fcntl
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, bindparam, func, literal_column, select, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Label,
+    Select,
+    Table,
+    bindparam,
+    func,
+    literal_column,
+    select,
+    text,
+)
 from sqlalchemy.dialects import sqlite
 from sqlmodel import Session
 
@@ -58,13 +70,13 @@ class SqliteBackend(Backend):
         self, session: Session, query: TextQuery, condition: Condition | None, cap: int
     ) -> int:
         join = " JOIN record_search k ON k.fts_rowid = f.rowid" if condition is not None else ""
-        found = (
+        found: Select[Any] = (
             select(literal_column("1"))
             .select_from(text(f"records_fts f{join}"))
             .where(text("records_fts MATCH :expression"))
         )
-        found = restricted(found, condition).limit(cap).subquery()
-        statement = select(func.count()).select_from(found)
+        capped = restricted(found, condition).limit(cap).subquery()
+        statement = select(func.count()).select_from(capped)
         params = {"expression": match_expression(query)}
         return session.connection().execute(statement, params).scalar_one()
 
@@ -78,7 +90,8 @@ class SqliteBackend(Backend):
     ) -> list[Scored]:
         table, weights, leave_out = _SCOPES[scope]
         join = " JOIN record_search k ON k.fts_rowid = f.rowid" if condition is not None else ""
-        score = literal_column(f"-bm25({table}, {', '.join(map(str, weights))})").label("score")
+        bm25 = f"-bm25({table}, {', '.join(map(str, weights))})"
+        score: Label[Any] = literal_column(bm25).label("score")
         statement = (
             select(literal_column("f.rowid"), score)
             .select_from(text(f"{table} f{join}"))

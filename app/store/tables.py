@@ -2,7 +2,7 @@
 
 from datetime import date, datetime
 
-from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, Text
+from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, Table, Text, inspect
 from sqlmodel import Field, SQLModel
 
 from app.records.model import ID_LENGTH
@@ -174,3 +174,11 @@ class ExceptionClass(SQLModel, table=True):
     release: str = Field(primary_key=True)
     name: str = Field(primary_key=True)
     bases: str = Field(sa_column=Column(Text, nullable=False))  # JSON list of base names
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """The Core table of a table model: SQLModel sets `__table__` but does not declare it."""
+    table = inspect(model).local_table
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not a table model")
+    return table

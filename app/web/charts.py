@@ -12,6 +12,7 @@ from datetime import date
 import pygal
 from markupsafe import Markup
 from pygal.etree import etree
+from pygal.graph.graph import Graph
 from pygal.style import Style
 
 from app.ops.stats import DRIFT_STATUSES, HIT_STATES, RUN_STATUSES, Overview
@@ -63,7 +64,7 @@ def _style(series: tuple[str, ...]) -> Style:
     )
 
 
-def _chart(kind: type, series: tuple[str, ...], rows: int = 0, **options):
+def _chart(kind: type[Graph], series: tuple[str, ...], rows: int = 0, **options: object) -> Graph:
     """A pygal chart with the site's look, sized for `rows` bars when it is horizontal; the
     page's heading is its title, and its scale counts in whole numbers (order_min=0)."""
     height = max(MIN_HEIGHT, 120 + rows * BAR_ROW_PX) if rows else 360
@@ -82,7 +83,7 @@ def _chart(kind: type, series: tuple[str, ...], rows: int = 0, **options):
     )
 
 
-def _svg(chart) -> Markup:
+def _svg(chart: Graph) -> Markup:
     """The chart's SVG with pygal's scripts removed (see the module docstring)."""
     tree = chart.render_tree()
     for parent in list(tree.iter()):
@@ -129,7 +130,8 @@ def _hits_per_day(overview: Overview) -> Markup:
 
 
 def _most_hit(overview: Overview) -> Markup:
-    labels, per_state = [], {"draft": [], "unexplained": []}
+    labels: list[str] = []
+    per_state: dict[str, list[int]] = {"draft": [], "unexplained": []}
     for item in overview.most_hit:
         if item.record is not None:
             record = item.record.record

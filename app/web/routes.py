@@ -7,7 +7,7 @@ twin links to it, visibly and with `Link: rel="alternate"`.
 """
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request, Response
@@ -80,7 +80,7 @@ def read_search_page(
 ) -> Response:
     """Search results: marked snippets, filters as links, pages."""
     results = search.search(session, q, filters, cursor=cursor, matcher=request.app.state.matcher)
-    context = {
+    context: dict[str, Any] = {
         "results": results,
         "params": {"q": q or None, **filters.active()},
         "facets": render.page_facets(results.hits),
@@ -103,15 +103,16 @@ def create_match_page(
     if mode == "search" or (mode == "auto" and not query.looks_like_paste(text)):
         return RedirectResponse(render.search_url({"q": text.strip()}), status_code=303)
     result = match_counted(request, session, text, MATCHES_ON_PAGE)
-    matched = {match.exception_index for match in result.matches}
+    matched = {m.exception_index for m in result.matches if m.exception_index is not None}
     spans = {exc.index: exc.message_spans or [exc.span] for exc in result.exceptions}
+    json_url = f"/api/match?limit={MATCHES_ON_PAGE}"  # the same MatchResult, POSTed
     context = {
         "result": result,
         "pieces": render.paste_pieces(text, spans, matched),
         "exceptions": {exc.index: exc for exc in result.exceptions},
-        "json_url": f"/api/match?limit={MATCHES_ON_PAGE}",  # the same MatchResult, POSTed
+        "json_url": json_url,
     }
-    headers = _alternate(context["json_url"])
+    headers = _alternate(json_url)
     return templates.TemplateResponse(request, "match.html", context, headers=headers)
 
 
@@ -121,7 +122,7 @@ def _record_page(
     """The page of the same RecordView that GET /api/errors/{id} answers (issue 11)."""
     count_view(request, stored.id)
     view = record_view(session, settings, stored)
-    context = {
+    context: dict[str, Any] = {
         "stored": stored,
         "record": stored.record,
         "draft": stored.review_state == records.DRAFT,

@@ -57,7 +57,7 @@ def trigger_all(
     for name, trigger in triggers.items():
         try:
             trigger()
-        except Exception as error:  # noqa: BLE001 - every real error is wanted
+        except Exception as error:  # every real error is wanted
             found[name] = ("".join(traceback.format_exception(error)), *site(error))
         else:
             raise AssertionError(f"{name} raised nothing")

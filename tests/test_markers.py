@@ -1,0 +1,61 @@
+"""The `network` marker stays true: a test module that downloads from the package index
+(real vLLM, SGLang or older releases, through the shared release cache or a reproducer)
+carries `pytestmark = pytest.mark.network`, so `pytest -m "not network"` runs offline."""
+
+import ast
+import re
+from pathlib import Path
+
+TESTS = Path(__file__).parent
+
+# What in a test module's source downloads a release, and why.
+NETWORK_SIGNALS = {
+    r"^from tests\.helpers\.releases import|^from tests\.helpers import .*\breleases\b": (
+        "the shared cache of real upstream releases"
+    ),
+    r"^from tests\.helpers\.accuracy import|^from tests\.helpers import .*\baccuracy\b": (
+        "the real errors of harvested releases"
+    ),
+    r"^from tests\.helpers\.harvested import": "vLLM 0.33.0's real files",
+    r"\b(reproducer_traceback|sglang_cancel_traceback)\b": "a reproducer's real traceback",
+    r"\.ensure_unpacked\(|\.load_module\(": "a release unpacked or imported",
+    r"\b(run_reproducer|runner\.verify|check_drift)\(": "a reproducer run or a drift check",
+    r"resolve_release\(\s*\"[^\"]+==": "a release resolved by NAME==VERSION",
+    r"\"older_releases\":\s*\[[^\]]*==": "older releases harvested on start",
+    r"PROJECT_ROOT / \"reproducers\"": "the reproducer scripts run for real",
+}
+
+
+def _marked_network(source: str) -> bool:
+    """Whether the module assigns a `pytestmark` that includes pytest.mark.network."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "pytestmark" for target in node.targets
+        ):
+            return "pytest.mark.network" in ast.unparse(node.value)
+    return False
+
+
+def _signals(source: str) -> list[str]:
+    return [why for signal, why in NETWORK_SIGNALS.items() if re.search(signal, source, re.M)]
+
+
+def test_every_module_that_downloads_is_marked_network() -> None:
+    unmarked = {
+        path.name: why
+        for path in sorted(TESTS.glob("test_*.py"))
+        if path.name != Path(__file__).name  # its signals are examples
+        and (why := _signals(path.read_text()))
+        and not _marked_network(path.read_text())
+    }
+    assert not unmarked, f"add `pytestmark = pytest.mark.network` to: {unmarked}"
+
+
+def test_the_check_sees_a_download_and_a_marker() -> None:
+    downloading = "from tests.helpers.releases import RELEASES\n"
+    assert _signals(downloading)
+    assert not _marked_network(downloading)
+    assert _marked_network(downloading + "import pytest\npytestmark = pytest.mark.network\n")
+    listed = "pytestmark = [pytest.mark.network, pytest.mark.browser]\n"
+    assert _marked_network(listed)
+    assert not _signals("from tests.helpers.postgres import POSTGRESQL\n")
