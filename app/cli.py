@@ -1,4 +1,5 @@
-"""The `errkb` command: database, import/export and the server (more commands join later)."""
+"""The `errkb` command: db, import, export, serve, match, search, harvest, verify, drift, curate;
+each builds its settings once and hands them down (issue 11)."""
 
 import functools
 import inspect

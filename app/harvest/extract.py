@@ -4,7 +4,7 @@ Walks the Python sources of a released package with `ast` and turns every raise 
 draft record in the seed schema: the message as a template with `{name}` for each
 interpolated value, a pattern that fullmatches the real message (compiles in RE2 and in
 `re`), the source excerpt around the raise and a stable id. The prose fields stay null;
-people fill them in later. Storage lives in app/drafts.py; this module only reads files and
+people fill them in later. Storage lives in app/harvest/drafts.py; this module only reads files and
 returns dataclasses.
 
 Raise sites are `raise X(...)` statements, `assert cond, "message"` (AssertionError) and
