@@ -608,6 +608,24 @@ def test_a_long_multi_line_message_keeps_its_first_line() -> None:
     check_pattern(site.message.pattern)
 
 
+def test_a_long_one_line_message_keeps_a_start_that_fits_the_program_limit() -> None:
+    """Issue 10: SGLang's numa_utils asserts a one-line message of 900+ characters whose
+    pattern compiles to 1,036 RE2 instructions; its start, cut after a word, names the
+    error, and the rest is captured."""
+    advice = " ".join(f"hint {n}: bind rank {n} to its own cores." for n in range(40))
+    source = f'def check(world_size):\n    assert ok, f"{{world_size}} ranks, too many. {advice}"'
+    [site] = extract_raises(source)
+    assert site.message is not None
+    assert site.message.template.startswith("{world_size} ranks, too many. hint 0:")
+    assert site.message.template.endswith(" {details}")
+    check_pattern(site.message.pattern)
+    real = f"16 ranks, too many. {advice}"
+    captured = re.fullmatch(site.message.pattern, real)
+    assert captured is not None
+    assert captured["world_size"] == "16"
+    assert real.endswith(captured["details"])
+
+
 # --- trees -----------------------------------------------------------------------------------
 
 

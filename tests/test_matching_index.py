@@ -31,7 +31,13 @@ from app.matching.index import (
     PatternIndex,
     _Text,
 )
-from app.matching.patterns import MAX_GROUPS, MAX_PROGRAM_SIZE, PatternError, check_pattern
+from app.matching.patterns import (
+    MAX_GROUPS,
+    MAX_PROGRAM_SIZE,
+    PatternError,
+    check_pattern,
+    program_fits,
+)
 
 try:
     import hyperscan
@@ -612,8 +618,11 @@ def test_patterns_at_the_limits_are_accepted() -> None:
     sizes = [n for n in range(1, 2000) if re2.compile(literal[:n]).programsize <= MAX_PROGRAM_SIZE]
     size = max(sizes)
     check_pattern(literal[:size])
+    assert program_fits(literal[:size])
     with pytest.raises(PatternError, match="program size"):
         check_pattern(literal[: size + 1])
+    assert not program_fits(literal[: size + 1])
+    assert program_fits("(?<bad")  # not RE2 at all: check_pattern says what is wrong
     for pattern in (r"\d+", r"[A-Z]\w+Error", r"x\b", r"\pN+ items"):  # narrow, not catch-all
         check_pattern(pattern)
 

@@ -44,6 +44,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from app.matching.patterns import program_fits
 from app.records.model import ID_LENGTH, SCHEMA_VERSION, max_chars
 
 CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198-234
@@ -51,6 +52,8 @@ MIN_LITERAL_ALNUM = 4  # fewer literal letters/digits than this cannot identify 
 MAX_MESSAGE_CHARS = max_chars("errorMessage")
 MAX_PATTERN_CHARS = max_chars("messagePattern")
 MAX_FULL_PATTERN_CHARS = 900  # a longer pattern may outgrow RE2's program limit (issue 10)
+MIN_HEAD_CHARS = 80  # the least of a cut message's start worth a pattern
+PLACEHOLDER_TEMPLATE_CHARS = 8  # what a `{name}` counts for when a message is cut
 SLUG_SOURCE_CHARS = max_chars("slug")
 MAX_TAGS = 4
 MAX_PLACEHOLDER_CHARS = 32
@@ -794,9 +797,36 @@ def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | N
     message = _message(parts)
     if len(message.pattern) > MAX_FULL_PATTERN_CHARS and (head := _first_line(parts)):
         message = _message(head)
+    while len(message.pattern) > MAX_FULL_PATTERN_CHARS and not program_fits(message.pattern):
+        head = _head(parts, len(message.template) * 3 // 4)
+        if head is None:
+            return None, SkipReason.MESSAGE_TOO_LONG
+        message = _message(head)
     if len(message.template) > MAX_MESSAGE_CHARS or len(message.pattern) > MAX_PATTERN_CHARS:
         return None, SkipReason.MESSAGE_TOO_LONG
     return message, None
+
+
+def _head(parts: _Parts, max_chars: int) -> _Parts | None:
+    """A long one-line message as its first `max_chars` characters, cut after a word, and the
+    rest captured as `{details}`: the whole would compile to more RE2 instructions than the
+    index runs (issue 10), and the start names the error. None when too little is left."""
+    head: list[_Part] = []
+    used = 0
+    for part in parts:
+        size = len(part) if isinstance(part, str) else PLACEHOLDER_TEMPLATE_CHARS
+        if used + size > max_chars or isinstance(part, _Maybe):
+            if isinstance(part, str):
+                kept = part[: max_chars - used].rpartition(" ")[0]
+                if kept:
+                    head.append(part[: len(kept) + 1])
+                    used += len(kept)
+            break
+        head.append(part)
+        used += size
+    if used < MIN_HEAD_CHARS:
+        return None
+    return (*head, _Field("details"))
 
 
 def _first_line(parts: _Parts) -> _Parts | None:

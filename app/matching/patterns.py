@@ -53,6 +53,15 @@ class PatternError(ValueError):
         self.detail = detail
 
 
+def program_fits(pattern: str) -> bool:
+    """Whether RE2 compiles the pattern within MAX_PROGRAM_SIZE; one it cannot compile at all
+    fits here, since check_pattern says what is wrong with it."""
+    try:
+        return re2.compile(pattern, re2_options(never_nl=False)).programsize <= MAX_PROGRAM_SIZE
+    except re2.error:
+        return True
+
+
 def check_pattern(pattern: str) -> None:
     """Raise :class:`PatternError` unless RE2 (and so this index) can run ``pattern`` within
     the limits above and it tells one message from another.
