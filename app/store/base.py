@@ -43,6 +43,16 @@ def restricted(statement: Select, condition: Condition | None) -> Select:
     return statement.where(literal_column("k.record_id").in_(passing))
 
 
+def count_capped(
+    session: Session, found: Select[Any], condition: Condition | None, cap: int, params: dict
+) -> int:
+    """How many rows a full-text query finds among the records passing the condition,
+    counted up to `cap` only: each engine's `count` with its own query."""
+    capped = restricted(found, condition).limit(cap).subquery()
+    statement = select(func.count()).select_from(capped)
+    return session.connection().execute(statement, params).scalar_one()
+
+
 class Backend(ABC):
     """One engine's store; the methods without a body are the engine's own."""
 

@@ -26,7 +26,6 @@ from sqlalchemy import (
     Text,
     bindparam,
     create_engine,
-    func,
     literal_column,
     select,
     text,
@@ -36,7 +35,7 @@ from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
 from app.config import Settings
-from app.store.base import Backend, Condition, restricted
+from app.store.base import Backend, Condition, count_capped, restricted
 from app.store.fulltext import (
     REVIEWED_KEYS,
     Scope,
@@ -133,10 +132,7 @@ class PostgresBackend(Backend):
             .select_from(text(f"record_search k, {_QUERY} AS q(q)"))
             .where(text("k.full_tsv @@ q.q"))
         )
-        capped = restricted(found, condition).limit(cap).subquery()
-        statement = select(func.count()).select_from(capped)
-        params = {"query": tsquery_text(query)}
-        return session.connection().execute(statement, params).scalar_one()
+        return count_capped(session, found, condition, cap, {"query": tsquery_text(query)})
 
     def rank(
         self,

@@ -19,7 +19,6 @@ from sqlalchemy import (
     Select,
     Table,
     bindparam,
-    func,
     literal_column,
     select,
     text,
@@ -28,7 +27,7 @@ from sqlalchemy.dialects import sqlite
 from sqlmodel import Session
 
 from app.store import sqlite_bulk
-from app.store.base import Backend, Condition, restricted
+from app.store.base import Backend, Condition, count_capped, restricted
 from app.store.fulltext import (
     FULL_WEIGHTS,
     HEAD_WEIGHTS,
@@ -75,10 +74,8 @@ class SqliteBackend(Backend):
             .select_from(text(f"records_fts f{join}"))
             .where(text("records_fts MATCH :expression"))
         )
-        capped = restricted(found, condition).limit(cap).subquery()
-        statement = select(func.count()).select_from(capped)
         params = {"expression": match_expression(query)}
-        return session.connection().execute(statement, params).scalar_one()
+        return count_capped(session, found, condition, cap, params)
 
     def rank(
         self,
