@@ -127,15 +127,17 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     }
 
 
+def _environment_error(exc: BaseException) -> dict:
+    """The result of a run that the environment stopped (a missing device or library), not
+    the record's error or its fix."""
+    return {"status": "error", "detail": f"{type(exc).__name__}: {exc}", "traceback": _format(exc)}
+
+
 def _run_trigger(record: ErrorRecord, trigger: Trigger, module: ModuleType, device: str) -> dict:
     try:
         trigger(module, device)
     except ENVIRONMENT_ERRORS as exc:
-        return {
-            "status": "error",
-            "detail": f"{type(exc).__name__}: {exc}",
-            "traceback": _format(exc),
-        }
+        return _environment_error(exc)
     except Exception as exc:
         return check_error(record, exc)
     return {"status": "failed", "detail": "the trigger scenario raised nothing"}
@@ -147,11 +149,7 @@ def _run_fix(fix: Fix, module: ModuleType, device: str) -> dict:
     except CheckFailed as exc:
         return {"status": "failed", "detail": str(exc)}
     except ENVIRONMENT_ERRORS as exc:
-        return {
-            "status": "error",
-            "detail": f"{type(exc).__name__}: {exc}",
-            "traceback": _format(exc),
-        }
+        return _environment_error(exc)
     except Exception as exc:
         return {
             "status": "failed",
