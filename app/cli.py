@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -399,11 +398,13 @@ def drift_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Check whether each record's raise site still holds in its target upstream release."""
+    from app.api.schemas import drift_out
     from app.reproducers import drift, runner
 
     settings = _settings(ctx)
     ids = record_ids or [info.record_id for info in runner.all_reproducers(settings)]
     outcomes = []
+    checks: list[dict[str, Any]] = []
     engine = open_store(settings)
     with Session(engine) as session:
         found = records.get_records(session, ids)
@@ -415,10 +416,11 @@ def drift_command(
             typer.echo(f"{record_id}: no record with a reproducer and a source line", err=True)
             continue
         with unit_of_work(engine) as session:
-            drift.store_drift(session, outcome)
+            stored_check = drift_out(drift.store_drift(session, outcome))
         outcomes.append(outcome)
-    if as_json:
-        typer.echo(json.dumps([asdict(outcome) for outcome in outcomes], indent=2))
+        checks.append({"recordId": record_id} | stored_check.model_dump(mode="json", by_alias=True))
+    if as_json:  # each check as GET /api/errors/{id}/reproducer shows it in `drift`
+        typer.echo(json.dumps(checks, indent=2))
         return
     for o in outcomes:
         line = "-" if o.found_line is None else o.found_line

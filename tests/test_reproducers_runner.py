@@ -195,3 +195,27 @@ def test_cli_verify_json(tmp_path, monkeypatch) -> None:
     assert run["status"] == "passed"
     assert run["result"]["target"]["version"] == "0.33.0"
     assert os.path.exists(PROJECT_ROOT / "reproducers" / "c53f6de81577a6bc.py")
+
+
+def test_cli_drift_json_is_the_api_drift(tmp_path, monkeypatch) -> None:
+    """Issue 11: `errkb drift --json` prints each check as the API shows it."""
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from app.cli import app
+    from app.config import Settings
+    from app.main import create_app
+
+    database = f"sqlite:///{tmp_path / 'd.db'}"
+    monkeypatch.setenv("ERRKB_DATABASE_URL", database)
+    cli = CliRunner()
+    cli.invoke(app, ["import", str(DATA_DIR)])
+    result = cli.invoke(app, ["drift", "c53f6de81577a6bc", "--json"])
+    assert result.exit_code == 0, result.output
+    [printed] = json.loads(result.output)
+    assert printed.pop("recordId") == "c53f6de81577a6bc"
+    client = TestClient(create_app(Settings(database_url=database, settle_heap=False)))
+    shown = client.get("/api/errors/c53f6de81577a6bc/reproducer").json()["drift"]
+    assert printed == shown
+    assert printed["status"] == "moved"
+    assert printed["foundLine"] == 259
