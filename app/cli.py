@@ -131,20 +131,56 @@ def import_command(
         raise typer.Exit(1)
 
 
+def with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give a command one option per record filter (--repo, --error-class, --tag...) and
+    hand it the RecordFilters they make, validated as the API validates its query: a filter
+    added to app.records.filters reaches the CLI by itself (issue 11)."""
+    fields = RecordFilters.model_fields
+    flags = {name: "--" + name.replace("_", "-") for name in fields}
+    flags |= {field.alias: flags[name] for name, field in fields.items() if field.alias}
+    options = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[str | None, typer.Option(flags[name], help=field.description)],
+        )
+        for name, field in fields.items()
+    ]
+    signature = inspect.signature(command)
+    kept = [param for param in signature.parameters.values() if param.name != "filters"]
+
+    @functools.wraps(command)
+    def with_filters(*args: Any, **kwargs: Any) -> None:
+        given = {name: kwargs.pop(name) for name in fields}
+        try:
+            filters = RecordFilters.model_validate(
+                {name: value for name, value in given.items() if value is not None}
+            )
+        except ValidationError as error:
+            problem = error.errors()[0]
+            hint = flags.get(str(problem["loc"][0]) if problem["loc"] else "", None)
+            raise typer.BadParameter(problem["msg"], param_hint=hint) from None
+        command(*args, filters=filters, **kwargs)
+
+    with_filters.__signature__ = signature.replace(parameters=[*kept, *options])  # type: ignore[attr-defined]
+    return with_filters
+
+
 @app.command("export")
+@with_filter_options
 def export_command(
     ctx: typer.Context,
+    filters: RecordFilters,
     out: Annotated[
         Path | None, typer.Option(help="File to write (JSON Lines); standard output if omitted.")
     ] = None,
-    state: Annotated[
-        str | None, typer.Option(help="Only records in this review state (reviewed or draft).")
-    ] = None,
 ) -> None:
-    """Write every record as JSON Lines in a stable key and record order."""
+    """Write every record passing the filters (the API's: --repo, --review-state...) as JSON
+    Lines, in a stable key and record order."""
     engine = open_store(_settings(ctx))
     with Session(engine) as session:
-        lines = records.export_lines(session, state)
+        lines = records.export_lines(session, filters)
         if out is None:
             sys.stdout.writelines(lines)
             return
@@ -204,42 +240,6 @@ def match_command(
             f"        {where}  [{record.review_state}]" + (f"  {captures}" if captures else "")
         )
         typer.echo(f"        {'; '.join(match.reasons)}")
-
-
-def with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Give a command one option per record filter (--repo, --error-class, --tag...) and
-    hand it the RecordFilters they make, validated as the API validates its query: a filter
-    added to app.records.filters reaches the CLI by itself (issue 11)."""
-    fields = RecordFilters.model_fields
-    flags = {name: "--" + name.replace("_", "-") for name in fields}
-    flags |= {field.alias: flags[name] for name, field in fields.items() if field.alias}
-    options = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=None,
-            annotation=Annotated[str | None, typer.Option(flags[name], help=field.description)],
-        )
-        for name, field in fields.items()
-    ]
-    signature = inspect.signature(command)
-    kept = [param for param in signature.parameters.values() if param.name != "filters"]
-
-    @functools.wraps(command)
-    def with_filters(*args: Any, **kwargs: Any) -> None:
-        given = {name: kwargs.pop(name) for name in fields}
-        try:
-            filters = RecordFilters.model_validate(
-                {name: value for name, value in given.items() if value is not None}
-            )
-        except ValidationError as error:
-            problem = error.errors()[0]
-            hint = flags.get(str(problem["loc"][0]) if problem["loc"] else "", None)
-            raise typer.BadParameter(problem["msg"], param_hint=hint) from None
-        command(*args, filters=filters, **kwargs)
-
-    with_filters.__signature__ = signature.replace(parameters=[*kept, *options])  # type: ignore[attr-defined]
-    return with_filters
 
 
 @app.command("search")

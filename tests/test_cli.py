@@ -101,6 +101,20 @@ def test_export_round_trip(tmp_path, monkeypatch) -> None:
     assert len(first.read_text().splitlines()) == 3
 
 
+def test_issue_11_export_takes_the_api_filters(database) -> None:
+    runner.invoke(app, ["import", str(DATA_DIR)])
+    exported = runner.invoke(app, ["export", "--repo", "vllm-project/vllm"])
+    assert exported.exit_code == 0, exported.output
+    ids = [json.loads(line)["id"] for line in exported.output.splitlines()]
+    listed = _api(database).get("/api/errors", params={"repo": "vllm-project/vllm"}).json()
+    assert ids == [item["id"] for item in listed["items"]]
+    assert ids
+    assert runner.invoke(app, ["export", "--repo", "no/such-repo"]).output == ""
+    refused = runner.invoke(app, ["export", "--modified-since", "yesterday"])
+    assert refused.exit_code == 2
+    assert "--modified-since" in refused.output
+
+
 def test_every_option_has_help() -> None:
     for command in (["import"], ["export"], ["serve"], ["db", "upgrade"]):
         result = runner.invoke(app, [*command, "--help"])

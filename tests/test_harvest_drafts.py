@@ -187,7 +187,7 @@ def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
         app, ["harvest", str(tmp_path / "src"), "--repo", "example/pooling", "--ref", "v1"]
     )
     missing = runner.invoke(app, ["harvest", str(tmp_path / "src")])
-    exported = runner.invoke(app, ["export", "--state", "draft"])
+    exported = runner.invoke(app, ["export", "--review-state", "draft"])
     assert result.exit_code == 0, result.output
     assert "1 files, 3 raise sites; drafts created 3" in result.output
     assert missing.exit_code == 2

@@ -386,11 +386,11 @@ def import_paths(session: Session, paths: Iterable[Path], *, partial: bool = Fal
     return report
 
 
-def export_lines(session: Session, review_state: str | None = None) -> Iterator[str]:
-    """Every record as one line of JSON (canonical text), in id order."""
+def export_lines(session: Session, filters: RecordFilters | None = None) -> Iterator[str]:
+    """Every record passing the filters as one line of JSON (canonical text), in id order."""
     statement = select(col(Record.document)).order_by(col(Record.id))
-    if review_state is not None:
-        statement = statement.where(col(Record.review_state) == review_state)
+    if filters is not None:
+        statement = filtered(statement, filters)
     for (document,) in session.execute(statement.execution_options(yield_per=1000)):
         yield document + "\n"
 
