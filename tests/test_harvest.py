@@ -260,6 +260,31 @@ def test_branches_that_add_different_tails_or_leave_early_are_told_apart() -> No
     ]
 
 
+def test_a_message_rebound_by_a_loop_target_a_with_or_a_walrus_is_dynamic() -> None:
+    sites = extract_raises(
+        dedent(
+            """
+            def loop(items):
+                msg = "bad items given"
+                for msg in items:
+                    pass
+                raise ValueError(msg)
+            def opened(path):
+                msg = "cannot open the file"
+                with open(path) as msg:
+                    pass
+                raise ValueError(msg)
+            def walrus(read):
+                msg = "cannot read the file"
+                if (msg := read()):
+                    pass
+                raise ValueError(msg)
+            """
+        )
+    )
+    assert [site.skip for site in sites] == [SkipReason.DYNAMIC_MESSAGE] * 3
+
+
 def test_calls_of_a_raising_helper_are_raise_sites_with_the_message_they_pass() -> None:
     """SGLang's invariant checker passes "... memory leak detected! ..." to
     `raise_error_or_warn(obj, strict, counter, message)`, which raises `ValueError(message)`

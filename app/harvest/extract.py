@@ -645,8 +645,11 @@ class _Collector:
                 for child in ast.walk(node)
                 if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
             }
+            rebound = _header_names(node)  # `for msg in ...`, `with ... as msg`: not a tail
             for name in assigned:
-                merged = _merged(env.get(name), flows, name, loops) if flows else None
+                merged = None
+                if flows and name not in rebound:
+                    merged = _merged(env.get(name), flows, name, loops)
                 if merged is None:
                     env.pop(name, None)
                 else:
@@ -689,6 +692,20 @@ def _may_raise_for_caller(call: ast.Call, env: _Env) -> bool:
 
 def _add(ctx: _Context, condition: ast.expr) -> _Context:
     return _Context((*ctx.conditions, condition), ctx.translates)
+
+
+def _header_names(node: ast.stmt) -> set[str]:
+    """The names a compound statement binds outside its blocks: a loop's target, a `with`'s
+    `as` names, a walrus in its test or iterable."""
+    header = [getattr(node, field, None) for field in ("test", "target", "iter")]
+    header += [item.optional_vars for item in getattr(node, "items", ())]
+    return {
+        child.id
+        for part in header
+        if isinstance(part, ast.AST)
+        for child in ast.walk(part)
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
+    }
 
 
 def _merged(before: _Parts | None, flows: list[_Env], name: str, loops: bool) -> _Parts | None:
