@@ -5,7 +5,7 @@ where later releases raise `VLLMValidationError`, first a `ValueError` subclass,
 of its own `VLLMClientError`. Harvest stores each release's exception classes with the names
 of their bases (`exception_classes`), and matching reads them as one graph over all
 releases plus Python's builtin exceptions, so a paste from either side of the rename still
-agrees in part with the record (issue 15). Names are the last dotted part, as pasted class
+agrees in part with the record. Names are the last dotted part, as pasted class
 names are compared.
 """
 

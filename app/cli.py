@@ -1,5 +1,5 @@
 """The `errkb` command: db, import, export, serve, match, search, harvest, verify, drift, curate;
-each builds its settings once and hands them down (issue 11)."""
+each builds its settings once and hands them down."""
 
 import functools
 import inspect
@@ -134,7 +134,7 @@ def import_command(
 def with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give a command one option per record filter (--repo, --error-class, --tag...) and
     hand it the RecordFilters they make, validated as the API validates its query: a filter
-    added to app.records.filters reaches the CLI by itself (issue 11)."""
+    added to app.records.filters reaches the CLI by itself."""
     fields = RecordFilters.model_fields
     flags = {name: "--" + name.replace("_", "-") for name in fields}
     flags |= {field.alias: flags[name] for name, field in fields.items() if field.alias}
@@ -315,7 +315,7 @@ def serve_command(
     if import_data:
         engine = open_store(settings)
         # Replicas starting together import one after the other: the later ones find every
-        # record unchanged instead of colliding on the same new ids (issue 14).
+        # record unchanged instead of colliding on the same new ids.
         with store.backend(engine).exclusive(engine, "import"):
             if run_import(settings, [settings.data_dir], partial=False).rejected:
                 raise typer.Exit(1)
@@ -331,7 +331,7 @@ def serve_command(
 def _serve_workers(settings: Settings, host: str, port: int, workers: int) -> int:
     """Several workers: uvicorn starts each in a process of its own, which builds its app from
     the environment (create_app is its entry point); this command's settings reach them in the
-    environment of that one child process, not by changing its own (issue 11)."""
+    environment of that one child process, not by changing its own."""
     environment = os.environ | {
         "ERRKB_DATABASE_URL": settings.database_url,
         "ERRKB_HARVEST_ON_START": str(settings.harvest_on_start).lower(),

@@ -1,6 +1,6 @@
 """Settings for every part of errkb, read from ERRKB_* environment variables.
 
-One place for every knob (ARCHITECTURE.md, convention 5): nothing reads the environment
+One place for every knob: nothing reads the environment
 elsewhere, and nothing builds settings at import time, so tests pass their own.
 """
 
@@ -18,10 +18,10 @@ PROJECT_ROOT = Path(os.environ.get("ERRKB_PROJECT_ROOT") or Path(__file__).resol
 
 
 DEFAULT_LOCK_TIMEOUT_S = 5.0
-"""How long a write waits for the database's write lock before it answers 503 (issue 10)."""
+"""How long a write waits for the database's write lock before it answers 503."""
 
 # The last patch of each vLLM minor and each SGLang 0.5.N release of the year before vllm
-# 0.33.0 and sglang 0.5.23 (December 2025 - November 2026), newest first (issue 15).
+# 0.33.0 and sglang 0.5.23 (December 2025 - November 2026), newest first.
 OLDER_RELEASES = (
     *(
         f"vllm=={version}"
@@ -37,7 +37,7 @@ OLDER_RELEASES = (
 
 
 def _default_cache_dir() -> Path:
-    """Upstream wheels live outside git, under the user's cache directory (issue 5)."""
+    """Upstream wheels live outside git, under the user's cache directory."""
     return Path.home() / ".cache" / "errkb"
 
 
@@ -124,7 +124,7 @@ class Settings(BaseSettings):
     older_releases: list[str] = Field(
         default=list(OLDER_RELEASES),
         description="Older releases harvested in the background once the server is ready "
-        "(issue 15), when it harvests on start: each adds where its raise sites are in that "
+        "when it harvests on start: each adds where its raise sites are in that "
         "release, and a draft for each message it raised that the newer release no longer "
         "has. Default: the older minor releases of the last year of vLLM and SGLang.",
     )
@@ -154,7 +154,7 @@ class Settings(BaseSettings):
         default=True,
         description="Once the match index is loaded, freeze what start-up built out of the "
         "garbage collector's way and collect young objects less often, so that a full "
-        "collection does not stall every request (issue 10). Tests that build many apps in "
+        "collection does not stall every request. Tests that build many apps in "
         "one process turn it off.",
     )
     log_format: Literal["text", "json"] = Field(

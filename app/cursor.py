@@ -1,4 +1,4 @@
-"""Opaque paging cursors: one codec for record listings and search rankings (issue 11).
+"""Opaque paging cursors: one codec for record listings and search rankings.
 
 A cursor is URL-safe base64 of a short ASCII text, without padding. What the text holds is
 the caller's business (a record id, a position); the caller checks it and refuses a cursor

@@ -1,7 +1,7 @@
-"""The one error type of errkb (ARCHITECTURE.md, convention 8).
+"""The one error type of errkb.
 
 Services raise `AppError` for anything the caller got wrong or asked for in vain; the API
-answers it as RFC 9457 problem details (`application/problem+json`, issue 11), the web
+answers it as RFC 9457 problem details (`application/problem+json`), the web
 pages as a page, the CLI as a message. Nothing else is caught
 and reshaped, so an unexpected error stays visible as a bug.
 """
@@ -29,7 +29,7 @@ class AppError(Exception):
 
     def body(self, instance: str | None = None) -> dict:
         """The RFC 9457 problem details: type, title, status, detail, the request path as
-        `instance` when known, and `errors` naming each refused field (issue 11)."""
+        `instance` when known, and `errors` naming each refused field."""
         content: dict = {
             "type": PROBLEM_TYPE,
             "title": self.title,

@@ -2,7 +2,7 @@
 
 `json.loads` raises more than `JSONDecodeError` on hostile text: `RecursionError` for deep
 nesting (`'[' * 1000`) and `ValueError` for an integer of more than 4,300 digits, which
-escaped as 500s and tracebacks (issue 10). Here each becomes a `JsonTextError`, and values
+escaped as 500s and tracebacks. Here each becomes a `JsonTextError`, and values
 nested deeper than `MAX_JSON_DEPTH` are refused too, so nothing downstream (schema
 validation, error messages that repr a value) recurses into them.
 """

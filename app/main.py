@@ -80,8 +80,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 @asynccontextmanager
 async def _start_up(app: FastAPI) -> AsyncIterator[None]:
     """Harvest (if asked) and load the match index in a thread while the server already
-    answers, /readyz saying when it is done (issue 13); follow other processes' writes in
-    another (issue 14); write pending hits on the way out."""
+    answers, /readyz saying when it is done; follow other processes' writes in
+    another; write pending hits on the way out."""
     state = app.state
     arguments = (state.settings, state.engine, state.matcher, state.readiness, state.metrics)
     threading.Thread(target=start_up, args=arguments, name="errkb-start-up", daemon=True).start()
@@ -148,7 +148,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DataError)
     async def handle_data_error(request: Request, error: DataError) -> Response:
         """A value the store cannot hold, such as a NUL character or an integer beyond 32
-        bits on PostgreSQL (issue 14): the request's fault, not the server's."""
+        bits on PostgreSQL: the request's fault, not the server's."""
         reason = str(error.orig).splitlines()[0] if error.orig else "invalid value"
         detail = f"the store cannot hold a value of this request: {reason}"
         return error_response(request, AppError(422, "Invalid value", detail))

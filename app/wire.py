@@ -1,7 +1,7 @@
 """The JSON shape every reply shares: camelCase names on the wire, like the seed documents.
 
 A model here is what a service returns (a match result, a record summary) as well as what
-the API answers; pydantic models are domain objects too (ARCHITECTURE.md, convention 1).
+the API answers; pydantic models are domain objects too.
 """
 
 from pydantic import BaseModel, ConfigDict

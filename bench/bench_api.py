@@ -1,4 +1,4 @@
-"""Benchmark of issue 2: import 50k records, then GET /api/errors/{id} and ?limit=50 over HTTP.
+"""Benchmark of the API: import 50k records, then GET /api/errors/{id} and ?limit=50 over HTTP.
 
 Run by hand: `.venv/bin/python bench/bench_api.py [--records 50000]`. Starts uvicorn on
 127.0.0.1 with a temporary database, drives it with httpx at a few concurrency levels, each

@@ -1,4 +1,4 @@
-"""Benchmark of issue 14: SQLite and PostgreSQL side by side, one replica and two, one run.
+"""Benchmark of the engines: SQLite and PostgreSQL side by side, one replica and two, one run.
 
 Run by hand: `.venv/bin/python bench/bench_engines.py [--records 50000] [--seconds 10]`.
 For each engine, on a store of its own (a temporary SQLite file; a PostgreSQL database

@@ -1,11 +1,11 @@
-"""Benchmark of issue 6: harvest time per release, drafts produced, database size.
+"""Benchmark of harvest: harvest time per release, drafts produced, database size.
 
 Run by hand: `.venv/bin/python bench/bench_harvest.py [SPEC ...]` (default: vllm==0.33.0,
 sglang==0.5.23, torch). Each release is harvested into its own fresh SQLite database, then
 all of them into one, whose file is what `bench/bench_match.py --database` reads. The
 downloads are cached first, so the figures are the walk, the drafts and the writes.
 
-With `--older`, the older releases of ERRKB_OLDER_RELEASES (issue 15) are then harvested
+With `--older`, the older releases of ERRKB_OLDER_RELEASES are then harvested
 into that combined database one after the other, as `errkb serve` does in the background:
 the time, the drafts and locations each adds, and the database size after each.
 """

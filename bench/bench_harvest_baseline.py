@@ -1,4 +1,4 @@
-"""Harvest cost against a baseline harvester from git history, in one run (issue 12).
+"""Harvest cost against a baseline harvester from git history, in one run.
 
 Run by hand: `.venv/bin/python bench/bench_harvest_baseline.py [--baseline 83d5c8f] [SPEC ...]`
 (default: torch, vllm==0.33.0, sglang==0.5.23). Loads the baseline's `app/harvest.py` from

@@ -1,4 +1,4 @@
-"""Benchmark of issue 13: what counting hits costs a match.
+"""Benchmark of hits: what counting hits costs a match.
 
 Run by hand:
 

@@ -1,4 +1,4 @@
-"""Benchmark of issue 10: concurrent writers, hostile patterns and hostile pastes.
+"""Benchmark of hardening: concurrent writers, hostile patterns and hostile pastes.
 
 Run by hand (each section starts its own uvicorn on 127.0.0.1 with a temporary database):
 
@@ -215,7 +215,7 @@ def bench_patterns() -> None:
             path_prefix=release.path_prefix,
             package_dir=release.package_dir,
         )
-        # located drafts (issue 12) keep harvest's one-part pattern and never enter the index
+        # located drafts keep harvest's one-part pattern and never enter the index
         patterns = [d.record["messagePattern"] for d in result.drafts if not d.located]
         refused: dict[str, int] = {}
         for pattern in patterns:

@@ -1,4 +1,4 @@
-"""Benchmark of issue 3 on the harvested pattern set: index and service, against naive re.
+"""Benchmark of matching on the harvested pattern set: index and service, against naive re.
 
 Run by hand, on a database made by `bench/bench_harvest.py --keep FILE` (vLLM 0.33.0,
 SGLang 0.5.23 and torch drafts plus data/):
@@ -61,7 +61,7 @@ def rss_mib() -> float:
 
 def load(database: Path) -> list[tuple[str, str, str, str, str]]:
     """The records matched by message, as the Matcher indexes them (those found only by
-    their raise site, issue 12, never enter the message index)."""
+    their raise site, never enter the message index)."""
     engine = open_store(Settings(database_url=f"sqlite:///{database}"))
     with Session(engine) as session:
         columns = (
@@ -72,7 +72,7 @@ def load(database: Path) -> list[tuple[str, str, str, str, str]]:
             Record.file_path,
         )
         rows = session.execute(select(*columns))
-        # As the service's Matcher: a fully dynamic message (issue 12) is found by where it
+        # As the service's Matcher: a fully dynamic message is found by where it
         # raises, and its one-group pattern never enters the index.
         return [tuple(row) for row in rows if not locations.matched_by_location(row[1])]
 
@@ -103,7 +103,7 @@ def traceback_of(rng: random.Random, message: str, error_class: str, path: str |
 
 
 def cut(text: str) -> str:
-    """The paste ending two thirds into its last message (issue 15)."""
+    """The paste ending two thirds into its last message."""
     body = text.rstrip("\n")
     head, _, message = body.rpartition(": ")
     return head + ": " + message[: max(24, len(message) * 2 // 3)]

@@ -1,4 +1,4 @@
-"""Benchmark of issue 3: GET /api/search over 50,000 records, over real HTTP.
+"""Benchmark of search: GET /api/search over 50,000 records, over real HTTP.
 
 Run by hand: `.venv/bin/python bench/bench_search.py [--records 50000] [--database FILE]`.
 Imports bench.synthetic records into a temporary database (or reuses --database when it

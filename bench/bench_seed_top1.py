@@ -1,4 +1,4 @@
-"""Top-1 of the seed errors' real tracebacks on the default serve's store (issue 9).
+"""Top-1 of the seed errors' real tracebacks on the default serve's store.
 
 Run by hand: `.venv/bin/python bench/bench_seed_top1.py`. Builds the store `make serve` builds
 (data/records imported, vllm==0.33.0 and sglang==0.5.23 harvested), in both orders, then
@@ -21,7 +21,7 @@ from app.matching.service import Matcher, match_text
 from app.records import service as records
 from app.reproducers.upstream import Upstream
 from app.store.engine import open_store
-from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
+from tests.helpers.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 

@@ -34,14 +34,14 @@ def free_port() -> int:
 @contextmanager
 def running_server(env: dict[str, str]) -> Iterator[str]:
     """Start `uvicorn app.main:create_app` with these ERRKB_* settings; yield its base URL
-    once /readyz answers 200 (the match index is loaded: issue 13); stop it afterwards."""
+    once /readyz answers 200 (the match index is loaded); stop it afterwards."""
     with running_servers(env, 1) as (server,):
         yield server.base
 
 
 @contextmanager
 def running_servers(env: dict[str, str], count: int) -> Iterator[list[Server]]:
-    """`count` servers of one store (replicas, issue 14), started together; yielded once
+    """`count` servers of one store (replicas), started together; yielded once
     each answers /readyz with 200; stopped afterwards."""
     started: list[tuple[subprocess.Popen, Server]] = []
     try:
@@ -69,6 +69,6 @@ def running_servers(env: dict[str, str], count: int) -> Iterator[list[Server]]:
         for process, _ in started:
             try:
                 process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:  # a request still running holds it (issue 10)
+            except subprocess.TimeoutExpired:  # a request still running holds it
                 process.kill()
                 process.wait()

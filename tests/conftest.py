@@ -2,9 +2,9 @@
 
 That is a SQLite file always and, when ERRKB_TEST_POSTGRES_URL names a PostgreSQL database,
 a schema of its own in that database too: each test that uses `settings` (and so `session`,
-`make_client`, `client`) runs once per engine, `[sqlite]` and `[postgresql]` (issue 14).
+`make_client`, `client`) runs once per engine, `[sqlite]` and `[postgresql]`.
 Tests marked `postgresql_only` exercise what only PostgreSQL has (concurrent writers) and
-are skipped without it; tests marked `sqlite_only` are about SQLite's own locking (issue 10).
+are skipped without it; tests marked `sqlite_only` are about SQLite's own locking.
 """
 
 import json
@@ -23,20 +23,16 @@ from sqlmodel import Session
 from app.config import PROJECT_ROOT, Settings
 from app.main import create_app
 from app.store.engine import open_store
-from bench.server import free_port
 from tests.helpers import accuracy, postgres
-
-DATA_DIR = PROJECT_ROOT / "data" / "records"
-SEEDS_DIR = Path(__file__).parent / "fixtures" / "seeds"
-ADMIN_TOKEN = "test-admin-token"
-SERVER_START_S = 60.0
+from tests.helpers.records import DATA_DIR
+from tests.helpers.servers import ADMIN_TOKEN, SERVER_START_S, free_port
 
 
 @pytest.fixture(scope="session")
 def harvested(tmp_path_factory: pytest.TempPathFactory) -> accuracy.Harvested:
     """One store harvested from the current vLLM, SGLang and torch and two older vLLM
     releases, shared by the tests that score real errors: harvesting is most of their
-    time (issue 15)."""
+    time."""
     return accuracy.harvested_store(tmp_path_factory.mktemp("harvested"))
 
 

@@ -1,5 +1,5 @@
 """GET /api/curation/queue and the /curate page over real harvested drafts: most-hit first,
-paged, filtered by repo, reviewed records left out (issue 13)."""
+paged, filtered by repo, reviewed records left out."""
 
 import base64
 import json
@@ -8,8 +8,8 @@ import pytest
 
 from app.curation.queue import template_id
 from app.store.engine import unit_of_work
-from tests.conftest import DATA_DIR
 from tests.helpers.harvested import KEY_EXISTS, NO_LOCK, OBJECT_TOO_BIG, harvest_into
+from tests.helpers.records import DATA_DIR
 
 pytestmark = pytest.mark.network  # downloads from the package index
 

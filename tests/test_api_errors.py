@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA_DIR, SEEDS_DIR
+from tests.helpers.records import DATA_DIR, SEEDS_DIR
 
 SEED_FILES = {
     "b6bab2e17ae18394": "001_5a0e82c450f3f6b1.txt",
@@ -264,11 +264,11 @@ def test_data_dir_fixture_points_at_the_repo() -> None:
     assert Path(DATA_DIR, "c53f6de81577a6bc.json").exists()
 
 
-# --- issue 10 ----------------------------------------------------------------------------------
+# --- hardening ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("body", [b"{not json", b"[" * 1000, b"9" * 5000, b""])
-def test_issue_10_writes_authenticate_before_reading_the_body(make_client, body) -> None:
+def test_writes_authenticate_before_reading_the_body(make_client, body) -> None:
     headers = {"Content-Type": "application/json"}
     response = make_client().post("/api/errors", content=body, headers=headers)
     assert response.status_code == 401
@@ -281,7 +281,7 @@ def test_issue_10_writes_authenticate_before_reading_the_body(make_client, body)
     ("pattern", "limit"),
     [("(a)" * 2666, "program size"), (".*", "empty match"), ("(?s:.+?)", "catch-all")],
 )
-def test_issue_10_a_hostile_pattern_is_a_422_naming_the_limit(
+def test_a_hostile_pattern_is_a_422_naming_the_limit(
     client, seed_records, auth, pattern, limit
 ) -> None:
     record = dict(seed_records["c53f6de81577a6bc"], id="00000000000000ff", messagePattern=pattern)
@@ -293,7 +293,7 @@ def test_issue_10_a_hostile_pattern_is_a_422_naming_the_limit(
     assert pattern not in response.text or len(pattern) < 10  # not echoed back
 
 
-def test_issue_10_absurd_json_in_a_write_is_a_422(client, auth) -> None:
+def test_absurd_json_in_a_write_is_a_422(client, auth) -> None:
     headers = auth | {"Content-Type": "application/json"}
     for body in (b"[" * 1000 + b"]" * 1000, b'{"lineNumber": ' + b"9" * 5000 + b"}"):
         response = client.post("/api/errors", content=body, headers=headers)
@@ -304,13 +304,13 @@ def test_issue_10_absurd_json_in_a_write_is_a_422(client, auth) -> None:
 @pytest.mark.parametrize(
     ("since", "total"), [("0001-01-01T00:00:00+03:00", 3), ("9999-12-31T23:59:59-01:00", 0)]
 )
-def test_issue_10_modified_since_at_the_ends_of_time(client, since, total) -> None:
+def test_modified_since_at_the_ends_of_time(client, since, total) -> None:
     response = client.get("/api/errors", params={"modifiedSince": since})
     assert response.status_code == 200
     assert response.json()["total"] == total
 
 
-def test_issue_10_openapi_documents_the_error_statuses(client) -> None:
+def test_openapi_documents_the_error_statuses(client) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert set(paths["/api/errors"]["post"]["responses"]) == {
         "201", "401", "403", "409", "413", "422", "503"

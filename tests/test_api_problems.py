@@ -1,5 +1,5 @@
 """Errors are RFC 9457 problem details, and /openapi.json documents them and the typed
-record as they really are (issue 11)."""
+record as they really are."""
 
 import json
 
@@ -8,7 +8,7 @@ from jsonschema import Draft202012Validator
 
 from app.errors import PROBLEM_MEDIA
 from app.records.validation import record_schema
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 SEED = "c53f6de81577a6bc"
 RECORD_REF = "#/components/schemas/ErrorRecord"

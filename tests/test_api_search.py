@@ -1,4 +1,4 @@
-"""GET /api/search (issue 3): ranked hits with marked snippets, filters, pages, no 500s."""
+"""GET /api/search: ranked hits with marked snippets, filters, pages, no 500s."""
 
 from collections.abc import Callable
 
@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from app.search import query as search_query
 from app.search import service as search
-from tests.test_search import HOSTILE_QUERIES, SEED_001, SEED_002, SEED_002_ERROR, make_record
+from tests.helpers.records import HOSTILE_QUERIES, SEED_001, SEED_002, SEED_002_ERROR, make_record
 
 
 def _ids(body: dict) -> list[str]:

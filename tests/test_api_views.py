@@ -1,4 +1,4 @@
-"""One data path for a page and its JSON twin (issue 11): the record page and GET
+"""One data path for a page and its JSON twin: the record page and GET
 /api/errors/{id} are built from one RecordView, so the twin carries everything the page
 shows, and each page names its twin in a visible link and a `Link: rel="alternate"`."""
 
@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from app.reproducers import drift, runner
 from app.store.engine import unit_of_work
-from tests.test_search import SEED_002
+from tests.helpers.records import SEED_002
 
 STARTED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""The web pages in a real browser: Debian's Chromium driven by Playwright (issue 3).
+"""The web pages in a real browser: Debian's Chromium driven by Playwright.
 
 A session fixture installs the `chromium` Debian package when /usr/bin/chromium is missing
 (as root, with apt-get; CI runs as root with Debian's registry reachable), since a test
@@ -26,8 +26,8 @@ from app.config import PROJECT_ROOT, Settings
 from app.main import create_app
 from app.records.service import import_paths
 from app.store.engine import unit_of_work
-from tests.conftest import DATA_DIR
-from tests.test_web import RECORD_SECTIONS
+from tests.helpers.pages import RECORD_SECTIONS
+from tests.helpers.records import DATA_DIR
 
 pytestmark = pytest.mark.browser
 
@@ -328,7 +328,7 @@ def test_stats_page_draws_its_charts_with_and_without_javascript(browser, page, 
     context.close()
 
 
-def test_issue_10_pages_and_docs_work_under_the_policy_with_no_network(browser, server) -> None:
+def test_pages_and_docs_work_under_the_policy_with_no_network(browser, server) -> None:
     """Every request outside the server is blocked and recorded; the pages and Swagger UI
     must still work, and the browser must report no Content-Security-Policy violation."""
     context = browser.new_context(base_url=server, viewport=DESKTOP)

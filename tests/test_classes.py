@@ -1,4 +1,4 @@
-"""Tests for app.classes (issue 15): exception classes of real vLLM releases and how a
+"""Tests for app.classes: exception classes of real vLLM releases and how a
 pasted class relates to a record's across a rename."""
 
 from pathlib import Path

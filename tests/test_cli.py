@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import app
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 runner = CliRunner()
 
@@ -50,7 +50,7 @@ def test_import_reports_the_broken_file_and_imports_nothing(tmp_path) -> None:
 
 
 @pytest.mark.usefixtures("database")
-def test_issue_10_absurd_files_are_named_not_tracebacks(tmp_path) -> None:
+def test_absurd_files_are_named_not_tracebacks(tmp_path) -> None:
     """Deep nesting and a 5,000-digit number: a message with the file and position, and
     --partial still imports the good files."""
     folder = tmp_path / "records"
@@ -73,7 +73,7 @@ def test_issue_10_absurd_files_are_named_not_tracebacks(tmp_path) -> None:
 
 
 @pytest.mark.usefixtures("database")
-def test_issue_10_importing_data_skips_the_schema_and_says_so() -> None:
+def test_importing_data_skips_the_schema_and_says_so() -> None:
     result = runner.invoke(app, ["import", str(DATA_DIR.parent)])
     assert result.exit_code == 0, result.output
     assert "skipped" in result.output
@@ -101,7 +101,7 @@ def test_export_round_trip(tmp_path, monkeypatch) -> None:
     assert len(first.read_text().splitlines()) == 3
 
 
-def test_issue_11_export_takes_the_api_filters(database) -> None:
+def test_export_takes_the_api_filters(database) -> None:
     runner.invoke(app, ["import", str(DATA_DIR)])
     exported = runner.invoke(app, ["export", "--repo", "vllm-project/vllm"])
     assert exported.exit_code == 0, exported.output
@@ -177,7 +177,7 @@ def _api(database: str):
         ([ERROR_LINE], {"q": ERROR_LINE, "limit": 10}),
     ],
 )
-def test_issue_11_search_json_is_the_api_page(database, arguments, params) -> None:
+def test_search_json_is_the_api_page(database, arguments, params) -> None:
     runner.invoke(app, ["import", str(DATA_DIR)])
     printed = runner.invoke(app, ["search", *arguments, "--json"])
     assert printed.exit_code == 0, printed.output
@@ -186,7 +186,7 @@ def test_issue_11_search_json_is_the_api_page(database, arguments, params) -> No
     assert json.loads(printed.output) == answered.json()
 
 
-def test_issue_11_search_json_pages_with_the_api_cursor(database) -> None:
+def test_search_json_pages_with_the_api_cursor(database) -> None:
     runner.invoke(app, ["import", str(DATA_DIR)])
     first = json.loads(runner.invoke(app, ["search", "free", "--limit", "1", "--json"]).output)
     cursor = first["nextCursor"]
@@ -195,7 +195,7 @@ def test_issue_11_search_json_pages_with_the_api_cursor(database) -> None:
     assert json.loads(printed.output) == answered.json()
 
 
-def test_issue_11_match_json_is_the_api_result(database) -> None:
+def test_match_json_is_the_api_result(database) -> None:
     runner.invoke(app, ["import", str(DATA_DIR)])
     paste = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n' + (
         "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096\n"
@@ -207,7 +207,7 @@ def test_issue_11_match_json_is_the_api_result(database) -> None:
     assert json.loads(printed.output) == answered.json()
 
 
-def test_issue_11_every_record_filter_is_an_option_of_search() -> None:
+def test_every_record_filter_is_an_option_of_search() -> None:
     from app.records.filters import RecordFilters
 
     shown = runner.invoke(app, ["search", "--help"], env={"COLUMNS": "200"}).output
@@ -217,7 +217,7 @@ def test_issue_11_every_record_filter_is_an_option_of_search() -> None:
 
 
 @pytest.mark.usefixtures("database")
-def test_issue_11_a_bad_filter_names_its_option() -> None:
+def test_a_bad_filter_names_its_option() -> None:
     runner.invoke(app, ["import", str(DATA_DIR)])
     result = runner.invoke(app, ["search", "free", "--modified-since", "yesterday"])
     assert result.exit_code == 2

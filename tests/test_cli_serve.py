@@ -1,5 +1,5 @@
-"""`errkb serve --workers N`: N worker processes on one store answer as one server (issue 11:
-the entry point builds the settings and hands them to each worker, never through a global)."""
+"""`errkb serve --workers N`: N worker processes on one store answer as one server
+(the entry point builds the settings and hands them to each worker, never through a global)."""
 
 import os
 import signal
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.server import free_port
-from tests.conftest import SERVER_START_S
+from tests.helpers.servers import SERVER_START_S, free_port
 
 ERRKB = str(Path(sys.executable).with_name("errkb"))
 LINE = "RuntimeError: Attempted to free more buffers than allocated"

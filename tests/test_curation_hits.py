@@ -1,5 +1,5 @@
 """Hits: one per match (its top record, else its scrubbed template) and per record-page view;
-only the subject and the day are kept, never the paste nor a captured value (issue 13)."""
+only the subject and the day are kept, never the paste nor a captured value."""
 
 import sqlite3
 
@@ -8,7 +8,7 @@ from sqlmodel import Session
 
 from app.curation.hits import RECORD, TEMPLATE, HitCounter, template_key, today
 from app.store.tables import Hit
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 SEED_002 = "edc4df790b100979"
 SECRET_OFFSET = "987654321"  # a value the seed-002 pattern captures

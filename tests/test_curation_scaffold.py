@@ -1,5 +1,5 @@
 """`errkb curate` on a real harvested draft: the file is refused while its prose is TO FILL,
-naming each field, file and position, and imports as reviewed once written (issue 13)."""
+naming each field, file and position, and imports as reviewed once written."""
 
 import json
 import subprocess
@@ -81,7 +81,7 @@ def test_curate_a_real_draft_refused_until_written_then_reviewed(curator: Path) 
     for key in PROSE:
         value = written[key]
         assert (value[0] if isinstance(value, list) else value).startswith(TO_FILL), key
-    # the hints start from the code context harvest stored (issue 12)
+    # the hints start from the code context harvest stored
     assert "it raises when `occupied_size_new > self.data_buffer_size`" in written["documentation"]
     assert "called from " in written["triggerScenarios"]
 

@@ -288,7 +288,7 @@ def test_a_message_rebound_by_a_loop_target_a_with_or_a_walrus_is_dynamic() -> N
 def test_calls_of_a_raising_helper_are_raise_sites_with_the_message_they_pass() -> None:
     """SGLang's invariant checker passes "... memory leak detected! ..." to
     `raise_error_or_warn(obj, strict, counter, message)`, which raises `ValueError(message)`
-    in another module; each call is a raise site of the message it passes (issue 15)."""
+    in another module; each call is a raise site of the message it passes."""
     helper = extract_module(
         dedent(
             """
@@ -447,7 +447,7 @@ def test_enclosing_class_function_and_qualified_name() -> None:
     ]
 
 
-# --- issue 12: messages built elsewhere, asserts, checks, guards ---------------------------
+# --- messages built elsewhere, asserts, checks, guards ---------------------------
 
 
 def test_factories_are_followed_through_nested_scopes_and_factories() -> None:
@@ -623,7 +623,7 @@ def test_a_dynamic_message_gets_a_draft_found_by_its_site(tmp_path: Path) -> Non
 
 def test_a_long_multi_line_message_keeps_its_first_line() -> None:
     """Issue 12: the first line names the error; the rest is captured, so the pattern stays
-    within RE2's program limit (issue 10)."""
+    within RE2's program limit."""
     lines = "\n".join(
         f"Tip {n}: read the documentation of the checkpoint module" for n in range(30)
     )
@@ -776,7 +776,7 @@ def test_torch_patterns_compile_in_re2_and_fullmatch_their_template(
             assert engine.fullmatch(record["messagePattern"], message), record
 
 
-def test_issue_10_torch_patterns_pass_the_pattern_limits(torch_result: HarvestResult) -> None:
+def test_torch_patterns_pass_the_pattern_limits(torch_result: HarvestResult) -> None:
     """Program size, groups, empty and catch-all matches, \\C: none of torch's patterns is
     refused (bench/bench_hostile.py --sections patterns checks vLLM and SGLang too)."""
     refused = {}

@@ -103,7 +103,7 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "save to an int": lambda: torch.save(torch.zeros(1), 12345),
     "grad scaler growth": lambda: torch.amp.GradScaler("cpu", growth_factor=0.5).unscale_(_sgd()),
     "hub source": lambda: torch.hub.load("a/b", "m", source="bogus"),
-    # issue 12: messages built by factories, module constants, __init__, helpers, run time
+    # messages built by factories, module constants, __init__, helpers, run time
     "env rendezvous without RANK": lambda: next(dist.rendezvous("env://")),
     "default_collate of an object": lambda: torch.utils.data.default_collate([object()]),
     "compile with an unknown backend": lambda: torch.compile(nn.Linear(1, 1), backend="bogus"),

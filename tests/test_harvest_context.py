@@ -1,4 +1,4 @@
-"""Code context of a raise site (issue 12): callers, the handlers around them, the other
+"""Code context of a raise site: callers, the handlers around them, the other
 sites of the same message, on a small release and on the real vLLM seed site."""
 
 from pathlib import Path

@@ -1,5 +1,5 @@
 """Harvested drafts in the store: create, re-harvest, curated records kept, gone sites,
-the draft state in the API, and `errkb harvest` on a source folder (issue 6)."""
+the draft state in the API, and `errkb harvest` on a source folder."""
 
 import json
 import textwrap
@@ -15,7 +15,7 @@ from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.store.engine import unit_of_work
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 FIRST = """
 class Pool:

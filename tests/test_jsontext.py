@@ -1,5 +1,4 @@
-"""Tests for app.jsontext: hostile JSON becomes a reason with a position, never a crash
-(issue 10)."""
+"""Tests for app.jsontext: hostile JSON becomes a reason with a position, never a crash."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Imports point one way (issue 11): api | web | cli -> services -> store -> config.
+"""Imports point one way: api | web | cli -> services -> store -> config.
 
 Read from the source with ast, so a violation fails here before it becomes a cycle or a
 slow import somewhere else.
@@ -97,7 +97,7 @@ def test_services_do_not_reach_sideways(package: str, forbidden: tuple[str, ...]
 
 def test_settings_are_read_at_the_entry_points_only() -> None:
     """create_app, the CLI (and migrations/env.py) read the settings; below them they are
-    handed down (issue 11)."""
+    handed down."""
     readers = sorted(
         module
         for module, path in MODULES.items()

@@ -1,5 +1,5 @@
-"""The app as a whole: importing it must not load torch (issue 2); every reply carries the
-security headers and /docs works offline (issue 10)."""
+"""The app as a whole: importing it must not load torch; every reply carries the
+security headers and /docs works offline."""
 
 import base64
 import hashlib
@@ -18,7 +18,7 @@ def test_import_app_does_not_import_torch() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-# --- security headers and offline API docs (issue 10) ----------------------------------------
+# --- security headers and offline API docs ----------------------------------------
 
 SECURITY = {
     "x-content-type-options": "nosniff",
@@ -44,7 +44,7 @@ SECURITY = {
         ("POST", "/api/errors", 413),
     ],
 )
-def test_issue_10_every_reply_carries_the_security_headers(client, method, path, status) -> None:
+def test_every_reply_carries_the_security_headers(client, method, path, status) -> None:
     content = b"x" * (2 << 20) if path == "/api/errors" else b""
     response = client.request(method, path, content=content)
     assert response.status_code == status
@@ -55,7 +55,7 @@ def test_issue_10_every_reply_carries_the_security_headers(client, method, path,
     assert "frame-ancestors 'none'" in policy
 
 
-def test_issue_10_docs_load_only_local_files(client) -> None:
+def test_docs_load_only_local_files(client) -> None:
     page = client.get("/docs")
     urls = re.findall(r'(?:src|href)="([^"]+)"', page.text)
     assert urls

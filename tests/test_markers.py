@@ -17,7 +17,7 @@ NETWORK_SIGNALS = {
         "the real errors of harvested releases"
     ),
     r"^from tests\.helpers\.harvested import": "vLLM 0.33.0's real files",
-    r"\b(reproducer_traceback|sglang_cancel_traceback)\b": "a reproducer's real traceback",
+    r"\blive_(reproducer|sglang_cancel)_traceback\b": "a reproducer's traceback run now",
     r"\.ensure_unpacked\(|\.load_module\(": "a release unpacked or imported",
     r"\b(run_reproducer|runner\.verify|check_drift)\(": "a reproducer run or a drift check",
     r"resolve_release\(\s*\"[^\"]+==": "a release resolved by NAME==VERSION",
@@ -59,3 +59,28 @@ def test_the_check_sees_a_download_and_a_marker() -> None:
     listed = "pytestmark = [pytest.mark.network, pytest.mark.browser]\n"
     assert _marked_network(listed)
     assert not _signals("from tests.helpers.postgres import POSTGRESQL\n")
+
+
+def _imported_modules(source: str) -> set[str]:
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+    return imported
+
+
+def test_tests_share_code_only_through_helpers() -> None:
+    """A test module imports neither another test module (nor conftest) nor bench/: what
+    several of them share lives in tests/helpers/, so each module can run on its own."""
+    offending = {
+        path.relative_to(TESTS.parent).as_posix(): sorted(
+            module
+            for module in _imported_modules(path.read_text())
+            if module.split(".")[0] == "bench"
+            or (module.startswith("tests.") and not module.startswith("tests.helpers"))
+        )
+        for path in sorted([*TESTS.glob("*.py"), *(TESTS / "helpers").glob("*.py")])
+    }
+    assert {path: found for path, found in offending.items() if found} == {}

@@ -1,5 +1,5 @@
 """Tests for app.matching.deadline: the limit of one match request, and that every stage of
-the pipeline stops at it (issue 10)."""
+the pipeline stops at it."""
 
 import time
 
@@ -10,7 +10,7 @@ from app.matching.deadline import DeadlineExceeded, within
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
 from app.matching.traceback import parse_exceptions
-from tests.test_matching_index import BACKENDS
+from tests.helpers.index import BACKENDS
 
 LINES = "\n".join(f"ValueError: bad value {n}" for n in range(5000))
 

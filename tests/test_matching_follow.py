@@ -1,4 +1,4 @@
-"""A process's match index follows writes made by other processes (issue 14): found by
+"""A process's match index follows writes made by other processes: found by
 content, whatever the writer's clock; in the background; and a request never waits for a
 sync under way, answering with the index as it is while health says it is behind."""
 
@@ -15,7 +15,7 @@ from app.ops.follow import follow
 from app.records import service as records
 from app.store.engine import open_store
 from app.store.tables import Record
-from tests.test_search import make_record
+from tests.helpers.records import make_record
 
 WAIT_S = 10.0
 

@@ -38,18 +38,7 @@ from app.matching.patterns import (
     check_pattern,
     program_fits,
 )
-
-try:
-    import hyperscan
-except ImportError:
-    hyperscan = None
-
-BACKENDS = [
-    pytest.param(
-        "hyperscan", marks=pytest.mark.skipif(hyperscan is None, reason="hyperscan not installed")
-    ),
-    "portable",
-]
+from tests.helpers.index import BACKENDS, hyperscan
 
 MIN_LITERAL_CHARS = 8
 """Harvested messages with less fixed text than this (``raise ValueError(msg)``) say nothing."""
@@ -540,7 +529,7 @@ def test_build_reports_refused_patterns_and_keeps_the_rest(backend: str) -> None
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_patterns_without_literal_are_confirmed_and_rank_last(backend: str) -> None:
     index = small(backend)
-    index.add("anything", r"([a-z]+)")  # no literal; (.+?) alone is refused (issue 10)
+    index.add("anything", r"([a-z]+)")  # no literal; (.+?) alone is refused
     index.add("zip-code", r"\d{5}-\d{4}")
     index.rebuild()
     text = "\n".join(f"line {i}" for i in range(50))
@@ -583,7 +572,7 @@ def test_hyperscan_compile_failure_falls_back_pattern_by_pattern() -> None:
     assert shard.database is not None
 
 
-# --- limits on patterns and on what one RE2 call reads (issue 10) -----------------------------
+# --- limits on patterns and on what one RE2 call reads -----------------------------
 
 HOSTILE_PATTERNS = [
     ("(a)" * 2666, "program size"),  # 8.5 s on a 10 KB paste before the limit
@@ -606,7 +595,7 @@ HOSTILE_PATTERNS = [
 
 
 @pytest.mark.parametrize(("pattern", "limit"), HOSTILE_PATTERNS)
-def test_issue_10_hostile_patterns_are_refused_naming_the_limit(pattern: str, limit: str) -> None:
+def test_hostile_patterns_are_refused_naming_the_limit(pattern: str, limit: str) -> None:
     with pytest.raises(PatternError) as raised:
         check_pattern(pattern)
     assert raised.value.construct == limit

@@ -56,7 +56,7 @@ def originals(text: str, line: CleanLine) -> str:
             "RayWorkerWrapper pid=5678, ip=10.0.0.7 rank1",
         ),
         ("(VllmWorker rank=0 pid=99) boom", "boom", "VllmWorker rank=0 pid=99"),
-        # issue 15: vLLM before 0.7, docker compose, journald, quoted replies
+        # vLLM before 0.7, docker compose, journald, quoted replies
         ("ERROR 12-05 20:24:46 engine.py:366] boom", "boom", ""),
         (
             "(VllmWorkerProcess pid=8) ERROR 12-05 20:24:46 multiproc_worker_utils.py:120] boom",

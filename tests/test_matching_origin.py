@@ -1,4 +1,4 @@
-"""Tests for app.matching.origin (issue 15): the repository a paste without frames came from."""
+"""Tests for app.matching.origin: the repository a paste without frames came from."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Tests for app.matching.partial (issue 15) on templates harvested from vLLM 0.33.0's own
+"""Tests for app.matching.partial on templates harvested from vLLM 0.33.0's own
 sampling_params.py: cut, wrapped and near copies of its real messages."""
 
 import re

@@ -1,5 +1,5 @@
 """match_text on real tracebacks: the seed errors from the real upstream code, ordinary
-Python errors, and each under the log noise that real servers add (issue 3)."""
+Python errors, and each under the log noise that real servers add."""
 
 import copy
 import time
@@ -19,16 +19,14 @@ from app.matching.service import (
 )
 from app.records import service as records
 from app.store.engine import unit_of_work
-from tests.conftest import DATA_DIR
-from tests.real_errors import (
+from tests.helpers.real_errors import (
     SEED_CLASSES,
     SEED_TRACEBACKS,
     noise_variants,
     program_traceback,
     reproducer_traceback,
 )
-
-pytestmark = pytest.mark.network  # downloads from the package index
+from tests.helpers.records import DATA_DIR
 
 
 @pytest.fixture
@@ -207,7 +205,7 @@ def test_little_literal_text_needs_frames_in_the_records_file(store) -> None:
     assert match_text(matcher, session, framed).matches[0].id == "00000000000000d2"
 
 
-# --- hostile pastes and patterns (issue 10) ----------------------------------------------------
+# --- hostile pastes and patterns ----------------------------------------------------
 
 
 def _widget_record(session, record_id: str, pattern: str) -> dict:
@@ -220,7 +218,7 @@ def _widget_record(session, record_id: str, pattern: str) -> dict:
     }
 
 
-def test_issue_10_a_stored_catch_all_pattern_is_left_out(store) -> None:
+def test_a_stored_catch_all_pattern_is_left_out(store) -> None:
     """A pattern stored before its limit existed (straight into the store, past validation)
     must neither claim every paste nor stop the matcher."""
     session, matcher = store
@@ -233,7 +231,7 @@ def test_issue_10_a_stored_catch_all_pattern_is_left_out(store) -> None:
     assert result.matches[0].id == "c53f6de81577a6bc"
 
 
-def test_issue_10_replies_are_capped_and_say_so(store) -> None:
+def test_replies_are_capped_and_say_so(store) -> None:
     session, matcher = store
     many = "\n".join(f"ValueError: bad value {n}" for n in range(MAX_EXCEPTIONS + 50))
     result = match_text(matcher, session, many)
@@ -261,7 +259,7 @@ def test_issue_10_replies_are_capped_and_say_so(store) -> None:
     assert not small.truncated
 
 
-def test_issue_10_a_batch_is_limited_like_one_paste(store) -> None:
+def test_a_batch_is_limited_like_one_paste(store) -> None:
     session, matcher = store
     half = "ValueError: x\n" * ((1 << 20) // 28 + 1)
     with pytest.raises(AppError) as caught:
@@ -270,7 +268,7 @@ def test_issue_10_a_batch_is_limited_like_one_paste(store) -> None:
     assert len(match_texts(matcher, session, [half])) == 1
 
 
-def test_issue_10_a_match_past_its_deadline_stops_with_a_503(store, tmp_path) -> None:
+def test_a_match_past_its_deadline_stops_with_a_503(store, tmp_path) -> None:
     """The work stops, not only the reply: against the time the whole match takes here,
     a deadline of a tenth of it ends the request well before."""
     session, matcher = store
@@ -289,7 +287,7 @@ def test_issue_10_a_match_past_its_deadline_stops_with_a_503(store, tmp_path) ->
     assert "ERRKB_MATCH_DEADLINE_S" in caught.value.detail
 
 
-def test_issue_10_a_match_waits_for_its_turn_within_its_deadline(store, tmp_path) -> None:
+def test_a_match_waits_for_its_turn_within_its_deadline(store, tmp_path) -> None:
     session, _ = store
     line = reproducer_traceback("c53f6de81577a6bc")
     one = Matcher(session.get_bind(), tmp_path, 1 << 20, deadline_s=0.2, concurrency=1)

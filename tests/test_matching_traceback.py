@@ -214,7 +214,7 @@ STYLES: dict[str, Callable[[str], str]] = {
     "ticking": ticking,
     "logged": logged,
     "mid_line_header": lambda text: "[2026-08-14 12:00:01 TP0] Scheduler hit an exception: " + text,
-    # issue 15: older vLLM, docker compose, journald, a quoted reply
+    # older vLLM, docker compose, journald, a quoted reply
     "vllm_old": prefixed("ERROR 12-05 20:24:46 engine.py:366] "),
     "compose": prefixed("vllm-1  | "),
     "journald": prefixed("Aug 19 18:34:30 gpu-host vllm[8707]: "),
@@ -583,7 +583,7 @@ def test_never_raises_on_traceback_fragments(text: str) -> None:
 @pytest.mark.filterwarnings("ignore:Generating overly large repr")
 @settings(max_examples=40, deadline=timedelta(seconds=20), derandomize=True)
 @given(hostile_pastes())
-def test_issue_10_hostile_pastes_parse_in_bounded_time(text: str) -> None:
+def test_hostile_pastes_parse_in_bounded_time(text: str) -> None:
     """Floods of newlines, CRs, NULs and colour codes, lines of a mebibyte, lone surrogates:
     the parser returns, within the deadline of the test (one input, 20 s)."""
     check_invariants(text, parse_exceptions(text))

@@ -1,4 +1,4 @@
-"""Schemathesis against /openapi.json (issue 10): generated requests for every operation,
+"""Schemathesis against /openapi.json: generated requests for every operation,
 with the admin token so writes run too; no 5xx, every status code answered is documented,
 and every body conforms to its documented schema.
 
@@ -20,7 +20,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 EXAMPLES_PER_OPERATION = 60
 CHECKS = [

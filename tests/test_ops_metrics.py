@@ -3,7 +3,7 @@ requests by route and status, durations, match time, hits, index size, dataset v
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 SEED_002 = "edc4df790b100979"
 PASTE = (

@@ -1,6 +1,6 @@
 """/readyz: 503 while the default harvest runs or the index loads, 200 after, the failure
-named when a step fails; /healthz answers all along (issue 13); older releases harvested in
-the background once ready, with their progress (issue 15)."""
+named when a step fails; /healthz answers all along; older releases harvested in
+the background once ready, with their progress."""
 
 import time
 from contextlib import ExitStack

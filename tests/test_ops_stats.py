@@ -1,5 +1,5 @@
 """/api/stats/charts and the /stats page over real reproducer runs, real drift checks and
-counted hits (issue 13)."""
+counted hits."""
 
 import pytest
 from sqlmodel import Session
@@ -7,7 +7,7 @@ from sqlmodel import Session
 from app.curation.hits import today
 from app.records import service as records
 from app.reproducers import drift, runner
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 pytestmark = pytest.mark.network  # downloads from the package index
 

@@ -1,4 +1,4 @@
-"""One RecordFilters for every listing (issue 11): the same query parameters, meaning and 4xx
+"""One RecordFilters for every listing: the same query parameters, meaning and 4xx
 on /api/errors, /api/search, /api/curation/queue and their pages, one option each in the
 CLI, and one SQL condition behind all of them."""
 
@@ -12,7 +12,7 @@ from app.records.filters import (
     RecordFilters,
     record_condition,
 )
-from tests.test_search import SEED_002, SEED_002_ERROR
+from tests.helpers.records import SEED_002, SEED_002_ERROR
 
 FILTERS = [
     {"repo": "vllm-project/vllm"},

@@ -1,4 +1,4 @@
-"""One raise site, one record (issue 9): site keys, claims, locations per release, aliases,
+"""One raise site, one record: site keys, claims, locations per release, aliases,
 and the seed errors answering with their curated record on the default serve's store."""
 
 import json
@@ -21,10 +21,10 @@ from app.records.model import ErrorRecord
 from app.search import service as search
 from app.store.engine import make_engine, unit_of_work, upgrade
 from app.store.tables import Record
-from tests.conftest import DATA_DIR
 from tests.helpers.old_store import insert_at_revision
+from tests.helpers.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
+from tests.helpers.records import DATA_DIR
 from tests.helpers.releases import RELEASES
-from tests.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
 
 pytestmark = pytest.mark.network  # downloads from the package index
 
@@ -35,7 +35,7 @@ SEED_SITES = {
     "b6bab2e17ae18394": ("vllm==0.33.0", 241),
     "edc4df790b100979": ("sglang==0.5.23", 584),
 }
-# The drafts today's harvest made for those sites before issue 9.
+# The drafts today's harvest made for those sites before one record per raise site.
 SEED_DUPLICATES = {
     "9207809c0c7eaea6": "c53f6de81577a6bc",
     "5c72e2f1cc5fd8d6": "b6bab2e17ae18394",
@@ -114,7 +114,8 @@ def _seed_release_folders(tmp_path: Path) -> list[drafts.Release]:
 
 
 def test_an_upgrade_merges_the_duplicates_an_earlier_harvest_made(tmp_path: Path) -> None:
-    """A store made before issue 9: curated seeds, and beside each the draft of its site."""
+    """A store made before one record per raise site: curated seeds, and beside each the
+    draft of its site."""
     engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
     upgrade(engine, "0004")
     insert_at_revision(engine, [_load(path) for path in sorted(DATA_DIR.glob("*.json"))])
@@ -230,7 +231,7 @@ def test_the_api_and_the_page_show_each_release(default_store) -> None:
     assert located["sourceCode"].split("\n")[259 - located["sourceCodeStart"]].strip() == (
         'raise RuntimeError("Attempted to free more buffers than allocated")'
     )
-    code = located["codeContext"]  # issue 12: what the code checks, for the curated site too
+    code = located["codeContext"]  # what the code checks, for the curated site too
     assert code["guard"] == "self._inuse_count < len(buffers)"
     assert code["docstring"] == "Return buffers to the pool."
     assert {c["function"] for c in code["callers"]} >= {"_handle_save_task", "_handle_load_task"}

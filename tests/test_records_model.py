@@ -1,4 +1,4 @@
-"""The typed record agrees with data/record.schema.json, the one source of truth (issue 11)."""
+"""The typed record agrees with data/record.schema.json, the one source of truth."""
 
 import copy
 import json
@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from app.records.codegen import MODEL_PATH, generate
 from app.records.model import ErrorRecord, max_chars, parse_record
 from app.records.validation import record_errors
-from tests.conftest import DATA_DIR, SEEDS_DIR
+from tests.helpers.records import DATA_DIR, SEEDS_DIR
 
 SEED = "c53f6de81577a6bc"
 

@@ -9,7 +9,7 @@ from app.config import Settings
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 
 def _write_jsonl(path: Path, rows: list) -> Path:

@@ -7,7 +7,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from app.records.validation import MAX_REASON_CHARS, SCHEMA_PATH, field_order, record_errors
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 
 def test_schema_is_valid_draft_2020_12() -> None:
@@ -45,7 +45,7 @@ def test_data_holds_the_three_seed_records() -> None:
         ({"messagePattern": "unbalanced ("}, "messagePattern"),
         ({"lineNumber": 400}, "lineNumber"),
         ({"tags": ["a", "a"]}, "tags"),
-        # issue 10: found by Schemathesis; a 216.0 slipped through and broke ranking later
+        # found by Schemathesis; a 216.0 slipped through and broke ranking later
         ({"sourceCodeStart": 199.0}, "sourceCodeStart"),
         ({"lineNumber": 2**31}, "lineNumber"),
         ({"messagePattern": ".*"}, "messagePattern"),
@@ -80,7 +80,7 @@ def test_non_object_is_refused() -> None:
         {"filePath": "z" * 5000},
     ],
 )
-def test_issue_10_reasons_do_not_repeat_the_value(seed_records, change) -> None:
+def test_reasons_do_not_repeat_the_value(seed_records, change) -> None:
     record = copy.deepcopy(seed_records["c53f6de81577a6bc"]) | change
     [error] = record_errors(record)
     assert len(error.reason) <= MAX_REASON_CHARS

@@ -1,4 +1,4 @@
-"""Two `errkb serve` processes on one store behave as one service (issue 14): the default
+"""Two `errkb serve` processes on one store behave as one service: the default
 harvest runs once, a write through one is matched and found by the other within seconds,
 and health says when a replica's index is behind. Real processes on free local ports; on
 SQLite they share one file (workers of one machine), on PostgreSQL one schema (replicas)."""
@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_TOKEN
-from tests.test_search import make_record
+from tests.helpers.records import make_record
+from tests.helpers.servers import ADMIN_TOKEN
 
 START_WITHIN_S = 120.0
 FOLLOW_WITHIN_S = 10.0

@@ -6,6 +6,7 @@ record's error in the trigger scenario and stayed sound under the record's fix.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from functools import cache
@@ -16,6 +17,7 @@ import re2
 
 from app.config import PROJECT_ROOT
 from app.reproducers.kit import EXIT_CODES
+from tests.helpers import real_errors
 
 pytestmark = pytest.mark.network  # downloads from the package index
 
@@ -175,3 +177,32 @@ def test_cuda_reproducer_passes() -> None:
 def test_hf3fs_reproducer_passes_on_cuda() -> None:
     code, result = run("c53f6de81577a6bc.py", "--device", "cuda")
     assert (code, result["status"], result["device"]) == (0, "passed", "cuda"), result
+
+
+def _shape(traceback_text: str) -> list[str]:
+    """A traceback's frames (file below its package or checkout, line, function) and
+    exception lines: what a recording keeps whatever machine made it."""
+    shape = []
+    for line in traceback_text.splitlines():
+        if frame := re.match(r'\s*File "(.*)", line (\d+), in (\S+)', line):
+            path = re.sub(
+                r"^.*/unpacked/[^/]+/|^" + re.escape(str(PROJECT_ROOT)) + "/", "", frame[1]
+            )
+            shape.append(f"{path}:{frame[2]} {frame[3]}")
+        elif line and not line[0].isspace():
+            shape.append(line)
+    return shape
+
+
+@pytest.mark.parametrize("record_id", ["c53f6de81577a6bc", "b6bab2e17ae18394"])
+def test_recorded_reproducer_tracebacks_are_what_the_release_raises(record_id: str) -> None:
+    """The matching tests run offline on recorded tracebacks; the release must still raise
+    them, frame for frame."""
+    live = real_errors.live_reproducer_traceback(record_id)
+    assert _shape(real_errors.reproducer_traceback(record_id)) == _shape(live)
+
+
+@pytest.mark.parametrize("offset", real_errors.RECORDED_SGLANG_OFFSETS)
+def test_recorded_sglang_tracebacks_are_what_the_release_raises(offset: int) -> None:
+    live = real_errors.live_sglang_cancel_traceback(offset)
+    assert _shape(real_errors.sglang_cancel_traceback(offset)) == _shape(live)

@@ -1,4 +1,4 @@
-"""The reproducer runner, its stored runs, the reproducer endpoint, and drift (issue 5)."""
+"""The reproducer runner, its stored runs, the reproducer endpoint, and drift."""
 
 import json
 import os
@@ -11,7 +11,7 @@ from app.config import PROJECT_ROOT
 from app.records import service as records
 from app.records.model import ErrorRecord, parse_record
 from app.reproducers import drift, runner
-from tests.conftest import DATA_DIR
+from tests.helpers.records import DATA_DIR
 
 pytestmark = pytest.mark.network  # downloads from the package index
 

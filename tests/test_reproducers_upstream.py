@@ -36,7 +36,7 @@ def cache(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def releases(cache: Path) -> Upstream:
-    """The releases of that cache, as an entry point hands them down (issue 11)."""
+    """The releases of that cache, as an entry point hands them down."""
     return Upstream(cache)
 
 

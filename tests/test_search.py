@@ -1,7 +1,5 @@
-"""Full-text search service (issue 3): the index follows writes, ranking, snippets, hostility."""
+"""Full-text search service: the index follows writes, ranking, snippets, hostility."""
 
-import copy
-import json
 import re
 
 import pytest
@@ -19,67 +17,15 @@ from app.search import related as search_related
 from app.search import service as search
 from app.store import postgres, sqlite
 from app.store.engine import make_engine, upgrade
-from tests.conftest import DATA_DIR
 from tests.helpers.old_store import insert_at_revision
-
-SEED_001 = "b6bab2e17ae18394"
-SEED_002 = "edc4df790b100979"
-SEED_002_ERROR = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
-HOSTILE_QUERIES = [
-    '"',
-    '"unbalanced',
-    "(",
-    "((free",
-    "free)",
-    "-",
-    "-free",
-    "free -buffers",
-    "*",
-    "free*",
-    "**",
-    ":",
-    "errorMessage:free",
-    "{error_message}: free",
-    "NEAR",
-    "NEAR(free buffers, 2)",
-    "free AND",
-    "OR free",
-    "NOT",
-    "^free",
-    "free + buffers",
-    "<script>alert(1)</script>",
-    "'; DROP TABLE records; --",
-    "\x00",
-    "\\",
-    "\u00e9t\u00e9 caf\u00e9",
-    "\u4f1a\u8bdd \u7f13\u51b2\u533a",
-    "\U0001f525\U0001f525",
-    "\u200b",
-    "___",
-    "free" * 100,
-    " ".join(["free"] * 200),
-]
-
-
-def make_record(number: int, message: str, **fields) -> dict:
-    """A valid record with a fresh id, built on seed 001, with this message and fields."""
-    record = copy.deepcopy(json.loads((DATA_DIR / f"{SEED_001}.json").read_text()))
-    slug = re.sub(r"[^a-z0-9]+", "-", message[:50].lower()).strip("-")
-    record.update(
-        id=f"{number:016x}",
-        errorMessage=message,
-        messagePattern=re.escape(message),
-        slug=slug,
-        documentation="Nothing to see here.",
-        triggerScenarios=None,
-        commonSituations=None,
-        solutions=None,
-        preventionTips=None,
-        tags=["synthetic"],
-        backgroundTag=None,
-    )
-    record.update(fields)
-    return record
+from tests.helpers.records import (
+    DATA_DIR,
+    HOSTILE_QUERIES,
+    SEED_001,
+    SEED_002,
+    SEED_002_ERROR,
+    make_record,
+)
 
 
 @pytest.fixture

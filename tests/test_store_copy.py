@@ -1,4 +1,4 @@
-"""`errkb db copy` (issue 14): a store copied to another engine and back is the same store,
+"""`errkb db copy`: a store copied to another engine and back is the same store,
 row for row, and its export is the same bytes; a target holding rows is refused."""
 
 from datetime import UTC, datetime
@@ -17,9 +17,9 @@ from app.reproducers import drift, runner
 from app.search import service as search
 from app.store.copy import TABLES
 from app.store.engine import open_store, unit_of_work
-from tests.conftest import DATA_DIR
 from tests.helpers import postgres
 from tests.helpers.harvested import harvest_into
+from tests.helpers.records import DATA_DIR
 
 pytestmark = pytest.mark.network  # downloads from the package index
 

@@ -1,5 +1,5 @@
 """Tests for app.store.engine: how transactions begin, bounded lock waits, and concurrent writers
-against a real server (issue 10)."""
+against a real server."""
 
 import time
 from collections import Counter
@@ -12,10 +12,10 @@ from sqlmodel import Session
 from app.config import PROJECT_ROOT, Settings
 from app.records import service as records
 from app.store.engine import is_lock_timeout, make_engine, open_store, write_session, writer
-from tests.conftest import ADMIN_TOKEN
+from tests.helpers.servers import ADMIN_TOKEN
 from tests.helpers.writers import probe_record, run_writers, stored_markers
 
-# SQLite's locking (BEGIN IMMEDIATE, busy timeouts) is what these tests are about (issue 10).
+# SQLite's locking (BEGIN IMMEDIATE, busy timeouts) is what these tests are about.
 pytestmark = pytest.mark.sqlite_only
 
 WRITERS = 8
@@ -50,7 +50,7 @@ def test_a_write_session_holds_the_write_lock_from_its_first_read(settings: Sett
 
 
 def test_a_reader_that_writes_late_fails_where_a_writer_waits(settings: Settings) -> None:
-    """The defect of issue 10 in miniature: read, another writer commits, then write."""
+    """A lost write in miniature: read, another writer commits, then write."""
     engine = open_store(settings)
     other = make_engine(settings.database_url)
 
@@ -106,7 +106,7 @@ def test_writes_of_the_store_layer_go_through_write_sessions(settings: Settings)
     assert "BEGIN IMMEDIATE" in seen
 
 
-def test_issue_10_eight_writers_lose_nothing_and_see_no_5xx(live_server) -> None:
+def test_eight_writers_lose_nothing_and_see_no_5xx(live_server) -> None:
     """8 writer processes for a few seconds: no 5xx, no dropped connection, every
     acknowledged write in the store and nothing else; each contested id created once."""
     base, database = live_server

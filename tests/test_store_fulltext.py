@@ -1,4 +1,4 @@
-"""The full-text index on both engines (issue 14): one declaration of fields and weights,
+"""The full-text index on both engines: one declaration of fields and weights,
 keys that order reviewed records and newer drafts first, kept by every kind of write,
 safe under concurrent writers, and a migration that goes down and up again."""
 
@@ -18,7 +18,7 @@ from app.store.engine import open_store, upgrade
 from app.store.fulltext import FULL_FIELDS, LABEL_WEIGHTS, REVIEWED_KEYS, rank_weights
 from app.store.tables import Record
 from tests.helpers.old_store import downgrade
-from tests.test_search import make_record
+from tests.helpers.records import make_record
 
 
 def test_shared_labels_keep_the_order_of_the_field_weights() -> None:

@@ -10,7 +10,7 @@ from app.records import service as records
 from app.search import service as search
 from app.store import sqlite_bulk
 from app.store.engine import open_store
-from tests.test_search import make_record
+from tests.helpers.records import make_record
 
 COUNT = sqlite_bulk.BULK_MIN_ROWS
 WORDS = ["spindle", "gasket", "ratchet", "sprocket", "flywheel"]

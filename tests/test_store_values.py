@@ -1,4 +1,4 @@
-"""Values one engine keeps and another refuses (issue 14): PostgreSQL holds no NUL character
+"""Values one engine keeps and another refuses: PostgreSQL holds no NUL character
 in text and no integer beyond 32 bits in an INTEGER column. Such a request is never a 500,
 and a record is stored whole or not at all."""
 
@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.helpers.postgres import POSTGRESQL
-from tests.test_search import make_record
+from tests.helpers.records import make_record
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The web pages without a browser (issue 3): content, escaping, links, errors, styles."""
+"""The web pages without a browser: content, escaping, links, errors, styles."""
 
 import re
 from collections.abc import Callable
@@ -14,21 +14,10 @@ from app.records import service as records
 from app.store.tables import ReproducerRun
 from app.web import render
 from app.web.routes import STATIC_DIR
-from tests.test_search import SEED_001, SEED_002, SEED_002_ERROR, make_record
+from tests.helpers.pages import RECORD_SECTIONS
+from tests.helpers.records import SEED_001, SEED_002, SEED_002_ERROR, make_record
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
-RECORD_SECTIONS = [
-    "Error message",
-    "What it means",
-    "Source",
-    "Solutions",
-    "Example fix",
-    "Defensive patterns",
-    "Prevention",
-    "When it happens",
-    "Related errors",
-    "Reproducer",
-]
 WCAG_AA = 4.5
 
 

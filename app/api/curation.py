@@ -1,4 +1,4 @@
-"""/api/curation/queue: what to explain next, most-hit first (issue 13)."""
+"""/api/curation/queue: what to explain next, most-hit first."""
 
 from datetime import date
 from typing import Annotated

@@ -1,4 +1,4 @@
-"""Dependencies shared by the routers, as annotated types (ARCHITECTURE.md, convention 4)."""
+"""Dependencies shared by the routers, as annotated types."""
 
 import hmac
 from collections.abc import Iterator
@@ -60,7 +60,7 @@ AdminDep = Annotated[None, Depends(require_admin)]
 
 def parse_body(raw: bytes) -> Any:
     """A JSON request body; bytes that are not UTF-8 are decoded with replacement, not
-    refused. Malformed, too deeply nested or absurd JSON is a 422 saying where (issue 10)."""
+    refused. Malformed, too deeply nested or absurd JSON is a 422 saying where."""
     try:
         return parse_json(raw.decode("utf-8", "replace"))
     except JsonTextError as error:
@@ -69,7 +69,7 @@ def parse_body(raw: bytes) -> Any:
 
 async def admin_body(request: Request, _admin: AdminDep) -> Any:
     """The JSON body of a write, read only after the token is checked: a caller without it
-    learns nothing from how its body was parsed (issue 10)."""
+    learns nothing from how its body was parsed."""
     return parse_body(await request.body())
 
 
@@ -78,7 +78,7 @@ AdminBodyDep = Annotated[Any, Depends(admin_body)]
 
 def record_filters(filters: Annotated[RecordFilters, Query()]) -> RecordFilters:
     """The record filters of a request, one query parameter per field (repo, errorClass,
-    tag...), read alike by every listing of the API and the pages (issue 11). A dependency
+    tag...), read alike by every listing of the API and the pages. A dependency
     of its own, so the model stays the only query model of its function."""
     return filters
 

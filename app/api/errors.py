@@ -1,4 +1,4 @@
-"""/api/errors: read, list, create, replace and delete records (issue 2)."""
+"""/api/errors: read, list, create, replace and delete records."""
 
 from typing import Annotated, Any
 

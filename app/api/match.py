@@ -1,4 +1,4 @@
-"""/api/match: pasted tracebacks and logs -> the records that explain them (issue 3)."""
+"""/api/match: pasted tracebacks and logs -> the records that explain them."""
 
 from typing import Annotated, Any
 

@@ -87,7 +87,7 @@ def read_stats_charts(
 
 
 def _index_state(request: Request, session: SessionDep) -> dict[str, Any]:
-    """Whether this process's match index holds the store's newest writes (issue 14)."""
+    """Whether this process's match index holds the store's newest writes."""
     freshness = request.app.state.matcher.freshness(records.dataset_version(session))
     return {
         "version": freshness.index_version,
@@ -102,7 +102,7 @@ async def read_health(request: Request) -> dict[str, Any]:
     """Liveness and database reachability, and whether the match index is behind the
     store (`index.stale`: another replica's write not yet taken in)."""
     # On the event loop (its queries take microseconds), not in the thread pool, where it
-    # would queue behind the requests that fill it (issue 10).
+    # would queue behind the requests that fill it.
     with Session(request.app.state.engine) as session:
         return {"status": "ok", "index": _index_state(request, session)}
 

@@ -2,7 +2,7 @@
 
 The API, the batch endpoint and the web pages all go through here, so a paste is counted
 the same way wherever it comes in; the CLI and the search page's error-line boost call
-match_text directly and count nothing (issue 13).
+match_text directly and count nothing.
 """
 
 import time

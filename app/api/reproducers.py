@@ -1,4 +1,4 @@
-"""/api/errors/{id}/reproducer: a record's reproducer, its recent runs and drift (issue 5)."""
+"""/api/errors/{id}/reproducer: a record's reproducer, its recent runs and drift."""
 
 from fastapi import APIRouter
 

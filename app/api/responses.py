@@ -1,6 +1,5 @@
 """The error replies of the API as OpenAPI sees them: RFC 9457 problem details, so clients
-(and Schemathesis) know every status a route may answer and the one body all errors share
-(issues 10 and 11)."""
+(and Schemathesis) know every status a route may answer and the one body all errors share."""
 
 from collections.abc import Callable
 from typing import Any

@@ -53,7 +53,7 @@ class ReviewInfo(ApiModel):
 
 
 class LocationOut(ApiModel):
-    """Where the record's raise site is in one harvested release (issue 9).
+    """Where the record's raise site is in one harvested release.
 
     `status` compares it with the record as written: `same` line, `moved` (another line or
     file), or `gone` (the release no longer raises it).
@@ -74,7 +74,7 @@ class LocationOut(ApiModel):
 
 
 class HistoryOut(ApiModel):
-    """The releases of one package that raise the record's message (issue 15)."""
+    """The releases of one package that raise the record's message."""
 
     package: str
     present: list[str]
@@ -200,7 +200,7 @@ class RelatedOut(ApiModel):
 class RecordDocument(ApiModel):
     """GET /api/errors/{id}: the record exactly as stored, the dataset version, its
     location in each harvested release, the releases that raise it, links, and what its
-    page shows besides (issue 11): related records, its reproducer script, recent runs
+    page shows besides: related records, its reproducer script, recent runs
     (newest first) and latest drift check."""
 
     record: ErrorRecord

@@ -1,4 +1,4 @@
-"""/api/search: full-text search over the records, ranked, with marked snippets (issue 3)."""
+"""/api/search: full-text search over the records, ranked, with marked snippets."""
 
 from typing import Annotated
 

@@ -1,4 +1,4 @@
-"""What a page and its JSON twin both show, gathered once (issue 11; ARCHITECTURE.md,
+"""What a page and its JSON twin both show, gathered once (docs/architecture.md,
 convention 1): the record page (/errors/{id}) renders a RecordView, GET /api/errors/{id}
 answers the same RecordView as JSON (app.api.schemas.record_document_json), so the twin
 carries everything the page shows: locations, history, related records, runs and drift.

@@ -1,7 +1,7 @@
 """Hits: how often each record, or each unexplained error, is met; per day and nothing else.
 
 A match counts one hit for its top record, and a record page view one for its record
-(issue 13). A paste that nothing matches counts toward its scrubbed template instead: the
+A paste that nothing matches counts toward its scrubbed template instead: the
 exception class and the first line of its message with every quoted string, path, hex value
 and number replaced, so no value from the paste is kept. The paste itself and the values a
 match captures are never stored.

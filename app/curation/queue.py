@@ -1,4 +1,4 @@
-"""The curation queue: drafts and unexplained templates, most-hit first (issue 13).
+"""The curation queue: drafts and unexplained templates, most-hit first.
 
 It answers a curator's first question, "which unexplained error do people hit most?".
 Reviewed records are explained already and stay out; a record or template nobody met stays

@@ -5,7 +5,7 @@ excerpt, link, tags) and puts `TO FILL: <what to write>` in each prose field a c
 write; `errkb import` refuses the file, naming each such field, until they are written
 (app.records.validation.unfilled_fields), and then imports it as reviewed like any curated record.
 The reproducer follows reproducers/README.md, its target taken from the draft's release,
-its scenario left to write: until then it fails, saying so (issue 13).
+its scenario left to write: until then it fails, saying so.
 """
 
 import json
@@ -96,7 +96,7 @@ class Scaffold:
 
 def scaffold_record(draft: dict[str, Any], code: dict[str, Any] | None = None) -> dict[str, Any]:
     """The draft with each prose field a curator must write marked TO FILL, in schema order;
-    the hints carry what harvest read in the code (issue 12), so the curator starts there."""
+    the hints carry what harvest read in the code, so the curator starts there."""
     marked = dict(draft)
     for key, hint in PROSE_HINTS.items():
         marked[key] = TO_FILL + hint + _code_hint(key, code or {})

@@ -1,4 +1,4 @@
-"""Harvest: the raise sites of an upstream release as draft records (issues 6 and 12).
+"""Harvest: the raise sites of an upstream release as draft records.
 
 `extract` reads the AST (raise sites, messages, factories, constants, what resolves them),
 `context` adds what the code around each site tells (guard, callers, handlers). Storing the

@@ -1,4 +1,4 @@
-"""What the code around a raise site tells a user (issue 12): the function and its docstring,
+"""What the code around a raise site tells a user: the function and its docstring,
 the condition that leads to the raise (`guard`, from extract), who calls the function in the
 same release (`callers`), which `except` clauses around those calls catch the error
 (`handlers`), and the other sites that raise the same message (`sameMessageAt`).

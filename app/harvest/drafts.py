@@ -1,11 +1,11 @@
-"""Harvested drafts in the store: resolve a release, harvest it, merge the drafts (issue 6).
+"""Harvested drafts in the store: resolve a release, harvest it, merge the drafts.
 
 Drafts and curated records live in one table. The draft/reviewed state is kept beside the
 record (`review_state`), never inside it, so curated records stay equal to their files.
 Re-harvesting updates drafts in place, only moves a reviewed record's location (line and
 source), and marks drafts whose raise site disappeared as gone in the new release.
 
-An older release of a package harvested after a newer one (issue 15) only adds: its sites
+An older release of a package harvested after a newer one only adds: its sites
 get their locations in that release (file, line, function and link, without the source
 excerpt and code context the newest release's locations keep; a site it lacks simply has
 none), a message it raised that the newer release no longer has gets a draft of its own
@@ -109,7 +109,7 @@ class DraftCounts:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
-    claimed: int = 0  # sites that reviewed records claim: located, not drafted (issue 9)
+    claimed: int = 0  # sites that reviewed records claim: located, not drafted
     absorbed: int = 0  # drafts stored earlier for such sites, merged into their record
     gone: int = 0
     invalid: int = 0
@@ -170,7 +170,7 @@ def store_drafts(
     }
     if newer is None:
         located |= _gone_locations(session, release, set(located))
-    else:  # issue 15: forty releases must not make the store forty times larger
+    else:  # forty releases must not make the store forty times larger
         located = {record_id: location.slim() for record_id, location in located.items()}
     locations.replace_release(session, release.label, located)
     session.merge(DatasetState(key=HARVESTED_PREFIX + release.spec, value=_now()))

@@ -8,7 +8,7 @@ people fill them in later. Storage lives in app/harvest/drafts.py; this module o
 returns dataclasses.
 
 Raise sites are `raise X(...)` statements, `assert cond, "message"` (AssertionError) and
-`torch._check*(cond, lambda: "message")` calls (issue 12). Message forms understood: a
+`torch._check*(cond, lambda: "message")` calls. Message forms understood: a
 literal (implicitly concatenated or not), an f-string, a literal's `.format(...)`, a literal
 `% args`, `+` concatenation of these (an operand of another kind becomes a placeholder,
 since `str + x` only works when `x` is a str), a local variable assigned one of these earlier
@@ -51,7 +51,7 @@ CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198
 MIN_LITERAL_ALNUM = 4  # fewer literal letters/digits than this cannot identify an error
 MAX_MESSAGE_CHARS = max_chars("errorMessage")
 MAX_PATTERN_CHARS = max_chars("messagePattern")
-MAX_FULL_PATTERN_CHARS = 900  # a longer pattern may outgrow RE2's program limit (issue 10)
+MAX_FULL_PATTERN_CHARS = 900  # a longer pattern may outgrow RE2's program limit
 MIN_HEAD_CHARS = 80  # the least of a cut message's start worth a pattern
 PLACEHOLDER_TEMPLATE_CHARS = 8  # what a `{name}` counts for when a message is cut
 SLUG_SOURCE_CHARS = max_chars("slug")
@@ -118,7 +118,7 @@ class SkipReason(StrEnum):
     UNPARSABLE_FILE = "unparsable file"
 
 
-# Sites skipped for these reasons still get a draft, matched by where they raise (issue 12);
+# Sites skipped for these reasons still get a draft, matched by where they raise;
 # one whose class is decided at run time names UNKNOWN_CLASS.
 LOCATED_REASONS = frozenset(
     {
@@ -195,7 +195,7 @@ class _Field:
 @dataclass(frozen=True)
 class _Maybe:
     """A tail that a nested block may add to a message: `if x: msg += "..."` adds it zero
-    times or once, a loop's `msg += "..."` any number of times (issue 15)."""
+    times or once, a loop's `msg += "..."` any number of times."""
 
     parts: tuple[str | _Field | _Maybe, ...]
     repeats: bool = False
@@ -604,7 +604,7 @@ class _Collector:
     def _raises_parameter(self, call: ast.Call, env: _Env, scope: _Scope) -> bool:
         """`raise X(message)` where `message` is a parameter of the enclosing function: a
         raising helper (SGLang's `raise_error_or_warn(obj, strict, counter, message)`), whose
-        callers pass the message users see (issue 15)."""
+        callers pass the message users see."""
         if not scope.in_function or not call.args or not isinstance(call.args[0], ast.Name):
             return False
         name = call.args[0].id
@@ -827,7 +827,7 @@ def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | N
 def _head(parts: _Parts, max_chars: int) -> _Parts | None:
     """A long one-line message as its first `max_chars` characters, cut after a word, and the
     rest captured as `{details}`: the whole would compile to more RE2 instructions than the
-    index runs (issue 10), and the start names the error. None when too little is left."""
+    index runs, and the start names the error. None when too little is left."""
     head: list[_Part] = []
     used = 0
     for part in parts:
@@ -849,7 +849,7 @@ def _head(parts: _Parts, max_chars: int) -> _Parts | None:
 def _first_line(parts: _Parts) -> _Parts | None:
     """A long multi-line message as its first line and the rest captured as `{details}`:
     the first line names the error, and a whole page of text would outgrow the pattern
-    limits (issue 12). None for a message of one line."""
+    limits. None for a message of one line."""
     head: list[_Part] = []
     for part in parts:
         if isinstance(part, str) and "\n" in part:

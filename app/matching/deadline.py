@@ -1,4 +1,4 @@
-"""The time limit of one match request, checked inside every loop of the pipeline (issue 10).
+"""The time limit of one match request, checked inside every loop of the pipeline.
 
 A thread cannot be killed and an RE2 call cannot be interrupted, so a request that runs too
 long must stop itself: logtext, the traceback parser, the index's scan and confirm loops and

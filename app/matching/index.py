@@ -20,7 +20,7 @@ the last :meth:`PatternIndex.rebuild` are few; they are checked with ``str.find`
 and confirmed with RE2 like the rest.
 
 Every pattern is checked before it is stored (:func:`check_pattern`) against limits that bound
-what one RE2 call can cost (issue 10): its program size and groups, no ``\\C``, and no pattern
+what one RE2 call can cost: its program size and groups, no ``\\C``, and no pattern
 that matches the empty string or any line; and no RE2 call scans more than ``MAX_SCAN_BYTES``
 of a paste or extracts groups from more than that. Between calls, the scan and confirm loops
 check the match deadline (app.matching.deadline), so a request stops soon after it.
@@ -93,7 +93,7 @@ character is at most four bytes of UTF-8, so the subject fits one scan."""
 MIN_HEAD_CHARS = 8
 """A pattern's leading literal shorter than this is too common to find its cut messages by."""
 
-CACHE_FORMAT = 3  # 2: patterns refused by issue 10's limits left out; 3: issue 15's literals
+CACHE_FORMAT = 3  # 2: patterns past the cost limits left out; 3: literals for cut messages
 _CACHE_MAGIC = b"errkb-pattern-index\n"
 
 _HS_FLAGS = (
@@ -592,7 +592,7 @@ class PatternIndex:
     def near_keys(self, text: str) -> dict[str, int]:
         """Keys whose pattern's longest or leading literal occurs in ``text``, with the length
         of the longer one found: the patterns a message that does not match in full may still
-        be a cut or near copy of (issue 15). Nothing is confirmed; that is the caller's job."""
+        be a cut or near copy of. Nothing is confirmed; that is the caller's job."""
         found: dict[str, int] = {}
         for id_, length in self._near.literal_hits(text).items():
             entry = self._entries[id_]

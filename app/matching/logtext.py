@@ -48,19 +48,19 @@ _PREFIXES = (
     # torch.distributed / torchrun: "[rank0]: ", "[rank12]:", "[default0]:".
     re.compile(r"\[(?P<tag>(?:rank|default)[0-9]{1,6})\]: ?"),
     # vLLM: "INFO 08-14 12:00:01 [core.py:710] ", and before 0.7 without the bracket:
-    # "ERROR 12-05 20:24:46 engine.py:366] " (issue 15).
+    # "ERROR 12-05 20:24:46 engine.py:366] ".
     re.compile(
         rf"{_LEVEL} [0-9]{{2}}-[0-9]{{2}} {_TIME}(?: (?:{_SOURCE_LOCATION}|{_FILE_LINE}\]))? ?"
     ),
-    # journald: "Aug 19 18:34:30 host vllm[8707]: ", or with --output=short-iso (issue 15);
+    # journald: "Aug 19 18:34:30 host vllm[8707]: ", or with --output=short-iso;
     # the process and its pid name the stream.
     re.compile(
         rf"(?:{_MONTH} [ 0-9][0-9] {_TIME}|{_DATE_TIME}) [\w.\-]{{1,64}} "
         r"(?P<tag>[\w.\-/@]{1,64}\[[0-9]{1,10}\]): ?"
     ),
-    # docker compose: "vllm-1  | ", "project_sglang_1 | " (issue 15); the container is a stream.
+    # docker compose: "vllm-1  | ", "project_sglang_1 | "; the container is a stream.
     re.compile(r"(?P<tag>[A-Za-z0-9][\w.\-]{0,63}[-_][0-9]{1,4}) {1,32}\| ?"),
-    # A quoted reply in an issue thread or a mail: "> ", "> > " (issue 15).
+    # A quoted reply in an issue thread or a mail: "> ", "> > ".
     re.compile(r">(?: ?>){0,7} ?"),
     # glog and c10: "E1114 12:00:01.123456 1234 file.cc:12] ", "[W reducer.cpp:1300] ".
     re.compile(rf"\[?[IWEF](?:[0-9]{{3,4}} {_TIME}(?: {{1,8}}[0-9]{{1,10}})?)? {_FILE_LINE}\] ?"),

@@ -1,6 +1,6 @@
 """A message that no template matches in full -> the templates it is a cut or near copy of.
 
-People paste what they have (issue 15): the end of a paste cuts the last message short, a
+People paste what they have: the end of a paste cuts the last message short, a
 terminal wraps it at its width, a log collector changes quotes or spacing, and an older or
 newer release words it slightly differently. A pattern must match a whole message to count
 as a full match, so these find nothing there. This second chance runs only for exceptions
@@ -138,7 +138,7 @@ def _normal(text: str, strip: bool = True) -> str:
 
 
 def unwrapped(message: str) -> list[str]:
-    """A message wrapped at a fixed width, its lines joined again (issue 15); [] when it
+    """A message wrapped at a fixed width, its lines joined again; [] when it
     does not look wrapped. Lines come without trailing spaces, so a line one short of the
     width lost the space it broke at; the first line, behind the class name, has no known
     width, so both joins are tried there."""

@@ -1,5 +1,5 @@
 """What a record's message pattern may be: one that RE2 runs within bounded cost and that
-tells one message from another (issue 10).
+tells one message from another.
 
 Checked before a pattern is stored (app.records.validation) and before it is indexed
 (app.matching.index). Only RE2 (to compile and measure a pattern) and Python's regex parser

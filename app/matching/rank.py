@@ -1,7 +1,7 @@
 """Confirmed pattern hits + parsed exceptions -> scored matches, with reasons and captures.
 
 The message alone is weak evidence: generic templates match many messages, and the same
-message is raised from several files. So a score adds up what else agrees (issue 3): how
+message is raised from several files. So a score adds up what else agrees: how
 much of the exception message the pattern covers and how specific it is, the exception
 class, frames in the record's file (at its line, or moved), the raising function, the repo
 the frames come from, and where the exception sits (the last one of a paste and the
@@ -23,7 +23,7 @@ from app.records.model import ErrorRecord
 FULL_MESSAGE = 40
 FULL_LINE = 34
 PARTIAL_MIN, PARTIAL_SPAN = 12, 14  # partial: 12 + 14 * share of the message covered
-# A message that matches no template in full (issue 15): cut by the end of the paste, it
+# A message that matches no template in full: cut by the end of the paste, it
 # scores by the share of the template it shows; a near copy loses points per changed word.
 CUT_MIN, CUT_SPAN = 12, 26
 NEAR_MESSAGE, NEAR_PER_WORD = 32, 5
@@ -31,16 +31,16 @@ OUTSIDE_MESSAGE = 8  # a hit in a log line that no exception claims
 IN_TRACEBACK_NOISE = 1  # a hit in a frame line (paths), almost always noise
 SPECIFICITY_MAX, SPECIFICITY_PER_POINT = 15, 4
 CLASS_AGREES, CLASS_DIFFERS = 15, -15
-CLASS_RELATED = 6  # a subclass or superclass: renamed or refined between releases (issue 15)
+CLASS_RELATED = 6  # a subclass or superclass: renamed or refined between releases
 FILE_IN_FRAMES, FILE_INNERMOST, SAME_LINE = 12, 6, 6
 SAME_FUNCTION = 4
 REPO_AGREES, REPO_DIFFERS = 5, -5
 LAST_EXCEPTION, ROOT_CAUSE = 4, 4
-# Being reviewed outweighs a line number (issue 9): a draft that explains the text as well
+# Being reviewed outweighs a line number: a draft that explains the text as well
 # only because a frame sits on its exact line must not push the explained record down.
 REVIEWED_BONUS, GONE_PENALTY = SAME_LINE + 1, -2
 FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are put (#15)
-# Found by where it raises (issue 12): a fully dynamic message has nothing else to go by, and
+# Found by where it raises: a fully dynamic message has nothing else to go by, and
 # a site raising at the very line of the innermost frame is strong evidence; a record whose
 # template does not fit the message (the message changed) is weaker.
 RAISED_HERE_DYNAMIC, RAISED_HERE_OTHER_MESSAGE = 34, 14
@@ -70,7 +70,7 @@ class Candidate:
     functions: frozenset[str]  # the functions the site is in, in any known release
     reviewed: bool
     gone: bool
-    files: frozenset[str] = frozenset()  # its file in any known release (issue 15)
+    files: frozenset[str] = frozenset()  # its file in any known release
     template: str = ""  # its message template: records raising the same one go together
 
 
@@ -84,7 +84,7 @@ class Match:
     captures: dict[str, str | None]
     reasons: list[str] = field(default_factory=list)
     reviewed: bool = False
-    in_frames: bool = False  # it explains the message and a frame is in its file (issue 15)
+    in_frames: bool = False  # it explains the message and a frame is in its file
     same_message: list[str] = field(default_factory=list)  # ids raising the same message
 
 
@@ -230,7 +230,9 @@ def _context_score(
         reasons.append(f"frames come from {candidate.repo}")
     elif repos:
         score += REPO_DIFFERS
-    elif not frames and candidate.repo in log_repos:  # issue 15: no frames, only the log
+    elif (
+        not frames and candidate.repo in log_repos
+    ):  # no frames: only the log format names the repository
         score += REPO_AGREES
         reasons.append(f"the log's format and paths point at {candidate.repo}")
     if exception.index == last_index:
@@ -312,7 +314,7 @@ def rank(
     the exception classes of the harvested releases, to tell related classes (app.classes);
     `log_repos` the repositories the paste's log format names (app.matching.origin).
 
-    Then (issue 15): for an exception with frames, a record that explains its message from a
+    Then: for an exception with frames, a record that explains its message from a
     file some frame is in ranks above every record from elsewhere; and records that raise
     the same message with the same score go together under the first one.
     """
@@ -334,7 +336,7 @@ def rank(
         if exception_index is not None and on_message:
             exception = exceptions[exception_index]
             if specificity < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
-                continue  # issue 12: `{x} tensor` alone says too little to name a site
+                continue  # `{x} tensor` alone says too little to name a site
             score, found, why = _message_score(index, candidate, exception, line)
             explains = score >= FULL_LINE
             context, context_reasons = _context_score(
@@ -413,7 +415,7 @@ def _order(match: Match) -> tuple[float, bool, str]:
 def _frames_first(matches: list[Match]) -> list[Match]:
     """Below the lowest-scored record that explains an exception from a file in its frames,
     every other record of that exception: another repository's, or a file no frame is in,
-    must not win on a generic message (issue 15)."""
+    must not win on a generic message."""
     floors: dict[int, float] = {}
     for match in matches:
         if match.in_frames and match.exception_index is not None:
@@ -432,7 +434,7 @@ def _frames_first(matches: list[Match]) -> list[Match]:
 def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
     """Records of one exception that raise the same message with the same class and score:
     nothing tells them apart, so they are shown together under the first ("the same message
-    is raised at ...") instead of one of them winning by chance (issue 15)."""
+    is raised at ...") instead of one of them winning by chance."""
     kept: list[Match] = []
     first: dict[tuple[int | None, str, str, float], Match] = {}
     for match in matches:

@@ -1,7 +1,7 @@
 """What matching a paste returns: the exceptions found and the records that explain them.
 
 The one result of app.matching.service.match_text, which the API answers as it is, the
-pages render and the CLI prints (ARCHITECTURE.md, convention 1).
+pages render and the CLI prints.
 """
 
 from app.records.summary import RecordSummary
@@ -38,7 +38,7 @@ class MatchOut(ApiModel):
     captures: dict[str, str | None]
     reasons: list[str]
     record: RecordSummary
-    # "in vllm 0.12.0–0.32.0; changed in 0.33.0" (issue 15)
+    # "in vllm 0.12.0–0.32.0; changed in 0.33.0"
     history: list[str] = []  # noqa: RUF012 - pydantic copies a default per instance
     # records raising the same message, as likely
     same_message: list[RecordSummary] = []  # noqa: RUF012 - as for history

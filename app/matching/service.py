@@ -1,17 +1,17 @@
 """The matching service: pasted text -> exceptions and the records that explain them.
 
 `match_text` is the one code path behind POST /api/match, the paste box of the web pages,
-`errkb match` and the search page's error-line boost (ARCHITECTURE.md: pasted text ->
+`errkb match` and the search page's error-line boost (docs/architecture.md: pasted text ->
 logtext -> traceback -> index -> rank). `Matcher` keeps the pattern index of the store
 and follows its writes: it compares the dataset version on each call and adds what
 changed, and it caches the built index on disk by dataset version, so a restart loads it
-instead of compiling every pattern again (issue 3).
+instead of compiling every pattern again.
 
-A request runs under the matcher's deadline and its reply is capped (issue 10): a paste of a
+A request runs under the matcher's deadline and its reply is capped: a paste of a
 hundred thousand exception lines answers with the first `MAX_EXCEPTIONS` of them (those that
 the shown matches explain first) and `truncated: true`, not with a reply ten times its size.
 
-Several processes may share one store (workers, or replicas on PostgreSQL, issue 14): each
+Several processes may share one store (workers, or replicas on PostgreSQL): each
 notices another's write by the dataset version, on its next match or from app.ops.follow in
 the background, and finds what changed by the records' content hashes, not by clocks that
 may differ between machines. A request never waits for another thread's sync: it answers
@@ -56,7 +56,7 @@ MAX_CAPTURE_CHARS = 256  # of one captured value in a reply
 DEADLINE_RETRY_AFTER_S = 5
 MAX_PASTE_LINES = 100_000
 """Lines a paste may have: each costs ~10 us to clean and parse whatever it holds, so a
-mebibyte of newlines took 8 s; real logs of a mebibyte have 10k-30k lines (issue 10)."""
+mebibyte of newlines took 8 s; real logs of a mebibyte have 10k-30k lines."""
 REBUILD_AFTER_PENDING = 200  # patterns matched the slow way before the engine takes them in
 
 
@@ -164,7 +164,7 @@ class Matcher:
     @contextmanager
     def slot(self) -> Iterator[None]:
         """One of the `concurrency` places to compute a match, waited for until the match
-        deadline at most (issue 10): a few CPU-bound matches at a time, so that the rest of
+        deadline at most: a few CPU-bound matches at a time, so that the rest of
         the server (/healthz, pages, writes) still gets the GIL."""
         if self._slots is None:
             yield
@@ -220,11 +220,11 @@ class Matcher:
             )
             for record_id, pattern in session.execute(statement):
                 if locations.matched_by_location(pattern):
-                    self._index.remove(record_id)  # found by its raise site only (issue 12)
+                    self._index.remove(record_id)  # found by its raise site only
                     continue
                 try:
                     self._index.add(record_id, pattern)
-                except PatternError as error:  # stored before its limit existed (issue 10)
+                except PatternError as error:  # stored before its limit existed
                     self._index.remove(record_id)
                     self._index.rejected[record_id] = error
         for record_id in gone:
@@ -434,7 +434,7 @@ def match_texts(
     matcher: Matcher, session: Session, texts: Sequence[str], limit: int = DEFAULT_MATCHES
 ) -> list[MatchResult]:
     """`match_text` for each text, in order, under one deadline: a batch is one paste cut in
-    pieces, so its texts together may not exceed the paste limit either (issue 10)."""
+    pieces, so its texts together may not exceed the paste limit either."""
     total = sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
     if total > matcher.max_paste_bytes:
         raise AppError(

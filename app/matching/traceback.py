@@ -3,7 +3,7 @@
 A paste may hold any number of tracebacks, chained ones ("The above exception was the direct
 cause ...", "During handling of the above exception ..."), tracebacks whose middle was cut,
 frames without their ``Traceback (most recent call last):`` header (people paste from the middle
-of a log, issue 15), or only a bare ``SomeError: message`` line. Each exception found becomes a
+of a log), or only a bare ``SomeError: message`` line. Each exception found becomes a
 ParsedException whose spans point into the original paste, so a page can highlight exactly what
 matched.
 
@@ -43,7 +43,7 @@ _EXCEPTION_LINE = re.compile(
 _MODULE = re.compile(r"[a-z_][a-z0-9_]{0,127}")
 _FUNCTION = re.compile(r"[\w.<>]{1,1024}")  # a frame's function: `f`, `<module>`, `A.f`
 # Lines that open a new log record rather than carry on a message: multiprocessing's and
-# threading's headers above a child's traceback, asyncio's, the interpreter's (issue 15).
+# threading's headers above a child's traceback, asyncio's, the interpreter's.
 _LOG_HEADER = re.compile(
     r"Process [\w.\-]{1,128}:|Exception in thread .{1,256}:|Exception ignored in: .{0,4096}"
     r"|(?:Task|Future) exception was never retrieved"
@@ -264,7 +264,7 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
 def _read_traceback(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
     """The traceback whose header or first frame is ``rows[at]``, and where parsing goes on.
 
-    Frames count without a header (issue 15): the exception line after them closes the
+    Frames count without a header: the exception line after them closes the
     traceback. When no exception line ends it (the paste was cut, or noise follows), nothing
     is returned and parsing goes on at the row that did not fit, so rows already read are
     not read again.
@@ -402,7 +402,7 @@ def _exception_head(row: _Row, lenient: bool) -> _Head | None:
     Right after a traceback's frames any dotted name is an exception class; elsewhere
     (``lenient`` false) the name must look like one, or ordinary log lines such as
     ``Note: ...`` would be taken for exceptions. A lone name on a line the end of the paste
-    cut (``eng`` of ``engine``) must look like one too (issue 15).
+    cut (``eng`` of ``engine``) must look like one too.
     """
     indent = row.indent
     match = _EXCEPTION_LINE.fullmatch(row.text, indent)
@@ -440,7 +440,7 @@ def _looks_like_exception(name: str) -> bool:
 
 def _wrapped_frame(rows: Sequence[_Row], at: int) -> tuple[re.Match[str] | None, int]:
     """The frame at ``rows[at]`` and how many rows it takes: one, or up to
-    ``MAX_WRAPPED_ROWS`` when a terminal wrapped a long frame line at its width (issue 15).
+    ``MAX_WRAPPED_ROWS`` when a terminal wrapped a long frame line at its width.
 
     A wrap may leave a first row that reads as a frame of its own (``line 4`` of ``line 46``,
     ``in __in``): the next row continues it when it starts at the first column, as source

@@ -5,7 +5,7 @@ one-row table) and, when it moved, syncs its match index off the request path
 (`Matcher.refresh`); requests meanwhile answer with the index as it is, and /healthz and
 /readyz say how far behind it is. A poll rather than LISTEN/NOTIFY: it works alike for
 SQLite's workers and PostgreSQL's replicas, holds no connection open, and a write made
-through one replica is matched by the others within about one interval (issue 14).
+through one replica is matched by the others within about one interval.
 """
 
 import logging

@@ -1,4 +1,4 @@
-"""Keep Python's cyclic garbage collector from stalling every request (issue 10).
+"""Keep Python's cyclic garbage collector from stalling every request.
 
 A full collection walks every container object the process holds. After start-up that is
 some 150,000 objects (the imported libraries, the match index), and a hostile paste of

@@ -2,7 +2,7 @@
 
 The request id comes from the client's X-Request-ID header when it is a sane token, or is
 made here; it is echoed in the response header and kept in a context variable that the
-handler's thread inherits, so every line logged for a request names it (issue 13).
+handler's thread inherits, so every line logged for a request names it.
 """
 
 import json

@@ -1,4 +1,4 @@
-"""Prometheus metrics of one app, in its own registry (issue 13).
+"""Prometheus metrics of one app, in its own registry.
 
 Each app owns a `Metrics` (tests build many apps in one process, and nothing is registered
 at import time). `RequestObserver` feeds the request metrics; matching, hits and start-up feed

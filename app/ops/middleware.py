@@ -2,7 +2,7 @@
 
 It sits outermost (under Starlette's own error handler), so it also sees the 413s of the
 body limit; a route is labelled by its template (`/errors/{record_id}`), never by the raw
-path, so the metrics keep a bounded number of series (issue 13).
+path, so the metrics keep a bounded number of series.
 """
 
 import logging

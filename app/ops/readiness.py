@@ -1,5 +1,5 @@
-"""Readiness: the start-up steps still to do, and the one that failed (issue 13); and the
-progress of the work that goes on in the background once the server is ready (issue 15).
+"""Readiness: the start-up steps still to do, and the one that failed; and the
+progress of the work that goes on in the background once the server is ready.
 
 /healthz says the process lives; /readyz says it should get traffic: not while the default
 releases are harvested or the match index loads, and not after one of those failed (the

@@ -1,13 +1,13 @@
 """Start-up work that runs while the server already answers: harvest, then the match index,
-then, once ready, the older releases (issue 15).
+then, once ready, the older releases.
 
 `errkb serve` used to harvest the default releases and build the index before listening, so
 nothing could tell an operator (or a load balancer) what it was doing. Now the server listens
 at once, /healthz answers, and /readyz stays 503 with the pending steps until they are done
-(issue 13). Processes of one store take turns under a lock: the first harvests and builds
+Processes of one store take turns under a lock: the first harvests and builds
 the index (saved to the cache), the others then find both done. The lock is the store's
 (app.store): a file lock for SQLite's workers on one machine, an advisory lock for
-PostgreSQL's replicas on any number of machines, so the default harvest runs once (issue 14).
+PostgreSQL's replicas on any number of machines, so the default harvest runs once.
 The older releases (ERRKB_OLDER_RELEASES) come after readiness, one at a time under the same
 lock, their progress in /readyz's `background`; one that fails is reported and the next one
 tried.

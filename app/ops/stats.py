@@ -1,8 +1,8 @@
 """The overview behind /stats and /api/stats/charts: what the dataset holds, how it is used,
-whether its reproducers pass and its raise sites hold (issue 13).
+whether its reproducers pass and its raise sites hold.
 
 One service function, `overview`, returns plain data; the API returns it as JSON and the page
-draws it as charts (ARCHITECTURE.md, convention 1).
+draws it as charts.
 """
 
 from collections import Counter

@@ -1,4 +1,4 @@
-"""Writes app/records/model.py, the typed record, from data/record.schema.json (issue 11).
+"""Writes app/records/model.py, the typed record, from data/record.schema.json.
 
 The schema file stays the one source of truth: import, the API and CI validate records with
 it, keyword for keyword. The pydantic model is derived from it here, so the two cannot drift:
@@ -46,7 +46,7 @@ _ID_PATTERN = re.compile(r"\^\[0-9a-f\]\{(\d+)\}\$")
 
 _HEADER = '''\
 # ruff: noqa: E501 (descriptions are the schema's, one line each)
-"""The typed error record: generated from data/record.schema.json, do not edit (issue 11).
+"""The typed error record: generated from data/record.schema.json, do not edit.
 
 Regenerate with `python -m app.records.codegen`; tests/test_records_model.py fails when this
 file and the schema disagree. It moves to app/records/model.py with the records package.

@@ -1,10 +1,9 @@
 """Reading record files (.json, .jsonl) with the position of every record in them.
 
 Import reports each rejected record by file and position (line of a .jsonl, index in a
-.json list), so this module yields positions along with the records (issue 2). Text that is
+.json list), so this module yields positions along with the records. Text that is
 no JSON, nests too deeply or holds absurd numbers is reported the same way, never raised;
-a JSON Schema (such as data/record.schema.json beside the records) is skipped, and said so
-(issue 10).
+a JSON Schema (such as data/record.schema.json beside the records) is skipped, and said so.
 """
 
 from collections.abc import Iterable, Iterator

@@ -1,5 +1,5 @@
 """One set of record filters for every listing: /api/errors, /api/search, /api/curation/queue,
-their pages and the CLI, and the one SQL that applies them (issue 11).
+their pages and the CLI, and the one SQL that applies them.
 
 The API reads RecordFilters as a model of query parameters (its fields' aliases are the
 parameter names, their descriptions the OpenAPI text, their constraints the 422s), the CLI
@@ -54,7 +54,7 @@ class RecordFilters(ApiModel):
     def _in_utc(cls, moment: datetime | None) -> datetime | None:
         """The moment in UTC (naive ones are UTC). One that falls outside the years datetime
         covers once in UTC (0001-01-01T00:00:00+03:00) becomes the first or last moment
-        there is, which filters the same (issue 10)."""
+        there is, which filters the same."""
         if moment is None:
             return None
         if moment.tzinfo is None:

@@ -1,4 +1,4 @@
-"""One record per raise site, and where that site is in every harvested release (issue 9).
+"""One record per raise site, and where that site is in every harvested release.
 
 A raise site is known by its key: the repository, the file, the exception class (its last
 dotted name) and the message template compared structurally, so that `(.+?)`,
@@ -82,7 +82,7 @@ def matched_by_location(pattern: str) -> bool:
     """Whether a pattern is harvest's spelling of a message built at run time: one named
     variable part, `(?P<msg>(?s:.+?))`, and nothing else. Such a record is found by where it
     raises (the innermost frame), never by its text, and its pattern stays out of the message
-    index (issue 12). Any other pattern that matches every line is refused (issue 10)."""
+    index. Any other pattern that matches every line is refused."""
     return LOCATED_PATTERN.fullmatch(pattern) is not None
 
 
@@ -153,7 +153,7 @@ class Location:
 
     def slim(self) -> "Location":
         """Where the site is, without its source excerpt and code context: what an older
-        release's location keeps (issue 15), since the record shows the newest."""
+        release's location keeps, since the record shows the newest."""
         return replace(
             self,
             source_code=None,
@@ -219,7 +219,7 @@ def replace_release(session: Session, release: str, located: Mapping[str, Locati
 
 def known_lines(session: Session) -> list[tuple[str, str, int | None]]:
     """(record id, file, line) of every location a site still has in some release; once
-    each, however many releases share it (issue 15: forty releases, one line each)."""
+    each, however many releases share it (forty releases, one line each)."""
     statement = (
         select(
             col(RecordLocation.record_id),
@@ -354,8 +354,8 @@ def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None)
     """Absorb stored drafts whose site a reviewed record claims; how many were absorbed.
 
     Runs after a reviewed record is written (a harvest may have come first) and when a
-    database made before issue 9 is upgraded. A draft found in a release where the record
-    has its own location is another site of the same key, and stays.
+    database made before one record per raise site is upgraded. A draft found in a release
+    where the record has its own location is another site of the same key, and stays.
     """
     conditions = [col(Record.site_key).is_not(None)]
     claimers = (
@@ -368,7 +368,7 @@ def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None)
         else _reviewed_sites(session, *conditions)
     )
     # The drafts of every claimed key in a few queries, not one per claimer: an import of
-    # 50k records asked 50k times, a round trip each on PostgreSQL (issue 14).
+    # 50k records asked 50k times, a round trip each on PostgreSQL.
     drafts: dict[str, list[tuple[str, str]]] = defaultdict(list)
     keys = sorted({claimer.key for claimer in claimers if claimer.key is not None})
     for condition in _in_chunks(Record.site_key, keys):
@@ -404,7 +404,7 @@ def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None)
 
 @dataclass(frozen=True, slots=True)
 class History:
-    """The releases of one package that raise a record's message at its site (issue 15).
+    """The releases of one package that raise a record's message at its site.
 
     ``present`` are the versions whose harvest found the site, ``changed_in`` the first
     harvested version after the last of them, where the message changed (the site's

@@ -1,5 +1,5 @@
 # ruff: noqa: E501 (descriptions are the schema's, one line each)
-"""The typed error record: generated from data/record.schema.json, do not edit (issue 11).
+"""The typed error record: generated from data/record.schema.json, do not edit.
 
 Regenerate with `python -m app.records.codegen`; tests/test_records_model.py fails when this
 file and the schema disagree. It moves to app/records/model.py with the records package.

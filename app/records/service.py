@@ -1,4 +1,4 @@
-"""The record store: get, list, write, delete, import and export records (issue 2).
+"""The record store: get, list, write, delete, import and export records.
 
 Every reader and writer of records goes through these functions: the API, the web pages,
 the CLI, harvesting and the matcher. A record is stored as its canonical JSON text (keys in
@@ -39,7 +39,7 @@ REVIEWED, DRAFT = locations.REVIEWED, locations.DRAFT
 @dataclass(frozen=True, slots=True)
 class StoredRecord:
     """A record as stored: its canonical JSON text, the typed record parsed from it once,
-    and the state kept beside it. GET answers `document` byte for byte (issue 11)."""
+    and the state kept beside it. GET answers `document` byte for byte."""
 
     id: str
     document: str
@@ -132,7 +132,7 @@ def bump_dataset_version(session: Session) -> str:
     The version row is made if missing and read FOR UPDATE (PostgreSQL; SQLite has one
     writer anyway): a replica writing at the same moment waits, then moves past this
     version, so two writes never share one version that other replicas would take for
-    nothing new (issue 14)."""
+    nothing new."""
     session.flush()
     connection = session.connection()
     first = store.backend(session).insert_ignoring(table_of(DatasetState))

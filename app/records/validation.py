@@ -1,4 +1,4 @@
-"""Validation of record documents against data/record.schema.json, the one schema (issue 2).
+"""Validation of record documents against data/record.schema.json, the one schema.
 
 Import, the write API and the tests all call `record_errors`, so a record is judged the same
 way wherever it comes from: JSON Schema first, then the checks a schema cannot express
@@ -24,7 +24,7 @@ from app.matching.patterns import PatternError, check_pattern
 from app.records.locations import matched_by_location
 
 SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"
-# `errkb curate` starts each prose field a curator must write with this (issue 13); a record
+# `errkb curate` starts each prose field a curator must write with this; a record
 # still holding it is refused, field by field, wherever it is written.
 TO_FILL = "TO FILL: "
 LOCATED_NEEDS_SITE = (
@@ -34,7 +34,7 @@ LOCATED_NEEDS_SITE = (
 )
 MAX_REASON_CHARS = 200
 """A reason says what is wrong, never repeats the value: an 8,000-character pattern or a
-megabyte of prose must not come back in the 422 (issue 10)."""
+megabyte of prose must not come back in the 422."""
 
 _INTEGER_FIELDS = ("httpStatus", "lineNumber", "sourceCodeStart", "sourceCodeEnd", "schemaVersion")
 
@@ -87,7 +87,7 @@ def _schema_errors(record: Any) -> list[FieldError]:
         _fast_check()(record)
     except fastjsonschema.JsonSchemaValueException as refusal:
         ordered = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
-        if not ordered:  # jsonschema's `$` passes a final newline; it skips `format` (issue 11)
+        if not ordered:  # jsonschema's `$` passes a final newline; it skips `format`
             return [_compiled_reason(refusal)]
     else:
         return []
@@ -142,7 +142,7 @@ def record_errors(record: Any) -> list[FieldError]:
             errors.append(FieldError(key, "must be written as an integer (12, not 12.0)"))
     if matched_by_location(record["messagePattern"]):
         # One variable part: a message built at run time, never matched by its text but by
-        # where it raises (issue 12), so the catch-all limit does not apply; the site must.
+        # where it raises, so the catch-all limit does not apply; the site must.
         if record["filePath"] is None or record["lineNumber"] is None:
             errors.append(FieldError("messagePattern", LOCATED_NEEDS_SITE))
     else:

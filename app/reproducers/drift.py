@@ -2,7 +2,7 @@
 
 The record's raise statement (its fingerprint, from the record's source excerpt) is looked
 for in the release's file: `same` line, `moved`, `changed` (the code around it, or the raise
-itself, was rewritten) or `gone` (issue 5). The release comes from the upstream cache of the
+itself, was rewritten) or `gone`. The release comes from the upstream cache of the
 settings handed down (`settings.cache_dir`).
 """
 

@@ -89,7 +89,7 @@ def _format(exc: BaseException) -> str:
 
 
 def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
-    """Whether `exc` is the record's error, judged by the project's own matcher (issue 5).
+    """Whether `exc` is the record's error, judged by the project's own matcher.
 
     The real formatted traceback goes through the same pipeline as a user's paste (parse,
     pattern index, ranking), with this record as the only candidate: it passes when the

@@ -1,4 +1,4 @@
-"""Run the reproducers in subprocesses and store each run beside its record (issue 5).
+"""Run the reproducers in subprocesses and store each run beside its record.
 
 A reproducer may crash, hang or leak shared memory, so each one runs in its own process
 group with a timeout, and the /dev/shm segments it left behind are removed. Every run is

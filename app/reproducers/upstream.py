@@ -1,7 +1,7 @@
 """Released upstream packages (vLLM, SGLang): download, cache, unpack and load target modules.
 
 Reproducers prove records against the real upstream code, which is never copied into this
-repo: the release's source distribution (vLLM's is a tenth of its wheel, issue 15), or its
+repo: the release's source distribution (vLLM's is a tenth of its wheel), or its
 wheel when it has none, is fetched into the cache directory (`Upstream(settings.cache_dir)`),
 its Python sources are unpacked once, and only the modules a reproducer targets are imported.
 The same unpacked tree serves the harvest of raise sites (`ensure_unpacked`, `project_urls`,
@@ -219,8 +219,8 @@ def _stub_module(qualname: str) -> ModuleType:
 
 class Upstream:
     """The releases cached under one folder (settings.cache_dir), handed down from the entry
-    points (create_app, the CLI, a reproducer script) instead of read from the settings here
-    (issue 11)."""
+     points (create_app, the CLI, a reproducer script) instead of read from the settings here
+    ."""
 
     def __init__(self, cache_dir: Path) -> None:
         self.cache_dir = cache_dir.expanduser().resolve()
@@ -314,7 +314,7 @@ class Upstream:
     def ensure_unpacked(self, name: str, version: str) -> Path:
         """Root of the unpacked release (holding the package folder and its dist-info).
 
-        The source distribution is preferred (issue 15), the wheel taken when the release has
+        The source distribution is preferred, the wheel taken when the release has
         none; a file already in the cache is used before anything is downloaded. Unpacked once:
         into a temporary folder beside the target, renamed when complete, under a file lock, so
         concurrent runs never see half a tree. A root that already exists is used as it is,

@@ -1,4 +1,4 @@
-"""Search: full-text search over the records in tiers (issue 3).
+"""Search: full-text search over the records in tiers.
 
 `query` makes user text safe words, `fts` ranks the tiers over the store's index,
 `highlight` marks matches and cuts snippets, `related` finds neighbouring records, and

@@ -1,7 +1,7 @@
-"""Ranking in tiers over the store's full-text index, the same on both engines (issue 3).
+"""Ranking in tiers over the store's full-text index, the same on both engines.
 
 1. records the matcher says explain the query (app.search.service gives them);
-2. reviewed records holding every word somewhere, ranked over all fields (issue 9);
+2. reviewed records holding every word somewhere, ranked over all fields;
 3. records whose short fields hold every word, ranked over those fields;
 4. records holding every word somewhere, ranked over all fields, message and class first.
 

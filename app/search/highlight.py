@@ -1,6 +1,6 @@
 """Marking what a query matched: the message's matched words and the best prose passage.
 
-Pages mark matches in Python, alike for both engines (issue 3): the FTS5 tables are
+Pages mark matches in Python, alike for both engines: the FTS5 tables are
 contentless, and FTS5's highlight() or PostgreSQL's ts_headline would evaluate the whole
 query again for each record of the page.
 """

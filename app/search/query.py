@@ -1,4 +1,4 @@
-"""Search queries made safe: user text -> words and phrases the store looks for (issue 3).
+"""Search queries made safe: user text -> words and phrases the store looks for.
 
 User text never reaches the engine as syntax: it is split into words, each run of words
 between spaces becomes one phrase (app.store.fulltext.TextQuery), and the last word is a

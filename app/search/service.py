@@ -3,14 +3,14 @@
 The index is the store's (app.store): SQLite FTS5 tables or PostgreSQL tsvectors, built and
 kept in step with every write by triggers, over every searched field and, apart, over the
 short ones (message, class, tags, file, repo; app.store.fulltext declares them and their
-weights). A search ranks in tiers (issue 3), the same on both engines:
+weights). A search ranks in tiers, the same on both engines:
 
 1. records the matcher says explain the query, when the query is an error line such as
    "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096" (its number
    is not in any record's text; the record's message pattern captures it);
 2. reviewed records holding every word somewhere, ranked over all fields: a curated record
    whose prose answers the query beats drafts that merely share a word in their message
-   (issue 9). There are few of them, and their index keys form one range, so this is cheap;
+  . There are few of them, and their index keys form one range, so this is cheap;
 3. records whose short fields hold every word, ranked over those fields;
 4. records holding every word somewhere, ranked over all fields, message and class first.
 

@@ -1,4 +1,4 @@
-"""The store: the only place that knows which database engine holds the records (issue 14).
+"""The store: the only place that knows which database engine holds the records.
 
 SQLite is the embedded default; PostgreSQL serves several replicas. Tables are the SQLModel
 tables of app.store.tables and change only through Alembic (migrations/, dialect-aware); the
@@ -31,7 +31,7 @@ def backend(bind: Session | Engine | Connection) -> Backend:
 def names_nothing(*values: str) -> bool:
     """Whether a lookup by these values must find nothing: PostgreSQL cannot hold a NUL
     character, so no stored key has one, and asking would fail instead of finding nothing.
-    Lookups by key answer "not found" on both engines alike (issue 14)."""
+    Lookups by key answer "not found" on both engines alike."""
     return any("\x00" in value for value in values)
 
 

@@ -1,4 +1,4 @@
-"""The one interface that each engine's store fulfils (issue 14): full-text search, locks that
+"""The one interface that each engine's store fulfils: full-text search, locks that
 span the processes of one store, bulk indexing, upserts and what a copy must fix up.
 
 Services call these through `app.store.backend(bind)` and never write engine-specific SQL
@@ -32,7 +32,7 @@ Condition = ColumnElement[bool]
 
 def restricted(statement: Select, condition: Condition | None) -> Select:
     """A full-text query over `record_search k`, kept to the records passing the condition:
-    the services' filters reach both engines' search this one way (issue 11). Core only (the
+    the services' filters reach both engines' search this one way. Core only (the
     ORM does not take a text FROM clause), so it runs on the session's connection."""
     if condition is None:
         return statement

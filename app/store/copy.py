@@ -6,7 +6,7 @@ runs, drift checks, hits and the dataset state with its version, so an export of
 is the export of the original. The full-text index is not copied: the target's own
 triggers build it as the records arrive (its keys follow the source's order of writes, so
 equal scores keep their order). The source is read in one snapshot; the target is written
-in one transaction, so a failed copy leaves it empty (issue 14).
+in one transaction, so a failed copy leaves it empty.
 """
 
 from collections.abc import Callable

@@ -1,10 +1,10 @@
 """Database engine and sessions: SQLite's connection settings here, PostgreSQL's engine and
-everything else that differs between the engines in the rest of app/store (issue 14).
+everything else that differs between the engines in the rest of app/store.
 
 SQLite specifics (WAL, foreign keys, busy timeout, the file's folder, how a transaction
-begins) live here (issue 2).
+begins) live here.
 
-Writers and readers open their transactions differently (issue 10). A reader's plain `BEGIN`
+Writers and readers open their transactions differently. A reader's plain `BEGIN`
 takes no lock until it reads, and WAL lets it read while another connection writes. A writer
 that began that way and read before writing cannot take the write lock once another writer
 has committed in between: SQLite answers "database is locked" at once, whatever the busy
@@ -12,7 +12,7 @@ timeout. So every writer goes through `write_session`, whose transactions begin 
 `BEGIN IMMEDIATE`: the write lock is taken up front, waiting at most the busy timeout, and
 what the writer reads stays true until it commits.
 
-Writes commit in one place, `unit_of_work` (issue 11): a request that writes, a CLI command
+Writes commit in one place, `unit_of_work`: a request that writes, a CLI command
 and a background step each open one, and the services they call only add to its session.
 """
 
@@ -115,7 +115,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply pending Alembic migrations: the only way the schema is created or changed."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    # Replicas or workers starting together upgrade one after the other (issue 14).
+    # Replicas or workers starting together upgrade one after the other.
     with store.backend(engine).exclusive(engine, "migrate"), writer(engine).begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
@@ -138,7 +138,7 @@ def session_scope(engine: Engine) -> Iterator[Session]:
 
 @contextmanager
 def unit_of_work(engine: Engine) -> Iterator[Session]:
-    """The one place a write commits (issue 11): a write session whose work is committed when
+    """The one place a write commits: a write session whose work is committed when
     the block ends and rolled back when it raises. A request that writes (app.api.deps), a
     CLI command and a background step each open one; services only add to the session."""
     with write_session(engine) as session:

@@ -1,5 +1,5 @@
 """The full-text index, declared once: which fields of a record are searched, how much each
-weighs, and the queries both engines answer alike (issue 14).
+weighs, and the queries both engines answer alike.
 
 SQLite keeps the index in FTS5 tables (migration 0002), PostgreSQL in weighted tsvector
 columns of `record_search` (migration 0008); both keep `record_search`, one row per record

@@ -1,5 +1,5 @@
 """PostgreSQL's store: the engine and its pool, full-text search over weighted tsvectors, and
-advisory locks that span every replica of one database (issue 14).
+advisory locks that span every replica of one database.
 
 Search: `record_search.head_tsv` holds the short fields, `full_tsv` every searched field, each
 word labelled with its field's weight (app.store.fulltext), both kept in step by the

@@ -1,4 +1,4 @@
-"""SQLModel tables of the store. Change them only together with a migration (issue 2)."""
+"""SQLModel tables of the store. Change them only together with a migration."""
 
 from datetime import date, datetime
 
@@ -62,7 +62,7 @@ class RecordLocation(SQLModel, table=True):
     """Where a record's raise site is in one harvested release, or that it is gone there.
 
     Kept beside the record, never inside it: a curated record stays what was imported,
-    and gains one row per release that harvest found its site in (issue 9).
+    and gains one row per release that harvest found its site in.
     """
 
     __tablename__ = "record_locations"
@@ -80,11 +80,11 @@ class RecordLocation(SQLModel, table=True):
     source_code_end: int | None = Field(default=None, sa_column=Column(Integer))
     github_url: str | None = Field(default=None, sa_column=Column(Text))
     gone: bool = Field(default=False, sa_column=Column(Boolean, nullable=False))
-    code_context: str | None = Field(default=None, sa_column=Column(Text))  # JSON (issue 12)
+    code_context: str | None = Field(default=None, sa_column=Column(Text))  # JSON
 
 
 class RecordAlias(SQLModel, table=True):
-    """The id of a draft that a reviewed record absorbed: it keeps answering (issue 9)."""
+    """The id of a draft that a reviewed record absorbed: it keeps answering."""
 
     __tablename__ = "record_aliases"
     __table_args__ = (Index("ix_record_aliases_record_id", "record_id"),)
@@ -105,7 +105,7 @@ class DatasetState(SQLModel, table=True):
 
 
 class ReproducerRun(SQLModel, table=True):
-    """One run of a record's reproducer: what ran, where, and how each check ended (issue 5)."""
+    """One run of a record's reproducer: what ran, where, and how each check ended."""
 
     __tablename__ = "reproducer_runs"
     __table_args__ = (Index("ix_reproducer_runs_record_started", "record_id", "started_at"),)
@@ -130,7 +130,7 @@ class ReproducerRun(SQLModel, table=True):
 
 
 class DriftCheck(SQLModel, table=True):
-    """Where a record's raise site stands in an upstream release (issue 5, `errkb drift`)."""
+    """Where a record's raise site stands in an upstream release (`errkb drift`)."""
 
     __tablename__ = "drift_checks"
     __table_args__ = (Index("ix_drift_checks_record_checked", "record_id", "checked_at"),)
@@ -150,7 +150,7 @@ class DriftCheck(SQLModel, table=True):
 class Hit(SQLModel, table=True):
     """How often a record, or an unexplained error's scrubbed template, was met on one day.
 
-    Only the subject and the day are kept, never a paste or a captured value (issue 13).
+    Only the subject and the day are kept, never a paste or a captured value.
     """
 
     __tablename__ = "hits"
@@ -163,7 +163,7 @@ class Hit(SQLModel, table=True):
 
 
 class ExceptionClass(SQLModel, table=True):
-    """An exception class of one harvested release and the names of its bases (issue 15).
+    """An exception class of one harvested release and the names of its bases.
 
     Kept so that a pasted class that is a subclass or a superclass of the record's class
     (renamed or refined between releases) agrees in part rather than not at all.

@@ -1,1 +1,1 @@
-"""The web pages of errkb: Jinja2 templates and static files (issue 3)."""
+"""The web pages of errkb: Jinja2 templates and static files."""

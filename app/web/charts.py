@@ -1,6 +1,6 @@
 """The charts of the /stats page: SVG drawn on the server by pygal and inlined in the page.
 
-Pages work offline and without JavaScript (issue 13), so nothing here loads a script: pygal
+Pages work offline and without JavaScript, so nothing here loads a script: pygal
 links its tooltip script from a CDN unless `js=[]`, and always inlines a script holding its
 config, which is dropped from the tree before the SVG is written (an error message used as a
 label would otherwise sit inside a script). Labels are escaped by the XML writer.

@@ -1,7 +1,7 @@
 """The curator's and the operator's pages: /curate (what to explain next) and /stats (charts).
 
 They render what /api/curation/queue and /api/stats/charts return, from the same service
-functions, and link to those JSON twins (ARCHITECTURE.md, convention 1; issue 13).
+functions, and link to those JSON twins.
 """
 
 from typing import Annotated

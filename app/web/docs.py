@@ -1,4 +1,4 @@
-"""/docs: Swagger UI served from this server, so the API docs work with no network (issue 10).
+"""/docs: Swagger UI served from this server, so the API docs work with no network.
 
 Swagger UI's files come from the `fastapi-offline` package (its static folder, mounted at
 /static/docs); FastAPI's own /docs would load them from a CDN. The page's one inline script

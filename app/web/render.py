@@ -2,7 +2,7 @@
 
 Everything here returns either plain data that templates escape, or Markup built only from
 escaped text (Pygments escapes the code it highlights), so nothing a user or a record
-supplies reaches a page unescaped (issue 3).
+supplies reaches a page unescaped.
 """
 
 from collections import Counter

@@ -2,7 +2,7 @@
 
 Server-rendered with Jinja2 (autoescape on), every page usable without JavaScript. Pages
 call the same service functions as the JSON API (records, search, match_text, verify) and
-only render what those return (ARCHITECTURE.md, convention 1); each page that has a JSON
+only render what those return; each page that has a JSON
 twin links to it, visibly and with `Link: rel="alternate"`.
 """
 
@@ -119,7 +119,7 @@ def create_match_page(
 def _record_page(
     request: Request, session: SessionDep, settings: SettingsDep, stored: StoredRecord
 ) -> Response:
-    """The page of the same RecordView that GET /api/errors/{id} answers (issue 11)."""
+    """The page of the same RecordView that GET /api/errors/{id} answers."""
     count_view(request, stored.id)
     view = record_view(session, settings, stored)
     context: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""Security headers on every reply (issue 10).
+"""Security headers on every reply.
 
 The pages load nothing from elsewhere and run no inline script or style, so the policy can
 allow this origin alone; a route that needs more (the /docs page's one inline script) sets

@@ -1,4 +1,4 @@
-"""full-text search: FTS5 indexes over records and the triggers that keep them in step (issue 3)
+"""full-text search: FTS5 indexes over records and the triggers that keep them in step
 
 SQLite only (FTS5): on other dialects this migration does nothing and app.search answers 501.
 

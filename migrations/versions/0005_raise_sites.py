@@ -1,4 +1,4 @@
-"""raise sites: one record per site, its location in each harvested release (issue 9)
+"""raise sites: one record per site, its location in each harvested release
 
 - `records.site_key`: the key of the raise site a record describes (app.records.locations.site_key),
   indexed, so a reviewed record finds the drafts of its site without reading documents.
@@ -7,7 +7,7 @@
   origin (`harvest:vllm==0.33.0`) names, and its document holds that location.
 - `record_aliases`: ids of drafts a reviewed record absorbed; they keep answering.
 - `record_locations.code_context`: what the code around the site checks, who calls it and
-  who catches it, as harvest computed it for that release (issue 12; JSON).
+  who catches it, as harvest computed it for that release (JSON).
 
 Then the duplicates that harvests made before this revision (a draft beside the curated
 record of the same site) are merged into the curated record, through the same code that

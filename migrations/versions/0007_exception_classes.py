@@ -1,4 +1,4 @@
-"""exception classes: each harvested release's exception classes and their bases (issue 15)
+"""exception classes: each harvested release's exception classes and their bases
 
 - `exception_classes`: one row per release and class name, with the names of its bases as a
   JSON list, so that matching can tell a subclass or a superclass of the record's class

@@ -1,4 +1,4 @@
-"""full-text search on PostgreSQL: weighted tsvectors, GIN indexes, statement triggers (issue 14)
+"""full-text search on PostgreSQL: weighted tsvectors, GIN indexes, statement triggers
 
 PostgreSQL only; on SQLite, migration 0002's FTS5 tables do this job and this one does nothing.
 

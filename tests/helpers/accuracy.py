@@ -1,4 +1,4 @@
-"""Accuracy on real errors (issues 6 and 12), shared by the torch, vLLM and SGLang tests:
+"""Accuracy on real errors, shared by the torch, vLLM and SGLang tests:
 trigger real errors, find the line that raised each one, and count how often /api/match's
 first answer, over a store harvested from the same release, points at that line."""
 
@@ -101,7 +101,7 @@ def stand_in_types(module: str, *names: str) -> None:
 
 HARVESTED = ("vllm==0.33.0", "sglang==0.5.23", "torch", "vllm==0.12.0", "vllm==0.14.1")
 """What the accuracy tests' one store holds: the current vLLM, SGLang and torch, and two
-older vLLM releases (issue 15). Each test scores its own errors over all of it, as a
+older vLLM releases. Each test scores its own errors over all of it, as a
 service that serves them all would answer."""
 
 

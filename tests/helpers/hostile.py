@@ -1,4 +1,4 @@
-"""Hypothesis strategies for hostile pastes: what strangers send to the matcher (issue 10).
+"""Hypothesis strategies for hostile pastes: what strangers send to the matcher.
 
 Newline, CR, NUL and ANSI floods, invalid UTF-8, lone surrogates, chained and nested
 tracebacks, exception groups, log prefixes, and lines of a mebibyte, mixed at random.

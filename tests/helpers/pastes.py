@@ -1,4 +1,4 @@
-"""How people really paste a traceback (issue 15): each transform turns a real traceback into
+"""How people really paste a traceback: each transform turns a real traceback into
 the shape met in issue threads, so matching can be scored on every shape."""
 
 from collections.abc import Callable

@@ -1,4 +1,4 @@
-"""A clean PostgreSQL schema per test, when ERRKB_TEST_POSTGRES_URL names a database (issue 14).
+"""A clean PostgreSQL schema per test, when ERRKB_TEST_POSTGRES_URL names a database.
 
 Every test that asks for it gets a schema of its own in that database, first on its search
 path, with `public` after it for the `unaccent` extension; the schema is dropped afterwards,

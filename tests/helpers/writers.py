@@ -1,7 +1,7 @@
 """Writer processes against a live server, and the check that every acknowledged write held.
 
-Shared by the concurrency test (tests/test_store_engine.py) and bench/bench_hostile.py
-(issue 10). Each writer owns its own ids, so the final state of an id follows from that
+Shared by the concurrency test (tests/test_store_engine.py) and bench/bench_hostile.py.
+Each writer owns its own ids, so the final state of an id follows from that
 writer's acknowledged writes alone; every writer also POSTs the same contested ids, which
 exactly one may create.
 """

@@ -1,4 +1,4 @@
-// Progressive enhancement only: every page works without this file (issue 3).
+// Progressive enhancement only: every page works without this file.
 // On the home page, say whether the box will be matched or searched, with the same rule
 // the server applies (app.search.query.looks_like_paste).
 (function () {

@@ -3,6 +3,9 @@
 The seed errors come from the real upstream releases: the CPU reproducers' trigger
 tracebacks (vLLM 0.33.0), and for SGLang's CUDA pool, its real `_cancel_control_offset`
 called on a pool that holds no occupied chunk (the bookkeeping that raises needs no GPU).
+Each was recorded once in tests/fixtures/tracebacks/, so the matching and API tests run
+offline; tests/test_reproducers.py runs the real code again (`live_*`, marked network) and
+fails when a recording no longer is what the release raises.
 Ordinary Python errors come from a small module written to disk and run in a subprocess.
 """
 
@@ -62,9 +65,25 @@ main()
 """
 
 
-@cache
+RECORDED = Path(__file__).parent.parent / "fixtures" / "tracebacks"
+
+
 def reproducer_traceback(record_id: str) -> str:
-    """The real traceback a CPU reproducer's trigger scenario raised."""
+    """The traceback a CPU reproducer's trigger scenario raised, as recorded."""
+    return (RECORDED / f"{record_id}.txt").read_text()
+
+
+def sglang_cancel_traceback(control_offset: int = 4096) -> str:
+    """SGLang 0.5.23's pool cancelling an offset it does not hold, as recorded."""
+    return (RECORDED / f"edc4df790b100979-{control_offset}.txt").read_text()
+
+
+RECORDED_SGLANG_OFFSETS = (4096, 8192)
+
+
+@cache
+def live_reproducer_traceback(record_id: str) -> str:
+    """The real traceback a CPU reproducer's trigger scenario raises now."""
     done = subprocess.run(
         [sys.executable, str(PROJECT_ROOT / "reproducers" / f"{record_id}.py"), "--device", "cpu"],
         capture_output=True,
@@ -78,7 +97,7 @@ def reproducer_traceback(record_id: str) -> str:
 
 
 @cache
-def sglang_cancel_traceback(control_offset: int = 4096) -> str:
+def live_sglang_cancel_traceback(control_offset: int = 4096) -> str:
     """The real RuntimeError of SGLang 0.5.23's pool cancelling an offset it does not hold."""
     code = _SGLANG_CANCEL.format(
         root=str(PROJECT_ROOT),

@@ -1,0 +1,71 @@
+"""Records the tests build on: the curated ones of data/, the seeds, synthetic records made
+from them, and hostile search queries that every search surface must survive."""
+
+import copy
+import json
+import re
+from pathlib import Path
+
+from app.config import PROJECT_ROOT
+
+DATA_DIR = PROJECT_ROOT / "data" / "records"
+SEEDS_DIR = Path(__file__).parent.parent / "fixtures" / "seeds"
+
+SEED_001 = "b6bab2e17ae18394"
+SEED_002 = "edc4df790b100979"
+SEED_002_ERROR = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
+HOSTILE_QUERIES = [
+    '"',
+    '"unbalanced',
+    "(",
+    "((free",
+    "free)",
+    "-",
+    "-free",
+    "free -buffers",
+    "*",
+    "free*",
+    "**",
+    ":",
+    "errorMessage:free",
+    "{error_message}: free",
+    "NEAR",
+    "NEAR(free buffers, 2)",
+    "free AND",
+    "OR free",
+    "NOT",
+    "^free",
+    "free + buffers",
+    "<script>alert(1)</script>",
+    "'; DROP TABLE records; --",
+    "\x00",
+    "\\",
+    "\u00e9t\u00e9 caf\u00e9",
+    "\u4f1a\u8bdd \u7f13\u51b2\u533a",
+    "\U0001f525\U0001f525",
+    "\u200b",
+    "___",
+    "free" * 100,
+    " ".join(["free"] * 200),
+]
+
+
+def make_record(number: int, message: str, **fields) -> dict:
+    """A valid record with a fresh id, built on seed 001, with this message and fields."""
+    record = copy.deepcopy(json.loads((DATA_DIR / f"{SEED_001}.json").read_text()))
+    slug = re.sub(r"[^a-z0-9]+", "-", message[:50].lower()).strip("-")
+    record.update(
+        id=f"{number:016x}",
+        errorMessage=message,
+        messagePattern=re.escape(message),
+        slug=slug,
+        documentation="Nothing to see here.",
+        triggerScenarios=None,
+        commonSituations=None,
+        solutions=None,
+        preventionTips=None,
+        tags=["synthetic"],
+        backgroundTag=None,
+    )
+    record.update(fields)
+    return record
