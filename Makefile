@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LINTED := app tests bench migrations reproducers
 
-.PHONY: serve test lint bench
+.PHONY: serve test test-fast lint bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ serve: $(VENV)/.serve-installed
 
 test: $(VENV)/.test-installed lint
 	$(BIN)/pytest
+
+# The tests that need no download, browser or GPU, on every core: the loop while developing.
+test-fast: $(VENV)/.test-installed
+	$(BIN)/pytest -m "not network and not gpu and not browser" -n auto -q
 
 # ruff's formatting and rules over all the Python, then mypy over the package (pyproject.toml).
 lint: $(VENV)/.dev-installed

@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app import upstreams
+
 # The folder holding data/, migrations/ and reproducers/: the checkout, or where an installed
 # wheel's deployment put them (the Dockerfile sets ERRKB_PROJECT_ROOT).
 PROJECT_ROOT = Path(os.environ.get("ERRKB_PROJECT_ROOT") or Path(__file__).resolve().parent.parent)
@@ -19,21 +21,6 @@ PROJECT_ROOT = Path(os.environ.get("ERRKB_PROJECT_ROOT") or Path(__file__).resol
 
 DEFAULT_LOCK_TIMEOUT_S = 5.0
 """How long a write waits for the database's write lock before it answers 503."""
-
-# The last patch of each vLLM minor and each SGLang 0.5.N release of the year before vllm
-# 0.33.0 and sglang 0.5.23 (December 2025 - November 2026), newest first.
-OLDER_RELEASES = (
-    *(
-        f"vllm=={version}"
-        for version in "0.32.0 0.31.0 0.30.0 0.29.0 0.28.0 0.27.1 0.26.0 0.25.1 0.24.0 0.23.0 "
-        "0.22.1 0.21.0 0.20.2 0.19.1 0.18.1 0.17.1 0.16.0 0.15.1 0.14.1 0.13.0 0.12.0".split()
-    ),
-    *(
-        f"sglang=={version}"
-        for version in "0.5.22 0.5.21 0.5.20 0.5.19 0.5.18 0.5.17 0.5.16 0.5.15.post1 0.5.14 "
-        "0.5.13.post1 0.5.12.post1 0.5.11 0.5.10.post1 0.5.9 0.5.8.post1 0.5.7 0.5.6.post2".split()
-    ),
-)
 
 
 def _default_cache_dir() -> Path:
@@ -118,11 +105,11 @@ class Settings(BaseSettings):
         default=300.0, description="Seconds a reproducer subprocess may run before it is killed."
     )
     default_releases: list[str] = Field(
-        default=["vllm==0.33.0", "sglang==0.5.23"],
+        default_factory=upstreams.current_releases,
         description="Upstream releases `errkb serve` harvests when the store lacks them.",
     )
     older_releases: list[str] = Field(
-        default=list(OLDER_RELEASES),
+        default_factory=upstreams.older_releases,
         description="Older releases harvested in the background once the server is ready "
         "when it harvests on start: each adds where its raise sites are in that "
         "release, and a draft for each message it raised that the newer release no longer "

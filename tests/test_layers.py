@@ -115,3 +115,11 @@ def test_no_module_writes_the_environment() -> None:
                 if isinstance(target, ast.Subscript) and ast.unparse(target.value) == "os.environ":
                     writers.append(module)
     assert writers == []
+
+
+def test_the_upstream_projects_import_nothing_of_the_app() -> None:
+    """app/upstreams is plain knowledge below everything, the settings included."""
+    found = _importing(("app",), ("app.upstreams",))
+    assert [
+        line for line in found if not line.split(" imports ")[1].startswith("app.upstreams")
+    ] == []

@@ -3,7 +3,8 @@
 import pytest
 
 from app.matching.logtext import clean_lines
-from app.matching.origin import SGLANG, TORCH, VLLM, log_repos
+from app.matching.origin import log_repos
+from app.upstreams import SGLANG, TORCH, VLLM
 
 
 @pytest.mark.parametrize(

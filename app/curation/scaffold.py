@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from app import upstreams
 from app.config import Settings
 from app.harvest import drafts
 from app.records import locations
@@ -138,7 +139,7 @@ def _module(record: ErrorRecord) -> str | None:
     """The dotted module of the raise site (`python/sglang/x.py` -> `sglang.x`)."""
     if not record.file_path or not record.file_path.endswith(".py"):
         return None
-    path = record.file_path.removeprefix(drafts.REPO_PATH_PREFIX.get(record.repo, ""))
+    path = record.file_path.removeprefix(upstreams.path_prefix(record.repo))
     parts = PurePosixPath(path).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

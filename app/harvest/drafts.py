@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlmodel import Session, col
 
-from app import classes, harvest
+from app import classes, harvest, upstreams
 from app.records import locations
 from app.records import service as records
 from app.records.model import ErrorRecord
@@ -31,8 +31,6 @@ from app.records.validation import record_errors
 from app.reproducers import upstream
 from app.store.tables import DatasetState, Record
 
-# Where a package's folder sits inside its repository, when not at the top.
-REPO_PATH_PREFIX = {"sgl-project/sglang": "python/"}
 HARVESTED_PREFIX = "harvested:"
 ORIGIN_PREFIX = "harvest:"
 
@@ -98,7 +96,7 @@ def resolve_release(
         tag = ref or f"v{version}"
     if not found:
         raise ReleaseError(f"{spec}: no GitHub repository in its metadata; pass --repo")
-    prefix = REPO_PATH_PREFIX.get(found, "")
+    prefix = upstreams.path_prefix(found)
     return Release(spec, root, _package_dir(name), found, tag, prefix, f"{name}=={version}")
 
 

@@ -44,6 +44,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from app import upstreams
 from app.matching.patterns import program_fits
 from app.records.model import ID_LENGTH, SCHEMA_VERSION, max_chars
 
@@ -77,15 +78,9 @@ PERCENT_SPEC = re.compile(
 FIELD_ATTRIBUTE_OR_INDEX = re.compile(r"[.\[]")  # `{0.name}`, `{key[1]}`
 REGEX_SPECIAL = re.compile(r"[\\.^$|?*+()\[\]{}]|[\x00-\x1f\x7f]")
 CONTROL_ESCAPES = {"\n": r"\n", "\r": r"\r", "\t": r"\t"}
-# torch's checks: the exception each raises when its condition is false (torch/__init__.py).
-TORCH_CHECKS = {
-    "torch._check": "RuntimeError",
-    "torch._check_index": "IndexError",
-    "torch._check_value": "ValueError",
-    "torch._check_type": "TypeError",
-    "torch._check_not_implemented": "NotImplementedError",
-}
-_CHECK_NAMES = frozenset(name.rpartition(".")[2] for name in TORCH_CHECKS)
+# Check functions (torch._check*): the exception each raises when its condition is false.
+CHECKS = upstreams.checks()
+_CHECK_NAMES = frozenset(name.rpartition(".")[2] for name in CHECKS)
 _FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Eq: ast.NotEq,
     ast.NotEq: ast.Eq,
@@ -559,11 +554,11 @@ class _Collector:
         ):
             return  # most calls: decided without the cost of unparsing them
         callee = ast.unparse(func)
-        if callee in TORCH_CHECKS and call.args:
+        if callee in CHECKS and call.args:
             message = call.args[1] if len(call.args) > 1 else None
             message = next((k.value for k in call.keywords if k.arg == "message"), message)
             if isinstance(message, ast.Lambda):
-                site = _message_site(node, TORCH_CHECKS[callee], message.body, env, scope, "check")
+                site = _message_site(node, CHECKS[callee], message.body, env, scope, "check")
                 self._site(site, ctx, (*exits, _negated(call.args[0])))
             return
         base_init = callee.endswith(".__init__") and scope.function == "__init__"

@@ -12,35 +12,23 @@ SGLang are then told apart without frames.
 import re
 from collections.abc import Sequence
 
+from app import upstreams
 from app.matching.logtext import CleanLine
 
-VLLM, SGLANG, TORCH = "vllm-project/vllm", "sgl-project/sglang", "pytorch/pytorch"
 MAX_LINES = 2000  # the first lines of a long log say as much as all of them
 
-_VLLM_PREFIX = re.compile(
-    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:]{8}(?: \[?[\w.]+:[0-9]+\])?"
-)
-_SGLANG_PREFIX = re.compile(r"\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}(?: (?:TP|DP|PP|EP)[0-9]+)+\]")
-_STREAM_NAMES = (
-    (re.compile(r"vllm|enginecore|apiserver", re.IGNORECASE), VLLM),
-    (re.compile(r"sglang|scheduler|detokenizer", re.IGNORECASE), SGLANG),
-)
-_PATH = re.compile(r"(?:^|[/\s\"'(])(vllm|sglang|torch)/[\w./]{1,512}\.py\b")
-_PACKAGES = {"vllm": VLLM, "sglang": SGLANG, "torch": TORCH}
+_PATH = re.compile(r"(?:^|[/\s\"'(])(" + "|".join(upstreams.BY_PACKAGE) + r")/[\w./]{1,512}\.py\b")
 
 
 def log_repos(lines: Sequence[CleanLine]) -> frozenset[str]:
     """The repositories that the log prefixes, process names and source paths name."""
     found: set[str] = set()
     for line in lines[:MAX_LINES]:
-        if line.prefix:
-            if _VLLM_PREFIX.search(line.prefix):
-                found.add(VLLM)
-            if _SGLANG_PREFIX.search(line.prefix):
-                found.add(SGLANG)
-        for pattern, repo in _STREAM_NAMES:
-            if line.stream and pattern.search(line.stream):
-                found.add(repo)
+        for project in upstreams.UPSTREAMS:
+            if line.prefix and project.log_prefix and project.log_prefix.search(line.prefix):
+                found.add(project.repo)
+            if line.stream and project.stream_names and project.stream_names.search(line.stream):
+                found.add(project.repo)
         for match in _PATH.finditer(line.text):
-            found.add(_PACKAGES[match[1]])
+            found.add(upstreams.BY_PACKAGE[match[1]].repo)
     return frozenset(found)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from app import upstreams
 from app.classes import BUILTIN_GRAPH, ClassGraph, relation
 from app.matching.index import Captures, PatternIndex
 from app.matching.partial import Partial, unquoted
@@ -47,12 +48,6 @@ RAISED_HERE_DYNAMIC, RAISED_HERE_OTHER_MESSAGE = 34, 14
 RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees nor differs
 NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
 
-# Packages whose name differs from their repository's (site-packages/torch -> pytorch/pytorch).
-PACKAGE_REPOS = {
-    "torch": "pytorch/pytorch",
-    "vllm": "vllm-project/vllm",
-    "sglang": "sgl-project/sglang",
-}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}")
 
 
@@ -121,8 +116,8 @@ def frame_repo(frame: Frame) -> str | None:
     """The upstream repository a frame's file belongs to: the first folder of its path that
     is a known package (`.../site-packages/vllm/...`, a checkout's `.../vllm/...`)."""
     for folder in frame.file.replace("\\", "/").split("/")[:-1]:
-        if folder in PACKAGE_REPOS:
-            return PACKAGE_REPOS[folder]
+        if repo := upstreams.package_repo(folder):
+            return repo
     return None
 
 

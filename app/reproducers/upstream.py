@@ -39,6 +39,7 @@ INDEX_TIMEOUT_S = 60
 DOWNLOAD_CHUNK = 1 << 20
 # Top folders of an sdist that hold no part of the package: half of vLLM's Python files.
 SDIST_SKIPPED = frozenset({"tests", "benchmarks", "examples", "docs", "tools", ".buildkite"})
+SRC_LAYOUT = "src"  # the folder a src-layout sdist keeps its package in
 UNPACKED_DIR = "unpacked"
 LOCKS_DIR = "locks"
 PIP_TIMEOUT_S = 600
@@ -153,6 +154,8 @@ def _unpack_sdist(sdist: Path, name: str, version: str, into: Path) -> None:
             parts = member.name.split("/")[1:]
             if not member.isfile() or not parts or ".." in parts or member.name.startswith("/"):
                 continue
+            if parts[0] == SRC_LAYOUT and len(parts) > 2:  # src/transformers/...: as in a wheel
+                parts = parts[1:]
             relative = "/".join(parts)
             if parts[0] in SDIST_SKIPPED:
                 continue

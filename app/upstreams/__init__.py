@@ -1,0 +1,46 @@
+"""The upstream projects errkb knows, one module each: vLLM, SGLang, PyTorch, transformers.
+
+Everything else asks this registry: which repository a package folder belongs to, where a
+repository keeps its package, which releases to harvest, which log formats name a project.
+"""
+
+from app.upstreams import sglang, torch, transformers, vllm
+from app.upstreams.base import UpstreamProject
+
+UPSTREAMS: tuple[UpstreamProject, ...] = (
+    vllm.PROJECT,
+    sglang.PROJECT,
+    torch.PROJECT,
+    transformers.PROJECT,
+)
+BY_PACKAGE = {project.package: project for project in UPSTREAMS}
+BY_REPO = {project.repo: project for project in UPSTREAMS}
+
+VLLM, SGLANG, TORCH = vllm.PROJECT.repo, sglang.PROJECT.repo, torch.PROJECT.repo
+
+
+def package_repo(package: str) -> str | None:
+    """The repository of a known package folder (`torch` -> `pytorch/pytorch`)."""
+    project = BY_PACKAGE.get(package)
+    return project.repo if project else None
+
+
+def path_prefix(repo: str) -> str:
+    """Where a repository keeps its package folder (`python/` for SGLang, else nothing)."""
+    project = BY_REPO.get(repo)
+    return project.path_prefix if project else ""
+
+
+def current_releases() -> list[str]:
+    """What `errkb serve` harvests before it is ready."""
+    return [project.current_release for project in UPSTREAMS if project.current_release]
+
+
+def older_releases() -> list[str]:
+    """What it harvests in the background afterwards, project by project."""
+    return [release for project in UPSTREAMS for release in project.older_releases]
+
+
+def checks() -> dict[str, str]:
+    """Every known check function -> the exception it raises when its condition fails."""
+    return {name: error for project in UPSTREAMS for name, error in project.checks.items()}

@@ -1,0 +1,44 @@
+"""What errkb knows about one upstream project, in one place.
+
+Matching, harvest, ranking, curation and the settings ask these objects instead of keeping
+lists of their own, so adding an upstream means adding one module beside this one (and its
+tests) and naming it in `app/upstreams/__init__.py`.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamProject:
+    """One upstream project: how it is published, where its code sits, how its logs look."""
+
+    package: str
+    """The import package and the folder under site-packages (`torch`)."""
+    repo: str
+    """Its GitHub repository, `owner/name` (`pytorch/pytorch`)."""
+    distribution: str
+    """Its name on the package index (`torch`, `sglang`)."""
+    path_prefix: str = ""
+    """Where the package folder sits inside the repository when not at the top (`python/`)."""
+    current_release: str | None = None
+    """The release `errkb serve` harvests before it is ready, or None to leave it out."""
+    older_releases: tuple[str, ...] = ()
+    """Releases harvested in the background once the server is ready, newest first."""
+    log_prefix: re.Pattern[str] | None = None
+    """The prefix its own log lines carry, which names it in a paste without frames."""
+    stream_names: re.Pattern[str] | None = None
+    """Process, container or unit names that name it (`EngineCore`, `scheduler`)."""
+    checks: dict[str, str] = field(default_factory=dict)
+    """Functions that raise when their condition is false: name -> exception class."""
+    settings_sources: tuple[str, ...] = ()
+    """Files (below the package folder) that define the settings its users type."""
+
+    def release(self, version: str) -> str:
+        """`NAME==VERSION` of a release of this project."""
+        return f"{self.distribution}=={version}"
+
+
+def releases(project: str, versions: str) -> tuple[str, ...]:
+    """`NAME==VERSION` for each version in a space-separated list, in its order."""
+    return tuple(f"{project}=={version}" for version in versions.split())

@@ -1,0 +1,23 @@
+"""SGLang: the serving runtime (sgl-project/sglang); its package lives under python/."""
+
+import re
+
+from app.upstreams.base import UpstreamProject, releases
+
+PROJECT = UpstreamProject(
+    package="sglang",
+    repo="sgl-project/sglang",
+    distribution="sglang",
+    path_prefix="python/",
+    current_release="sglang==0.5.23",
+    # The last patch of each 0.5.N release of the year before 0.5.23, newest first.
+    older_releases=releases(
+        "sglang",
+        "0.5.22 0.5.21 0.5.20 0.5.19 0.5.18 0.5.17 0.5.16 0.5.15.post1 0.5.14 0.5.13.post1 "
+        "0.5.12.post1 0.5.11 0.5.10.post1 0.5.9 0.5.8.post1 0.5.7 0.5.6.post2",
+    ),
+    # "[2026-08-14 12:00:01 TP0] ": a timestamp and the parallel ranks of the process.
+    log_prefix=re.compile(r"\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}(?: (?:TP|DP|PP|EP)[0-9]+)+\]"),
+    stream_names=re.compile(r"sglang|scheduler|detokenizer", re.IGNORECASE),
+    settings_sources=("srt/server_args.py", "srt/environ.py"),
+)

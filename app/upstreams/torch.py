@@ -1,0 +1,18 @@
+"""PyTorch (pytorch/pytorch): harvested on demand (`errkb harvest torch==2.13.0`), the
+release the reproducers pin; its `torch._check*` functions raise when a condition fails."""
+
+from app.upstreams.base import UpstreamProject
+
+PROJECT = UpstreamProject(
+    package="torch",
+    repo="pytorch/pytorch",
+    distribution="torch",
+    # torch/__init__.py: the exception each check raises when its condition is false.
+    checks={
+        "torch._check": "RuntimeError",
+        "torch._check_index": "IndexError",
+        "torch._check_value": "ValueError",
+        "torch._check_type": "TypeError",
+        "torch._check_not_implemented": "NotImplementedError",
+    },
+)
