@@ -4,10 +4,17 @@ Pages work offline and without JavaScript, so nothing here loads a script: pygal
 links its tooltip script from a CDN unless `js=[]`, and always inlines a script holding its
 config, which is dropped from the tree before the SVG is written (an error message used as a
 label would otherwise sit inside a script). Labels are escaped by the XML writer.
+
+The page's Content-Security-Policy allows styles from this origin only, so a browser refuses
+the `<style>` element pygal puts in each SVG (and its tooltip's `style` attribute), and every
+shape falls back to black. Each chart is therefore drawn under a fixed id instead of pygal's
+random one, its `<style>` is dropped from the SVG, and `stylesheet()` serves the same CSS,
+scoped to those ids, as a stylesheet of this origin.
 """
 
 from dataclasses import dataclass
 from datetime import date
+from functools import cache
 
 import pygal
 from markupsafe import Markup
@@ -34,6 +41,15 @@ COLORS = {
     "moved": "#0b57d0",
     "changed": "#b7791f",
     "gone": "#a40e26",
+}
+# Each chart's id (its section's anchor on the page) and its series, in pygal's order: a
+# series' colour class (color-0, color-1...) is its place here.
+SERIES: dict[str, tuple[str, ...]] = {
+    "records": ("reviewed", "draft"),
+    "hits": HIT_STATES,
+    "most-hit": ("draft", "unexplained"),
+    "reproducers": RUN_STATUSES,
+    "drift": DRIFT_STATUSES,
 }
 FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
 
@@ -64,12 +80,13 @@ def _style(series: tuple[str, ...]) -> Style:
     )
 
 
-def _chart(kind: type[Graph], series: tuple[str, ...], rows: int = 0, **options: object) -> Graph:
+def _chart(kind: type[Graph], chart_id: str, rows: int = 0, **options: object) -> Graph:
     """A pygal chart with the site's look, sized for `rows` bars when it is horizontal; the
-    page's heading is its title, and its scale counts in whole numbers (order_min=0)."""
+    page's heading is its title, and its scale counts in whole numbers (order_min=0). Its
+    SVG's id is `chart-<chart_id>`, the scope of its rules in `stylesheet()`."""
     height = max(MIN_HEIGHT, 120 + rows * BAR_ROW_PX) if rows else 360
-    return kind(
-        style=_style(series),
+    chart = kind(
+        style=_style(SERIES[chart_id]),
         order_min=0,
         width=WIDTH,
         height=height,
@@ -81,21 +98,51 @@ def _chart(kind: type[Graph], series: tuple[str, ...], rows: int = 0, **options:
         no_data_text="Nothing yet",
         **options,
     )
+    chart.uuid = chart_id
+    return chart
 
 
-def _svg(chart: Graph) -> Markup:
-    """The chart's SVG with pygal's scripts removed (see the module docstring)."""
+def _is(element: etree.Element, tag: str) -> bool:
+    return isinstance(element.tag, str) and element.tag.rsplit("}", 1)[-1] == tag
+
+
+def _is_tooltip(element: etree.Element) -> bool:
+    return "tooltip" in element.get("class", "").split()
+
+
+def _without_script_and_style(chart: Graph) -> etree.Element:
+    """The chart's SVG tree less its scripts, its `<style>` and its tooltip (a group only
+    pygal's script fills in, hidden by a `style` attribute the policy would refuse)."""
     tree = chart.render_tree()
     for parent in list(tree.iter()):
         for child in list(parent):
-            if isinstance(child.tag, str) and child.tag.endswith("script"):
+            if _is(child, "script") or _is(child, "style") or _is_tooltip(child):
                 parent.remove(child)
-    return Markup(etree.tostring(tree, encoding="unicode"))
+    return tree
 
 
-def _horizontal(labels: list[str], series: dict[str, list[int]]) -> Markup:
+def _svg(chart: Graph) -> Markup:
+    """The chart's SVG, drawn without script or style of its own (see the module docstring)."""
+    return Markup(etree.tostring(_without_script_and_style(chart), encoding="unicode"))
+
+
+@cache
+def stylesheet() -> str:
+    """The CSS pygal writes into each chart's SVG, scoped to the chart's fixed id: it depends
+    on the chart's look and on its series, never on the data, so an empty chart gives it."""
+    rules = []
+    for chart_id, series in SERIES.items():
+        chart = _chart(pygal.Bar, chart_id)
+        for name in series:
+            chart.add(name, [])
+        styles = [e for e in chart.render_tree().iter() if _is(e, "style")]
+        rules += [style.text or "" for style in styles]
+    return "\n".join(rules) + "\n"
+
+
+def _horizontal(chart_id: str, labels: list[str], series: dict[str, list[int]]) -> Markup:
     """Stacked horizontal bars, the first label on top (pygal draws the first at the bottom)."""
-    chart = _chart(pygal.HorizontalStackedBar, tuple(series), rows=len(labels))
+    chart = _chart(pygal.HorizontalStackedBar, chart_id, rows=len(labels))
     chart.x_labels = labels[::-1]
     for name, values in series.items():
         chart.add(name, [value or None for value in values[::-1]])
@@ -108,7 +155,7 @@ def _records_per_repo(overview: Overview) -> Markup:
         state: [overview.records_per_repo[repo][state] for repo in repos]
         for state in ("reviewed", "draft")
     }
-    return _horizontal(repos, per_state)
+    return _horizontal("records", repos, per_state)
 
 
 def _day_label(day: date) -> str:
@@ -119,7 +166,7 @@ def _hits_per_day(overview: Overview) -> Markup:
     days = list(overview.hits_per_day)
     chart = _chart(
         pygal.StackedBar,
-        HIT_STATES,
+        "hits",
         x_labels_major_every=DAY_LABEL_EVERY,
         show_minor_x_labels=False,
     )
@@ -140,7 +187,7 @@ def _most_hit(overview: Overview) -> Markup:
             labels.append(item.template or item.id)
         for state, values in per_state.items():
             values.append(item.hits if item.review_state == state else 0)
-    return _horizontal(labels, per_state)
+    return _horizontal("most-hit", labels, per_state)
 
 
 def _reproducer_status(overview: Overview) -> Markup:
@@ -149,12 +196,12 @@ def _reproducer_status(overview: Overview) -> Markup:
         status: [reproducer.runs[status] for reproducer in overview.reproducers]
         for status in RUN_STATUSES
     }
-    return _horizontal(labels, per_status)
+    return _horizontal("reproducers", labels, per_status)
 
 
 def _drift_per_release(overview: Overview) -> Markup:
     releases = list(overview.drift_per_release)
-    chart = _chart(pygal.StackedBar, DRIFT_STATUSES)
+    chart = _chart(pygal.StackedBar, "drift")
     chart.x_labels = releases
     for status in DRIFT_STATUSES:
         chart.add(status, [overview.drift_per_release[r][status] or None for r in releases])

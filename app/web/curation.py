@@ -8,7 +8,7 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from app.api.curation import MAX_CURSOR_CHARS
 from app.api.deps import RecordFiltersDep, SessionDep, SettingsDep
@@ -17,10 +17,12 @@ from app.curation.queue import DEFAULT_QUEUE_PAGE, curation_queue
 from app.ops import stats
 from app.records import service as records
 from app.records.filters import RecordFilters
-from app.web.charts import charts
+from app.web.charts import charts, stylesheet
 from app.web.routes import templates
 
 router = APIRouter(include_in_schema=False)
+CHART_STYLES_URL = "/stats/charts.css"
+CHART_STYLES_MAX_AGE_S = 3600
 
 
 def _json_link(url: str) -> dict[str, str]:
@@ -73,5 +75,17 @@ def read_stats_page(
         "days": days,
         "day_choices": (7, 30, 90, 365),
         "json_url": json_url,
+        "chart_styles_url": CHART_STYLES_URL,
     }
     return templates.TemplateResponse(request, "stats.html", context, headers=_json_link(json_url))
+
+
+@router.get(CHART_STYLES_URL)
+def read_chart_styles() -> Response:
+    """The charts' colours and fonts, served from this origin so that the page's policy,
+    which refuses styles written inside the page, lets them apply."""
+    return PlainTextResponse(
+        stylesheet(),
+        media_type="text/css",
+        headers={"Cache-Control": f"public, max-age={CHART_STYLES_MAX_AGE_S}"},
+    )
