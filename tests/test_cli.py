@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import app
+from app.matching.rank import RANKING_VERSION
 from tests.helpers.records import DATA_DIR
 
 runner = CliRunner()
@@ -135,6 +136,9 @@ def test_search_and_match_commands(tmp_path) -> None:
     assert matched.exit_code == 0, matched.output
     body = json.loads(matched.output)
     assert body["matches"][0]["captures"] == {"control_offset": "4096"}
+    assert body["rankingVersion"] == RANKING_VERSION
+    top = body["matches"][0]
+    assert round(sum(part["points"] for part in top["components"]), 2) == top["score"]
     paste = tmp_path / "paste.log"
     paste.write_text(line)
     table = runner.invoke(app, ["match", str(paste)])

@@ -6,6 +6,10 @@ much of the exception message the pattern covers and how specific it is, the exc
 class, frames in the record's file (at its line, or moved), the raising function, the repo
 the frames come from, and where the exception sits (the last one of a paste and the
 innermost cause of a chain weigh more). Reviewed records win ties over drafts.
+
+Every point a match gets comes from one named component (`Component`), and its score is the
+sum of their points, so a reader can check a score by adding it up and see what to disagree
+with. The text reasons say the same for a person and stay as they were.
 """
 
 import re
@@ -47,6 +51,10 @@ FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are
 RAISED_HERE_DYNAMIC, RAISED_HERE_OTHER_MESSAGE = 34, 14
 RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees nor differs
 NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
+# Named anew whenever the weights or the components change: scores are comparable only
+# between results of the same version.
+RANKING_VERSION = "2026-12-01"
+POINTS_DIGITS = 2
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}")
 
@@ -69,15 +77,54 @@ class Candidate:
     template: str = ""  # its message template: records raising the same one go together
 
 
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One part of a match's score: what agreed or differed (`id`, stable for programs),
+    the points it gave, rounded as the score is, and what it means to a reader."""
+
+    id: str
+    points: float
+    hint: str
+
+
+@dataclass(slots=True)
+class _Tally:
+    """The components of a score being built, and the text reasons said along the way."""
+
+    components: list[Component] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    def add(self, component_id: str, points: float, hint: str, *, said: bool = True) -> None:
+        """Count a component, its points rounded as a score is (so that they add up to it
+        exactly); `said`: its hint is also one of the text reasons."""
+        self.components.append(Component(component_id, round(points, POINTS_DIGITS), hint))
+        if said:
+            self.reasons.append(hint)
+
+    def count(self, component: Component, *, said: bool = True) -> None:
+        self.add(component.id, component.points, component.hint, said=said)
+
+    def extend(self, other: "_Tally") -> None:
+        self.components += other.components
+        self.reasons += other.reasons
+
+
+def total(components: Sequence[Component]) -> float:
+    """A score: its components' points added up."""
+    return round(sum(component.points for component in components), POINTS_DIGITS)
+
+
 @dataclass(slots=True)
 class Match:
-    """A record that explains an exception (or a log line) of the paste."""
+    """A record that explains an exception (or a log line) of the paste; its score is the
+    total of its components."""
 
     id: str
     score: float
     exception_index: int | None
     captures: dict[str, str | None]
     reasons: list[str] = field(default_factory=list)
+    components: list[Component] = field(default_factory=list)
     reviewed: bool = False
     in_frames: bool = False  # it explains the message and a frame is in its file
     same_message: list[str] = field(default_factory=list)  # ids raising the same message
@@ -156,20 +203,24 @@ def _message_variants(exception: ParsedException) -> list[str]:
 
 def _message_score(
     index: PatternIndex, candidate: Candidate, exception: ParsedException, line: str
-) -> tuple[float, Captures | None, str]:
+) -> tuple[Component, Captures | None]:
     """How well the pattern covers the exception's message, and its captures."""
     for message in _message_variants(exception):
         found = index.match(candidate.id, message, full=True)
         if found is not None:
-            return FULL_MESSAGE, found, "pattern matches the whole exception message"
+            hint = "pattern matches the whole exception message"
+            return Component("message.full", FULL_MESSAGE, hint), found
     found = index.match(candidate.id, line, full=True)
     if found is not None:
-        return FULL_LINE, found, "pattern matches a whole line of the exception message"
+        hint = "pattern matches a whole line of the exception message"
+        return Component("message.full-line", FULL_LINE, hint), found
     found = index.match(candidate.id, exception.message)
     if found is None:
-        return PARTIAL_MIN, None, "pattern found in the exception message"
+        hint = "pattern found in the exception message"
+        return Component("message.partial", PARTIAL_MIN, hint), None
     share = (found.span[1] - found.span[0]) / max(1, len(exception.message))
-    return PARTIAL_MIN + PARTIAL_SPAN * share, found, f"pattern covers {share:.0%} of the message"
+    points = PARTIAL_MIN + PARTIAL_SPAN * share
+    return Component("message.partial", points, f"pattern covers {share:.0%} of the message"), found
 
 
 def _context_score(
@@ -179,73 +230,80 @@ def _context_score(
     causes: set[int],
     graph: ClassGraph,
     log_repos: frozenset[str],
-) -> tuple[float, list[str]]:
+) -> _Tally:
     """Points from everything but the message: class, frames, function, repo, position."""
-    score, reasons = 0.0, []
+    tally = _Tally()
     recorded = short_class(candidate.error_class)
     related = relation(exception.error_class, recorded, graph)
     if recorded == exception.error_class:
-        score += CLASS_AGREES
-        reasons.append(f"exception class {exception.error_class} agrees")
+        tally.add("class.agrees", CLASS_AGREES, f"exception class {exception.error_class} agrees")
     elif candidate.error_class in RUN_TIME_CLASSES:
-        reasons.append("the record's class is decided at run time")
+        tally.add("class.run-time", 0, "the record's class is decided at run time")
     elif related is not None:
-        score += CLASS_RELATED
-        reasons.append(
+        tally.add(
+            "class.related",
+            CLASS_RELATED,
             f"exception class {exception.error_class} is a {related} of {recorded}, which the "
-            "record raises: the class was renamed or refined between releases"
+            "record raises: the class was renamed or refined between releases",
         )
     else:
-        score += CLASS_DIFFERS
-        reasons.append(f"record raises {candidate.error_class}, not {exception.error_class}")
+        hint = f"record raises {candidate.error_class}, not {exception.error_class}"
+        tally.add("class.differs", CLASS_DIFFERS, hint)
     frames = exception.frames
     if frames and candidate.file_path:
         in_file = _frames_in_files(candidate, frames)
         if in_file:
-            score += FILE_IN_FRAMES
+            hint = f"a frame of the traceback is in the record's file {candidate.file_path}"
+            tally.add("frames.file", FILE_IN_FRAMES, hint, said=False)
             if in_file[-1] is frames[-1]:
-                score += FILE_INNERMOST
+                hint = "the innermost frame is in the record's file"
+                tally.add("frames.innermost", FILE_INNERMOST, hint, said=False)
             frame = in_file[-1]
             if frame.line in candidate.lines:
-                score += SAME_LINE
                 release = candidate.lines[frame.line]
                 where = f"the record's line in {release}" if release else "the record's line"
-                reasons.append(f"raised at {candidate.file_path}:{frame.line}, {where}")
+                hint = f"raised at {candidate.file_path}:{frame.line}, {where}"
+                tally.add("frames.line", SAME_LINE, hint)
             else:
-                reasons.append(
+                hint = (
                     f"frame in {candidate.file_path} (line {frame.line}; "
                     f"the record says {candidate.line_number}: the code moved)"
                 )
+                tally.add("frames.line-moved", 0, hint)
             if frame.function in candidate.functions:
-                score += SAME_FUNCTION
-                reasons.append(f"in function {frame.function}")
+                tally.add("frames.function", SAME_FUNCTION, f"in function {frame.function}")
     repos = {repo for frame in frames if (repo := frame_repo(frame))}
     if candidate.repo in repos:
-        score += REPO_AGREES
-        reasons.append(f"frames come from {candidate.repo}")
+        tally.add("repo.agrees", REPO_AGREES, f"frames come from {candidate.repo}")
     elif repos:
-        score += REPO_DIFFERS
-    elif (
-        not frames and candidate.repo in log_repos
-    ):  # no frames: only the log format names the repository
-        score += REPO_AGREES
-        reasons.append(f"the log's format and paths point at {candidate.repo}")
+        hint = f"frames come from {', '.join(sorted(repos))}, not {candidate.repo}"
+        tally.add("repo.differs", REPO_DIFFERS, hint, said=False)
+    elif not frames and candidate.repo in log_repos:  # no frames: only the log names the repo
+        hint = f"the log's format and paths point at {candidate.repo}"
+        tally.add("repo.log", REPO_AGREES, hint)
     if exception.index == last_index:
-        score += LAST_EXCEPTION
-        reasons.append("last exception of the paste")
+        tally.add("position.last", LAST_EXCEPTION, "last exception of the paste")
     if exception.cause_index is None and exception.index in causes:
-        score += ROOT_CAUSE
-        reasons.append("innermost cause of the chain")
-    return score, reasons
+        tally.add("position.root-cause", ROOT_CAUSE, "innermost cause of the chain")
+    return tally
 
 
-def _partial_score(partial: Partial) -> float:
+def _partial_component(partial: Partial) -> Component:
     """Points for the message of a wrapped, cut or near copy of the template."""
     if partial.kind == "wrapped":
-        return FULL_MESSAGE
-    if partial.kind == "cut":
-        return CUT_MIN + CUT_SPAN * partial.share
-    return NEAR_MESSAGE - NEAR_PER_WORD * partial.changed
+        points = float(FULL_MESSAGE)
+    elif partial.kind == "cut":
+        points = CUT_MIN + CUT_SPAN * partial.share
+    else:
+        points = NEAR_MESSAGE - NEAR_PER_WORD * partial.changed
+    return Component(f"message.{partial.kind}", points, partial.reason())
+
+
+def _specificity(literal_characters: int) -> Component:
+    """Points for how much fixed text the pattern holds: a generic template says little."""
+    points = min(SPECIFICITY_MAX, literal_characters / SPECIFICITY_PER_POINT)
+    hint = f"the pattern holds {literal_characters} literal characters"
+    return Component("message.specificity", points, hint)
 
 
 def _better(match: Match, other: Match) -> bool:
@@ -269,23 +327,34 @@ def _frames_agree(candidate: Candidate, exception: ParsedException) -> bool:
 
 def _finish(
     candidate: Candidate,
-    score: float,
-    reasons: list[str],
+    tally: _Tally,
     exception_index: int | None,
     captures: dict[str, str | None],
 ) -> Match:
     """The match, with the points every match gets: reviewed, or gone in a newer release."""
     if candidate.reviewed:
-        score += REVIEWED_BONUS
-        reasons.append("reviewed record: explained by a curator, ranked above drafts")
+        hint = "reviewed record: explained by a curator, ranked above drafts"
+        tally.add("record.reviewed", REVIEWED_BONUS, hint)
     else:
-        reasons.append("draft record: not yet reviewed")
+        tally.add("record.draft", 0, "draft record: not yet reviewed")
     if candidate.gone:
-        score += GONE_PENALTY
-        reasons.append("raise site gone in a newer release")
+        tally.add("record.gone", GONE_PENALTY, "raise site gone in a newer release")
     return Match(
-        candidate.id, round(score, 2), exception_index, captures, reasons, candidate.reviewed
+        candidate.id,
+        total(tally.components),
+        exception_index,
+        captures,
+        tally.reasons,
+        tally.components,
+        candidate.reviewed,
     )
+
+
+def _said(component: Component) -> _Tally:
+    """A tally of one component whose hint is also a text reason."""
+    tally = _Tally()
+    tally.count(component)
+    return tally
 
 
 def rank(
@@ -327,31 +396,26 @@ def rank(
         if candidate is None:
             continue
         specificity = index.specificity(record_id)
-        bonus = min(SPECIFICITY_MAX, specificity / SPECIFICITY_PER_POINT)
         if exception_index is not None and on_message:
             exception = exceptions[exception_index]
             if specificity < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
                 continue  # `{x} tensor` alone says too little to name a site
-            score, found, why = _message_score(index, candidate, exception, line)
-            explains = score >= FULL_LINE
-            context, context_reasons = _context_score(
-                candidate, exception, last_index, causes, graph, log_repos
-            )
-            score += context
-            reasons = [why, *context_reasons]
+            message, found = _message_score(index, candidate, exception, line)
+            explains = message.points >= FULL_LINE
+            tally = _said(message)
+            tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
         else:
             found = None  # captures come from a message, never from a log or frame line (#15)
             explains = False
-            score = IN_TRACEBACK_NOISE if exception_index is not None else OUTSIDE_MESSAGE
-            reasons = [
-                "pattern found in a log line"
-                if exception_index is None
-                else "pattern found in a traceback frame line"
-            ]
+            tally = _Tally()
+            if exception_index is None:
+                tally.add("message.in-log-line", OUTSIDE_MESSAGE, "pattern found in a log line")
+            else:
+                hint = "pattern found in a traceback frame line"
+                tally.add("message.in-frame-line", IN_TRACEBACK_NOISE, hint)
+        tally.count(_specificity(specificity), said=False)
         captures = _captures(candidate, found) if explains else {}
-        match = _finish(
-            candidate, score + bonus, reasons, exception_index if on_message else None, captures
-        )
+        match = _finish(candidate, tally, exception_index if on_message else None, captures)
         match.in_frames = (
             explains
             and exception_index is not None
@@ -365,13 +429,10 @@ def rank(
         exception = exceptions[exception_index]
         if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
             continue
-        context, context_reasons = _context_score(
-            candidate, exception, last_index, causes, graph, log_repos
-        )
-        score = _partial_score(partial) + context
-        score += min(SPECIFICITY_MAX, partial.covered / SPECIFICITY_PER_POINT)
-        reasons = [partial.reason(), *context_reasons]
-        match = _finish(candidate, score, reasons, exception_index, dict(partial.captures))
+        tally = _said(_partial_component(partial))
+        tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
+        tally.count(_specificity(partial.covered), said=False)
+        match = _finish(candidate, tally, exception_index, dict(partial.captures))
         match.in_frames = _frames_agree(candidate, exception)
         keep(match)
     for record_id, exception_index in raised_at:
@@ -380,23 +441,22 @@ def rank(
             continue
         exception = exceptions[exception_index]
         if record_id in index:
-            score, why = (
+            site = Component(
+                "site.raised-here-other-message",
                 RAISED_HERE_OTHER_MESSAGE,
-                ("raised at the record's site, but the message differs from its template"),
+                "raised at the record's site, but the message differs from its template",
             )
         else:
-            score, why = (
+            site = Component(
+                "site.raised-here-dynamic",
                 RAISED_HERE_DYNAMIC,
-                ("raised at the record's site, whose message is built at run time"),
+                "raised at the record's site, whose message is built at run time",
             )
-        context, context_reasons = _context_score(
-            candidate, exception, last_index, causes, graph, log_repos
-        )
+        tally = _said(site)
+        tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
         names = _PLACEHOLDER.findall(candidate.error_message)
         captures = {names[0]: exception.message} if record_id not in index and names else {}
-        match = _finish(
-            candidate, score + context, [why, *context_reasons], exception_index, captures
-        )
+        match = _finish(candidate, tally, exception_index, captures)
         match.in_frames = True
         keep(match)
     ranked = _frames_first(list(best.values()))
@@ -419,10 +479,10 @@ def _frames_first(matches: list[Match]) -> list[Match]:
     for match in matches:
         floor = floors.get(match.exception_index) if match.exception_index is not None else None
         if floor is not None and not match.in_frames and match.score >= floor:
-            match.score = round(floor - FRAMES_MARGIN, 2)
-            match.reasons.append(
-                "ranked below the records raised in the files of the traceback's frames"
-            )
+            hint = "ranked below the records raised in the files of the traceback's frames"
+            tally = _Tally(match.components, match.reasons)
+            tally.add("rank.below-frames", floor - FRAMES_MARGIN - match.score, hint)
+            match.score = total(match.components)
     return matches
 
 

@@ -29,14 +29,25 @@ class ExceptionOut(ApiModel):
     message_spans: list[tuple[int, int]]
 
 
+class ScoreComponent(ApiModel):
+    """One part of a match's score: `id` names what agreed or differed (stable, for
+    programs), `points` what it gave (negative when it differed), `hint` says it in words."""
+
+    id: str
+    points: float
+    hint: str
+
+
 class MatchOut(ApiModel):
-    """A record that explains (part of) the paste, with its score and why."""
+    """A record that explains (part of) the paste, with its score and why: the score is the
+    sum of its components' points; the reasons say the same in sentences."""
 
     id: str
     score: float
     exception_index: int | None
     captures: dict[str, str | None]
     reasons: list[str]
+    components: list[ScoreComponent]
     record: RecordSummary
     # "in vllm 0.12.0–0.32.0; changed in 0.33.0"
     history: list[str] = []  # noqa: RUF012 - pydantic copies a default per instance
@@ -45,8 +56,11 @@ class MatchOut(ApiModel):
 
 
 class MatchResult(ApiModel):
-    """POST /api/match: the exceptions found and the records that explain them, best first."""
+    """POST /api/match: the exceptions found and the records that explain them, best first.
+    `rankingVersion` names the weights and components the scores were computed with: scores
+    of different versions are not comparable."""
 
+    ranking_version: str
     exceptions: list[ExceptionOut]
     matches: list[MatchOut]
     truncated: bool = False  # a reply cap left out exceptions, frames, matches or characters

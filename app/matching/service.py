@@ -39,8 +39,16 @@ from app.matching.logtext import clean_lines
 from app.matching.origin import log_repos
 from app.matching.partial import second_chance
 from app.matching.patterns import PatternError
-from app.matching.rank import Candidate, Match, candidate_from, path_suffixes, rank, unquoted
-from app.matching.result import ExceptionOut, FrameOut, MatchOut, MatchResult
+from app.matching.rank import (
+    RANKING_VERSION,
+    Candidate,
+    Match,
+    candidate_from,
+    path_suffixes,
+    rank,
+    unquoted,
+)
+from app.matching.result import ExceptionOut, FrameOut, MatchOut, MatchResult, ScoreComponent
 from app.matching.traceback import ParsedException, parse_exceptions
 from app.records import locations
 from app.records import service as records
@@ -479,6 +487,10 @@ def _match(
                 exception_index=match.exception_index,
                 captures=captures,
                 reasons=match.reasons,
+                components=[
+                    ScoreComponent(id=part.id, points=part.points, hint=part.hint)
+                    for part in match.components
+                ],
                 record=summarize(stored[match.id]),
                 same_message=[summarize(stored[other]) for other in match.same_message],
                 history=[
@@ -500,4 +512,9 @@ def _match(
         out, shortened = _exception_out(exception)
         truncated |= shortened
         exceptions_out.append(out)
-    return MatchResult(exceptions=exceptions_out, matches=matches, truncated=truncated)
+    return MatchResult(
+        ranking_version=RANKING_VERSION,
+        exceptions=exceptions_out,
+        matches=matches,
+        truncated=truncated,
+    )
