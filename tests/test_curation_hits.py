@@ -6,7 +6,8 @@ import sqlite3
 from sqlalchemy import Engine, MetaData, select
 from sqlmodel import Session
 
-from app.curation.hits import RECORD, TEMPLATE, HitCounter, template_key, today
+from app.curation.hits import RECORD, TEMPLATE, HitCounter, today
+from app.curation.scrub import template_key
 from app.store.tables import Hit
 from tests.conftest import DATA_DIR
 

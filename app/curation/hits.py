@@ -2,9 +2,9 @@
 
 A match counts one hit for its top record, and a record page view one for its record
 (issue 13). A paste that nothing matches counts toward its scrubbed template instead: the
-exception class and the first line of its message with every quoted string, path, hex value
-and number replaced, so no value from the paste is kept. The paste itself and the values a
-match captures are never stored.
+exception class and the prose words of its message's first line, every other token replaced
+by a placeholder (app.curation.scrub), so no value from the paste is kept. The paste itself
+and the values a match captures are never stored.
 
 Counting must not slow matching: hits gather in memory (a dict increment under a lock) and
 are written at most every FLUSH_INTERVAL_S seconds, as one upsert per (subject, day), by the
@@ -12,7 +12,6 @@ request that finds them due; readers of hits flush first, and the app flushes on
 """
 
 import logging
-import re
 import threading
 import time
 from collections import Counter
@@ -22,39 +21,15 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from app import store
+from app.curation.scrub import template_key
 from app.matching.result import MatchResult
 from app.store.engine import unit_of_work
 from app.store.tables import Hit, table_of
 
 RECORD, TEMPLATE = "record", "template"
 FLUSH_INTERVAL_S = 10.0
-MAX_TEMPLATE_CHARS = 300
 
 log = logging.getLogger(__name__)
-
-# Applied in this order: a quoted string may hold a path, a path may hold numbers.
-_SCRUBS = (
-    (re.compile(r"'[^'\n]*'|\"[^\"\n]*\""), "<str>"),
-    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.~+-]*[/\\])+[\w.~+-]*"), "<path>"),
-    (
-        re.compile(
-            r"\b0[xX][0-9a-fA-F]+\b"
-            r"|\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"
-            r"|\b(?=[a-fA-F]*\d)[0-9a-fA-F]{8,}\b"
-        ),
-        "<hex>",
-    ),
-    (re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"), "<num>"),
-)
-
-
-def template_key(error_class: str, message: str) -> str:
-    """The scrubbed template of an error: `Class: first line` with the values replaced."""
-    text = message.strip().split("\n", 1)[0]
-    for pattern, placeholder in _SCRUBS:
-        text = pattern.sub(placeholder, text)
-    text = " ".join(text.split())
-    return f"{error_class}: {text}"[:MAX_TEMPLATE_CHARS] if text else error_class
 
 
 def match_subject(result: MatchResult) -> tuple[str, str] | None:
