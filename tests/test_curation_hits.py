@@ -3,6 +3,8 @@ only the subject and the day are kept, never the paste nor a captured value (iss
 
 import sqlite3
 
+import pytest
+
 from sqlalchemy import Engine, MetaData, select
 from sqlmodel import Session
 
@@ -108,3 +110,26 @@ def test_flushes_add_up_per_subject_and_day(session) -> None:
     assert counter.flush() == 0  # nothing left in memory
     assert _hits(engine) == [(RECORD, SEED_002, 3), (TEMPLATE, "KeyError: <str>", 1)]
     assert not HitCounter(engine, enabled=False).add(RECORD, SEED_002)
+
+
+def test_a_flush_stores_any_subject_and_keeps_every_other_hit(session) -> None:
+    engine = session.get_bind()
+    counter = HitCounter(engine, enabled=True, interval_s=3600.0)
+    counter.add(TEMPLATE, "ValueError: a \ud800 b\x00")  # what no filter should let through
+    counter.add(RECORD, SEED_002)
+    assert counter.flush() == 2
+    assert _hits(engine) == [(RECORD, SEED_002, 1), (TEMPLATE, "ValueError: a ? b", 1)]
+
+
+@pytest.mark.postgresql_only
+def test_a_row_the_store_refuses_costs_only_its_own_count(session) -> None:
+    """PostgreSQL refuses a count past 32 bits: the batch is then written row by row."""
+    engine = session.get_bind()
+    full = 2**31 - 1
+    session.add(Hit(kind=TEMPLATE, subject="KeyError: <str>", day=today(), count=full))
+    session.commit()
+    counter = HitCounter(engine, enabled=True, interval_s=3600.0)
+    counter.add(TEMPLATE, "KeyError: <str>")
+    counter.add(RECORD, SEED_002)
+    assert counter.flush() == 1
+    assert _hits(engine) == [(RECORD, SEED_002, 1), (TEMPLATE, "KeyError: <str>", full)]

@@ -16,9 +16,10 @@ import threading
 import time
 from collections import Counter
 from datetime import UTC, date, datetime
+from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from app import store
 from app.curation.scrub import template_key
@@ -73,7 +74,9 @@ class HitCounter:
         """Write the counted hits; how many subject-days were written.
 
         A locked or unreachable database must not fail the match that found the flush due:
-        the counts go back to memory for the next flush, and a warning is logged.
+        the counts go back to memory for the next flush, and a warning is logged. A batch
+        the store refuses for what a row holds is written row by row, so only that row's
+        count is lost.
         """
         with self._lock:
             pending, self._pending = self._pending, Counter()
@@ -81,18 +84,51 @@ class HitCounter:
         if not pending:
             return 0
         rows = [
-            {"kind": kind, "subject": subject, "day": day, "count": count}
+            {"kind": kind, "subject": storable(subject), "day": day, "count": count}
             for (kind, subject, day), count in pending.items()
         ]
         try:
-            with unit_of_work(self.engine) as session:
-                upsert = store.backend(self.engine).upsert_adding(
-                    table_of(Hit), ("kind", "subject", "day"), "count"
-                )
-                session.execute(upsert, rows)
+            self._write(rows)
         except OperationalError as error:
-            with self._lock:
-                self._pending.update(pending)
-            log.warning("hits not written yet, kept for the next flush: %s", error)
+            self._keep(rows, error)
             return 0
+        except (SQLAlchemyError, ValueError) as error:
+            log.warning("hits refused as a batch, written one by one: %s", error)
+            return self._write_each(rows)
         return len(rows)
+
+    def _write(self, rows: list[dict[str, Any]]) -> None:
+        with unit_of_work(self.engine) as session:
+            upsert = store.backend(self.engine).upsert_adding(
+                table_of(Hit), ("kind", "subject", "day"), "count"
+            )
+            session.execute(upsert, rows)
+
+    def _write_each(self, rows: list[dict[str, Any]]) -> int:
+        """Write the rows one at a time, so a row the store refuses costs only its own
+        count: a busy store keeps a row for the next flush, a refusal drops it, logged."""
+        written = 0
+        for row in rows:
+            try:
+                self._write([row])
+            except OperationalError as error:
+                self._keep([row], error)
+            except (SQLAlchemyError, ValueError) as error:
+                log.warning("a hit the store refuses was dropped: %s", error)
+            else:
+                written += 1
+        return written
+
+    def _keep(self, rows: list[dict[str, Any]], error: Exception) -> None:
+        """Put rows back for the next flush: the database is busy or unreachable."""
+        with self._lock:
+            for row in rows:
+                self._pending[(row["kind"], row["subject"], row["day"])] += row["count"]
+        log.warning("hits not written yet, kept for the next flush: %s", error)
+
+
+def storable(subject: str) -> str:
+    """A subject both engines can store: no NUL (PostgreSQL refuses it) and no lone
+    surrogate (it cannot be encoded). The template filter keeps neither already; this
+    keeps a flush from failing on any subject, whoever counted it."""
+    return subject.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
