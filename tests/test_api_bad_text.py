@@ -4,6 +4,7 @@ it enters, as a problem, and never costs another request its answer or its hit."
 import json
 
 import pytest
+from sqlalchemy import text
 
 from app.curation.hits import RECORD
 from app.errors import PROBLEM_MEDIA
@@ -34,8 +35,6 @@ def test_match_and_batch_refuse_bad_text_and_keep_other_hits(make_client, bad) -
     assert client.get("/api/curation/queue").status_code == 200
     assert [item["template"] for item in items if item["template"]] == ["KeyError: <str>"]
     with client.app.state.engine.connect() as connection:
-        from sqlalchemy import text
-
         hits = connection.execute(
             text("SELECT count FROM hits WHERE kind = :kind AND subject = :id"),
             {"kind": RECORD, "id": SEED},

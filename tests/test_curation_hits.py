@@ -4,7 +4,6 @@ only the subject and the day are kept, never the paste nor a captured value (iss
 import sqlite3
 
 import pytest
-
 from sqlalchemy import Engine, MetaData, select
 from sqlmodel import Session
 
