@@ -113,7 +113,7 @@ def tsquery_sql(query: TextQuery) -> tuple[str, dict[str, str]]:
     that is not letters and digits only.
 
     Each word goes through `unaccent` before it is quoted, never the finished expression:
-    `unaccent` turns letters such as U+02BC (ʼ) and U+0149 (ŉ) into an apostrophe, which
+    `unaccent` turns letters such as U+02BC and U+0149 into an apostrophe, which
     would end a quote (a syntax error). Quoted after it, with quotes and backslashes doubled,
     the apostrophe is part of the lexeme, and to_tsquery splits the word there as
     to_tsvector split the indexed text.
