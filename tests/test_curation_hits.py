@@ -132,3 +132,21 @@ def test_a_row_the_store_refuses_costs_only_its_own_count(session) -> None:
     counter.add(RECORD, SEED_002)
     assert counter.flush() == 1
     assert _hits(engine) == [(RECORD, SEED_002, 1), (TEMPLATE, "KeyError: <str>", full)]
+
+
+def test_the_queue_keeps_at_most_the_cap_of_templates_per_day(make_client) -> None:
+    client = make_client(queue_templates_per_day=5)
+    names = [a + b for a in "bcdfg" for b in "aeiou"]  # 25 distinct words of prose
+    popular = names[:3]
+    for name in popular:  # hit more often than any other: never the ones dropped
+        for _ in range(3):
+            client.post("/api/match", json={"text": f"ValueError: no {name} here"})
+    for start in range(0, len(names), 10):  # batches, each flushed on its own
+        texts = [f"ValueError: no {name} here" for name in names[start : start + 10]]
+        assert client.post("/api/match/batch", json={"texts": texts}).status_code == 200
+        client.app.state.hits.flush()
+    queue = client.get("/api/curation/queue").json()
+    assert queue["total"] == 5
+    shown = {item["template"]: item["hits"] for item in queue["items"]}
+    assert all(shown[f"ValueError: no {name} here"] == 4 for name in popular)
+    assert sorted(shown.values()) == [1, 1, 4, 4, 4]

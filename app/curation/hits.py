@@ -9,6 +9,7 @@ and the values a match captures are never stored.
 Counting must not slow matching: hits gather in memory (a dict increment under a lock) and
 are written at most every FLUSH_INTERVAL_S seconds, as one upsert per (subject, day), by the
 request that finds them due; readers of hits flush first, and the app flushes on shutdown.
+Each flush keeps at most `templates_per_day` templates of a day, dropping the least-hit.
 """
 
 import logging
@@ -18,8 +19,9 @@ from collections import Counter
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Delete, Engine, delete, select
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlmodel import col
 
 from app import store
 from app.curation.scrub import template_key
@@ -29,6 +31,7 @@ from app.store.tables import Hit, table_of
 
 RECORD, TEMPLATE = "record", "template"
 FLUSH_INTERVAL_S = 10.0
+TEMPLATES_PER_DAY = 1000  # ERRKB_QUEUE_TEMPLATES_PER_DAY's default
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +54,17 @@ def today() -> date:
 class HitCounter:
     """Counts hits in memory and writes them to the store in batches."""
 
-    def __init__(self, engine: Engine, enabled: bool, interval_s: float = FLUSH_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        enabled: bool,
+        interval_s: float = FLUSH_INTERVAL_S,
+        templates_per_day: int = TEMPLATES_PER_DAY,
+    ) -> None:
         self.engine = engine
         self.enabled = enabled
         self.interval_s = interval_s
+        self.templates_per_day = templates_per_day
         self._pending: Counter[tuple[str, str, date]] = Counter()
         self._flushed_at = time.monotonic()
         self._lock = threading.Lock()
@@ -103,6 +113,21 @@ class HitCounter:
                 table_of(Hit), ("kind", "subject", "day"), "count"
             )
             session.execute(upsert, rows)
+            for day in {row["day"] for row in rows if row["kind"] == TEMPLATE}:
+                session.execute(self._over_cap(day))
+
+    def _over_cap(self, day: date) -> Delete:
+        """Delete the templates of a day past the cap, least-hit first: anonymous pastes
+        must not grow the queue, and the time to list it, without bound."""
+        kept_last = (
+            select(col(Hit.subject))
+            .where(col(Hit.kind) == TEMPLATE, col(Hit.day) == day)
+            .order_by(col(Hit.count).desc(), col(Hit.subject))
+            .offset(self.templates_per_day)
+        )
+        return delete(Hit).where(
+            col(Hit.kind) == TEMPLATE, col(Hit.day) == day, col(Hit.subject).in_(kept_last)
+        )
 
     def _write_each(self, rows: list[dict[str, Any]]) -> int:
         """Write the rows one at a time, so a row the store refuses costs only its own

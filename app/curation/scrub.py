@@ -75,9 +75,11 @@ def template_key(error_class: str, message: str) -> str:
     return f"{kept}: {' '.join(words)}" if words else kept
 
 
+@lru_cache(maxsize=4096)
 def shown_template(template: str) -> str:
     """A stored template as it may be shown: filtered again, so one kept by an older,
-    weaker scrubbing never shows the values it let through."""
+    weaker scrubbing never shows the values it let through. Cached: a listing shows the
+    same templates again and again."""
     error_class, _, message = template.partition(": ")
     return template_key(error_class, message)
 
