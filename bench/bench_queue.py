@@ -103,7 +103,8 @@ def main() -> None:
         ).scalar_one()
     print(f"{client.app.state.engine.dialect.name}: {kept} hit rows over {arguments.days} days")
     print(
-        f"  today's templates kept: {today_kept} (cap {cap}); flush at the cap {flush_s * 1000:.1f} ms"
+        f"  today's templates kept: {today_kept} (cap {cap});"
+        f" flush at the cap {flush_s * 1000:.1f} ms"
     )
     first = timed(client, "/api/curation/queue", arguments.requests)
     print(f"  GET /api/curation/queue: median {first[0]:.1f} ms, p95 {first[1]:.1f} ms")
