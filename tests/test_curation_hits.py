@@ -150,3 +150,18 @@ def test_the_queue_keeps_at_most_the_cap_of_templates_per_day(make_client) -> No
     shown = {item["template"]: item["hits"] for item in queue["items"]}
     assert all(shown[f"ValueError: no {name} here"] == 4 for name in popular)
     assert sorted(shown.values()) == [1, 1, 4, 4, 4]
+
+
+def test_memory_holds_no_more_new_templates_than_the_cap(session) -> None:
+    counter = HitCounter(session.get_bind(), enabled=True, interval_s=3600.0, templates_per_day=3)
+    for name in ("ab", "cd", "ef", "gh", "ij"):
+        assert counter.add(TEMPLATE, f"KeyError: {name}")
+    counter.add(TEMPLATE, "KeyError: ab")  # one already held is still counted
+    counter.add(RECORD, SEED_002)  # records are not templates
+    assert counter.flush() == 4
+    assert _hits(session.get_bind()) == [
+        (RECORD, SEED_002, 1),
+        (TEMPLATE, "KeyError: ab", 2),
+        (TEMPLATE, "KeyError: cd", 1),
+        (TEMPLATE, "KeyError: ef", 1),
+    ]

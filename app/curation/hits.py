@@ -9,7 +9,8 @@ and the values a match captures are never stored.
 Counting must not slow matching: hits gather in memory (a dict increment under a lock) and
 are written at most every FLUSH_INTERVAL_S seconds, as one upsert per (subject, day), by the
 request that finds them due; readers of hits flush first, and the app flushes on shutdown.
-Each flush keeps at most `templates_per_day` templates of a day, dropping the least-hit.
+Each flush keeps at most `templates_per_day` templates of a day, dropping the least-hit, and
+memory holds no more new templates than that between flushes.
 """
 
 import logging
@@ -66,6 +67,7 @@ class HitCounter:
         self.interval_s = interval_s
         self.templates_per_day = templates_per_day
         self._pending: Counter[tuple[str, str, date]] = Counter()
+        self._pending_templates = 0  # distinct templates in _pending
         self._flushed_at = time.monotonic()
         self._lock = threading.Lock()
 
@@ -73,8 +75,13 @@ class HitCounter:
         """Count one hit for today; False when counting is off (ERRKB_RECORD_HITS=false)."""
         if not self.enabled:
             return False
+        key = (kind, subject, today())
         with self._lock:
-            self._pending[(kind, subject, today())] += 1
+            if kind == TEMPLATE and key not in self._pending:
+                if self._pending_templates >= self.templates_per_day:
+                    return True  # a new template, 1 hit: the least-hit, dropped at the flush
+                self._pending_templates += 1
+            self._pending[key] += 1
             due = time.monotonic() - self._flushed_at >= self.interval_s
         if due:
             self.flush()
@@ -90,6 +97,7 @@ class HitCounter:
         """
         with self._lock:
             pending, self._pending = self._pending, Counter()
+            self._pending_templates = 0
             self._flushed_at = time.monotonic()
         if not pending:
             return 0
@@ -148,7 +156,9 @@ class HitCounter:
         """Put rows back for the next flush: the database is busy or unreachable."""
         with self._lock:
             for row in rows:
-                self._pending[(row["kind"], row["subject"], row["day"])] += row["count"]
+                key = (row["kind"], row["subject"], row["day"])
+                self._pending_templates += row["kind"] == TEMPLATE and key not in self._pending
+                self._pending[key] += row["count"]
         log.warning("hits not written yet, kept for the next flush: %s", error)
 
 
