@@ -125,6 +125,13 @@ class Settings(BaseSettings):
         description="Count a hit (record id or scrubbed template, and the day) per match and "
         "record-page view, for the curation queue and /stats.",
     )
+    queue_templates_per_day: int = Field(
+        default=1000,
+        ge=1,
+        description="Most unexplained-error templates kept per day: past it the least-hit "
+        "are dropped, so anonymous pastes cannot grow the curation queue (and slow it) "
+        "without bound.",
+    )
     index_poll_s: float = Field(
         default=1.0,
         ge=0,

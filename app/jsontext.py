@@ -5,15 +5,22 @@ nesting (`'[' * 1000`) and `ValueError` for an integer of more than 4,300 digits
 escaped as 500s and tracebacks. Here each becomes a `JsonTextError`, and values
 nested deeper than `MAX_JSON_DEPTH` are refused too, so nothing downstream (schema
 validation, error messages that repr a value) recurses into them.
+
+A string holding a NUL or a lone surrogate (`"\\ud800"`, valid JSON) is refused as well:
+no reply can encode a lone surrogate as UTF-8 and PostgreSQL cannot store a NUL, so either
+would fail later, after the request was counted, instead of being refused where it entered.
 """
 
 import json
+import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 MAX_JSON_DEPTH = 32
 """Most nested arrays and objects accepted; a record nests two deep, a match body two."""
+_UNFIT_CHAR = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass
@@ -42,7 +49,33 @@ def parse_json(text: str) -> Any:
         raise JsonTextError(f"a number has more than {limit} digits") from None
     if _too_deep(value):
         raise JsonTextError(f"arrays or objects nested deeper than {MAX_JSON_DEPTH}")
+    reason = next(filter(None, map(unfit_text, _strings(value))), None)
+    if reason:
+        raise JsonTextError(f"a string holds {reason}")
     return value
+
+
+def unfit_text(text: str) -> str | None:
+    """Why text from outside cannot be taken (a NUL or a lone surrogate), or None."""
+    found = _UNFIT_CHAR.search(text)
+    if found is None:
+        return None
+    what = "a NUL character" if found.group() == "\x00" else "a lone surrogate"
+    return f"{what} (U+{ord(found.group()):04X}) at offset {found.start()}"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string of a parsed value, object keys included; iterative, like _too_deep."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            pending.extend(item)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
 
 
 def _too_deep(value: Any) -> bool:

@@ -57,7 +57,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.metrics = Metrics()
     app.state.readiness = Readiness([LOAD_INDEX])
-    app.state.hits = HitCounter(app.state.engine, settings.record_hits)
+    app.state.hits = HitCounter(
+        app.state.engine,
+        settings.record_hits,
+        templates_per_day=settings.queue_templates_per_day,
+    )
     app.add_middleware(BodySizeLimit, limit_for=lambda path: body_limit(settings, path))
     app.add_middleware(SecurityHeaders)  # a 413 from the limit gets them too
     app.add_middleware(RequestObserver, metrics=app.state.metrics)  # outermost: sees the 413s

@@ -1,14 +1,15 @@
 """Hits: one per match (its top record, else its scrubbed template) and per record-page view;
 only the subject and the day are kept, never the paste nor a captured value."""
 
-import sqlite3
-
-from sqlalchemy import Engine, MetaData, select
+import pytest
+from sqlalchemy import select
 from sqlmodel import Session
 
-from app.curation.hits import RECORD, TEMPLATE, HitCounter, template_key, today
+from app.curation.hits import RECORD, TEMPLATE, HitCounter, today
+from app.curation.scrub import template_key
 from app.store.tables import Hit
 from tests.helpers.records import DATA_DIR
+from tests.helpers.store_dump import database_text
 
 SEED_002 = "edc4df790b100979"
 SECRET_OFFSET = "987654321"  # a value the seed-002 pattern captures
@@ -40,22 +41,6 @@ def _hits(engine) -> list[tuple[str, str, int]]:
     return sorted((kind, subject, count) for kind, subject, _, count in rows)
 
 
-def _database_text(engine: Engine) -> str:
-    """Every row of every table of the test database, as text: SQLite's own dump (the FTS
-    tables' insides too), or each reflected table's rows on PostgreSQL."""
-    if engine.dialect.name == "sqlite":
-        with sqlite3.connect(engine.url.database) as connection:
-            return "\n".join(connection.iterdump())
-    metadata = MetaData()
-    metadata.reflect(engine)
-    with engine.connect() as connection:
-        return "\n".join(
-            repr(tuple(row))
-            for table in metadata.sorted_tables
-            for row in connection.execute(select(table))
-        )
-
-
 def test_template_replaces_every_value() -> None:
     assert template_key("ValueError", UNMATCHED.splitlines()[-1][12:]) == UNMATCHED_TEMPLATE
     assert template_key("KeyError", "'layers.31.mlp'") == "KeyError: <str>"
@@ -84,7 +69,7 @@ def test_matches_and_views_count_and_no_paste_or_capture_is_kept(make_client) ->
         (RECORD, SEED_002, 4),
         (TEMPLATE, UNMATCHED_TEMPLATE, 1),
     ]
-    stored = _database_text(client.app.state.engine)
+    stored = database_text(client.app.state.engine)
     for secret in (SECRET_OFFSET, "alice", "sk-live", "7731", "llama-7b", "0x7f3a9c001e40"):
         assert secret not in stored, secret
 
@@ -107,3 +92,59 @@ def test_flushes_add_up_per_subject_and_day(session) -> None:
     assert counter.flush() == 0  # nothing left in memory
     assert _hits(engine) == [(RECORD, SEED_002, 3), (TEMPLATE, "KeyError: <str>", 1)]
     assert not HitCounter(engine, enabled=False).add(RECORD, SEED_002)
+
+
+def test_a_flush_stores_any_subject_and_keeps_every_other_hit(session) -> None:
+    engine = session.get_bind()
+    counter = HitCounter(engine, enabled=True, interval_s=3600.0)
+    counter.add(TEMPLATE, "ValueError: a \ud800 b\x00")  # what no filter should let through
+    counter.add(RECORD, SEED_002)
+    assert counter.flush() == 2
+    assert _hits(engine) == [(RECORD, SEED_002, 1), (TEMPLATE, "ValueError: a ? b", 1)]
+
+
+@pytest.mark.postgresql_only
+def test_a_row_the_store_refuses_costs_only_its_own_count(session) -> None:
+    """PostgreSQL refuses a count past 32 bits: the batch is then written row by row."""
+    engine = session.get_bind()
+    full = 2**31 - 1
+    session.add(Hit(kind=TEMPLATE, subject="KeyError: <str>", day=today(), count=full))
+    session.commit()
+    counter = HitCounter(engine, enabled=True, interval_s=3600.0)
+    counter.add(TEMPLATE, "KeyError: <str>")
+    counter.add(RECORD, SEED_002)
+    assert counter.flush() == 1
+    assert _hits(engine) == [(RECORD, SEED_002, 1), (TEMPLATE, "KeyError: <str>", full)]
+
+
+def test_the_queue_keeps_at_most_the_cap_of_templates_per_day(make_client) -> None:
+    client = make_client(queue_templates_per_day=5)
+    names = [a + b for a in "bcdfg" for b in "aeiou"]  # 25 distinct words of prose
+    popular = names[:3]
+    for name in popular:  # hit more often than any other: never the ones dropped
+        for _ in range(3):
+            client.post("/api/match", json={"text": f"ValueError: no {name} here"})
+    for start in range(0, len(names), 10):  # batches, each flushed on its own
+        texts = [f"ValueError: no {name} here" for name in names[start : start + 10]]
+        assert client.post("/api/match/batch", json={"texts": texts}).status_code == 200
+        client.app.state.hits.flush()
+    queue = client.get("/api/curation/queue").json()
+    assert queue["total"] == 5
+    shown = {item["template"]: item["hits"] for item in queue["items"]}
+    assert all(shown[f"ValueError: no {name} here"] == 4 for name in popular)
+    assert sorted(shown.values()) == [1, 1, 4, 4, 4]
+
+
+def test_memory_holds_no_more_new_templates_than_the_cap(session) -> None:
+    counter = HitCounter(session.get_bind(), enabled=True, interval_s=3600.0, templates_per_day=3)
+    for name in ("ab", "cd", "ef", "gh", "ij"):
+        assert counter.add(TEMPLATE, f"KeyError: {name}")
+    counter.add(TEMPLATE, "KeyError: ab")  # one already held is still counted
+    counter.add(RECORD, SEED_002)  # records are not templates
+    assert counter.flush() == 4
+    assert _hits(session.get_bind()) == [
+        (RECORD, SEED_002, 1),
+        (TEMPLATE, "KeyError: ab", 2),
+        (TEMPLATE, "KeyError: cd", 1),
+        (TEMPLATE, "KeyError: ef", 1),
+    ]

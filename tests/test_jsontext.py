@@ -43,3 +43,21 @@ def test_syntax_errors_say_where() -> None:
 def test_scalars_and_wide_values_parse() -> None:
     assert parse_json('"text"') == "text"
     assert parse_json("[" + ",".join(["[1]"] * 10_000) + "]")[-1] == [1]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"text": "a \\ud800 b"}', "a lone surrogate (U+D800) at offset 2"),
+        ('["ok", {"k\\udfff": 1}]', "a lone surrogate (U+DFFF) at offset 1"),
+        ('{"text": "a\\u0000"}', "a NUL character (U+0000) at offset 1"),
+    ],
+)
+def test_strings_no_reply_can_encode_or_store_are_refused(text: str, reason: str) -> None:
+    with pytest.raises(JsonTextError) as refused:
+        parse_json(text)
+    assert str(refused.value) == f"a string holds {reason}"
+
+
+def test_a_surrogate_pair_is_one_character_and_parses() -> None:
+    assert parse_json('"\\ud83d\\ude00"') == "\U0001f600"

@@ -85,3 +85,48 @@ def test_reasons_do_not_repeat_the_value(seed_records, change) -> None:
     [error] = record_errors(record)
     assert len(error.reason) <= MAX_REASON_CHARS
     assert "limit" in error.reason or "longer than" in error.reason
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "\\n.+",
+        "[^x]+",
+        "\\d+",
+        "\\w+\\s+\\w+",
+        ".+ .+",
+        "(?:ab|c)\\d+",
+        "a?b?c?d?e?f",
+        "(?i)[a-z]{3}x",
+        "x (?P<n>(?s:.+?)) y",  # a variable part with three letters round it
+    ],
+)
+def test_patterns_with_too_little_literal_text_are_refused(seed_records, pattern) -> None:
+    record = copy.deepcopy(seed_records["c53f6de81577a6bc"]) | {"messagePattern": pattern}
+    [error] = record_errors(record)
+    assert error.field == "messagePattern"
+    assert error.reason.startswith("too little literal text: every match holds")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "TODO",
+        "top-k (?P<top_k>(?s:.+?))",
+        "axes=(?P<axes>(?s:.+?))",
+        "(?:abcd|efgh)\\d+",
+        "(?:ab){2}",
+        "CUDA error: (?P<what>(?s:.+?))",
+    ],
+)
+def test_patterns_with_enough_literal_text_are_kept(seed_records, pattern) -> None:
+    record = copy.deepcopy(seed_records["c53f6de81577a6bc"]) | {"messagePattern": pattern}
+    assert record_errors(record) == []
+
+
+def test_the_write_api_refuses_a_pattern_without_literal_text(client, seed_records, auth):
+    record = copy.deepcopy(seed_records["c53f6de81577a6bc"])
+    record |= {"id": "00000000000000fd", "messagePattern": "[^x]+"}
+    response = client.post("/api/errors", json=record, headers=auth)
+    assert response.status_code == 422
+    assert "too little literal text" in response.json()["detail"]

@@ -18,6 +18,7 @@ from sqlalchemy import Row, and_, func, or_, select
 from sqlmodel import Session, col
 
 from app.curation.hits import RECORD, TEMPLATE
+from app.curation.scrub import shown_template
 from app.errors import AppError
 from app.records import service as records
 from app.records.filters import NO_FILTERS, RecordFilters, record_condition
@@ -129,6 +130,9 @@ def curation_queue(
 def _item(row: Row[Any], stored: dict[str, StoredRecord]) -> QueueItem:
     hits, last_hit = int(row.hits), row.last_hit
     if row.kind == TEMPLATE:
-        return QueueItem(template_id(row.subject), hits, last_hit, UNEXPLAINED, None, row.subject)
+        # shown through the scrubbing filter again: a template stored by an older, weaker
+        # filter must not show the values it let through
+        template = shown_template(row.subject)
+        return QueueItem(template_id(row.subject), hits, last_hit, UNEXPLAINED, None, template)
     record = stored[row.subject]  # the same transaction read the row: it is there
     return QueueItem(record.id, hits, last_hit, record.review_state, record, None)

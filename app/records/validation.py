@@ -2,7 +2,8 @@
 
 Import, the write API and the tests all call `record_errors`, so a record is judged the same
 way wherever it comes from: JSON Schema first, then the checks a schema cannot express
-(the messagePattern must run on the linear-time engines; source line bounds must agree).
+(the messagePattern must run on the linear-time engines and hold enough literal text to tell
+one message from another; source line bounds must agree).
 
 The schema runs on two engines: fastjsonschema compiles it to Python and decides whether a
 record is valid in ~10 us (importing 50k records must take seconds, not minutes), and only
@@ -20,7 +21,7 @@ import fastjsonschema
 from jsonschema import Draft202012Validator
 
 from app.config import PROJECT_ROOT
-from app.matching.patterns import PatternError, check_pattern
+from app.matching.patterns import PatternError, check_literal_text, check_pattern
 from app.records.locations import matched_by_location
 
 SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"
@@ -148,6 +149,7 @@ def record_errors(record: Any) -> list[FieldError]:
     else:
         try:
             check_pattern(record["messagePattern"])
+            check_literal_text(record["messagePattern"])
         except PatternError as error:
             errors.append(FieldError("messagePattern", _shortened(str(error))))
     start, end, line = record["sourceCodeStart"], record["sourceCodeEnd"], record["lineNumber"]

@@ -6,8 +6,9 @@ word labelled with its field's weight (app.store.fulltext), both kept in step by
 statement triggers of migration 0008 and indexed with GIN. Words are indexed the way FTS5's
 unicode61 tokenizer (remove_diacritics 2) indexes them: every run of characters other than
 letters and digits separates words, accents are removed (`unaccent`), case is folded. A query
-reaches `to_tsquery` only as quoted words of letters and digits (`tsquery_text`), so nothing
-a user types is operator syntax; ranking is `ts_rank` with the declared weights.
+reaches `to_tsquery` only as quoted words of letters and digits, each unaccented before it
+is quoted (`tsquery_sql`), so nothing a user types is operator syntax; ranking is `ts_rank`
+with the declared weights.
 """
 
 import re
@@ -45,7 +46,8 @@ from app.store.fulltext import (
 )
 
 _WORD = re.compile(r"[^\W_]+")
-_QUERY = "to_tsquery('simple', unaccent(:query))"
+# A word as a quoted tsquery lexeme: quote, then unaccent's output with ' and \ doubled.
+_QUOTED_WORD = r"'''' || replace(replace(unaccent(:{0}), '\', '\\'), '''', '''''') || ''''"
 _WEIGHTS = "ARRAY[" + ", ".join(map(str, rank_weights())) + "]::real[]"
 ANALYZE_MIN_ROWS = 1000  # a batch this large renews the planner's statistics
 RANK_NORMALIZATION = 1  # divide by 1 + log(length): a long text does not win by length alone
@@ -105,17 +107,35 @@ def make_engine(url: str, pool: PoolOptions) -> Engine:
     return engine
 
 
-def tsquery_text(query: TextQuery) -> str:
-    """A to_tsquery expression of quoted words: phrases (<->) ANDed (or ORed), the last word
-    maybe a prefix (:*). Raises ValueError for a word that is not letters and digits only."""
+def tsquery_sql(query: TextQuery) -> tuple[str, dict[str, str]]:
+    """SQL for the tsquery of quoted words: phrases (<->) ANDed (or ORed), the last word
+    maybe a prefix (:*); and its bind parameters, one per word. Raises ValueError for a word
+    that is not letters and digits only.
+
+    Each word goes through `unaccent` before it is quoted, never the finished expression:
+    `unaccent` turns letters such as U+02BC and U+0149 into an apostrophe, which
+    would end a quote (a syntax error). Quoted after it, with quotes and backslashes doubled,
+    the apostrophe is part of the lexeme, and to_tsquery splits the word there as
+    to_tsvector split the indexed text.
+    """
     if not query.phrases or any(
         not _WORD.fullmatch(word) for words in query.phrases for word in words
     ):
         raise ValueError("a query is phrases of words of letters and digits")
-    parts = [" <-> ".join(f"'{word}'" for word in words) for words in query.phrases]
+    params: dict[str, str] = {}
+    pieces = []
+    for words in query.phrases:
+        quoted = []
+        for word in words:
+            name = f"w{len(params)}"
+            params[name] = word
+            quoted.append(_QUOTED_WORD.format(name))
+        pieces.append(" || ' <-> ' || ".join(quoted))
     if query.prefix:
-        parts[-1] += ":*"
-    return (" | " if query.any_word else " & ").join(f"({part})" for part in parts)
+        pieces[-1] += " || ':*'"
+    joiner = " || ' | ' || " if query.any_word else " || ' & ' || "
+    expression = joiner.join(f"'(' || {piece} || ')'" for piece in pieces)
+    return f"to_tsquery('simple', {expression})", params
 
 
 class PostgresBackend(Backend):
@@ -127,12 +147,13 @@ class PostgresBackend(Backend):
     def count(
         self, session: Session, query: TextQuery, condition: Condition | None, cap: int
     ) -> int:
+        tsquery, params = tsquery_sql(query)
         found: Select[Any] = (
             select(literal_column("1"))
-            .select_from(text(f"record_search k, {_QUERY} AS q(q)"))
+            .select_from(text(f"record_search k, {tsquery} AS q(q)"))
             .where(text("k.full_tsv @@ q.q"))
         )
-        return count_capped(session, found, condition, cap, {"query": tsquery_text(query)})
+        return count_capped(session, found, condition, cap, params)
 
     def rank(
         self,
@@ -144,29 +165,29 @@ class PostgresBackend(Backend):
     ) -> list[Scored]:
         column, leave_out = _SCOPES[scope]
         score = f"ts_rank({_WEIGHTS}, k.{column}, q.q, {RANK_NORMALIZATION})"
+        tsquery, params = tsquery_sql(query)
         statement = (
             select(
                 literal_column("k.fts_rowid", Integer),
                 literal_column("k.record_id", Text),
                 literal_column(score, Float).label("score"),
             )
-            .select_from(text(f"record_search k, {_QUERY} AS q(q)"))
+            .select_from(text(f"record_search k, {tsquery} AS q(q)"))
             .where(text(f"k.{column} @@ q.q{leave_out}"))
         )
         statement = restricted(statement, condition).order_by(text("score DESC, k.fts_rowid DESC"))
-        params = {"query": tsquery_text(query)}
         rows = session.connection().execute(statement.limit(limit), params)
         return [Scored(*row) for row in rows]
 
     def holding(self, session: Session, query: TextQuery, keys: Sequence[int]) -> set[int]:
         if not keys:
             return set()
+        tsquery, params = tsquery_sql(query)
         statement = text(
-            f"SELECT k.fts_rowid FROM record_search k, {_QUERY} AS q(q)"
+            f"SELECT k.fts_rowid FROM record_search k, {tsquery} AS q(q)"
             " WHERE k.fts_rowid IN :keys AND k.full_tsv @@ q.q"
         ).bindparams(bindparam("keys", expanding=True))
-        params = {"query": tsquery_text(query), "keys": list(keys)}
-        return set(session.execute(statement, params).scalars())
+        return set(session.execute(statement, {**params, "keys": list(keys)}).scalars())
 
     def exclusive(self, engine: Engine, name: str) -> AbstractContextManager:
         return _advisory_lock(engine, name)

@@ -15,6 +15,18 @@ SEED_001 = "b6bab2e17ae18394"
 SEED_002 = "edc4df790b100979"
 SEED_002_ERROR = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
 HOSTILE_QUERIES = [
+    "\u02bc",  # letters that unaccent turns into an apostrophe
+    "don\u02bct \u02b9x\u02b9 \u02bbokina \u02c8stress \u0149",
+    "\u02bc\u02bc\u02bc free",
+    "'\"`\u2018\u2019\u201c\u201d\u00ab\u00bb\u2039\u203a\u300c\u300d\uff07",
+    "free & buffers | !x <-> y:* (z)",
+    "&|!<->:*()",
+    "a\\b \\\\ \\'",
+    "\x01\x02\x1f\x7f free\x0bbuffers",
+    "\u200f\u202e\u2066free\u2069 \u05e9\u05dc\u05d5\u05dd",
+    "\U0001f600\U0001f469\u200d\U0001f4bb free",
+    "x" * 300 + " " + "\u00e9" * 200,
+    "\ufb01le \u2460 \u00bd \u2122",
     '"',
     '"unbalanced',
     "(",

@@ -1,0 +1,120 @@
+"""The template kept for an unmatched paste holds no value from it: the README promises that
+"no value from the paste is kept", and these tests hold every page and the database to it."""
+
+from pathlib import Path
+
+import pytest
+
+from app.config import PROJECT_ROOT
+from app.curation.hits import TEMPLATE
+from app.curation.scrub import shown_template, template_key
+from tests.helpers.store_dump import database_text
+
+README_PROMISE = "no value from the paste is kept"
+SECRET_CHUNK = 6  # no run of this many characters of a secret may show anywhere
+
+# (what the message says, the secret part of it): real shapes, not real secrets.
+SECRET_SHAPES = [
+    ("AWS key {}", "AKIAQZ7XW4MBRT3KPL2N"),
+    ("aws secret {}", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzqv9xKEYQ"),
+    ("GitHub token {}", "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"),
+    ("GitHub fine-grained github_pat_{}", "11ABCDEFG0qzXw_9fJkLmNoPqRsTuVwXyZaBcDeFgHiJ"),
+    ("token {}", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123"),
+    ("lowercase token {}", "hf_qzvbkwmtrxplnhgdsfcjyu"),
+    ("OpenAI key {}", "sk-proj-Qz9x8KwYtRvB3nLm4HjG7fDcA2sE5pUo1iT6yWq0"),
+    ("legacy OpenAI key {}", "sk-T3BlbkFJqZx7Wv9Yt2Rn4Mk8Lp6Hj3Gf5Dd1Ss0Aa9Qq"),
+    ("Slack {}", "xoxb-2837465019-7362514098-QzWxEcRvTbYnUmIoPlKjHgFd"),
+    (
+        "JWT {}",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJxYXJsb3R0YSJ9"
+        ".Xq3vB8nKz1Wm5Rt7Yp9Lc2Jd4Hf6Gs8Ak0Eo",
+    ),
+    ("connection to {} failed", "postgresql://admin:Sup3rSecretPwZZ@db-qzv.internal:5432/prod"),
+    ("fetch {} refused", "https://qarlotta:hunter2zq@registry.qzv-corp.example/v2/private"),
+    ("mail {} bounced", "qarlotta.vbk@corpmail-zq.org"),
+    ("peer {} unreachable", "10.214.77.193"),
+    ("peer {} unreachable", "2001:db8:85a3::8a2e:370:7334"),
+    ("resolve {} failed", "gpu-node-17.qzv-cluster.internal"),
+    ("cannot open {}", "C:\\Users\\qarlotta\\vkb-run\\ckpt_7731.bin"),
+    ("cannot open {}", "/home/qarlotta/vkb-run/ckpt_7731.safetensors"),
+    ("blob {} rejected", "U2VjcmV0UGF5bG9hZFF6dnhrd21ocnE5OTE3Mw=="),
+    ("config password: {} invalid", "plughxyzzy"),
+    ("header Bearer:{} rejected", "Qz9xKwYtRvB3nLm4HjG7"),
+]
+PASTES = [f"ValueError: {message.format(secret)}" for message, secret in SECRET_SHAPES]
+PAGES = ("/api/curation/queue?limit=200", "/curate", "/stats", "/api/stats/charts")
+
+
+def _chunks(secret: str) -> set[str]:
+    return {secret[at : at + SECRET_CHUNK] for at in range(len(secret) - SECRET_CHUNK + 1)}
+
+
+def _leaks(text: str) -> list[str]:
+    """The secrets of which some run of SECRET_CHUNK characters shows in the text."""
+    return [secret for _, secret in SECRET_SHAPES if any(c in text for c in _chunks(secret))]
+
+
+def test_readme_makes_the_promise_these_tests_hold() -> None:
+    assert README_PROMISE in " ".join(Path(PROJECT_ROOT / "README.md").read_text().split())
+
+
+def test_template_keeps_the_prose_and_replaces_every_value() -> None:
+    assert (
+        template_key(
+            "ValueError",
+            "connection to postgresql://admin:Sup3rSecretPwZZ@db.internal:5432/prod failed "
+            "with token hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+        )
+        == "ValueError: connection to <url> failed with token <secret>"
+    )
+    assert (
+        template_key(
+            "RuntimeError", "max_model_len=4096 exceeds max_position_embeddings (2048) on cuda:0"
+        )
+        == "RuntimeError: max_model_len=<num> exceeds max_position_embeddings (<num>) on cuda:<num>"
+    )
+    assert template_key("torch.OutOfMemoryError", "CUDA out of memory, 2.5 GiB free") == (
+        "torch.OutOfMemoryError: CUDA out of memory, <num> GiB free"
+    )
+    assert template_key("Sup3rSecretPwZZ.Error", "x") == "<value>.Error: x"
+    for paste, (_, secret) in zip(PASTES, SECRET_SHAPES, strict=True):
+        template = template_key("ValueError", paste.removeprefix("ValueError: "))
+        assert not _chunks(secret) & _chunks(template), template
+        assert shown_template(template) == template  # the filter is stable
+
+
+def test_no_secret_from_a_paste_is_stored_or_shown(make_client) -> None:
+    """The README's promise, "no value from the paste is kept", on every way in and out."""
+    client = make_client()
+    for paste in PASTES:
+        assert client.post("/api/match", json={"text": paste}).status_code == 200
+        assert client.post("/match", data={"text": paste, "mode": "match"}).status_code == 200
+    assert client.post("/api/match/batch", json={"texts": PASTES}).status_code == 200
+    client.app.state.hits.flush()
+    queue = client.get("/api/curation/queue?limit=200").json()
+    assert queue["total"] >= len(SECRET_SHAPES) // 2  # the pastes were counted
+    assert _leaks(database_text(client.app.state.engine)) == []
+    for page in PAGES:
+        response = client.get(page)
+        assert response.status_code == 200
+        assert _leaks(response.text) == [], page
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        "ValueError: connection to postgresq<path>:Sup<num>rSecretPwZZ@db.interna<path> failed"
+        " with token hf_AbCdEfGhIjKlMnOpQrStUvWxYz<num>",
+        "KeyError: token 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",
+    ],
+)
+def test_a_template_stored_by_an_older_filter_is_shown_clean(make_client, stored: str) -> None:
+    client = make_client()
+    client.app.state.hits.add(TEMPLATE, stored)
+    client.app.state.hits.flush()
+    shown = [item["template"] for item in client.get("/api/curation/queue").json()["items"]]
+    assert shown == [shown_template(stored)]
+    for page in PAGES:
+        text = client.get(page).text
+        for secret in ("SecretPwZZ", "AbCdEfGhIj", "wWPw5k4aXc"):
+            assert secret not in text, page
