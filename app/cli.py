@@ -25,8 +25,8 @@ from app.store.engine import open_store, unit_of_work
 if TYPE_CHECKING:  # imported where used: the commands that need neither start faster
     from typer._click._termui_impl import ProgressBar
 
-    from app.client.http import ApiClient, ClientError
-    from app.client.local import LocalStore
+    from app.client.explain import Source
+    from app.client.http import ClientError
     from app.reproducers.runner import RunOutcome
 
 UVICORN_LOG_CONFIG = Path(__file__).parent / "ops" / "uvicorn-logging.json"
@@ -197,17 +197,14 @@ SERVER_OPTION = typer.Option(
 )
 
 
-def _source(settings: Settings, server: str | None) -> "ApiClient | LocalStore":
+def _source(settings: Settings, server: str | None) -> "Source":
     """The server named by --server or ERRKB_SERVER, else the local store: both answer in
     the API's JSON, so each command prints the same either way."""
-    url = server or settings.server
-    if url:
-        from app.client.http import ApiClient
+    from app.client.explain import open_source
 
-        return ApiClient(url, settings.server_timeout_s)
-    from app.client.local import LocalStore
-
-    return LocalStore(settings)
+    if server:
+        settings = settings.model_copy(update={"server": server})
+    return open_source(settings, settings.server_timeout_s)
 
 
 def _fail(error: "ClientError") -> NoReturn:
@@ -265,16 +262,11 @@ def search_command(
     server: Annotated[str | None, SERVER_OPTION] = None,
 ) -> None:
     """Full-text search of the records, like GET /api/search (the same filters)."""
-    from app.client.http import ApiClient, ClientError
+    from app.client.http import ClientError
     from app.client.text import search_lines
 
-    answerer = _source(_settings(ctx), server)
     try:
-        if isinstance(answerer, ApiClient):
-            params: dict[str, str | int] = {**filters.active(), "limit": limit}
-            page = answerer.search(query, params | ({"cursor": cursor} if cursor else {}))
-        else:
-            page = answerer.search(query, filters, limit, cursor)
+        page = _source(_settings(ctx), server).search(query, filters.active(), limit, cursor)
     except ClientError as error:
         _fail(error)
     if as_json:

@@ -7,21 +7,32 @@ the same shapes. `errkb run`, `errkb explain`, the Python hook and the pytest pl
 print what `explanations` returns, so an error reads the same wherever it surfaces.
 """
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.client.watch import chunks_of
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 MATCH_LIMIT = 10
 """Matches asked for per text: enough for the best one of each exception in a chunk."""
 
 
 class Source(Protocol):
-    """Who answers: a server (app.client.http.ApiClient) or the local store."""
+    """Who answers: a server (app.client.http.ApiClient) or the local store
+    (app.client.local.LocalStore)."""
 
     def match(self, text: str, limit: int) -> dict[str, Any]:
         """POST /api/match's answer for `text`."""
+        ...
+
+    def search(
+        self, query: str, filters: Mapping[str, str], limit: int, cursor: str | None
+    ) -> dict[str, Any]:
+        """GET /api/search's answer."""
         ...
 
     def record(self, record_id: str) -> dict[str, Any]:
@@ -65,6 +76,43 @@ def explanations(source: Source, text: str, explained: set[str]) -> list[Explana
         document = source.record(match["id"])
         found.append(_explanation(document, source.link(document["record"]["id"]), seen, index))
     return found
+
+
+def open_source(settings: "Settings", timeout_s: float, create_store: bool = True) -> Source:
+    """The configured server (ERRKB_SERVER), else the local store, loaded only then;
+    `create_store=False` answers with a ClientError where no store exists yet."""
+    if settings.server:
+        from app.client.http import ApiClient
+
+        return ApiClient(settings.server, timeout_s)
+    from app.client.local import LocalStore
+
+    return LocalStore(settings, create=create_store)
+
+
+def explain_quietly(text: str) -> list[Explanation] | None:
+    """The explanations of `text` within ERRKB_HOOK_TIMEOUT_S, for code that runs inside
+    someone else's program or test run; None when no answer came (no server, no store, too
+    slow, any error): such code adds nothing rather than a second traceback or a wait."""
+    try:
+        from app.config import Settings
+
+        settings = Settings()
+    except Exception:  # a malformed ERRKB_* variable is not the program's problem
+        return None
+    found: list[list[Explanation]] = []
+
+    def ask() -> None:
+        try:
+            source = open_source(settings, settings.hook_timeout_s, create_store=False)
+            found.append(explanations(source, text, set()))
+        except Exception:  # any failure is the same as no answer: nothing to add
+            return
+
+    worker = threading.Thread(target=ask, name="errkb-explain", daemon=True)
+    worker.start()
+    worker.join(settings.hook_timeout_s)
+    return found[0] if found else None
 
 
 def explain_log(source: Source, text: str) -> list[Explanation]:

@@ -26,10 +26,6 @@ import threading
 import traceback
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from app.client.explain import Explanation
 
 SITE = Path(__file__).resolve().parent / "site"
 """The folder whose sitecustomize.py installs the hook in child processes."""
@@ -75,47 +71,11 @@ def explain_exception(
     """Print the explanations of this exception's traceback on stderr, or nothing."""
     if issubclass(kind, KeyboardInterrupt | SystemExit):
         return
+    from app.client.explain import as_text, explain_quietly
+
     text = "".join(traceback.format_exception(kind, error, trace))
-    for explanation in _explanations(text):
-        from app.client.explain import as_text
-
-        sys.stderr.write(as_text(explanation))
+    sys.stderr.write("".join(as_text(explanation) for explanation in explain_quietly(text) or []))
     sys.stderr.flush()
-
-
-def _explanations(text: str) -> list["Explanation"]:
-    """What the server or the local store says within the hook's time limit; nothing when
-    it cannot say (no server, no store, an error of any kind, too slow)."""
-    try:
-        from app.config import Settings
-
-        settings = Settings()
-    except Exception:  # a malformed ERRKB_* variable is not this program's problem
-        return []
-    found: list[Explanation] = []
-
-    def ask() -> None:
-        from app.client.explain import explanations
-
-        try:
-            found.extend(explanations(_source(settings), text, set()))
-        except Exception:  # the hook must add nothing rather than a second traceback
-            return
-
-    worker = threading.Thread(target=ask, name="errkb-hook", daemon=True)
-    worker.start()
-    worker.join(settings.hook_timeout_s)
-    return list(found)  # empty until the worker has all of them
-
-
-def _source(settings: "Settings") -> "Source":
-    from app.client.http import ApiClient
-
-    if settings.server:
-        return ApiClient(settings.server, settings.hook_timeout_s)
-    from app.client.local import LocalStore
-
-    return LocalStore(settings, create=False)
 
 
 def main(argv: list[str]) -> None:
@@ -150,10 +110,6 @@ def _program_frames(trace: TracebackType | None) -> TracebackType | None:
         trace = trace.tb_next
     return trace
 
-
-if TYPE_CHECKING:
-    from app.client.explain import Source
-    from app.config import Settings
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -51,9 +51,12 @@ class ApiClient:
         """POST /api/match: the exceptions in `text` and the records that explain them."""
         return self._call("POST", "/api/match", params={"limit": limit}, json={"text": text})
 
-    def search(self, query: str, params: Mapping[str, str | int]) -> dict[str, Any]:
-        """GET /api/search with `q` and the other parameters (filters, limit, cursor)."""
-        return self._call("GET", "/api/search", params={"q": query, **params})
+    def search(
+        self, query: str, filters: Mapping[str, str], limit: int, cursor: str | None
+    ) -> dict[str, Any]:
+        """GET /api/search: `filters` are its query parameters (repo, errorClass...)."""
+        params = {"q": query, **filters, "limit": limit} | ({"cursor": cursor} if cursor else {})
+        return self._call("GET", "/api/search", params=params)
 
     def record(self, record_id: str) -> dict[str, Any]:
         """GET /api/errors/{id}: the record and everything its page shows."""

@@ -7,6 +7,7 @@ schemas, which a program being explained should not pay for otherwise.
 """
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +54,18 @@ class LocalStore:
         return json.loads(result.model_dump_json(by_alias=True))
 
     def search(
-        self, query: str, filters: RecordFilters, limit: int, cursor: str | None
+        self, query: str, filters: Mapping[str, str], limit: int, cursor: str | None
     ) -> dict[str, Any]:
-        """GET /api/search's JSON."""
+        """GET /api/search's JSON; `filters` are its query parameters (repo, errorClass...)."""
         with Session(self.engine) as session:
             try:
                 results = search(
-                    session, query, filters, limit=limit, cursor=cursor, matcher=self.matcher
+                    session,
+                    query,
+                    RecordFilters.model_validate(filters),
+                    limit=limit,
+                    cursor=cursor,
+                    matcher=self.matcher,
                 )
             except AppError as error:
                 raise ClientError(error.detail, error.status) from None
