@@ -80,7 +80,7 @@ class LocalStore:
                 target = locations.resolve_alias(session, record_id)
                 stored = None if target is None else records.get_record(session, target)
             if stored is None:
-                raise ClientError(f"no record {record_id}", 404)
+                raise ClientError(f"record {record_id} does not exist", 404)
             view = record_view(session, self.settings, stored)
             return json.loads(record_document_json(view, PROJECT_ROOT))
 
