@@ -189,9 +189,12 @@ def as_markdown(found: Iterable[Explanation], name: str) -> str:
     noun = "error" if len(found) == 1 else "errors"
     parts = [f"### errkb: {len(found)} known {noun} in {_code(name)}\n"]
     for explanation in found:
+        title, link = _escape(explanation.title), explanation.link
+        heading = f"[{title}]({link})" if link.startswith(("http://", "https://")) else title
+        where = "" if heading != title else f"; {_code(link)}"
         parts.append(
-            f"\n#### [{_escape(explanation.title)}]({explanation.link})\n\n"
-            f"{_code(explanation.seen)} ({_escape(explanation.repo)})\n\n"
+            f"\n#### {heading}\n\n"
+            f"{_code(explanation.seen)} ({_escape(explanation.repo)}{where})\n\n"
             f"**Fix:** {_escape(explanation.advice)}\n"
         )
         if explanation.reproduced:
@@ -215,4 +218,7 @@ def _code(text: str) -> str:
 def _escape(text: str) -> str:
     """Text that Markdown shows as written: no markup, links or HTML of its own."""
     text = " ".join(text.split())
-    return "".join("\\" + char if char in "\\`*_[]<>#|~!" else char for char in text)
+    entities = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+    return "".join(
+        entities.get(char) or ("\\" + char if char in "\\`*_[]#|~!" else char) for char in text
+    )
