@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.client.run import exit_status
+from tests.conftest import DATA_DIR
 from tests.helpers.logs import FREE_BUFFERS, FREE_BUFFERS_ID
 from tests.helpers.served import ERRKB, client_env
 
@@ -194,3 +195,19 @@ def test_a_command_that_does_not_exist_exits_127(tmp_path: Path) -> None:
     )
     assert run.returncode == 127
     assert run.stderr.decode().startswith(f"errkb: cannot run {tmp_path / 'no-such-command'}")
+
+
+def test_without_a_server_the_local_store_explains(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'errkb.db'}"
+    settings = {"ERRKB_DATABASE_URL": database, "ERRKB_CACHE_DIR": str(tmp_path / "cache")}
+    env = client_env(**settings)
+    subprocess.run([*ERRKB, "import", str(DATA_DIR)], env=env, check=True, capture_output=True)
+    script = _script(tmp_path, f"raise RuntimeError({FREE_BUFFERS!r})")
+    run = subprocess.run(
+        _errkb_run([sys.executable, str(script)]), capture_output=True, env=env, timeout=RUN_S
+    )
+    assert run.returncode == 1
+    assert run.stderr.decode().splitlines()[-4:-2] == [
+        f"errkb: RuntimeError: {FREE_BUFFERS} (vllm-project/vllm)",
+        f"  see: errkb show {FREE_BUFFERS_ID}",
+    ]

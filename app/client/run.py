@@ -129,6 +129,7 @@ class _Watcher(threading.Thread):
                 self._end(name)
             else:
                 self._lines(name, data)
+            self._quiet(time.monotonic())  # the other pipe's error, while this one talks on
         self.explainer.chunks.put(None)
 
     def _lines(self, name: str, data: bytes) -> None:

@@ -13,8 +13,9 @@ _ROOT = _HERE.parents[2]  # the folder holding the `app` package
 
 if importlib.util.find_spec("app") is None:  # run from a checkout rather than installed
     sys.path.append(str(_ROOT))
-# Without errkb importable here, this process runs without the hook.
-with contextlib.suppress(ImportError):
+# Where errkb cannot load (another interpreter, another `app`), the process runs unhooked
+# and undisturbed: a child must never fail to start because of errkb.
+with contextlib.suppress(Exception):
     importlib.import_module("app.client.hook")  # installs the hooks
 
 _others = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
