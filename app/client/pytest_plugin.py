@@ -2,8 +2,9 @@
 explains its exception.
 
 Registered as the pytest11 entry point `errkb`, which pytest loads into every run where errkb
-is installed; so it does nothing unless asked: `-p errkb` (or `-p app.client.pytest_plugin`)
-on the command line or in addopts, or `--errkb`. Asked, it sends each failing test's
+is installed; so it does nothing unless asked: `-p errkb` on the command line or in addopts,
+or `--errkb` (`-p app.client.pytest_plugin` where errkb is not installed: where it is, pytest
+would register the one module under two names and refuse). Asked, it sends each failing test's
 traceback to the server (ERRKB_SERVER) or the local store, waiting at most
 ERRKB_HOOK_TIMEOUT_S; after one failure to get an answer it stops asking, so a test run never
 waits on errkb more than once. Nothing beyond pytest is imported until a test fails.
