@@ -211,3 +211,27 @@ def test_without_a_server_the_local_store_explains(tmp_path: Path) -> None:
         f"errkb: RuntimeError: {FREE_BUFFERS} (vllm-project/vllm)",
         f"  see: errkb show {FREE_BUFFERS_ID}",
     ]
+
+
+def test_a_python_command_writes_as_it_goes_as_on_a_terminal(tmp_path: Path) -> None:
+    """Python buffers its stdout on a pipe; errkb run asks it not to, so stdout and stderr
+    arrive in the order they were written."""
+    script = _script(
+        tmp_path,
+        """
+        import sys, time
+        print("first, on stdout")
+        time.sleep(0.3)
+        print("second, on stderr", file=sys.stderr)
+        time.sleep(0.3)
+        """,
+    )
+    env = {key: value for key, value in client_env().items() if key != "PYTHONUNBUFFERED"}
+    run = subprocess.run(
+        _errkb_run([sys.executable, str(script)]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        timeout=RUN_S,
+    )
+    assert run.stdout == b"first, on stdout\nsecond, on stderr\n"

@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import IO
 
@@ -164,6 +164,14 @@ def _copy(pipe: IO[bytes], name: str, output: _Output, watcher: _Watcher) -> Non
     watcher.reads.put((name, None))
 
 
+def _unbuffered(environment: Mapping[str, str]) -> dict[str, str]:
+    """The command's environment, where a Python command writes as it goes: on a pipe
+    (ours) Python would hold its stdout back in a buffer, unlike on the terminal it would
+    otherwise have, and its output would reach the reader late and out of order with
+    stderr. A PYTHONUNBUFFERED the caller set is kept."""
+    return {"PYTHONUNBUFFERED": "1", **environment}
+
+
 def _terminal_sends_sigint() -> bool:
     """Whether a terminal's Ctrl-C reaches the command by itself: this process's group is
     the terminal's foreground group (the command was started in the same group)."""
@@ -198,7 +206,11 @@ def run_command(
     watcher = _Watcher(explainer)
     try:
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            env=_unbuffered(os.environ),
         )
     except OSError as error:
         output.note(f"errkb: cannot run {command[0]}: {error.strerror or error}\n")
