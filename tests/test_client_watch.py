@@ -77,3 +77,35 @@ def test_a_progress_bar_line_and_binary_noise_are_taken_in_stride() -> None:
     log = f"{bar}\n\x00\xff garbage\n{TRACEBACK}"
     (chunk,) = chunks_of(log)
     assert [e.message for e in parse_exceptions(chunk)] == [FREE_BUFFERS]
+
+
+def test_the_quick_look_passes_every_line_the_closer_look_would_take() -> None:
+    """Lines without a candidate word skip the parser; none of them may be an error's."""
+    import builtins
+
+    from app.client.watch import _candidate, _is_exception_line
+
+    names = [
+        name
+        for name, value in vars(builtins).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    ]
+    lines = [
+        *(f"{name}: message" for name in names),
+        *names,
+        "vllm.v1.engine.exceptions.EngineDeadError: engine died",
+        "torch.OutOfMemory: CUDA out of memory",
+        "mymodule.Failure",
+        *VLLM_LOG.splitlines(),
+        *TORCHRUN_LOG.splitlines(),
+        *TRACEBACK.splitlines(),
+        "Process SpawnProcess-1:",
+        "Exception in thread worker:",
+    ]
+    taken = [line for line in lines if _is_exception_line(line)]
+    assert len(taken) > len(names)
+    assert [line for line in taken if not _candidate(line)] == []
+    errorish = [
+        line for line in lines if "ERROR" in line or line.startswith(("Traceback", "  File"))
+    ]
+    assert [line for line in errorish if not _candidate(line)] == []

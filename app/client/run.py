@@ -135,10 +135,8 @@ class _Watcher(threading.Thread):
     def _lines(self, name: str, data: bytes) -> None:
         text = self.partial[name] + self.decoders[name].decode(data)
         *lines, self.partial[name] = text.split("\n")
-        now = time.monotonic()
-        for line in lines:
-            for chunk in self.watches[name].feed(line, now):
-                self.explainer.chunks.put(chunk)
+        for chunk in self.watches[name].feed_lines(lines, time.monotonic()):
+            self.explainer.chunks.put(chunk)
 
     def _quiet(self, now: float) -> None:
         for watch in self.watches.values():
