@@ -1,5 +1,5 @@
-"""The `errkb` command: db, import, export, serve, match, search, harvest, verify, drift, curate;
-each builds its settings once and hands them down."""
+"""The `errkb` command: db, import, export, serve, match, search, show, run, explain, harvest,
+verify, drift, curate; each builds its settings once and hands them down."""
 
 import functools
 import inspect
@@ -9,11 +9,10 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
-from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
@@ -26,7 +25,8 @@ from app.store.engine import open_store, unit_of_work
 if TYPE_CHECKING:  # imported where used: the commands that need neither start faster
     from typer._click._termui_impl import ProgressBar
 
-    from app.matching.service import Matcher
+    from app.client.explain import Source
+    from app.client.http import ClientError
     from app.reproducers.runner import RunOutcome
 
 UVICORN_LOG_CONFIG = Path(__file__).parent / "ops" / "uvicorn-logging.json"
@@ -190,10 +190,31 @@ def export_command(
         temporary.replace(out)
 
 
-def _matcher(settings: Settings, engine: Engine) -> "Matcher":
-    from app.matching.service import Matcher
+SERVER_OPTION = typer.Option(
+    "--server",
+    help="URL of an errkb server whose API answers instead of the local store "
+    "(default: ERRKB_SERVER).",
+)
 
-    return Matcher(engine, settings.cache_dir, settings.max_paste_bytes, settings.match_deadline_s)
+
+def _source(settings: Settings, server: str | None) -> "Source":
+    """The server named by --server or ERRKB_SERVER, else the local store: both answer in
+    the API's JSON, so each command prints the same either way."""
+    from app.client.explain import open_source
+
+    if server:
+        settings = settings.model_copy(update={"server": server})
+    return open_source(settings, settings.server_timeout_s)
+
+
+def _fail(error: "ClientError") -> NoReturn:
+    """One line and a non-zero status: 2 when the request was refused (a 4xx), else 1."""
+    typer.echo(f"error: {error}", err=True)
+    raise typer.Exit(2 if error.status and 400 <= error.status < 500 else 1)
+
+
+def _print_json(answer: dict[str, Any]) -> None:
+    typer.echo(json.dumps(answer, indent=2, ensure_ascii=False))
 
 
 @app.command("match")
@@ -204,42 +225,25 @@ def match_command(
     ] = "-",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     limit: Annotated[int, typer.Option(help="Most matches to show.", min=1, max=100)] = 5,
+    server: Annotated[str | None, SERVER_OPTION] = None,
 ) -> None:
     """Match a pasted traceback or log against the records, like POST /api/match."""
-    from app.errors import AppError
-    from app.matching.service import match_text
+    from app.client.http import ClientError
+    from app.client.text import match_lines
 
     try:
         raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     except OSError as error:
         typer.echo(f"error: cannot read {source}: {error.strerror}", err=True)
         raise typer.Exit(2) from None
-    settings = _settings(ctx)
-    engine = open_store(settings)
-    matcher = _matcher(settings, engine)
-    with Session(engine) as session:
-        try:
-            result = match_text(matcher, session, raw.decode("utf-8", "replace"), limit)
-        except AppError as error:
-            typer.echo(f"error: {error.detail}", err=True)
-            raise typer.Exit(2) from None
+    try:
+        result = _source(_settings(ctx), server).match(raw.decode("utf-8", "replace"), limit)
+    except ClientError as error:
+        _fail(error)
     if as_json:
-        typer.echo(result.model_dump_json(by_alias=True, indent=2))
+        _print_json(result)
         return
-    for exception in result.exceptions:
-        cause = "" if exception.cause_index is None else f" (caused by #{exception.cause_index})"
-        typer.echo(f"#{exception.index} {exception.qualified_class}: {exception.message}{cause}")
-    if not result.matches:
-        typer.echo("no record matches")
-    for match in result.matches:
-        record = match.record
-        where = f"{record.file_path}:{record.line_number}" if record.file_path else record.repo
-        captures = ", ".join(f"{k}={v}" for k, v in match.captures.items())
-        typer.echo(f"{match.score:6.1f}  {record.id}  {record.error_class}: {record.error_message}")
-        typer.echo(
-            f"        {where}  [{record.review_state}]" + (f"  {captures}" if captures else "")
-        )
-        typer.echo(f"        {'; '.join(match.reasons)}")
+    typer.echo("\n".join(match_lines(result)))
 
 
 @app.command("search")
@@ -255,37 +259,97 @@ def search_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the page as GET /api/search answers it.")
     ] = False,
+    server: Annotated[str | None, SERVER_OPTION] = None,
 ) -> None:
     """Full-text search of the records, like GET /api/search (the same filters)."""
-    from app.api.search import search_page
-    from app.errors import AppError
-    from app.search.service import search
+    from app.client.http import ClientError
+    from app.client.text import search_lines
+
+    try:
+        page = _source(_settings(ctx), server).search(query, filters.active(), limit, cursor)
+    except ClientError as error:
+        _fail(error)
+    if as_json:
+        _print_json(page)
+        return
+    typer.echo("\n".join(search_lines(page)))
+
+
+@app.command("show")
+def show_command(
+    ctx: typer.Context,
+    record_id: Annotated[str, typer.Argument(help="Id of the record (as in its page's address).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the record as GET /api/errors/{id} answers it.")
+    ] = False,
+    server: Annotated[str | None, SERVER_OPTION] = None,
+) -> None:
+    """Print a record as its page shows it: advice, message, source, releases, solutions,
+    related records and reproducer runs."""
+    from app.client.http import ClientError
+    from app.client.text import record_lines
+
+    answerer = _source(_settings(ctx), server)
+    try:
+        document = answerer.record(record_id)
+    except ClientError as error:
+        _fail(error)
+    if as_json:
+        _print_json(document)
+        return
+    typer.echo("\n".join(record_lines(document, answerer.link(document["record"]["id"]))))
+
+
+@app.command(
+    "run",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+def run_command(
+    ctx: typer.Context,
+    command: Annotated[list[str], typer.Argument(help="The command and its arguments, after --.")],
+    server: Annotated[str | None, SERVER_OPTION] = None,
+) -> None:
+    """Run a command, pass its output through unchanged, and explain on standard error each
+    error it prints (once each); exits with the command's status (128+N for signal N)."""
+    from app.client.run import run_command as run_explained
 
     settings = _settings(ctx)
-    engine = open_store(settings)
-    with Session(engine) as session:
-        try:
-            results = search(
-                session,
-                query,
-                filters,
-                limit=limit,
-                cursor=cursor,
-                matcher=_matcher(settings, engine),
-            )
-        except AppError as error:
-            typer.echo(f"error: {error.detail}", err=True)
-            raise typer.Exit(2) from None
-        version = records.dataset_version(session)
-    if as_json:
-        typer.echo(search_page(results, version).model_dump_json(by_alias=True, indent=2))
-        return
-    typer.echo(f"{results.total}{'' if results.total_exact else '+'} records")
-    for hit in results.hits:
-        record = hit.record.record
-        typer.echo(f"{hit.record.id}  {record.repo}  {record.error_class}: {hit.title.text}")
-        if hit.snippet is not None:
-            typer.echo(f"    {hit.snippet.text}")
+    sys.stdout.flush()
+    status = run_explained(
+        command, lambda: _source(settings, server), explain_wait_s=settings.server_timeout_s
+    )
+    raise typer.Exit(status)
+
+
+@app.command("explain")
+def explain_command(
+    ctx: typer.Context,
+    log: Annotated[str, typer.Argument(help="Log file to read; - reads standard input.")] = "-",
+    output_format: Annotated[
+        str, typer.Option("--format", help="text (a terminal) or markdown (a CI job summary).")
+    ] = "text",
+    server: Annotated[str | None, SERVER_OPTION] = None,
+) -> None:
+    """Explain each known error of a log once, as `errkb run` would have while it was
+    written; markdown is what the CI action adds to the job summary."""
+    from app.client.explain import as_markdown, as_text, explain_log
+    from app.client.http import ClientError
+
+    if output_format not in ("text", "markdown"):
+        raise typer.BadParameter("must be text or markdown", param_hint="--format")
+    try:
+        raw = sys.stdin.buffer.read() if log == "-" else Path(log).read_bytes()
+    except OSError as error:
+        typer.echo(f"error: cannot read {log}: {error.strerror}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        found = explain_log(_source(_settings(ctx), server), raw.decode("utf-8", "replace"))
+    except ClientError as error:
+        _fail(error)
+    if output_format == "markdown":
+        typer.echo(as_markdown(found, "standard input" if log == "-" else Path(log).name), nl=False)
+    else:
+        typer.echo("".join(as_text(explanation) for explanation in found), nl=False)
 
 
 @app.command("serve")

@@ -151,6 +151,25 @@ class Settings(BaseSettings):
         "collection does not stall every request. Tests that build many apps in "
         "one process turn it off.",
     )
+    server: str | None = Field(
+        default=None,
+        description="URL of an errkb server (https://errkb.example.com): `errkb match`, "
+        "`search`, `show`, `run` and `explain`, the Python hook and the pytest plugin ask its "
+        "API instead of the local store.",
+    )
+    server_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds the CLI waits for each answer of the server before it gives up "
+        "with a one-line error.",
+    )
+    hook_timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds the Python hook and the pytest plugin wait for an explanation "
+        "(from the server, or the local store without one) before they add nothing: an "
+        "explanation must never hold up a crashing program or a test run.",
+    )
     log_format: Literal["text", "json"] = Field(
         default="text", description="text: uvicorn's usual logs; json: one JSON object a line."
     )

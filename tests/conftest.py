@@ -23,7 +23,7 @@ from sqlmodel import Session
 from app.config import PROJECT_ROOT, Settings
 from app.main import create_app
 from app.store.engine import open_store
-from tests.helpers import accuracy, postgres
+from tests.helpers import accuracy, postgres, served
 from tests.helpers.records import DATA_DIR
 from tests.helpers.servers import ADMIN_TOKEN, SERVER_START_S, free_port
 
@@ -147,3 +147,18 @@ def live_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def errkb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real `errkb serve` holding the records of data/, shared by the client's tests
+    (they only read); its base URL."""
+    with served.errkb_serve(tmp_path_factory.mktemp("errkb-serve")) as base:
+        yield base
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """The URL of a listener that accepts connections and never answers."""
+    with served.silent_server() as url:
+        yield url
