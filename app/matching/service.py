@@ -102,12 +102,13 @@ class Matcher:
         self._classes: ClassGraph = {}
         self._lock = threading.Lock()
         self._behind_since: float | None = None  # when a newer dataset version was seen
+        self._seen: str | None = None  # the store's dataset version as last read
 
     def index(self, session: Session) -> PatternIndex:
         """The index, brought up to the store's dataset version unless another thread is
         at it already: then this call answers with the index as it is. The first load
         waits, as there is nothing to answer with before it."""
-        version = records.dataset_version(session)
+        version = self._saw(records.dataset_version(session))
         if self._index is None:
             with self._lock:
                 if self._index is None:
@@ -132,7 +133,7 @@ class Matcher:
         """Bring a loaded index up to the store, waiting for the lock (app.ops.follow, off the
         request path); True when it synced."""
         with Session(engine) as session:
-            version = records.dataset_version(session)
+            version = self._saw(records.dataset_version(session))
             if self._index is None or version == self._version:
                 return False
             self._notice_behind()
@@ -144,12 +145,24 @@ class Matcher:
 
     def freshness(self, dataset_version: str) -> Freshness:
         """How the index stands against this dataset version (read by the caller)."""
+        self._saw(dataset_version)
         if dataset_version == self._version:
             return Freshness(self._version, dataset_version, 0.0)
         self._notice_behind()
         since = self._behind_since  # a sync may clear it meanwhile
         behind = time.monotonic() - since if since is not None else 0.0
         return Freshness(self._version, dataset_version, behind)
+
+    def last_freshness(self) -> Freshness | None:
+        """How the index stands against the dataset version last read from the store (by a
+        match, the follower's poll or /readyz), from memory alone: for /healthz, which must
+        answer when the database or its pool does not. None before any read."""
+        seen = self._seen
+        return None if seen is None else self.freshness(seen)
+
+    def _saw(self, dataset_version: str) -> str:
+        self._seen = dataset_version
+        return dataset_version
 
     def raise_sites(self) -> RaiseSites:
         """Where each record's site raises, for finding records by the innermost frame;
