@@ -14,6 +14,7 @@ from sqlalchemy.exc import DataError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import curation, errors, match, meta, reproducers, search
+from app.api.budget import PasteBudget
 from app.api.limits import BodySizeLimit
 from app.api.responses import with_problem_details
 from app.config import Settings, get_settings
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     app.state.readiness = Readiness([LOAD_INDEX])
     app.state.hits = HitCounter(app.state.engine, settings.record_hits)
+    app.state.paste_budget = PasteBudget(settings.paste_budget_bytes)
     app.add_middleware(BodySizeLimit, limit_for=lambda path: body_limit(settings, path))
     app.add_middleware(SecurityHeaders)  # a 413 from the limit gets them too
     app.add_middleware(RequestObserver, metrics=app.state.metrics)  # outermost: sees the 413s

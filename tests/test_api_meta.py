@@ -1,12 +1,17 @@
-"""/healthz while hostile pastes keep the server busy: it answers from the event
-loop and matching runs one paste at a time, so it is not queued behind them. The figure
-(p99 under 6 hostile clients) comes from bench/bench_hostile.py; this guards the property."""
+"""/healthz while hostile pastes or 32 clients keep the server busy: it answers from memory
+on the event loop, and matching runs a few pastes at a time, so it is not queued behind
+them. The figure under 6 hostile clients comes from bench/bench_hostile.py."""
 
+import json
+import multiprocessing
 import statistics
 import threading
 import time
 
 import httpx
+
+from tests.helpers import load
+from tests.helpers.records import DATA_DIR
 
 HOSTILE_CLIENTS = 6
 PASTES = [
@@ -46,3 +51,57 @@ def test_healthz_answers_while_hostile_pastes_run(live_server) -> None:
     assert statistics.quantiles(latencies, n=10)[-1] < SLOW_HEALTH_S  # the p90
     assert len(statuses) == HOSTILE_CLIENTS
     assert set(statuses) <= {200, 413, 503}  # 413: too many lines; 503: past the deadline
+
+
+CLIENTS = 32
+LOAD_S = 4.0
+HEALTH_EVERY_S = 0.01
+HEALTH_P99_S = 0.1
+LINES = [
+    "RuntimeError: Attempted to free more buffers than allocated",
+    "ValueError: Not enough space in the data buffer, try calling free_buf() to free up space",
+]
+
+
+def _load(port: int, record_ids: list[str]) -> tuple[float, load.LoadResult]:
+    """Matches and record reads, alternating, over CLIENTS connections for LOAD_S seconds;
+    raises on any answer but 200. When it began (time.monotonic, the same in every process),
+    and what it did."""
+    matches = [load.post_json("/api/match", json.dumps({"text": line}).encode()) for line in LINES]
+    reads = [load.get(f"/api/errors/{record_id}") for record_id in record_ids]
+    one_round = [item for n, read in enumerate(reads) for item in (matches[n % 2], read)]
+    began = time.monotonic()
+    return began, load.drive([("127.0.0.1", port)], one_round * 2000, CLIENTS, LOAD_S)
+
+
+def test_healthz_p99_under_32_clients_reading_and_matching(served_store: str) -> None:
+    """Liveness answers from memory, so neither the database pool nor the request threads
+    hold it up: a health check that waited for a pool connection froze the event loop, and
+    every replica under load looked dead to its load balancer. Both engines; a few seconds
+    of load from a process of its own."""
+    base = served_store
+    record_ids = sorted(path.stem for path in DATA_DIR.glob("*.json"))
+    port = int(base.rsplit(":", 1)[1])
+    context = multiprocessing.get_context("spawn")  # the clients' CPU is not the poller's
+    with context.Pool(1) as pool, httpx.Client(base_url=base, timeout=10) as health:
+        loading = pool.apply_async(_load, (port, record_ids))
+        polls = []
+        while not loading.ready():
+            started = time.monotonic()
+            answer = health.get("/healthz")
+            polls.append((started, time.monotonic() - started))
+            assert answer.status_code == 200
+            assert answer.json()["status"] == "ok"
+            time.sleep(HEALTH_EVERY_S)
+        began, result = loading.get()  # raises if a request failed (load.drive checks)
+    # the polls while the load ran, not while its process started
+    latencies = sorted(took for at, took in polls if began <= at <= began + result.wall_s)
+    p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
+    print(
+        f"{result.requests} requests ({result.rps:.0f}/s, p99 {result.p99_ms:.0f} ms); "
+        f"/healthz: {len(latencies)} polls, median {latencies[len(latencies) // 2] * 1000:.1f} "
+        f"ms, p99 {p99 * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
+    )
+    assert result.requests >= CLIENTS  # the load ran
+    assert len(latencies) >= 50
+    assert p99 < HEALTH_P99_S, f"p99 {p99 * 1000:.0f} ms over {len(latencies)} polls"

@@ -4,8 +4,9 @@ progress of the work that goes on in the background once the server is ready.
 /healthz says the process lives; /readyz says it should get traffic: not while the default
 releases are harvested or the match index loads, and not after one of those failed (a
 restart tries again). /readyz names the step that failed, never its exception: that may
-hold paths, addresses or credentials of the deployment, and goes to the log only. Older releases are harvested after
-that, while the server answers: /readyz shows how far that got, without turning unready.
+hold paths, addresses or credentials of the deployment, and goes to the log only. Older
+releases are harvested after that, while the server answers: /readyz shows how far that
+got, without turning unready.
 """
 
 import threading
@@ -66,9 +67,7 @@ class Readiness:
         with self._lock:
             self._background = Background(steps=list(steps))
 
-    def background_step(
-        self, step: str, *, running: bool = False, failed: bool = False
-    ) -> None:
+    def background_step(self, step: str, *, running: bool = False, failed: bool = False) -> None:
         """Record a background step as running, done, or failed."""
         with self._lock:
             background = self._background
