@@ -124,7 +124,7 @@ class Settings(BaseSettings):
         "(scale with `serve --workers`).",
     )
     paste_budget_bytes: int = Field(
-        default=8 * 1024 * 1024,
+        default=2 * 1024 * 1024,
         ge=0,
         description="Bytes of paste one client (by its address; behind a proxy, run uvicorn "
         "with --forwarded-allow-ips so that is the client's) may send to matching per minute, "
