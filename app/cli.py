@@ -214,12 +214,16 @@ def match_command(
     except OSError as error:
         typer.echo(f"error: cannot read {source}: {error.strerror}", err=True)
         raise typer.Exit(2) from None
+    text = raw.decode("utf-8", "replace")
+    if not text.strip():  # the API answers blank text with no match; here it is a mistake
+        typer.echo(f"error: {source} is empty: paste a traceback, a log or an error line", err=True)
+        raise typer.Exit(2)
     settings = _settings(ctx)
     engine = open_store(settings)
     matcher = _matcher(settings, engine)
     with Session(engine) as session:
         try:
-            result = match_text(matcher, session, raw.decode("utf-8", "replace"), limit)
+            result = match_text(matcher, session, text, limit)
         except AppError as error:
             typer.echo(f"error: {error.detail}", err=True)
             raise typer.Exit(2) from None

@@ -54,7 +54,12 @@ def require_admin(
         raise AppError(403, "Writes disabled", "set ERRKB_ADMIN_TOKEN to enable writes")
     supplied = credentials.credentials if credentials else ""
     if not hmac.compare_digest(supplied.encode(), settings.admin_token.encode()):
-        raise AppError(401, "Unauthorized", "a valid 'Authorization: Bearer <token>' is required")
+        raise AppError(
+            401,
+            "Unauthorized",
+            "a valid 'Authorization: Bearer <token>' is required",
+            more_headers={"WWW-Authenticate": "Bearer"},
+        )
 
 
 AdminDep = Annotated[None, Depends(require_admin)]

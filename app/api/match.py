@@ -96,10 +96,10 @@ def create_matches(
     request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
 ) -> Response:
     """Match up to 100 texts at once, together no larger than one paste: {"texts": [...]} ->
-    one result per text, in order."""
+    one result per text, in order (none for none)."""
     texts = _texts_field(parse_body(raw), "texts", list)
-    if not 1 <= len(texts) <= MAX_BATCH_TEXTS:
-        raise AppError(422, "Invalid batch", f"send 1 to {MAX_BATCH_TEXTS} texts")
+    if len(texts) > MAX_BATCH_TEXTS:
+        raise AppError(422, "Invalid batch", f"send at most {MAX_BATCH_TEXTS} texts")
     if not all(isinstance(text, str) for text in texts):
         raise AppError(422, "Invalid batch", "every item of 'texts' must be a string")
     return _json(BatchResult(results=matches_counted(request, session, texts, limit)))

@@ -347,14 +347,12 @@ def _subject(lines: Sequence[str]) -> tuple[str, list[int]]:
 
 
 def check_paste(text: str, max_bytes: int) -> None:
-    """Refuse an empty paste (422) or one over the size or line limit (413)."""
+    """Refuse a paste over the size or line limit (413)."""
     if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         raise AppError(413, "Paste too large", f"the paste is larger than {max_bytes} bytes")
     lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1  # as clean_lines
     if lines > MAX_PASTE_LINES:
         raise AppError(413, "Paste too large", f"the paste has more than {MAX_PASTE_LINES} lines")
-    if not text.strip():
-        raise AppError(422, "Empty paste", "paste a traceback, a log or an error line")
 
 
 CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
@@ -424,10 +422,13 @@ def match_text(
     matcher: Matcher, session: Session, text: str, limit: int = DEFAULT_MATCHES
 ) -> MatchResult:
     """The exceptions in `text` and the records that explain them, best first; a 503 when
-    the matcher's deadline passes first (the work stops there too)."""
+    the matcher's deadline passes first (the work stops there too). Blank text holds no
+    exception and matches nothing: an empty result, as the API's schema allows it."""
     check_paste(text, matcher.max_paste_bytes)
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
+    if not text.strip():
+        return MatchResult(exceptions=[], matches=[], truncated=False)
     # Following the store's writes (a harvest adds thousands of patterns) is the store's
     # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
     index = matcher.index(session)
