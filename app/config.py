@@ -138,13 +138,6 @@ class Settings(BaseSettings):
         description="Seconds a request body may take to arrive before the request answers "
         "408: a client that trickles its body (slow loris) does not hold the server.",
     )
-    header_timeout_s: float = Field(
-        default=10.0,
-        gt=0,
-        description="`errkb serve`: seconds a client may take to send a request's headers "
-        "once its connection is open or its previous reply sent, before the connection is "
-        "closed; idle keep-alive connections close after 5 s as uvicorn's default.",
-    )
     readiness_timeout_s: float = Field(
         default=2.0,
         gt=0,

@@ -105,9 +105,7 @@ def test_batch_keeps_the_order(client) -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    "body", [{"texts": ["a"] * 101}, {"texts": "a"}, {"texts": [1]}, {}]
-)
+@pytest.mark.parametrize("body", [{"texts": ["a"] * 101}, {"texts": "a"}, {"texts": [1]}, {}])
 def test_bad_batches(client, body) -> None:
     response = client.post(
         "/api/match/batch", content=json.dumps(body), headers={"content-type": "application/json"}
