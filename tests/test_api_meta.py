@@ -50,7 +50,8 @@ def test_healthz_answers_while_hostile_pastes_run(live_server) -> None:
     assert len(latencies) >= 5  # polled while the pastes ran
     assert statistics.quantiles(latencies, n=10)[-1] < SLOW_HEALTH_S  # the p90
     assert len(statuses) == HOSTILE_CLIENTS
-    assert set(statuses) <= {200, 413, 503}  # 413: too many lines; 503: past the deadline
+    # 413: too many lines; 429: past the client's paste budget; 503: past the deadline
+    assert set(statuses) <= {200, 413, 429, 503}
 
 
 CLIENTS = 32
@@ -78,7 +79,10 @@ def test_healthz_p99_under_32_clients_reading_and_matching(served_store: str) ->
     """Liveness answers from memory, so neither the database pool nor the request threads
     hold it up: a health check that waited for a pool connection froze the event loop, and
     every replica under load looked dead to its load balancer. Both engines; a few seconds
-    of load from a process of its own."""
+    of load from a process of its own. The load may add at most 100 ms to the p99 that the
+    same poller measured on the idle server while the load's process started: on a quiet
+    machine that is about 100 ms in all, and a machine busy with other work (which slows
+    every request, idle or not) does not fail the test for what the server does not do."""
     base = served_store
     record_ids = sorted(path.stem for path in DATA_DIR.glob("*.json"))
     port = int(base.rsplit(":", 1)[1])
@@ -94,14 +98,20 @@ def test_healthz_p99_under_32_clients_reading_and_matching(served_store: str) ->
             assert answer.json()["status"] == "ok"
             time.sleep(HEALTH_EVERY_S)
         began, result = loading.get()  # raises if a request failed (load.drive checks)
-    # the polls while the load ran, not while its process started
+    idle = sorted(took for at, took in polls if at < began)
     latencies = sorted(took for at, took in polls if began <= at <= began + result.wall_s)
-    p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
+    p99, idle_p99 = _p99(latencies), _p99(idle)
     print(
         f"{result.requests} requests ({result.rps:.0f}/s, p99 {result.p99_ms:.0f} ms); "
         f"/healthz: {len(latencies)} polls, median {latencies[len(latencies) // 2] * 1000:.1f} "
-        f"ms, p99 {p99 * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
+        f"ms, p99 {p99 * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms; "
+        f"idle: {len(idle)} polls, p99 {idle_p99 * 1000:.1f} ms"
     )
     assert result.requests >= CLIENTS  # the load ran
     assert len(latencies) >= 50
-    assert p99 < HEALTH_P99_S, f"p99 {p99 * 1000:.0f} ms over {len(latencies)} polls"
+    assert len(idle) >= 20
+    assert p99 < HEALTH_P99_S + idle_p99, f"p99 {p99 * 1000:.0f} ms over {len(latencies)} polls"
+
+
+def _p99(latencies: list[float]) -> float:
+    return latencies[max(0, int(len(latencies) * 0.99) - 1)]
