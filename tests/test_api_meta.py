@@ -9,6 +9,8 @@ import threading
 import time
 
 import httpx
+import pytest
+from sqlalchemy import create_engine, text
 
 from tests.helpers import load
 from tests.helpers.records import DATA_DIR
@@ -115,3 +117,27 @@ def test_healthz_p99_under_32_clients_reading_and_matching(served_store: str) ->
 
 def _p99(latencies: list[float]) -> float:
     return latencies[max(0, int(len(latencies) * 0.99) - 1)]
+
+
+@pytest.mark.postgresql_only
+def test_readyz_answers_in_time_when_the_database_does_not(make_client, settings) -> None:
+    """A table lock held elsewhere stalls every read of the dataset version: /readyz says
+    "unreachable" (503) after its own timeout, /healthz answers from memory meanwhile, and
+    both recover once the database does."""
+    client = make_client(DATA_DIR, readiness_timeout_s=0.5)
+    client.post("/api/match", json={"text": "ValueError: x"})  # the process reads the store
+    engine = create_engine(settings.database_url)
+    with engine.connect() as blocker:
+        blocker.execute(text("LOCK TABLE dataset_state IN ACCESS EXCLUSIVE MODE"))
+        started = time.monotonic()
+        stalled = client.get("/readyz")
+        assert time.monotonic() - started < 5
+        assert stalled.status_code == 503
+        assert stalled.json()["status"] == "unreachable"
+        assert client.get("/healthz").status_code == 200
+        blocker.rollback()
+    deadline = time.monotonic() + 10
+    while client.get("/readyz").json()["status"] == "unreachable":  # the stalled read ends
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    engine.dispose()
