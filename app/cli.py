@@ -236,8 +236,12 @@ def match_command(
     except OSError as error:
         typer.echo(f"error: cannot read {source}: {error.strerror}", err=True)
         raise typer.Exit(2) from None
+    text = raw.decode("utf-8", "replace")
+    if not text.strip():  # the API answers blank text with no match; here it is a mistake
+        typer.echo(f"error: {source} is empty: paste a traceback, a log or an error line", err=True)
+        raise typer.Exit(2)
     try:
-        result = _source(_settings(ctx), server).match(raw.decode("utf-8", "replace"), limit)
+        result = _source(_settings(ctx), server).match(text, limit)
     except ClientError as error:
         _fail(error)
     if as_json:

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app import upstreams
@@ -21,6 +21,16 @@ PROJECT_ROOT = Path(os.environ.get("ERRKB_PROJECT_ROOT") or Path(__file__).resol
 
 DEFAULT_LOCK_TIMEOUT_S = 5.0
 """How long a write waits for the database's write lock before it answers 503."""
+
+DEFAULT_THREADS = 8
+"""Requests one process runs at once in its thread pool (anyio's own default is 40). Python
+runs one thread at a time, and every busy thread is one more that the event loop, and so
+/healthz, waits behind for the GIL: under 32 clients /healthz took 170-190 ms at p99 with 16
+threads, 105 ms with 4. 8 leave room for reads while matches wait for their slots."""
+SPARE_CONNECTIONS = 4
+"""Connections used outside the request threads: the start-up and follow threads, the
+/readyz check and a hit flush. The pool holds at least ERRKB_THREADS + these, so that a
+request thread never waits for a connection that only another request could give back."""
 
 
 def _default_cache_dir() -> Path:
@@ -37,18 +47,29 @@ class Settings(BaseSettings):
         default=f"sqlite:///{PROJECT_ROOT / 'var' / 'errkb.db'}",
         description="SQLAlchemy URL of the store; the embedded default is a SQLite file.",
     )
+    threads: int = Field(
+        default=DEFAULT_THREADS,
+        ge=1,
+        description="Requests one process runs at once in its thread pool (every handler "
+        "that reads the database or matches runs there; the rest wait for a thread). The "
+        "database pool must hold ERRKB_THREADS + 4 connections (size + overflow), checked "
+        "at start: a thread must never wait on a connection that only another request, "
+        "itself waiting for the event loop, could give back.",
+    )
     db_pool_size: int = Field(
         default=5,
         ge=1,
-        description="PostgreSQL: connections each process keeps open (SQLite keeps "
-        "SQLAlchemy's own pool). The server must allow replicas x workers x (size + overflow) "
-        "connections.",
+        description="Connections each process keeps open (SQLite's cost next to nothing). "
+        "A PostgreSQL server must allow replicas x workers x (size + overflow) connections.",
     )
     db_pool_max_overflow: int = Field(
-        default=10, ge=0, description="PostgreSQL: connections opened beyond the pool at peaks."
+        default=DEFAULT_THREADS,
+        ge=0,
+        description="Connections opened beyond the pool at peaks; size + overflow must be at "
+        "least ERRKB_THREADS + 4.",
     )
     db_pool_timeout_s: float = Field(
-        default=30.0, gt=0, description="PostgreSQL: seconds a request waits for a connection."
+        default=30.0, gt=0, description="Seconds a request waits for a pool connection."
     )
     db_pool_recycle_s: float = Field(
         default=1800.0,
@@ -82,11 +103,33 @@ class Settings(BaseSettings):
         "stops and answers 503.",
     )
     match_concurrency: int = Field(
-        default=1,
+        default_factory=lambda: os.cpu_count() or 1,
         ge=1,
-        description="Matches one server process computes at once; others wait for their turn "
-        "within their deadline. Matching holds Python's GIL, so more at once would not be "
-        "faster, only slow every other request (scale with `serve --workers`).",
+        description="Matches one server process computes at once (default: the CPU count); "
+        "others wait for their turn within their deadline. One at a time made every paste "
+        "wait behind the largest one; many more than the CPUs would only share the GIL "
+        "(scale with `serve --workers`).",
+    )
+    paste_budget_bytes: int = Field(
+        default=2 * 1024 * 1024,
+        ge=0,
+        description="Bytes of paste one client (by its address; behind a proxy, run uvicorn "
+        "with --forwarded-allow-ips so that is the client's) may send to matching per minute, "
+        "in bursts of up to as much; past it matching answers 429 with Retry-After, so one "
+        "client looping large pastes cannot take every other client's matching time "
+        "(0: no budget).",
+    )
+    body_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a request body may take to arrive before the request answers "
+        "408: a client that trickles its body (slow loris) does not hold the server.",
+    )
+    readiness_timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds /readyz waits for the database before it answers 503: a probe "
+        "must answer in time even when the database does not.",
     )
     lock_timeout_s: float = Field(
         default=DEFAULT_LOCK_TIMEOUT_S,
@@ -173,6 +216,18 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = Field(
         default="text", description="text: uvicorn's usual logs; json: one JSON object a line."
     )
+
+    @model_validator(mode="after")
+    def _pool_holds_the_threads(self) -> "Settings":
+        """Refuse a pool smaller than the threads that use it: with fewer connections than
+        threads, requests wait on each other for connections and the server stalls."""
+        pool = self.db_pool_size + self.db_pool_max_overflow
+        if pool < self.threads + SPARE_CONNECTIONS:
+            raise ValueError(
+                f"ERRKB_DB_POOL_SIZE + ERRKB_DB_POOL_MAX_OVERFLOW ({pool}) must be at least "
+                f"ERRKB_THREADS + {SPARE_CONNECTIONS} ({self.threads + SPARE_CONNECTIONS})"
+            )
+        return self
 
 
 @lru_cache

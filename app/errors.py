@@ -16,13 +16,15 @@ PROBLEM_TYPE = "about:blank"
 @dataclass
 class AppError(Exception):
     """A failure with an HTTP status, a short title and the reason in words; `retry_after_s`
-    (a 503's Retry-After) says when the same request may succeed."""
+    (a 503's or 429's Retry-After) says when the same request may succeed; `more_headers`
+    are the others its status calls for (a 405's Allow, a 401's WWW-Authenticate)."""
 
     status: int
     title: str
     detail: str
     errors: list[dict[str, str]] = field(default_factory=list)
     retry_after_s: int | None = None
+    more_headers: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"{self.title}: {self.detail}"
@@ -43,8 +45,10 @@ class AppError(Exception):
         return content
 
     def headers(self) -> dict[str, str]:
-        """The reply's headers: Retry-After when the request is worth retrying."""
-        return {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}
+        """The reply's headers: Retry-After when the request is worth retrying, and the
+        others its status calls for."""
+        retry = {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}
+        return retry | self.more_headers
 
 
 def not_found(what: str) -> AppError:

@@ -9,7 +9,7 @@ created on --postgres and dropped afterwards):
    time) and POST /api/match of fresh 5 KB tracebacks as bench_match times it;
 3. GET /api/errors/{id} and POST /api/match at concurrency 1, 16 and 64, against one
    replica and then two replicas of the same store (connections spread over both, as a
-   load balancer does), driven by bench/load.py; with the CPU seconds each replica, the
+   load balancer does), driven by tests/helpers/load.py; with the CPU seconds each replica, the
    PostgreSQL server and the load generator spent, which says where the ceiling is.
 
 Prints the README's tables.
@@ -39,9 +39,9 @@ from app.records import service as records
 from app.store.engine import open_store, unit_of_work
 from bench.bench_match import traceback_of
 from bench.bench_search import _p95, _queries, _time
-from bench.load import drive, get, post_json
 from bench.server import Server, running_servers
 from bench.synthetic import synthetic_records
+from tests.helpers.load import drive, get, post_json
 
 LEVELS = (1, 16, 64)
 SEARCH_REQUESTS = 200

@@ -12,6 +12,10 @@ Run by hand (each section starts its own uvicorn on 127.0.0.1 with a temporary d
 * healthz: /healthz polled every 50 ms while 6 clients send hostile pastes without pause;
   its median, p99 and worst latency, with the heap settled after start-up (the default) and
   without (ERRKB_SETTLE_HEAP=0), one after the other.
+* fairness: a 5 KB match, one at a time from 127.0.0.1, alone and then while another client
+  (from 127.0.0.2) sends 1 MiB pastes without pause, with the paste budget on (the
+  default) and off (ERRKB_PASTE_BUDGET_BYTES=0); the 5 KB match's median each time, the
+  ratio to its idle median, and what the hostile client got.
 * patterns: every harvested pattern of vLLM 0.33.0, SGLang 0.5.23 and the installed torch
   through check_pattern: how many the limits refuse and why, and the largest program size
   and group count among them.
@@ -50,7 +54,9 @@ HOSTILE_PATTERNS = {
 PASTE_TIMEOUT_S = 180.0
 HEALTH_CLIENTS = 6
 HEALTH_INTERVAL_S = 0.05
-SECTIONS = ["writes", "pastes", "healthz", "patterns"]
+SECTIONS = ["writes", "pastes", "healthz", "fairness", "patterns"]
+FAIR_IDLE_MATCHES = 40
+FAIR_LINE = "RuntimeError: Attempted to free more buffers than allocated"
 
 
 def _pastes() -> dict[str, bytes]:
@@ -196,6 +202,65 @@ def _healthz_under_attack(seconds: float, label: str, extra: dict[str, str]) -> 
     )
 
 
+def _five_kb() -> str:
+    """A 5 KB traceback ending in a curated record's error."""
+    frame = '  File "/opt/venv/lib/python3.12/site-packages/vllm/worker/{n}.py", line {n}, in f\n'
+    frames = "".join(frame.format(n=n) + "    step()\n" for n in range(60))
+    return ("Traceback (most recent call last):\n" + frames)[: 5000 - len(FAIR_LINE)] + FAIR_LINE
+
+
+def _hostile_client(base: str, body: bytes, stop: float, statuses) -> None:
+    """1 MiB pastes from 127.0.0.2, one after the other, whatever the answer, until `stop`."""
+    transport = httpx.HTTPTransport(local_address="127.0.0.2")
+    with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S, transport=transport) as client:
+        while time.monotonic() < stop:
+            statuses.append(_post(client, body)[1])
+
+
+def _medians(client: httpx.Client, text: str, until: float | None, count: int) -> list[float]:
+    took = []
+    while len(took) < count if until is None else time.monotonic() < until:
+        started = time.perf_counter()
+        response = client.post("/api/match", json={"text": text})
+        took.append(time.perf_counter() - started)
+        assert response.status_code == 200, response.text
+    return took
+
+
+def bench_fairness(seconds: float) -> None:
+    """The 5 KB match's median alone and beside a client looping 1 MiB pastes."""
+    small = _five_kb()
+    hostile = _pastes()["1 MiB of 'ValueError: x' lines"]
+    context = multiprocessing.get_context("fork")
+    print("| paste budget | 5 KB alone: median | beside 1 MiB loop: median | ratio | hostile |")
+    print("|---|---|---|---|---|")
+    for label, extra in (("on (default)", {}), ("off", {"ERRKB_PASTE_BUDGET_BYTES": "0"})):
+        with tempfile.TemporaryDirectory() as folder, context.Manager() as manager:
+            env, url = _settings(folder)
+            env |= extra
+            store = open_store(Settings(database_url=url))
+            with Session(store) as session:
+                records.import_paths(session, [Path(__file__).parent.parent / "data" / "records"])
+                session.commit()
+            statuses = manager.list()
+            with running_server(env) as base, httpx.Client(base_url=base) as client:
+                idle = statistics.median(_medians(client, small, None, FAIR_IDLE_MATCHES))
+                stop = time.monotonic() + seconds
+                attacker = context.Process(
+                    target=_hostile_client, args=(base, hostile, stop, statuses)
+                )
+                attacker.start()
+                time.sleep(0.5)  # its first paste is in
+                loaded = statistics.median(_medians(client, small, stop, 0))
+                attacker.join()
+                seen = list(statuses)
+        print(
+            f"| {label} | {idle * 1000:.1f} ms | {loaded * 1000:.1f} ms | {loaded / idle:.2f}x | "
+            f"{ {status: seen.count(status) for status in sorted(set(seen), key=str)} } |",
+            flush=True,
+        )
+
+
 def bench_patterns() -> None:
     import re2
 
@@ -247,6 +312,8 @@ def main() -> None:
         bench_pastes()
     if "healthz" in args.sections:
         bench_healthz(args.seconds)
+    if "fairness" in args.sections:
+        bench_fairness(args.seconds)
     if "patterns" in args.sections:
         bench_patterns()
 

@@ -162,3 +162,40 @@ def silent_server() -> Iterator[str]:
     """The URL of a listener that accepts connections and never answers."""
     with served.silent_server() as url:
         yield url
+
+
+@pytest.fixture
+def served_store(settings: Settings, tmp_path: Path) -> Iterator[str]:
+    """uvicorn on 127.0.0.1 over the test's store (either engine) holding the records of
+    data/, once /readyz answers 200 (the match index is loaded); stopped afterwards."""
+    from app.records.service import import_paths
+    from app.store.engine import unit_of_work
+
+    with unit_of_work(open_store(settings)) as session:
+        assert import_paths(session, [DATA_DIR]).written
+    env = os.environ | {
+        "ERRKB_DATABASE_URL": settings.database_url,
+        "ERRKB_ADMIN_TOKEN": ADMIN_TOKEN,
+        "ERRKB_CACHE_DIR": str(tmp_path / "served-cache"),
+        "ERRKB_OLDER_RELEASES": "[]",
+    }
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            try:
+                if httpx.get(f"{base}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None, "the server exited"
+            assert time.monotonic() < deadline, "the server was not ready in time"
+            time.sleep(0.1)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

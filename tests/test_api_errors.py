@@ -249,9 +249,15 @@ def test_stats_and_health(client) -> None:
     stats = client.get("/api/stats").json()
     assert stats["records"] == 3
     assert stats["perRepo"] == {"vllm-project/vllm": 2, "sgl-project/sglang": 1}
-    health = client.get("/healthz").json()
-    assert health["status"] == "ok"
-    assert health["index"]["datasetVersion"] == stats["datasetVersion"]
+    health = client.get("/healthz").json()  # from memory: nothing has read the store yet
+    assert health == {
+        "status": "ok",
+        "index": {"version": None, "datasetVersion": None, "stale": False, "behindS": 0},
+    }
+    assert client.get("/readyz").json()["index"]["datasetVersion"] == stats["datasetVersion"]
+    assert client.post("/api/match", json={"text": "ValueError: x"}).status_code == 200
+    index = client.get("/healthz").json()["index"]
+    assert index["version"] == index["datasetVersion"] == stats["datasetVersion"]
 
 
 def test_openapi_documents_the_endpoints(client) -> None:

@@ -1,5 +1,6 @@
 """The app as a whole: importing it must not load torch; every reply carries the
-security headers and /docs works offline."""
+security headers and /docs works offline; HTTP as clients and proxies expect it (HEAD,
+Allow, WWW-Authenticate, relative redirects, a paste box that says why it refuses)."""
 
 import base64
 import hashlib
@@ -40,7 +41,7 @@ SECURITY = {
         ("GET", "/healthz", 200),
         ("GET", "/openapi.json", 200),
         ("GET", "/docs", 200),
-        ("POST", "/api/match", 422),
+        ("POST", "/api/match/batch", 422),
         ("POST", "/api/errors", 413),
     ],
 )
@@ -67,3 +68,71 @@ def test_docs_load_only_local_files(client) -> None:
     digest = base64.b64encode(hashlib.sha256(inline.encode()).digest()).decode()
     assert f"'sha256-{digest}'" in page.headers["content-security-policy"]
     assert client.get("/redoc").status_code == 404  # it would load from a CDN
+
+
+# --- HTTP as clients and proxies expect it -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", ["/healthz", "/", "/errors/c53f6de81577a6bc", "/api/errors/c53f6de81577a6bc"]
+)
+def test_head_is_get_without_the_body(client, path) -> None:
+    got = client.get(path)
+    head = client.head(path)
+    assert head.status_code == got.status_code == 200
+    assert head.content == b""
+    assert head.headers["content-type"] == got.headers["content-type"]
+    assert head.headers["content-length"] == str(len(got.content))
+
+
+def test_head_of_a_missing_page_is_404(client) -> None:
+    assert client.head("/errors/0000000000000000").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("DELETE", "/healthz", "GET, HEAD"),
+        ("GET", "/api/match", "POST"),
+        ("PUT", "/", "GET, HEAD"),
+    ],
+)
+def test_405_says_what_is_allowed(client, method, path, allow) -> None:
+    response = client.request(method, path)
+    assert response.status_code == 405
+    assert response.headers["allow"] == allow
+
+
+def test_401_names_the_scheme(client) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        response = client.post("/api/errors", json={}, headers=headers)
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize(
+    ("path", "location"),
+    [("/api/errors/", "/api/errors"), ("/search/?q=buffer", "/search?q=buffer")],
+)
+def test_slash_redirects_are_relative_whatever_the_host(client, path, location) -> None:
+    response = client.get(path, headers={"host": "evil.example"}, follow_redirects=False)
+    assert response.status_code == 307
+    assert response.headers["location"] == location
+    assert client.get(path).status_code == 200
+
+
+def test_the_paste_box_refuses_an_oversized_paste_with_a_reason(client) -> None:
+    paste = "ValueError: " + "x" * (1 << 20)
+    response = client.post("/match", data={"text": paste, "mode": "match"})
+    assert response.status_code == 413
+    assert "Paste too large" in response.text
+    assert "larger than 1048576 bytes" in response.text
+
+
+def test_the_paste_box_takes_a_paste_larger_than_a_mib_once_encoded(client) -> None:
+    """Form encoding triples every character outside A-Z, 0-9: a 700 KB paste of them is
+    2 MB on the wire, and still a paste within the limit."""
+    paste = "RuntimeError: Attempted to free more buffers than allocated\n" + "/" * 700_000
+    response = client.post("/match", data={"text": paste, "mode": "match"})
+    assert response.status_code == 200
+    assert "c53f6de81577a6bc" in response.text

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from app.errors import AppError
+from app.matching.result import MatchResult
 from app.matching.service import (
     DEADLINE_RETRY_AFTER_S,
     MAX_CAPTURE_CHARS,
@@ -132,14 +133,19 @@ def test_a_cached_index_is_reused_by_a_new_matcher(store) -> None:
     assert match_text(again, session, line).matches[0].id == "c53f6de81577a6bc"
 
 
-@pytest.mark.parametrize(
-    ("text", "status"), [("", 422), ("   \n\t ", 422), ("x" * (1 << 20 + 1), 413)]
-)
-def test_bad_pastes(store, text, status) -> None:
+def test_an_oversized_paste_is_413(store) -> None:
     session, matcher = store
     with pytest.raises(AppError) as caught:
-        match_text(matcher, session, text)
-    assert caught.value.status == status
+        match_text(matcher, session, "x" * (1 << 20 + 1))
+    assert caught.value.status == 413
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t "])
+def test_blank_text_matches_nothing(store, text) -> None:
+    session, matcher = store
+    assert match_text(matcher, session, text) == MatchResult(
+        exceptions=[], matches=[], truncated=False
+    )
 
 
 def test_noise_hits_rank_below_message_hits(store) -> None:

@@ -21,7 +21,9 @@ def get_settings_dep(request: Request) -> Settings:
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """A database session for one request."""
+    """A database session for one request, closed when the handler returns (scope="function"
+    below), before the reply is sent: sending needs the event loop, and a connection held
+    until then is one that other request threads may be waiting for."""
     yield from session_scope(request.app.state.engine)
 
 
@@ -34,7 +36,7 @@ def get_write_session(request: Request) -> Iterator[Session]:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
-SessionDep = Annotated[Session, Depends(get_session)]
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 _bearer = HTTPBearer(auto_error=False, description="ERRKB_ADMIN_TOKEN")
 
@@ -52,7 +54,12 @@ def require_admin(
         raise AppError(403, "Writes disabled", "set ERRKB_ADMIN_TOKEN to enable writes")
     supplied = credentials.credentials if credentials else ""
     if not hmac.compare_digest(supplied.encode(), settings.admin_token.encode()):
-        raise AppError(401, "Unauthorized", "a valid 'Authorization: Bearer <token>' is required")
+        raise AppError(
+            401,
+            "Unauthorized",
+            "a valid 'Authorization: Bearer <token>' is required",
+            more_headers={"WWW-Authenticate": "Bearer"},
+        )
 
 
 AdminDep = Annotated[None, Depends(require_admin)]

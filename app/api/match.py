@@ -5,6 +5,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
+from app.api.budget import charge_paste
 from app.api.deps import SessionDep, parse_body
 from app.api.observed import match_counted, matches_counted
 from app.api.responses import problems
@@ -12,7 +13,7 @@ from app.errors import AppError
 from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
 
-router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 503))
+router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 429, 503))
 MAX_BATCH_TEXTS = 100
 LimitQuery = Annotated[int, Query(ge=1, le=MAX_MATCHES, description="Most matches per text.")]
 _TEXT_BODY = {
@@ -32,9 +33,12 @@ _TEXT_BODY = {
 
 
 async def _raw_body(request: Request) -> bytes:
-    """The request body; read here so the handlers can be plain functions, which FastAPI
-    runs in its thread pool: matching a large log must not stall the event loop."""
-    return await request.body()
+    """The request body, taken from its client's paste budget (429 past it) before it is
+    parsed; read here so the handlers can be plain functions, which FastAPI runs in its
+    thread pool: matching a large log must not stall the event loop."""
+    raw = await request.body()
+    charge_paste(request, len(raw))
+    return raw
 
 
 BodyDep = Annotated[bytes, Depends(_raw_body)]
@@ -92,10 +96,10 @@ def create_matches(
     request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
 ) -> Response:
     """Match up to 100 texts at once, together no larger than one paste: {"texts": [...]} ->
-    one result per text, in order."""
+    one result per text, in order (none for none)."""
     texts = _texts_field(parse_body(raw), "texts", list)
-    if not 1 <= len(texts) <= MAX_BATCH_TEXTS:
-        raise AppError(422, "Invalid batch", f"send 1 to {MAX_BATCH_TEXTS} texts")
+    if len(texts) > MAX_BATCH_TEXTS:
+        raise AppError(422, "Invalid batch", f"send at most {MAX_BATCH_TEXTS} texts")
     if not all(isinstance(text, str) for text in texts):
         raise AppError(422, "Invalid batch", "every item of 'texts' must be a string")
     return _json(BatchResult(results=matches_counted(request, session, texts, limit)))

@@ -1,23 +1,33 @@
 """Dataset-wide and operator endpoints: /api/stats, /api/stats/charts, /healthz, /readyz,
 /metrics."""
 
+import logging
+import threading
 from datetime import date, datetime
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from app.api.curation import QueueItemOut, queue_item_out
 from app.api.deps import SessionDep, SettingsDep
 from app.api.responses import problems
 from app.api.schemas import DatasetStats, dataset_stats_out
+from app.config import Settings
+from app.matching.service import Freshness
 from app.ops import stats
 from app.ops.metrics import CONTENT_TYPE
 from app.records import service as records
 from app.wire import ApiModel
 
 router = APIRouter(tags=["meta"])
+log = logging.getLogger(__name__)
+READINESS_CHECKS = 2
+_checks = threading.BoundedSemaphore(READINESS_CHECKS)  # database checks running at once
 DaysQuery = Annotated[
     int, Query(ge=1, le=stats.MAX_DAYS, description="Days of hits to show, today included.")
 ]
@@ -86,9 +96,10 @@ def read_stats_charts(
     return stats_charts_out(stats.overview(session, settings, days))
 
 
-def _index_state(request: Request, session: SessionDep) -> dict[str, Any]:
+def _index_json(freshness: Freshness | None) -> dict[str, Any]:
     """Whether this process's match index holds the store's newest writes."""
-    freshness = request.app.state.matcher.freshness(records.dataset_version(session))
+    if freshness is None:
+        return {"version": None, "datasetVersion": None, "stale": False, "behindS": 0}
     return {
         "version": freshness.index_version,
         "datasetVersion": freshness.dataset_version,
@@ -99,30 +110,65 @@ def _index_state(request: Request, session: SessionDep) -> dict[str, Any]:
 
 @router.get("/healthz")
 async def read_health(request: Request) -> dict[str, Any]:
-    """Liveness and database reachability, and whether the match index is behind the
-    store (`index.stale`: another replica's write not yet taken in)."""
-    # On the event loop (its queries take microseconds), not in the thread pool, where it
-    # would queue behind the requests that fill it.
-    with Session(request.app.state.engine) as session:
-        return {"status": "ok", "index": _index_state(request, session)}
+    """Liveness, from memory alone: the process answers. `index` says whether the match
+    index is behind the store as of the store's dataset version last read (each match, the
+    follower's poll every ERRKB_INDEX_POLL_S, /readyz). It reads no database: a health check
+    that waited for a pool connection froze the event loop, and every replica under load
+    looked dead to its load balancer."""
+    return {"status": "ok", "index": _index_json(request.app.state.matcher.last_freshness())}
 
 
 @router.get("/readyz", responses={503: {"description": "Starting, stale, or a step failed"}})
-def read_readiness(request: Request, session: SessionDep, settings: SettingsDep) -> JSONResponse:
+async def read_readiness(request: Request, settings: SettingsDep) -> JSONResponse:
     """Readiness: 503 while the default harvest runs or the match index loads, after either
-    failed (the reason is in `failed`), or while the index has been behind the store longer
-    than ERRKB_INDEX_STALE_AFTER_S (`stale`); `background` shows the older releases being
-    harvested while the server answers."""
+    failed (`failed` names the step; the log has the error), while the index has been
+    behind the store longer than ERRKB_INDEX_STALE_AFTER_S (`stale`), or when the database
+    does not answer within ERRKB_READINESS_TIMEOUT_S (`unreachable`); `background` shows the
+    older releases being harvested while the server answers."""
     readiness = request.app.state.readiness
     ready, pending, failed = readiness.state()
-    index = _index_state(request, session)
-    lagging = ready and index["behindS"] > settings.index_stale_after_s
-    status = "failed" if failed else "starting" if not ready else "stale" if lagging else "ready"
+    dataset_version = await _dataset_version(request.app.state.engine, settings)
+    if dataset_version is None:
+        status, index = "unreachable", _index_json(request.app.state.matcher.last_freshness())
+    else:
+        freshness = request.app.state.matcher.freshness(dataset_version)
+        index = _index_json(freshness)
+        lagging = ready and freshness.behind_s > settings.index_stale_after_s
+        status = (
+            "failed" if failed else "starting" if not ready else "stale" if lagging else "ready"
+        )
     body = {"status": status, "pending": pending, "failed": failed, "index": index}
     background = readiness.background()
     if background is not None:
         body["background"] = background
     return JSONResponse(body, status_code=200 if status == "ready" else 503)
+
+
+async def _dataset_version(engine: Engine, settings: Settings) -> str | None:
+    """The store's dataset version, read in a thread of its own (not one of the request
+    threads, which may all be busy) within ERRKB_READINESS_TIMEOUT_S; None when the database
+    did not answer in time or failed (logged). Checks still running when the next probe
+    comes are not added to: that probe answers None at once."""
+    if not _checks.acquire(blocking=False):
+        return None
+
+    def read() -> str:
+        try:
+            with Session(engine) as session:
+                return records.dataset_version(session)
+        finally:
+            _checks.release()
+
+    try:
+        with anyio.fail_after(settings.readiness_timeout_s):
+            return await anyio.to_thread.run_sync(
+                read, abandon_on_cancel=True, limiter=anyio.CapacityLimiter(1)
+            )
+    except TimeoutError:
+        log.warning("readiness: the database did not answer in %s s", settings.readiness_timeout_s)
+    except SQLAlchemyError:
+        log.exception("readiness: the database failed")
+    return None
 
 
 @router.get("/metrics", response_class=Response)

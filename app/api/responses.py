@@ -39,6 +39,7 @@ _DESCRIPTIONS = {
     409: "A record with this id exists",
     413: "The body or the paste is too large",
     422: "The request or the record is invalid; `errors` names each field",
+    429: "This client's paste budget is spent; retry after `Retry-After` seconds",
     503: "Busy (the write lock or the match deadline); retry after `Retry-After` seconds",
 }
 

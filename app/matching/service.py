@@ -110,12 +110,13 @@ class Matcher:
         self._classes: ClassGraph = {}
         self._lock = threading.Lock()
         self._behind_since: float | None = None  # when a newer dataset version was seen
+        self._seen: str | None = None  # the store's dataset version as last read
 
     def index(self, session: Session) -> PatternIndex:
         """The index, brought up to the store's dataset version unless another thread is
         at it already: then this call answers with the index as it is. The first load
         waits, as there is nothing to answer with before it."""
-        version = records.dataset_version(session)
+        version = self._saw(records.dataset_version(session))
         if self._index is None:
             with self._lock:
                 if self._index is None:
@@ -140,7 +141,7 @@ class Matcher:
         """Bring a loaded index up to the store, waiting for the lock (app.ops.follow, off the
         request path); True when it synced."""
         with Session(engine) as session:
-            version = records.dataset_version(session)
+            version = self._saw(records.dataset_version(session))
             if self._index is None or version == self._version:
                 return False
             self._notice_behind()
@@ -152,12 +153,24 @@ class Matcher:
 
     def freshness(self, dataset_version: str) -> Freshness:
         """How the index stands against this dataset version (read by the caller)."""
+        self._saw(dataset_version)
         if dataset_version == self._version:
             return Freshness(self._version, dataset_version, 0.0)
         self._notice_behind()
         since = self._behind_since  # a sync may clear it meanwhile
         behind = time.monotonic() - since if since is not None else 0.0
         return Freshness(self._version, dataset_version, behind)
+
+    def last_freshness(self) -> Freshness | None:
+        """How the index stands against the dataset version last read from the store (by a
+        match, the follower's poll or /readyz), from memory alone: for /healthz, which must
+        answer when the database or its pool does not. None before any read."""
+        seen = self._seen
+        return None if seen is None else self.freshness(seen)
+
+    def _saw(self, dataset_version: str) -> str:
+        self._seen = dataset_version
+        return dataset_version
 
     def raise_sites(self) -> RaiseSites:
         """Where each record's site raises, for finding records by the innermost frame;
@@ -342,14 +355,12 @@ def _subject(lines: Sequence[str]) -> tuple[str, list[int]]:
 
 
 def check_paste(text: str, max_bytes: int) -> None:
-    """Refuse an empty paste (422) or one over the size or line limit (413)."""
+    """Refuse a paste over the size or line limit (413)."""
     if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         raise AppError(413, "Paste too large", f"the paste is larger than {max_bytes} bytes")
     lines = text.count("\n") + text.count("\r") - text.count("\r\n") + 1  # as clean_lines
     if lines > MAX_PASTE_LINES:
         raise AppError(413, "Paste too large", f"the paste has more than {MAX_PASTE_LINES} lines")
-    if not text.strip():
-        raise AppError(422, "Empty paste", "paste a traceback, a log or an error line")
 
 
 CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
@@ -419,10 +430,13 @@ def match_text(
     matcher: Matcher, session: Session, text: str, limit: int = DEFAULT_MATCHES
 ) -> MatchResult:
     """The exceptions in `text` and the records that explain them, best first; a 503 when
-    the matcher's deadline passes first (the work stops there too)."""
+    the matcher's deadline passes first (the work stops there too). Blank text holds no
+    exception and matches nothing: an empty result, as the API's schema allows it."""
     check_paste(text, matcher.max_paste_bytes)
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
+    if not text.strip():
+        return MatchResult(exceptions=[], matches=[], truncated=False)
     # Following the store's writes (a harvest adds thousands of patterns) is the store's
     # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
     index = matcher.index(session)

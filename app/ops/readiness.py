@@ -2,19 +2,23 @@
 progress of the work that goes on in the background once the server is ready.
 
 /healthz says the process lives; /readyz says it should get traffic: not while the default
-releases are harvested or the match index loads, and not after one of those failed (the
-reason is kept for the operator; a restart tries again). Older releases are harvested after
-that, while the server answers: /readyz shows how far that got, without turning unready.
+releases are harvested or the match index loads, and not after one of those failed (a
+restart tries again). /readyz names the step that failed, never its exception: that may
+hold paths, addresses or credentials of the deployment, and goes to the log only. Older
+releases are harvested after that, while the server answers: /readyz shows how far that
+got, without turning unready.
 """
 
 import threading
 from dataclasses import dataclass, field
 
+FAILED = "failed (the server log has the error)"
+
 
 @dataclass
 class Background:
     """Steps done after the server is ready: how many, which are done, which one runs, and
-    which failed with the reason (a failed one does not stop the others)."""
+    which failed (a failed one does not stop the others)."""
 
     steps: list[str] = field(default_factory=list)
     done: list[str] = field(default_factory=list)
@@ -49,9 +53,9 @@ class Readiness:
         with self._lock:
             self._pending.remove(step)
 
-    def fail(self, step: str, reason: str) -> None:
+    def fail(self, step: str) -> None:
         with self._lock:
-            self._failed = f"{step}: {reason}"
+            self._failed = f"{step}: {FAILED}"
 
     def state(self) -> tuple[bool, list[str], str | None]:
         """(ready, pending steps, failure)."""
@@ -63,20 +67,18 @@ class Readiness:
         with self._lock:
             self._background = Background(steps=list(steps))
 
-    def background_step(
-        self, step: str, *, running: bool = False, failed: str | None = None
-    ) -> None:
-        """Record a background step as running, done, or failed with ``failed`` as reason."""
+    def background_step(self, step: str, *, running: bool = False, failed: bool = False) -> None:
+        """Record a background step as running, done, or failed."""
         with self._lock:
             background = self._background
             if running:
                 background.running = step
                 return
             background.running = None
-            if failed is None:
-                background.done.append(step)
+            if failed:
+                background.failed[step] = FAILED
             else:
-                background.failed[step] = failed
+                background.done.append(step)
 
     def background(self) -> dict[str, object] | None:
         """The background progress for /readyz; None when there is none planned."""

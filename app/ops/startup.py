@@ -68,7 +68,7 @@ def start_up(
 ) -> None:
     """Harvest the default releases the store lacks (ERRKB_HARVEST_ON_START), load the index.
 
-    A step that fails leaves the server unready with the reason; the rest is not tried.
+    A step that fails leaves the server unready, the step named; the rest is not tried.
     """
     specs = settings.default_releases if settings.harvest_on_start else []
     readiness.plan([harvest_step(spec) for spec in specs])
@@ -88,8 +88,8 @@ def start_up(
                 heap.settle()
             readiness.done(step)
             log.info("match index ready: %d patterns", patterns, extra={"patterns": patterns})
-    except Exception as error:  # a thread's error: kept for /readyz and logged, not lost
-        readiness.fail(step, str(error))
+    except Exception:  # a thread's error: /readyz names the step, the log has the error
+        readiness.fail(step)
         log.exception("start-up step failed: %s", step)
         return
     older = settings.older_releases if settings.harvest_on_start else []
@@ -109,8 +109,8 @@ def harvest_older(
         try:
             with startup_lock(engine):
                 _harvest(engine, Upstream(settings.cache_dir), spec)
-        except Exception as error:  # reported, and the next release is still tried
-            readiness.background_step(step, failed=str(error))
+        except Exception:  # reported, and the next release is still tried
+            readiness.background_step(step, failed=True)
             log.exception("background step failed: %s", step)
         else:
             readiness.background_step(step)

@@ -47,15 +47,24 @@ def make_engine(
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
     pool: postgres.PoolOptions | None = None,
 ) -> Engine:
-    """An engine for the URL; for SQLite, WAL journaling, enforced foreign keys, and lock
-    waits of at most `lock_timeout_s` (Settings.lock_timeout_s); for PostgreSQL, the pool of
-    ERRKB_DB_POOL_* (SQLite keeps SQLAlchemy's own: its connections cost next to nothing)."""
+    """An engine for the URL with the pool of ERRKB_DB_POOL_*; for SQLite, WAL journaling,
+    enforced foreign keys, and lock waits of at most `lock_timeout_s`
+    (Settings.lock_timeout_s). SQLite's connections cost next to nothing, but its pool is as
+    large as PostgreSQL's all the same: SQLAlchemy's default of 5 + 10 made requests wait on
+    each other for a connection once more threads than that were reading."""
+    pool = pool or postgres.PoolOptions.of()
     if not is_sqlite(url):
-        return postgres.make_engine(url, pool or postgres.PoolOptions.of())
+        return postgres.make_engine(url, pool)
     database = make_url(url).database
+    sizes: dict[str, float] = {}
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False})
+        sizes = {
+            "pool_size": pool.size,
+            "max_overflow": pool.max_overflow,
+            "pool_timeout": pool.timeout_s,
+        }
+    engine = create_engine(url, connect_args={"check_same_thread": False}, **sizes)
     busy_timeout_ms = round(lock_timeout_s * 1000)
     event.listen(engine, "connect", partial(_configure_sqlite_connection, busy_timeout_ms))
     event.listen(engine, "begin", _begin_sqlite_transaction)

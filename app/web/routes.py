@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from app.api.budget import charge_paste
 from app.api.deps import RecordFiltersDep, SessionDep, SettingsDep
 from app.api.observed import count_view, match_counted
 from app.api.views import record_view
@@ -102,6 +103,7 @@ def create_match_page(
     """The home box: a paste is matched here, a query is sent on to the search page."""
     if mode == "search" or (mode == "auto" and not query.looks_like_paste(text)):
         return RedirectResponse(render.search_url({"q": text.strip()}), status_code=303)
+    charge_paste(request, len(text.encode("utf-8", "surrogatepass")))
     result = match_counted(request, session, text, MATCHES_ON_PAGE)
     matched = {m.exception_index for m in result.matches if m.exception_index is not None}
     spans = {exc.index: exc.message_spans or [exc.span] for exc in result.exceptions}

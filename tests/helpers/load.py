@@ -1,4 +1,4 @@
-"""A small HTTP/1.1 load generator for the benchmarks: keep-alive connections on asyncio.
+"""A small HTTP/1.1 load generator for benchmarks and load tests: keep-alive connections.
 
 Python threads with an HTTP client library spend more CPU per request than the server does
 on a cheap one (GET by id), and on a 2-core machine the client's CPU is the servers' loss.
