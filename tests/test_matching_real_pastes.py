@@ -159,7 +159,7 @@ def test_every_score_over_the_real_pastes_is_the_sum_of_its_components(
     client: TestClient, corpus: dict[str, accuracy.RealError]
 ) -> None:
     """Each match of every real error, in every shape, adds its components up to its score;
-    over the corpus, the message, class, frame and review components all take part."""
+    over the corpus, the message, class and frame components all take part."""
     seen: set[str] = set()
     for transform in pastes.TRANSFORMS.values():
         for text, _, _ in corpus.values():
