@@ -10,6 +10,7 @@ Goals: top-1 at least 90% over the whole corpus, no shape below 80%; `pytest -s`
 shape's rate.
 """
 
+import math
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -152,6 +153,32 @@ def test_every_paste_shape_finds_the_raising_line(
             print(f"    {miss}")
     assert total / count >= TOP1_GOAL
     assert {shape: s.top1_rate for shape, s in scores.items() if s.top1_rate < SHAPE_GOAL} == {}
+
+
+def test_every_score_over_the_real_pastes_is_the_sum_of_its_components(
+    client: TestClient, corpus: dict[str, accuracy.RealError]
+) -> None:
+    """Each match of every real error, in every shape, adds its components up to its score;
+    over the corpus, the message, class and frame components all take part."""
+    seen: set[str] = set()
+    for transform in pastes.TRANSFORMS.values():
+        for text, _, _ in corpus.values():
+            response = client.post("/api/match", json={"text": transform(text)})
+            assert response.status_code == 200, response.text
+            for match in response.json()["matches"]:
+                points = [part["points"] for part in match["components"]]
+                assert math.isclose(sum(points), match["score"], abs_tol=1e-9), match
+                seen |= {part["id"] for part in match["components"]}
+    print(f"\ncomponents seen: {sorted(seen)}")
+    assert {
+        "message.full",
+        "message.cut",
+        "message.specificity",
+        "class.agrees",
+        "frames.file",
+        "frames.line",
+        "position.last",
+    } <= seen
 
 
 def test_older_releases_find_the_message_they_show(
