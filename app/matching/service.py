@@ -436,7 +436,9 @@ def match_text(
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
     if not text.strip():
-        return MatchResult(exceptions=[], matches=[], truncated=False)
+        return MatchResult(
+            exceptions=[], matches=[], truncated=False, ranking_version=RANKING_VERSION
+        )
     # Following the store's writes (a harvest adds thousands of patterns) is the store's
     # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
     index = matcher.index(session)
