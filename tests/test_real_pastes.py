@@ -59,6 +59,8 @@ RELEASE = re.compile(r"^[a-z][\w-]*==\d[\w.+-]*$")
 CONFIDENT_SCORE = 50.0
 TOP = 3
 RENAMED_CLASS = re.compile(r"^exception class \S+ is a (sub|super)class of ")
+WORD = re.compile(r"[A-Za-z_]{4,}")
+SHARED_WORDS = 0.6  # of the fragment's words the record's pattern must hold
 
 NOT_HARVESTED = "release not harvested: the raise site is only in an older release"
 KNOWN_MISSES: dict[str, str] = {}
@@ -80,9 +82,11 @@ def test_every_case_is_well_formed() -> None:
     for name, case in cases.items():
         assert set(case) == KEYS, name
         assert SOURCE.match(case["source"]), name
-        assert case["project"] in PROJECTS and name.startswith(case["project"] + "-"), name
+        assert case["project"] in PROJECTS, name
+        assert name.startswith(case["project"] + "-"), name
         assert case["shape"] in SHAPES, name
-        assert case["messageFragment"] and case["messageFragment"] in case["paste"], name
+        assert case["messageFragment"], name
+        assert case["messageFragment"] in case["paste"], name
         assert case["release"] is None or RELEASE.match(case["release"]), name
         assert isinstance(case["thirdParty"], bool), name
         assert case["raisingFile"] is None or case["raisingFile"].endswith(".py"), name
@@ -115,8 +119,9 @@ class Judge:
         return self.documents[record_id]
 
     def right(self, case: dict[str, Any], match: dict[str, Any]) -> bool:
-        """The record raises the case's class at the case's raising file (or, without one,
-        its pattern matches the pasted message)."""
+        """The record raises the case's class at the case's raising file, and its message
+        agrees with the pasted one (a file such as vllm/config.py raises dozens of
+        ValueErrors)."""
         record = match["record"]
         same_class = short_class(record["errorClass"]) == short_class(case["exceptionClass"])
         if not same_class and not any(RENAMED_CLASS.match(r) for r in match["reasons"]):
@@ -124,10 +129,9 @@ class Judge:
         document = self.document(match["id"])
         if case["raisingFile"] is not None:
             paths = {record["filePath"]} | {loc["filePath"] for loc in document["locations"]}
-            return any(_same_file(path, case["raisingFile"]) for path in paths if path)
-        pattern = document["record"].get("messagePattern") or ""
-        lines = [line for line in case["paste"].splitlines() if case["messageFragment"] in line]
-        return any(_pattern_finds(pattern, line) for line in lines)
+            if not any(_same_file(path, case["raisingFile"]) for path in paths if path):
+                return False
+        return _message_agrees(document["record"].get("messagePattern"), case)
 
     def verdict(self, case: dict[str, Any]) -> Verdict:
         response = self.client.post(
@@ -150,6 +154,21 @@ def _same_file(path: str, raising_file: str) -> bool:
     return path == raising_file or path.endswith("/" + raising_file)
 
 
+def _message_agrees(pattern: str | None, case: dict[str, Any]) -> bool:
+    """Whether a record's message pattern matches the pasted message: on a line holding the
+    fragment, or (for a cut, wrapped or escaped paste) by sharing most of the fragment's
+    words."""
+    if not pattern:
+        return case["raisingFile"] is not None
+    fragment = case["messageFragment"]
+    for line in case["paste"].splitlines():
+        if fragment in line and _pattern_finds(pattern, line):
+            return True
+    words = set(WORD.findall(fragment))
+    literal = re.sub(r"\\(.)", r"\1", pattern)
+    return not words or len({w for w in words if w in literal}) >= SHARED_WORDS * len(words)
+
+
 def _pattern_finds(pattern: str, line: str) -> bool:
     """Whether a record's message pattern matches the message on a pasted line."""
     try:
@@ -160,7 +179,8 @@ def _pattern_finds(pattern: str, line: str) -> bool:
 
 def _describe(match: dict[str, Any]) -> str:
     record = match["record"]
-    return f"{record['errorClass']} at {record['filePath']}:{record['lineNumber']} ({match['score']:.0f})"
+    where = f"{record['filePath']}:{record['lineNumber']}"
+    return f"{record['errorClass']} at {where} ({match['score']:.0f})"
 
 
 @dataclass
@@ -207,8 +227,9 @@ def report(cases: dict[str, dict[str, Any]], verdicts: dict[str, Verdict]) -> di
 
 
 def print_report(figures: dict[str, Any]) -> None:
-    header = f"{'':<24}{'cases':>6}  {'top-1':>11}  {'top-3':>11}  {'no answer':>11}  {'conf. wrong':>11}"
-    print("\nreal pastes (confident: score >= %.0f)\n%s" % (CONFIDENT_SCORE, header))
+    columns = ("top-1", "top-3", "no answer", "conf. wrong")
+    header = f"{'':<24}{'cases':>6}" + "".join(f"  {column:>11}" for column in columns)
+    print(f"\nreal pastes (confident: score >= {CONFIDENT_SCORE:.0f})\n{header}")
     for group, tally in figures["groups"].items():
         print(Tally(**tally).row(group))
     print("known misses by reason:")
