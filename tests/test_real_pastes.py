@@ -60,10 +60,133 @@ CONFIDENT_SCORE = 50.0
 TOP = 3
 RENAMED_CLASS = re.compile(r"^exception class \S+ is a (sub|super)class of ")
 WORD = re.compile(r"[A-Za-z_]{4,}")
+QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
 SHARED_WORDS = 0.6  # of the fragment's words the record's pattern must hold
 
-NOT_HARVESTED = "release not harvested: the raise site is only in an older release"
-KNOWN_MISSES: dict[str, str] = {}
+NOT_HARVESTED = (
+    "release not harvested: the message is only in releases older than the harvested ones"
+)
+MOVED = "release not harvested: the raise site moved since (errkb answers the current one)"
+HTTP_BODY = "wrapper not parsed: the message sits in an HTTP error body"
+RESPONSE = "error response, not raised: the HTTP body names the response's class"
+XINFERENCE = "wrapper not parsed: xinference's [address=..., pid=...] prefix"
+GLUED = "prose glued to the exception line"
+SIMILAR_FIRST = "a similar message raised elsewhere (SGLang, another vLLM file) ranks first"
+CLASS_CHANGED = "class changed since (refined, or the raise became an assert)"
+PIECES = "message built from pieces (appended to a list, raised joined)"
+BARE_ASSERT = "bare assert: the message is the assert's expression"
+NO_RAISE = "raised by the interpreter (a dict lookup, an attribute), not by a raise"
+CPP = "raised in a C++ kernel (TORCH_CHECK)"
+CUT = "cut message"
+THIRD_CONFIDENT = "third-party error answered confidently by a site with a similar message"
+KNOWN_MISSES: dict[str, str] = {
+    "vllm-001-kv-cache-max-seq-len-colab.json": NOT_HARVESTED,
+    "vllm-002-kv-cache-max-seq-len-databricks.json": NOT_HARVESTED,
+    "vllm-003-kv-cache-max-seq-len-no-class.json": NOT_HARVESTED,
+    "vllm-004-kv-cache-max-seq-len-mp-engine.json": NOT_HARVESTED,
+    "vllm-005-kv-cache-max-seq-len-raise-line.json": NOT_HARVESTED,
+    "vllm-006-no-cache-blocks-docker-compose.json": MOVED,
+    "vllm-008-no-cache-blocks-bonito.json": MOVED,
+    "vllm-010-unsupported-arch-cut.json": SIMILAR_FIRST,
+    "vllm-011-tp-heads-divisible-52-8.json": MOVED,
+    "vllm-015-kv-cache-max-seq-len-qanything.json": NOT_HARVESTED,
+    "vllm-018-max-tokens-negative-openai-client.json": HTTP_BODY,
+    "vllm-019-max-context-length-openai-title.json": HTTP_BODY,
+    "vllm-020-max-tokens-negative-openai-title.json": HTTP_BODY,
+    "vllm-021-quantization-mismatch-gguf-title.json": MOVED,
+    "vllm-022-unknown-quantization-gptq-full.json": MOVED,
+    "vllm-023-quantization-mismatch-bnb-marlin.json": MOVED,
+    "vllm-024-arch-failed-inspected-xinference.json": SIMILAR_FIRST,
+    "vllm-026-image-tokens-placeholders-djl.json": SIMILAR_FIRST,
+    "vllm-027-multimodal-tokens-placeholders-prose.json": SIMILAR_FIRST,
+    "vllm-028-bf16-compute-capability-t4-title.json": MOVED,
+    "vllm-029-bf16-compute-capability-dtype-hint.json": MOVED,
+    "vllm-031-bf16-compute-capability-langchain-chatchat.json": GLUED,
+    "vllm-033-bf16-compute-capability-verl.json": MOVED,
+    "vllm-034-bf16-compute-capability-backticked-frame.json": MOVED,
+    "vllm-035-max-context-length-openai-in-quotes.json": HTTP_BODY,
+    "vllm-036-user-max-model-len-cut-title.json": MOVED,
+    "vllm-037-user-max-model-len-xinference.json": XINFERENCE,
+    "vllm-038-user-max-model-len-qanything.json": MOVED,
+    "vllm-039-auto-tool-choice-json-body.json": NOT_HARVESTED,
+    "vllm-040-decoder-prompt-too-long-xinference-html.json": MOVED,
+    "vllm-041-decoder-prompt-too-long-unsloth.json": CLASS_CHANGED,
+    "vllm-042-decoder-prompt-too-long-v1-processor.json": MOVED,
+    "vllm-045-decoder-prompt-too-long-class-typo.json": CLASS_CHANGED,
+    "vllm-046-prompt-length-longer-v1-0-7.json": NOT_HARVESTED,
+    "vllm-047-prompt-too-long-to-fit-title.json": NOT_HARVESTED,
+    "vllm-048-lora-rank-greater-swift.json": PIECES,
+    "vllm-049-lora-rank-greater-2024.json": PIECES,
+    "vllm-053-chatglm-bare-assert-kv-heads.json": BARE_ASSERT,
+    "vllm-054-chat-template-no-longer-allowed-prose.json": MOVED,
+    "vllm-057-chat-template-no-longer-allowed-backticks.json": MOVED,
+    "vllm-058-chat-template-error-dict-none.json": MOVED,
+    "vllm-059-chat-template-openai-bad-request.json": MOVED,
+    "vllm-060-chat-template-curl-json-body.json": MOVED,
+    "vllm-061-no-vllm-implementation-transformers-arch.json": NOT_HARVESTED,
+    "vllm-062-engine-core-init-failed-after-worker-attributeerror.json": MOVED,
+    "vllm-063-keyerror-weight-scale-qwen2-load-weights.json": NO_RAISE,
+    "vllm-064-ray-required-gpus-placement-group-windows.json": NOT_HARVESTED,
+    "vllm-065-ray-required-gpus-backticks.json": NOT_HARVESTED,
+    "vllm-066-ray-serve-placement-bundle-one-gpu.json": MOVED,
+    "vllm-073-error-in-model-execution-flash-attn.json": NOT_HARVESTED,
+    "vllm-074-engine-process-failed-to-start-gguf.json": NOT_HARVESTED,
+    "vllm-075-engine-process-failed-to-start-gpustack.json": NOT_HARVESTED,
+    "vllm-078-engine-dead-error-api-router-dead-error.json": SIMILAR_FIRST,
+    "vllm-083-no-supported-config-format-mistral-docker.json": NOT_HARVESTED,
+    "vllm-084-no-supported-config-format-helm.json": NOT_HARVESTED,
+    "vllm-085-failed-infer-device-type-dynamo.json": MOVED,
+    "vllm-086-at-most-one-image-openai-client.json": NOT_HARVESTED,
+    "vllm-087-at-most-one-image-pretty-json.json": NOT_HARVESTED,
+    "vllm-088-at-most-one-image-title.json": NOT_HARVESTED,
+    "vllm-092-lora-not-supported-gemma-2024.json": NOT_HARVESTED,
+    "vllm-093-lora-not-supported-qwen-0-4.json": NOT_HARVESTED,
+    "vllm-101-ray-no-gpu-driver-node-title.json": NOT_HARVESTED,
+    "vllm-102-ray-no-gpu-driver-node-backticks-2024.json": NOT_HARVESTED,
+    "vllm-103-ray-no-gpu-driver-node-openrlhf-quote.json": NOT_HARVESTED,
+    "vllm-105-llamafactory-asyncengineargs-unexpected-kwarg.json": THIRD_CONFIDENT,
+    "vllm-114-awq-config-file-not-found-2023.json": MOVED,
+    "vllm-115-awq-config-file-ray-task-error.json": MOVED,
+    "vllm-117-cuda-no-kernel-image-rank0.json": THIRD_CONFIDENT,
+    "vllm-118-cuda-no-kernel-image-enginecore-rtx50.json": THIRD_CONFIDENT,
+    "vllm-119-model-does-not-exist-json-404.json": RESPONSE,
+    "vllm-120-model-does-not-exist-openai-404.json": RESPONSE,
+    "vllm-121-transformers-rope-scaling-runpod.json": THIRD_CONFIDENT,
+    "vllm-122-rope-scaling-keyerror-type-title.json": NO_RAISE,
+    "vllm-123-bf16-not-supported-awq-2023-title.json": MOVED,
+    "vllm-124-bf16-not-supported-gptq-cpu-warning.json": MOVED,
+    "vllm-125-bf16-not-supported-awq-backtick-frames.json": MOVED,
+    "vllm-126-bf16-not-supported-gptq-markdown-emphasis.json": MOVED,
+    "vllm-127-marlin-gemm-dtype-interleaved-ranks.json": CPP,
+    "vllm-128-qwen2-sliding-window-some-layers.json": CLASS_CHANGED,
+    "vllm-129-gpus-per-node-not-divisible-2023.json": NOT_HARVESTED,
+    "vllm-130-tp-heads-divisible-ilab-frames.json": MOVED,
+    "vllm-131-tp-heads-divisible-gpt2-xl-backticks.json": MOVED,
+    "vllm-133-mm-prompt-updates-verl-quoted.json": MOVED,
+    "vllm-134-mm-prompt-updates-video-llamafactory.json": MOVED,
+    "vllm-135-chat-completions-not-supported-json.json": RESPONSE,
+    "vllm-141-user-max-model-len-xinference-restful-log.json": NOT_HARVESTED,
+    "vllm-149-fp8-e5m2-kv-cache-fp8-checkpoint-title.json": MOVED,
+    "vllm-152-fp8-min-capability-ray-worker.json": MOVED,
+    "vllm-155-xformers-soft-capping-colab-title.json": NOT_HARVESTED,
+    "vllm-156-unknown-quantization-bitsandbytes-unsloth.json": NOT_HARVESTED,
+    "vllm-157-bitsandbytes-not-installed-sglang-frames.json": MOVED,
+    "vllm-158-bnb-load-format-qlora-first-letter-cut.json": CUT,
+    "vllm-159-task-embedding-not-supported-title.json": MOVED,
+    "vllm-164-arch-not-supported-embedding-engine-log-line.json": SIMILAR_FIRST,
+    "vllm-165-arch-not-supported-mllama-message.json": MOVED,
+    "vllm-167-ray-creation-task-worker-use-ray-openrlhf.json": THIRD_CONFIDENT,
+    "vllm-168-llmengine-no-attribute-model-executor-openrlhf.json": NO_RAISE,
+    "vllm-170-xinference-asyncengineargs-limit-mm-per-prompt.json": THIRD_CONFIDENT,
+    "vllm-172-uvicorn-config-unexpected-kwarg-rank0.json": THIRD_CONFIDENT,
+    "vllm-173-engineargs-num-scheduler-steps-headerless.json": THIRD_CONFIDENT,
+    "vllm-174-engineargs-enable-prompt-adapter-gaudi.json": THIRD_CONFIDENT,
+    "vllm-176-maximum-context-length-title-cut-messag.json": CUT,
+    "vllm-177-chunked-prefill-prefix-caching-openvino-repr.json": NOT_HARVESTED,
+    "vllm-178-keyerror-invalid-tool-call-parser-openai-apiserver.json": MOVED,
+    "vllm-179-max-num-scheduled-tokens-negative-spec-decode.json": NOT_HARVESTED,
+    "vllm-184-no-module-vllm-c-jupyter-quoted.json": THIRD_CONFIDENT,
+}
 """Case file -> why errkb misses it today (top-1). Shrink it as matching improves."""
 
 
@@ -156,15 +279,15 @@ def _same_file(path: str, raising_file: str) -> bool:
 
 def _message_agrees(pattern: str | None, case: dict[str, Any]) -> bool:
     """Whether a record's message pattern matches the pasted message: on a line holding the
-    fragment, or (for a cut, wrapped or escaped paste) by sharing most of the fragment's
-    words."""
+    fragment or across the paste (a message of several lines), or, for a cut, wrapped or
+    escaped paste, by holding most of the fragment's words (quoted values aside)."""
     if not pattern:
         return case["raisingFile"] is not None
     fragment = case["messageFragment"]
-    for line in case["paste"].splitlines():
-        if fragment in line and _pattern_finds(pattern, line):
-            return True
-    words = set(WORD.findall(fragment))
+    lines = [line for line in case["paste"].splitlines() if fragment in line]
+    if any(_pattern_finds(pattern, text) for text in [*lines, case["paste"]]):
+        return True
+    words = set(WORD.findall(QUOTED.sub(" ", fragment)))
     literal = re.sub(r"\\(.)", r"\1", pattern)
     return not words or len({w for w in words if w in literal}) >= SHARED_WORDS * len(words)
 
@@ -172,7 +295,7 @@ def _message_agrees(pattern: str | None, case: dict[str, Any]) -> bool:
 def _pattern_finds(pattern: str, line: str) -> bool:
     """Whether a record's message pattern matches the message on a pasted line."""
     try:
-        return re.search(pattern.removeprefix("^").removesuffix("$"), line) is not None
+        return re.search(pattern.removeprefix("^").removesuffix("$"), line, re.M) is not None
     except re.error:
         return False
 
@@ -205,7 +328,7 @@ class Tally:
             return f"{count:4d} {count / self.cases:6.1%}"
 
         return (
-            f"{label:<24}{self.cases:6d}  {rate(self.top1)}  {rate(self.top3)}  "
+            f"{label:<30}{self.cases:6d}  {rate(self.top1)}  {rate(self.top3)}  "
             f"{rate(self.no_answer)}  {rate(self.confident_wrong)}"
         )
 
@@ -215,7 +338,7 @@ def report(cases: dict[str, dict[str, Any]], verdicts: dict[str, Verdict]) -> di
     groups: dict[str, Tally] = defaultdict(Tally)
     for name, verdict in verdicts.items():
         case = cases[name]
-        kind = "third-party" if case["thirdParty"] else "errkb"
+        kind = "third-party" if case["thirdParty"] else "raised by vllm/sglang/torch"
         for group in ("all", f"project {case['project']}", f"shape {case['shape']}", kind):
             groups[group].add(verdict)
     return {
@@ -228,7 +351,7 @@ def report(cases: dict[str, dict[str, Any]], verdicts: dict[str, Verdict]) -> di
 
 def print_report(figures: dict[str, Any]) -> None:
     columns = ("top-1", "top-3", "no answer", "conf. wrong")
-    header = f"{'':<24}{'cases':>6}" + "".join(f"  {column:>11}" for column in columns)
+    header = f"{'':<30}{'cases':>6}" + "".join(f"  {column:>11}" for column in columns)
     print(f"\nreal pastes (confident: score >= {CONFIDENT_SCORE:.0f})\n{header}")
     for group, tally in figures["groups"].items():
         print(Tally(**tally).row(group))
