@@ -32,6 +32,9 @@ from app.config import PROJECT_ROOT
 from app.records.locations import short_class
 from tests.helpers import accuracy
 
+# The store harvests releases downloaded from the package index.
+pytestmark = pytest.mark.network
+
 CASES_DIR = Path(__file__).parent / "fixtures" / "real_pastes"
 ARTIFACT = PROJECT_ROOT / "test-artifacts" / "real_pastes.json"
 PROJECTS = frozenset({"vllm", "sglang", "torch"})
@@ -360,7 +363,6 @@ def print_report(figures: dict[str, Any]) -> None:
         print(f"  {count:4d}  {reason}")
 
 
-@pytest.mark.network  # the store harvests releases downloaded from the package index
 def test_real_pastes_find_their_raise_site(harvested: accuracy.Harvested) -> None:
     pytest.importorskip("torch", reason="the store harvests the installed torch")
     cases = load_cases()
