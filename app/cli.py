@@ -208,6 +208,7 @@ def match_command(
     """Match a pasted traceback or log against the records, like POST /api/match."""
     from app.errors import AppError
     from app.matching.service import match_text
+    from app.records.explanation import explanations
 
     try:
         raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
@@ -223,6 +224,10 @@ def match_command(
         except AppError as error:
             typer.echo(f"error: {error.detail}", err=True)
             raise typer.Exit(2) from None
+        matched = [match.record for match in result.matches]
+        explained = explanations(
+            session, [r.id for r in matched], [r.error_message for r in matched]
+        )
     if as_json:
         typer.echo(result.model_dump_json(by_alias=True, indent=2))
         return
@@ -240,6 +245,9 @@ def match_command(
             f"        {where}  [{record.review_state}]" + (f"  {captures}" if captures else "")
         )
         typer.echo(f"        {'; '.join(match.reasons)}")
+        headline = explained[record.id].headline() if record.id in explained else None
+        if headline:
+            typer.echo(f"        what the code says: {headline}")
 
 
 @app.command("search")

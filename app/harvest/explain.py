@@ -474,6 +474,8 @@ class _Resolver:
             return table.by_flag.get(text) or table.flags.get(text[2:].replace("-", "_"))
         if text in table.envs:
             return table.envs[text]
+        if text in table.flags:
+            return table.flags[text]
         owner, _, attr = text.rpartition(".")
         if owner and owner in table.config_classes and attr in table.config_classes[owner]:
             return self.config_flag(table.config_classes[owner][attr])
@@ -555,7 +557,7 @@ def explain(
         from_code(name, "message")
     for text in [*_FLAG.findall(message), *_BACKTICKED.findall(message)]:
         take(resolver.named(text), text, "message")
-    advice = []
+    advice: list[dict[str, Any]] = []
     for sentence in _sentences(message):
         url = _URL.search(sentence)
         if not (_ADVICE.match(sentence) or url) or len(advice) >= MAX_ADVICE:
