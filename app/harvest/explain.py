@@ -53,7 +53,7 @@ class Setting:
     """One setting a user types: a flag, a config field or an environment variable."""
 
     name: str  # the attribute the code reads: max_model_len, VLLM_PORT
-    kind: str  # flag | config | env | parameter
+    kind: str  # flag | argument | config | env | parameter
     typed_as: str  # --max-model-len, ModelConfig.max_model_len, VLLM_PORT
     default: str | None
     help: str | None
@@ -136,21 +136,30 @@ def _keyword(call: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
-def _annotated_help(annotation: ast.expr) -> tuple[str | None, bool]:
-    """The help of an `A[T, "help"]` or `A[T, Arg(help=...)]` annotation, and whether the
-    field stays off the command line (`Arg(no_cli=True)`, `Derived(...)`)."""
+@dataclass(frozen=True, slots=True)
+class _Annotated:
+    """What an `A[T, "help"]` or `A[T, Arg(help=..., cli_name=...)]` annotation says."""
+
+    help: str | None = None
+    hidden: bool = False  # off the command line: `Arg(no_cli=True)`, `Derived(...)`
+    cli_name: str | None = None
+
+
+def _annotated(annotation: ast.expr) -> _Annotated:
     if not isinstance(annotation, ast.Subscript) or not isinstance(annotation.slice, ast.Tuple):
-        return None, False
+        return _Annotated()
     for meta in annotation.slice.elts[1:]:
         if _text(meta):
-            return _text(meta), False
+            return _Annotated(_text(meta))
         if isinstance(meta, ast.Call) and isinstance(meta.func, ast.Name):
             if meta.func.id == "Derived":
-                return None, True
+                return _Annotated(hidden=True)
             no_cli = _keyword(meta, "no_cli")
             hidden = isinstance(no_cli, ast.Constant) and no_cli.value is True
-            return _text(_keyword(meta, "help")), hidden
-    return None, False
+            return _Annotated(
+                _text(_keyword(meta, "help")), hidden, _text(_keyword(meta, "cli_name"))
+            )
+    return _Annotated()
 
 
 def _default(value: ast.expr | None) -> tuple[str | None, ast.expr | None]:
@@ -197,6 +206,7 @@ class _Field:
     default: str | None
     borrows: ast.expr | None
     help: str | None
+    cli_name: str | None = None
 
 
 def _class_fields(tree: ast.Module, file_path: str) -> list[_Field]:
@@ -214,15 +224,25 @@ def _class_fields(tree: ast.Module, file_path: str) -> list[_Field]:
             name = statement.target.id
             if name.startswith("_") or "ClassVar" in ast.unparse(statement.annotation):
                 continue
-            help_text, hidden = _annotated_help(statement.annotation)
-            if hidden:
+            annotated = _annotated(statement.annotation)
+            if annotated.hidden:
                 continue
+            help_text = annotated.help
             following = body[index + 1] if index + 1 < len(body) else None
             if help_text is None and isinstance(following, ast.Expr):
                 help_text = _text(following.value)
             default, borrows = _default(statement.value)
             found.append(
-                _Field(node.name, name, statement.lineno, file_path, default, borrows, help_text)
+                _Field(
+                    node.name,
+                    name,
+                    statement.lineno,
+                    file_path,
+                    default,
+                    borrows,
+                    help_text,
+                    annotated.cli_name,
+                )
             )
     return found
 
@@ -334,13 +354,16 @@ def settings_table(modules: Sequence[ModuleFacts], project: UpstreamProject) -> 
         help_text = _one_line(help_text, MAX_HELP_CHARS) if help_text else None
         default = item.default if item.borrows is None else origin.default
         if item.owner in flag_owners and project.flag_classes_match(item.owner):
-            flag = flags_declared.get(item.name, "--" + item.name.replace("_", "-"))
+            derived = "--" + item.name.replace("_", "-") if project.flags_from_fields else None
+            flag = flags_declared.get(item.name) or item.cli_name or derived
             borrowed = _borrowed(item.borrows) if item.borrows is not None else None
+            # A field no flag sets is still an argument of the class (`LLM(...)` passes it).
+            kind, typed_as = ("flag", flag) if flag else ("argument", f"{item.owner}.{item.name}")
             setting = Setting(
-                item.name, "flag", flag, default, help_text, item.file_path, item.line, borrowed
+                item.name, kind, typed_as, default, help_text, item.file_path, item.line, borrowed
             )
             table.flags.setdefault(item.name, setting)
-            table.by_flag.setdefault(flag, setting)
+            table.by_flag.setdefault(typed_as, setting)
         elif item.owner not in flag_owners:
             typed_as = f"{item.owner}.{item.name}"
             setting = Setting(

@@ -30,7 +30,7 @@ class ExplainedSetting(ApiModel):
     """A setting that reaches the raise site, as its users type it."""
 
     name: str  # the attribute the code reads: max_model_len
-    kind: str  # flag | config | env | parameter
+    kind: str  # flag | argument (of EngineArgs, no flag) | config | env | parameter
     typed_as: str  # --max-model-len, ModelConfig.max_model_len, VLLM_PORT
     default: str | None  # as the release spells it
     help: str | None

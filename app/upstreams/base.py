@@ -37,6 +37,9 @@ class UpstreamProject:
     """Those of `settings_sources` whose classes' fields are command-line flags."""
     flag_classes: re.Pattern[str] | None = None
     """Which classes of `flag_sources` hold flags; None: all of them."""
+    flags_from_fields: bool = False
+    """Whether every field of those classes is a flag, `--name-with-dashes` unless it names
+    its own; otherwise only the fields an `add_argument("--flag", ...)` call declares."""
     env_sources: tuple[str, ...] = ()
     """Those of `settings_sources` that declare environment variables."""
     parameters_are_settings: bool = False

@@ -24,5 +24,6 @@ PROJECT = UpstreamProject(
     flag_sources=("srt/server_args.py", "srt/arg_groups/fields"),
     # PortArgs holds the ports SGLang picks for its own processes, not flags.
     flag_classes=re.compile(r"(?!PortArgs$)\w+"),
+    flags_from_fields=True,
     env_sources=("srt/environ.py",),
 )
