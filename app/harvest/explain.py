@@ -456,8 +456,10 @@ class _Resolver:
     def resolve(self, name: str, depth: int = 0) -> Setting | None:
         owner, attr = _words(name)
         table = self.table
-        if attr in table.envs:
-            return table.envs[attr]
+        # `envs.SGLANG_X.get()`, `get_bool_env_var("SGLANG_X")`: the variable is a part.
+        env = next((part for part in name.split(".") if part in table.envs), None)
+        if env is not None:
+            return table.envs[env]
         if owner is not None and _CONFIG_OWNER.match(owner):
             setting = table.config_classes.get(_camel(owner), {}).get(attr)
             if setting is not None:
