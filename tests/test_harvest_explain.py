@@ -11,11 +11,15 @@ from textwrap import dedent
 import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
+from typer.testing import CliRunner
 
+from app.cli import app
 from app.harvest import drafts, harvest_tree
 from app.records.explanation import record_explanation
 from app.records.locations import History, Location
 from tests.helpers.releases import RELEASES
+
+runner = CliRunner()
 
 REPO, REF = "vllm-project/vllm", "v9.9.9"
 RELEASE = {
@@ -225,6 +229,17 @@ def test_the_record_page_and_its_twin_show_what_the_code_says(
     assert said < source
     assert "<code>--gpu-memory-utilization</code>" in page[said:source]
     assert "<td><code>0.9</code></td>" in page[said:source]
+
+
+def test_errkb_match_says_the_top_setting_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    folder = str(_write(tmp_path / "src"))
+    harvested = runner.invoke(app, ["harvest", folder, "--repo", REPO, "--ref", REF])
+    assert harvested.exit_code == 0, harvested.output
+    paste = "ValueError: the prompt is longer than the model allows"
+    matched = runner.invoke(app, ["match", "-"], input=paste)
+    assert matched.exit_code == 0, matched.output
+    assert "what the code says: setting --max-model-len (default None)" in matched.output
 
 
 def _location(version: str, gone: bool = False) -> Location:
