@@ -17,7 +17,6 @@ from app.cli import app
 from app.harvest import drafts, harvest_tree
 from app.records.explanation import record_explanation
 from app.records.locations import History, Location
-from tests.helpers.releases import RELEASES
 
 runner = CliRunner()
 
@@ -267,6 +266,8 @@ KV_CHECK = "vllm/v1/core/kv_cache_planning.py"
 
 @pytest.mark.network  # downloads vLLM 0.33.0 from the package index once
 def test_the_real_kv_cache_check_names_its_real_flags(tmp_path: Path) -> None:
+    from tests.helpers.releases import RELEASES
+
     root = RELEASES.ensure_unpacked("vllm", "0.33.0")
     for name in [KV_CHECK, "vllm/engine/arg_utils.py", "vllm/envs.py"] + [
         path.relative_to(root).as_posix() for path in (root / "vllm/config").glob("*.py")
