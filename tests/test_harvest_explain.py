@@ -198,6 +198,30 @@ def test_a_bare_common_word_is_no_setting_and_nothing_is_invented(tmp_path: Path
     assert no_model["trigger"]["text"] == "raised when `model is None`"
 
 
+def test_a_torch_function_names_its_own_parameters(tmp_path: Path) -> None:
+    module = tmp_path / "torch" / "optim" / "adam.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(
+        dedent(
+            """
+            class Adam:
+                def __init__(self, params, lr=1e-3, *, foreach=None):
+                    if not 0.0 <= lr:
+                        raise ValueError(f"Invalid learning rate: {lr}")
+            """
+        )
+    )
+    result = harvest_tree(tmp_path, repo="pytorch/pytorch", ref="v2.13.0", analyzed_at="x")
+    (draft,) = result.drafts
+    (setting,) = draft.context["explanation"]["settings"]
+    assert (setting["kind"], setting["typedAs"], setting["default"]) == (
+        "parameter",
+        "Adam(lr=...)",
+        "0.001",
+    )
+    assert setting["source"]["lineNumber"] == 3
+
+
 def test_the_explanation_is_the_same_on_every_harvest(tmp_path: Path) -> None:
     assert _explanations(tmp_path / "a") == _explanations(tmp_path / "b")
 

@@ -454,6 +454,10 @@ class _Resolver:
         return flag if flag is not None and flag.borrows == (owner, setting.name) else setting
 
     def resolve(self, name: str, depth: int = 0) -> Setting | None:
+        """The setting a name in the code reads, by how it is reached: an environment
+        variable, a config object's field, an args object's flag, a field of the config
+        class it is in, a simple assignment, and last a distinctive bare name (one with an
+        underscore: `max_model_len`, not `model`)."""
         owner, attr = _words(name)
         table = self.table
         # `envs.SGLANG_X.get()`, `get_bool_env_var("SGLANG_X")`: the variable is a part.
@@ -508,7 +512,7 @@ class _Resolver:
 
 
 def _parameters(
-    facts: ModuleFacts, span: tuple[int, int], function: str | None
+    facts: ModuleFacts, span: tuple[int, int], function: str | None, class_name: str | None
 ) -> dict[str, Setting]:
     """The raising function's own parameters, for a library its users call directly."""
     lines = facts.source.split("\n")[span[0] - 1 : span[1]]
@@ -525,13 +529,14 @@ def _parameters(
     defaults: dict[str, ast.expr | None] = dict(zip(positional, padded, strict=True))
     for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
         defaults[argument.arg] = default
+    called = class_name if function == "__init__" and class_name else function  # Adam(lr=...)
     found = {}
     for name, default in defaults.items():
         if name in ("self", "cls"):
             continue
         text = _one_line(ast.unparse(default), MAX_DEFAULT_CHARS) if default is not None else None
         found[name] = Setting(
-            name, "parameter", f"{function}({name}=...)", text, None, facts.file_path, span[0]
+            name, "parameter", f"{called}({name}=...)", text, None, facts.file_path, span[0]
         )
     return found
 
@@ -553,7 +558,7 @@ def explain(
     resolver = _Resolver(table, index, draft)
     facts = index.facts
     parameters = (
-        _parameters(facts, resolver.function_span, draft.function)
+        _parameters(facts, resolver.function_span, draft.function, draft.class_name)
         if project.parameters_are_settings
         else {}
     )
