@@ -240,14 +240,24 @@ def match_command(
     if not text.strip():  # the API answers blank text with no match; here it is a mistake
         typer.echo(f"error: {source} is empty: paste a traceback, a log or an error line", err=True)
         raise typer.Exit(2)
+    source_of_answers = _source(_settings(ctx), server)
     try:
-        result = _source(_settings(ctx), server).match(text, limit)
+        result = source_of_answers.match(text, limit)
     except ClientError as error:
         _fail(error)
     if as_json:
         _print_json(result)
         return
-    typer.echo("\n".join(match_lines(result)))
+    headlines = {}
+    for match in result["matches"]:
+        record_id = match["record"]["id"]
+        try:
+            explanation = source_of_answers.record(record_id).get("explanation") or {}
+        except ClientError:
+            continue  # the headline is a courtesy: the match itself was answered
+        if explanation.get("headline"):
+            headlines[record_id] = explanation["headline"]
+    typer.echo("\n".join(match_lines(result, headlines)))
 
 
 @app.command("search")

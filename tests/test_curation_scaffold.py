@@ -84,6 +84,9 @@ def test_curate_a_real_draft_refused_until_written_then_reviewed(curator: Path) 
     # the hints start from the code context harvest stored
     assert "it raises when `occupied_size_new > self.data_buffer_size`" in written["documentation"]
     assert "called from " in written["triggerScenarios"]
+    # and from its explanation: the trigger in words
+    trigger = "raised when `occupied_size_new > self.data_buffer_size`"
+    assert trigger in written["triggerScenarios"]
 
     refused = runner.invoke(app, ["import", str(record_file)])
     assert refused.exit_code == 1

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from app.api.views import RecordView
+from app.records.explanation import Explanation
 from app.records.locations import History, Location
 from app.records.model import ErrorRecord
 from app.records.service import Page, Stats
@@ -85,7 +86,13 @@ class HistoryOut(ApiModel):
 def location_out(location: Location, record: ErrorRecord) -> LocationOut:
     """The API shape of one location of a record."""
     fields = {name: getattr(location, name) for name in Location.__dataclass_fields__}
-    fields["code_context"] = fields.pop("context")
+    context = fields.pop("context")
+    # The explanation is answered once, typed, beside the locations (RecordDocument).
+    fields["code_context"] = (
+        {key: value for key, value in context.items() if key != "explanation"}
+        if context
+        else context
+    )
     return LocationOut(**fields, status=location.status(record))
 
 
@@ -129,6 +136,7 @@ def record_document_json(view: RecordView, root: Path) -> str:
         "drift": drift_out(view.drift).model_dump(mode="json", by_alias=True)
         if view.drift
         else None,
+        "explanation": view.explanation.model_dump(by_alias=True) if view.explanation else None,
     }
     return '{"record":' + stored.document + "," + json.dumps(extra, ensure_ascii=False)[1:]
 
@@ -201,7 +209,9 @@ class RecordDocument(ApiModel):
     """GET /api/errors/{id}: the record exactly as stored, the dataset version, its
     location in each harvested release, the releases that raise it, links, and what its
     page shows besides: related records, its reproducer script, recent runs
-    (newest first) and latest drift check."""
+    (newest first), latest drift check, and what its code says (`explanation`: the
+    settings that reach the raise site, upstream's advice, the trigger, the releases that
+    changed it, each with the release, file and line it was read from)."""
 
     record: ErrorRecord
     dataset_version: str
@@ -213,6 +223,7 @@ class RecordDocument(ApiModel):
     reproducer: str | None  # the script, relative to the project
     runs: list[ReproducerRunOut]
     drift: DriftOut | None
+    explanation: Explanation | None
 
 
 def _script(info: ReproducerInfo, root: Path) -> str:

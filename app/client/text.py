@@ -9,8 +9,9 @@ the source, the releases, the solutions and patterns, related records and the re
 from typing import Any
 
 
-def match_lines(result: dict[str, Any]) -> list[str]:
-    """The exceptions found, then each match with its place, state, captures and reasons."""
+def match_lines(result: dict[str, Any], headlines: dict[str, str] | None = None) -> list[str]:
+    """The exceptions found, then each match with its place, state, captures and reasons,
+    and what the record's code says in one line (`headlines`, by record id) where known."""
     lines = []
     for exception in result["exceptions"]:
         cause = exception.get("causeIndex")
@@ -34,6 +35,8 @@ def match_lines(result: dict[str, Any]) -> list[str]:
             f"        {where}  [{record['reviewState']}]" + (f"  {captures}" if captures else "")
         )
         lines.append(f"        {'; '.join(match['reasons'])}")
+        if headline := (headlines or {}).get(record["id"]):
+            lines.append(f"        what the code says: {headline}")
     return lines
 
 

@@ -123,11 +123,24 @@ def _code_hint(key: str, code: dict[str, Any]) -> str:
             said.append(f"it raises when `{code['guard']}`")
         if code.get("translates"):
             said.append(f"it translates {', '.join(code['translates'])}")
-    elif key == "triggerScenarios" and code.get("callers"):
-        said.append(f"called from {_places(code['callers'])}")
-    elif key == "solutions" and code.get("handlers"):
-        said.append(f"upstream catches it at {_places(code['handlers'])}")
+    explained = code.get("explanation") or {}
+    if key == "triggerScenarios":
+        if explained.get("trigger"):
+            said.append(explained["trigger"]["text"])
+        if code.get("callers"):
+            said.append(f"called from {_places(code['callers'])}")
+    elif key == "solutions":
+        said.extend(f"upstream advises: {advice['text']}" for advice in explained.get("advice", []))
+        said.extend(_setting_hint(setting) for setting in explained.get("settings", []))
+        if code.get("handlers"):
+            said.append(f"upstream catches it at {_places(code['handlers'])}")
     return f" (the code: {'; '.join(said)})" if said else ""
+
+
+def _setting_hint(setting: dict[str, Any]) -> str:
+    """A setting the raise site reads, as the curator would tell a user to change it."""
+    default = f", default {setting['default']}" if setting.get("default") is not None else ""
+    return f"the {setting['kind']} {setting['typedAs']}{default}"
 
 
 def _one_line(text: str) -> str:

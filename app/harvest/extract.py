@@ -324,6 +324,7 @@ def harvest_tree(
     callers and handlers are resolved over the whole release afterwards.
     """
     from app.harvest.context import add_context
+    from app.harvest.explain import add_explanations
 
     release = _Release(repo, ref, analyzed_at)
     paths = _python_files(root / package_dir if package_dir else root)
@@ -350,6 +351,8 @@ def harvest_tree(
             result.located += sum(draft.located for draft in drafts)
             result.drafts.extend(drafts)
         add_context(result.drafts, modules, classes.bases, release.repo, release.ref)
+        project = upstreams.BY_REPO.get(repo)
+        add_explanations(result.drafts, modules, project, release.repo, release.ref)
     return result
 
 

@@ -33,6 +33,22 @@ class UpstreamProject:
     """Functions that raise when their condition is false: name -> exception class."""
     settings_sources: tuple[str, ...] = ()
     """Files (below the package folder) that define the settings its users type."""
+    flag_sources: tuple[str, ...] = ()
+    """Those of `settings_sources` whose classes' fields are command-line flags."""
+    flag_classes: re.Pattern[str] | None = None
+    """Which classes of `flag_sources` hold flags; None: all of them."""
+    flags_from_fields: bool = False
+    """Whether every field of those classes is a flag, `--name-with-dashes` unless it names
+    its own; otherwise only the fields an `add_argument("--flag", ...)` call declares."""
+    env_sources: tuple[str, ...] = ()
+    """Those of `settings_sources` that declare environment variables."""
+    parameters_are_settings: bool = False
+    """Whether the raising function's own parameters are what its users type (a library
+    called directly, like `torch.optim.Adam(lr=...)`), rather than internal plumbing."""
+
+    def flag_classes_match(self, name: str) -> bool:
+        """Whether a class of `flag_sources` holds command-line flags."""
+        return self.flag_classes is None or self.flag_classes.fullmatch(name) is not None
 
     def release(self, version: str) -> str:
         """`NAME==VERSION` of a release of this project."""

@@ -19,5 +19,11 @@ PROJECT = UpstreamProject(
     # "[2026-08-14 12:00:01 TP0] ": a timestamp and the parallel ranks of the process.
     log_prefix=re.compile(r"\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}(?: (?:TP|DP|PP|EP)[0-9]+)+\]"),
     stream_names=re.compile(r"sglang|scheduler|detokenizer", re.IGNORECASE),
-    settings_sources=("srt/server_args.py", "srt/environ.py"),
+    # The flags live in ServerArgs, or (from 0.5.23) in the namespaces of arg_groups/fields.
+    settings_sources=("srt/server_args.py", "srt/environ.py", "srt/arg_groups/fields"),
+    flag_sources=("srt/server_args.py", "srt/arg_groups/fields"),
+    # PortArgs holds the ports SGLang picks for its own processes, not flags.
+    flag_classes=re.compile(r"(?!PortArgs$)\w+"),
+    flags_from_fields=True,
+    env_sources=("srt/environ.py",),
 )

@@ -8,6 +8,7 @@ PROJECT = UpstreamProject(
     repo="pytorch/pytorch",
     distribution="torch",
     # torch/__init__.py: the exception each check raises when its condition is false.
+    parameters_are_settings=True,
     checks={
         "torch._check": "RuntimeError",
         "torch._check_index": "IndexError",

@@ -21,4 +21,7 @@ PROJECT = UpstreamProject(
     ),
     stream_names=re.compile(r"vllm|enginecore|apiserver", re.IGNORECASE),
     settings_sources=("engine/arg_utils.py", "envs.py", "config"),
+    flag_sources=("engine/arg_utils.py",),
+    flag_classes=re.compile(r"(?:Async)?EngineArgs"),
+    env_sources=("envs.py",),
 )

@@ -135,6 +135,7 @@ def _record_page(
         "reproducer": view.reproducer,
         "runs": view.runs,
         "drift": view.drift,
+        "explanation": view.explanation,
         "json_url": f"/api/errors/{stored.id}",
     }
     headers = _alternate(context["json_url"])

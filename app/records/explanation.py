@@ -1,0 +1,195 @@
+"""What the code says about a record, as the record page and GET /api/errors/{id} show it.
+
+Harvest stores each site's explanation (settings, advice, trigger: app.harvest.explain)
+in the code context of its newest location. What only the releases together tell, the
+release that brought or changed the site, is read here from its locations and history,
+so that harvesting an older release later adds to it without re-explaining anything.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import computed_field
+from sqlmodel import Session
+
+from app.records import locations
+from app.records.locations import History, Location
+from app.wire import ApiModel
+
+
+class ExplanationSource(ApiModel):
+    """Where a statement was read: the release, its file and line."""
+
+    release: str | None
+    ref: str
+    file_path: str
+    line_number: int | None
+    github_url: str | None
+
+
+class ExplainedSetting(ApiModel):
+    """A setting that reaches the raise site, as its users type it."""
+
+    name: str  # the attribute the code reads: max_model_len
+    kind: str  # flag | argument (of EngineArgs, no flag) | config | env | parameter
+    typed_as: str  # --max-model-len, ModelConfig.max_model_len, VLLM_PORT
+    default: str | None  # as the release spells it
+    help: str | None
+    via: str  # where the raise site names it: guard or message
+    source: ExplanationSource
+
+
+class Advice(ApiModel):
+    """A sentence of the message that tells the reader what to do."""
+
+    text: str
+    settings: list[str]  # the settings it names, as typed (see `settings`)
+    url: str | None
+
+
+class Statement(ApiModel):
+    """One sentence about the record and where it was read."""
+
+    text: str
+    source: ExplanationSource
+
+
+class Explanation(ApiModel):
+    """The settings, advice, trigger and release changes of a record, each sourced."""
+
+    release: str
+    settings: list[ExplainedSetting]
+    advice: list[Advice]
+    trigger: Statement | None
+    changes: list[Statement]
+
+    @property
+    def says_something(self) -> bool:
+        """Whether it names a setting, gives advice or tells a release that changed it."""
+        return bool(self.settings or self.advice or self.changes)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def headline(self) -> str | None:
+        """One line for a terminal: the first setting, else the first advice or change."""
+        if self.settings:
+            top = self.settings[0]
+            default = f" (default {top.default})" if top.default is not None else ""
+            return f"setting {top.typed_as}{default}"
+        if self.advice:
+            return f"advice: {self.advice[0].text}"
+        return self.changes[0].text if self.changes else None
+
+
+def _source(raw: dict[str, Any], release: str | None) -> ExplanationSource:
+    return ExplanationSource(
+        release=release,
+        ref=raw["ref"],
+        file_path=raw["filePath"],
+        line_number=raw.get("lineNumber"),
+        github_url=raw.get("githubUrl"),
+    )
+
+
+def _location_source(location: Location) -> ExplanationSource:
+    return ExplanationSource(
+        release=location.release,
+        ref=location.ref,
+        file_path=location.file_path,
+        line_number=location.line_number,
+        github_url=location.github_url,
+    )
+
+
+def _changes(
+    known: Sequence[Location], history: Sequence[History], harvested: Sequence[str]
+) -> list[Statement]:
+    """The releases that brought, changed or removed the site, from its history."""
+    by_release = {location.release: location for location in known}
+    statements = []
+    for item in history:
+        name = item.package
+        versions = [
+            label.partition("==")[2] for label in harvested if label.startswith(name + "==")
+        ]
+        first = item.present[0]
+        if versions and first != versions[0]:
+            statements.append(
+                Statement(
+                    text=f"first raised in {name} {first}: new in that release",
+                    source=_location_source(by_release[f"{name}=={first}"]),
+                )
+            )
+        if item.changed_in is None:
+            continue
+        at = (
+            by_release.get(f"{name}=={item.changed_in}")
+            or by_release[f"{name}=={item.present[-1]}"]
+        )
+        if item.text.endswith(f"changed in {item.changed_in}"):
+            text = (
+                f"the message changed in {name} {item.changed_in}: that release raises "
+                "something else here"
+            )
+        else:
+            text = f"removed in {name} {item.changed_in}: upgrading removes this check"
+        statements.append(Statement(text=text, source=_location_source(at)))
+    return statements
+
+
+def record_explanation(
+    known: Sequence[Location], history: Sequence[History], harvested: Sequence[str]
+) -> Explanation | None:
+    """The explanation of a record: what its newest explained location stored at harvest,
+    and the release changes its history tells; None when no harvest explained it."""
+    latest = next(
+        (
+            location
+            for location in reversed(known)
+            if location.context and "explanation" in location.context
+        ),
+        None,
+    )
+    if latest is None or latest.context is None:
+        return None
+    raw = latest.context["explanation"]
+    release = latest.release
+    return Explanation(
+        release=release,
+        settings=[
+            ExplainedSetting(
+                name=item["name"],
+                kind=item["kind"],
+                typed_as=item["typedAs"],
+                default=item["default"],
+                help=item["help"],
+                via=item["via"],
+                source=_source(item["source"], release),
+            )
+            for item in raw.get("settings", [])
+        ],
+        advice=[Advice(**item) for item in raw.get("advice", [])],
+        trigger=Statement(
+            text=raw["trigger"]["text"], source=_source(raw["trigger"]["source"], release)
+        )
+        if raw.get("trigger")
+        else None,
+        changes=_changes(known, history, harvested),
+    )
+
+
+def explanations(
+    session: Session, record_ids: Sequence[str], messages: Sequence[str]
+) -> dict[str, Explanation]:
+    """The explanations of a few records (a match's results), by id; each record's
+    message tells its history apart from another site's."""
+    known = locations.record_locations(session, record_ids)
+    harvested = locations.harvested_releases(session)
+    found = {}
+    for record_id, message in zip(record_ids, messages, strict=True):
+        located = known.get(record_id, [])
+        history = locations.release_history(session, message, located, harvested)
+        explained = record_explanation(located, history, harvested)
+        if explained is not None:
+            found[record_id] = explained
+    return found

@@ -1,0 +1,344 @@
+"""A draft's explanation: the settings its guard and message name, resolved against the
+release's own settings files, the message's advice and the trigger in words; on a small
+release written here, on the store and page, and on the real vLLM 0.33.0 files."""
+
+import ast
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+from typer.testing import CliRunner
+
+from app.cli import app
+from app.harvest import drafts, harvest_tree
+from app.records.explanation import record_explanation
+from app.records.locations import History, Location
+
+runner = CliRunner()
+
+REPO, REF = "vllm-project/vllm", "v9.9.9"
+RELEASE = {
+    "vllm/config/model.py": '''
+        from dataclasses import dataclass
+        from pydantic import Field
+
+
+        @dataclass
+        class ModelConfig:
+            max_model_len: int = Field(default=None, ge=-1)
+            """Model context length (prompt and output)."""
+            seed: int = 0
+            """Random seed."""
+        ''',
+    "vllm/config/cache.py": '''
+        from dataclasses import dataclass
+
+
+        @dataclass
+        class CacheConfig:
+            gpu_memory_utilization: float = 0.9
+            """The fraction of GPU memory to be used for the model executor."""
+        ''',
+    "vllm/engine/arg_utils.py": """
+        from dataclasses import dataclass
+
+        from vllm.config.cache import CacheConfig
+        from vllm.config.model import ModelConfig
+
+
+        @dataclass
+        class EngineArgs:
+            model: str = "facebook/opt-125m"
+            max_model_len: int = ModelConfig.max_model_len
+            gpu_memory_utilization: float = CacheConfig.gpu_memory_utilization
+
+            @staticmethod
+            def add_cli_args(parser):
+                parser.add_argument("--model")
+                parser.add_argument("--max-model-len")
+                parser.add_argument(
+                    "--gpu-memory-utilization",
+                    "--device-memory-utilization",
+                    dest="gpu_memory_utilization",
+                )
+        """,
+    "vllm/envs.py": """
+        import os
+        from typing import TYPE_CHECKING
+
+        if TYPE_CHECKING:
+            VLLM_ENGINE_TIMEOUT_S: int = 60
+
+        environment_variables = {
+            # How long to wait for the engine, in seconds.
+            "VLLM_ENGINE_TIMEOUT_S": lambda: int(os.getenv("VLLM_ENGINE_TIMEOUT_S", "60")),
+        }
+        """,
+    "vllm/worker/checks.py": """
+        from vllm import envs
+
+
+        def check_memory(available_memory, needed_memory, max_model_len):
+            if needed_memory > available_memory:
+                raise ValueError(
+                    f"The model's max seq len ({max_model_len}) needs more KV cache memory. "
+                    "Try increasing `gpu_memory_utilization` or decreasing `max_model_len`. "
+                    "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ "
+                    "for more details."
+                )
+
+
+        class Runner:
+            def __init__(self, model_config):
+                self.max_len = model_config.max_model_len
+
+            def run(self, tokens):
+                if tokens > self.max_len:
+                    raise ValueError("the prompt is longer than the model allows")
+
+            def wait(self):
+                if envs.VLLM_ENGINE_TIMEOUT_S < 0:
+                    raise ValueError("the engine timeout must not be negative")
+
+
+        def load(model):
+            if model is None:
+                raise ValueError("no model was given to load")
+        """,
+}
+
+
+def _write(root: Path) -> Path:
+    for name, text in RELEASE.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dedent(text))
+    return root
+
+
+def _explanations(root: Path) -> dict[str, dict]:
+    result = harvest_tree(_write(root), repo=REPO, ref=REF, analyzed_at="2026-01-01T00:00:00Z")
+    return {d.record["errorMessage"]: d.context["explanation"] for d in result.drafts}
+
+
+def _typed(explanation: dict) -> list[str]:
+    return [setting["typedAs"] for setting in explanation["settings"]]
+
+
+def test_the_message_names_flags_with_their_help_default_and_definition(tmp_path: Path) -> None:
+    memory = next(e for m, e in _explanations(tmp_path).items() if m.startswith("The model"))
+    assert _typed(memory) == ["--max-model-len", "--gpu-memory-utilization"]
+    max_len, utilization = memory["settings"]
+    assert max_len["kind"] == "flag"
+    assert max_len["default"] == "None"  # Field(default=None): the borrowed config default
+    assert max_len["help"] == "Model context length (prompt and output)."
+    assert max_len["via"] == "message"
+    assert max_len["source"]["filePath"] == "vllm/engine/arg_utils.py"
+    assert max_len["source"]["lineNumber"] == 11
+    assert max_len["source"]["githubUrl"].endswith(f"{REF}/vllm/engine/arg_utils.py#L11")
+    assert utilization["default"] == "0.9"
+    assert utilization["help"] == "The fraction of GPU memory to be used for the model executor."
+
+
+def test_the_advice_sentences_link_the_settings_they_name(tmp_path: Path) -> None:
+    memory = next(e for m, e in _explanations(tmp_path).items() if m.startswith("The model"))
+    assert memory["advice"] == [
+        {
+            "text": "Try increasing `gpu_memory_utilization` or decreasing `max_model_len`.",
+            "settings": ["--gpu-memory-utilization", "--max-model-len"],
+            "url": None,
+        },
+        {
+            "text": "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ "
+            "for more details.",
+            "settings": [],
+            "url": "https://docs.vllm.ai/en/latest/configuration/conserving_memory/",
+        },
+    ]
+    assert memory["trigger"]["text"] == "raised when `needed_memory > available_memory`"
+    assert memory["trigger"]["source"]["filePath"] == "vllm/worker/checks.py"
+
+
+def test_a_guard_name_is_followed_through_an_assignment_to_its_flag(tmp_path: Path) -> None:
+    explained = _explanations(tmp_path)
+    too_long = explained["the prompt is longer than the model allows"]
+    assert _typed(too_long) == ["--max-model-len"]
+    assert too_long["settings"][0]["via"] == "guard"
+    assert too_long["trigger"]["text"] == (
+        "raised when `tokens > self.max_len`, where `self.max_len` is `--max-model-len`"
+    )
+    timeout = explained["the engine timeout must not be negative"]
+    assert timeout["settings"] == [
+        {
+            "name": "VLLM_ENGINE_TIMEOUT_S",
+            "kind": "env",
+            "typedAs": "VLLM_ENGINE_TIMEOUT_S",
+            "default": "60",
+            "help": "How long to wait for the engine, in seconds.",
+            "via": "guard",
+            "source": {
+                "ref": REF,
+                "filePath": "vllm/envs.py",
+                "lineNumber": 10,
+                "githubUrl": f"https://github.com/{REPO}/blob/{REF}/vllm/envs.py#L10",
+            },
+        }
+    ]
+
+
+def test_a_bare_common_word_is_no_setting_and_nothing_is_invented(tmp_path: Path) -> None:
+    explained = _explanations(tmp_path)
+    no_model = explained["no model was given to load"]
+    assert no_model["settings"] == []  # `model` is a flag, but a local `model` is not it
+    assert no_model["advice"] == []
+    assert no_model["trigger"]["text"] == "raised when `model is None`"
+
+
+def test_a_torch_function_names_its_own_parameters(tmp_path: Path) -> None:
+    module = tmp_path / "torch" / "optim" / "adam.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(
+        dedent(
+            """
+            class Adam:
+                def __init__(self, params, lr=1e-3, *, foreach=None):
+                    if not 0.0 <= lr:
+                        raise ValueError(f"Invalid learning rate: {lr}")
+            """
+        )
+    )
+    result = harvest_tree(tmp_path, repo="pytorch/pytorch", ref="v2.13.0", analyzed_at="x")
+    (draft,) = result.drafts
+    (setting,) = draft.context["explanation"]["settings"]
+    assert (setting["kind"], setting["typedAs"], setting["default"]) == (
+        "parameter",
+        "Adam(lr=...)",
+        "0.001",
+    )
+    assert setting["source"]["lineNumber"] == 3
+
+
+def test_the_explanation_is_the_same_on_every_harvest(tmp_path: Path) -> None:
+    assert _explanations(tmp_path / "a") == _explanations(tmp_path / "b")
+
+
+def test_the_record_page_and_its_twin_show_what_the_code_says(
+    tmp_path: Path, session: Session, client: TestClient
+) -> None:
+    release = drafts.resolve_release(str(_write(tmp_path / "src")), repo=REPO, ref=REF)
+    result, _ = drafts.harvest_release(session, release)
+    session.commit()
+    draft = next(d for d in result.drafts if d.record["errorMessage"].startswith("The model"))
+    record_id = draft.record["id"]
+    document = client.get(f"/api/errors/{record_id}").json()
+    explanation = document["explanation"]
+    assert explanation["release"] == f"{REPO}@{REF}"
+    assert [s["typedAs"] for s in explanation["settings"]] == [
+        "--max-model-len",
+        "--gpu-memory-utilization",
+    ]
+    assert explanation["settings"][0]["source"]["release"] == f"{REPO}@{REF}"
+    assert explanation["changes"] == []
+    assert "explanation" not in document["locations"][0]["codeContext"]
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    assert "explanation" in schema["RecordDocument"]["properties"]
+    assert schema["ExplainedSetting"]["properties"]["typedAs"]["type"] == "string"
+    page = client.get(f"/errors/{record_id}").text
+    said, source = page.index("What the code says"), page.index('id="source"')
+    assert said < source
+    assert "<code>--gpu-memory-utilization</code>" in page[said:source]
+    assert "<td><code>0.9</code></td>" in page[said:source]
+
+
+def test_errkb_match_says_the_top_setting_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    folder = str(_write(tmp_path / "src"))
+    harvested = runner.invoke(app, ["harvest", folder, "--repo", REPO, "--ref", REF])
+    assert harvested.exit_code == 0, harvested.output
+    paste = "ValueError: the prompt is longer than the model allows"
+    matched = runner.invoke(app, ["match", "-"], input=paste)
+    assert matched.exit_code == 0, matched.output
+    assert "what the code says: setting --max-model-len (default None)" in matched.output
+
+
+def _location(version: str, gone: bool = False) -> Location:
+    return Location(f"vllm=={version}", f"v{version}", "vllm/a.py", None if gone else 10, gone=gone)
+
+
+def test_the_releases_that_brought_and_removed_a_site_are_told_with_their_source() -> None:
+    harvested = ["vllm==0.1.0", "vllm==0.2.0", "vllm==0.3.0", "vllm==0.4.0"]
+    known = [_location("0.2.0"), _location("0.3.0"), _location("0.4.0", gone=True)]
+    explained = {"settings": [], "advice": [], "trigger": None, "source": {}}
+    known[1] = replace(known[1], context={"explanation": explained})
+    history = [History("vllm", ("0.2.0", "0.3.0"), "0.4.0", "in vllm 0.2.0–0.3.0; gone in 0.4.0")]
+    explanation = record_explanation(known, history, harvested)
+    assert explanation is not None
+    assert [(c.text, c.source.release) for c in explanation.changes] == [
+        ("first raised in vllm 0.2.0: new in that release", "vllm==0.2.0"),
+        ("removed in vllm 0.4.0: upgrading removes this check", "vllm==0.4.0"),
+    ]
+    assert explanation.headline == "first raised in vllm 0.2.0: new in that release"
+
+
+# What the real KV cache check needs: its module and the release's settings files.
+KV_CHECK = "vllm/v1/core/kv_cache_planning.py"
+
+
+@pytest.mark.network  # downloads vLLM 0.33.0 from the package index once
+def test_the_real_kv_cache_check_names_its_real_flags(tmp_path: Path) -> None:
+    from tests.helpers.releases import RELEASES
+
+    root = RELEASES.ensure_unpacked("vllm", "0.33.0")
+    for name in [KV_CHECK, "vllm/engine/arg_utils.py", "vllm/envs.py"] + [
+        path.relative_to(root).as_posix() for path in (root / "vllm/config").glob("*.py")
+    ]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(root / name, tmp_path / name)
+    result = harvest_tree(tmp_path, repo=REPO, ref="v0.33.0", analyzed_at="x", package_dir="vllm")
+    kv = next(
+        d.context["explanation"]
+        for d in result.drafts
+        if d.record["errorMessage"].startswith("To serve at least one request with the model")
+    )
+    settings = {s["typedAs"]: s for s in kv["settings"]}
+    assert list(settings) == ["--max-model-len", "--gpu-memory-utilization"]
+    assert settings["--gpu-memory-utilization"]["default"] == "0.92"
+    assert settings["--gpu-memory-utilization"]["help"].startswith(
+        "The fraction of GPU memory to be used for the model executor"
+    )
+    assert settings["--max-model-len"]["help"].startswith("Model context length")
+    assert any(
+        a["settings"] == ["--gpu-memory-utilization", "--max-model-len"] for a in kv["advice"]
+    )
+    _assert_defined(root, [s for d in result.drafts for s in d.context["explanation"]["settings"]])
+
+
+def _assert_defined(root: Path, settings: list[dict]) -> None:
+    """Every listed setting is defined at its source line by the release itself: a field
+    of that name there, a flag its parser declares (or argparse derives from the field),
+    an environment variable its envs module names."""
+    assert settings
+    engine_args = (root / "vllm/engine/arg_utils.py").read_text()
+    declared = {
+        node.args[0].value
+        for node in ast.walk(ast.parse(engine_args))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", None) == "add_argument"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+    for setting in settings:
+        source = setting["source"]
+        line = (root / source["filePath"]).read_text().split("\n")[source["lineNumber"] - 1]
+        if setting["kind"] == "env":
+            assert f'"{setting["name"]}"' in line, setting
+        else:
+            assert line.strip().startswith(setting["name"] + ":"), setting
+        if setting["kind"] == "flag":
+            assert setting["typedAs"] in declared, setting
+        if setting["kind"] == "config":
+            assert setting["typedAs"].endswith("." + setting["name"]), setting
