@@ -4,8 +4,15 @@ import copy
 import json
 import random
 import re
+from datetime import date
+
+from sqlalchemy import insert
+from sqlmodel import Session
 
 from app.config import PROJECT_ROOT
+from app.records import locations
+from app.records import service as records
+from app.store.tables import DatasetState, Hit
 
 WORDS = (
     "buffer pool cache tensor shard rank worker engine request slot block page queue stream "
@@ -40,3 +47,59 @@ def synthetic_records(count: int, seed: int = 7) -> list[dict]:
         )
         records.append(record)
     return records
+
+
+SYNTHETIC_RELEASES = ("vllm==0.1.0", "vllm==0.2.0", "vllm==0.3.0")
+FILES_PER_STORE = 40
+
+
+def synthetic_paste(record: dict, value: str = "7") -> str:
+    """A traceback whose last line one synthetic record (of `synthetic_records`) explains,
+    raised at the record's own file and line."""
+    message = record["errorMessage"].replace("{value}", value)
+    number = int(record["id"], 16)
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "/usr/lib/python3/site-packages/{record["filePath"]}", line '
+        f"{record['lineNumber']}, in run\n"
+        "    raise error\n"
+        f"{record['errorClass']}: {message} #{number}\n"
+    )
+
+
+def fill_located_store(session: Session, count: int, seed: int = 7) -> list[dict]:
+    """Store `count` synthetic drafts as a harvest would leave them, in the caller's unit of
+    work: each in one of a few files, located in every release of SYNTHETIC_RELEASES but
+    the last for every third record (its message changed there), hits on a few days. What
+    the store-wide queries (history, related records, listings) see is then shaped like a
+    harvested store of that size. Returns the records."""
+    stored = synthetic_records(count, seed)
+    for number, record in enumerate(stored):
+        record.update(
+            repo=REPOS[0],
+            filePath=f"vllm/synthetic/module_{number % FILES_PER_STORE}.py",
+            lineNumber=100 + number,
+        )
+    records.write_records(session, stored, origin="harvest:vllm==0.3.0", review_state="draft")
+    for release in SYNTHETIC_RELEASES:
+        located = {
+            record["id"]: locations.Location(
+                release,
+                "0" * 40,
+                record["filePath"],
+                record["lineNumber"],
+                function=f"function_{number % 7}",
+            )
+            for number, record in enumerate(stored)
+            if release != SYNTHETIC_RELEASES[-1] or number % 3
+        }
+        locations.replace_release(session, release, located)
+        session.merge(DatasetState(key=f"harvested:{release}", value="2026-12-01T00:00:00"))
+    hits = [
+        {"kind": "record", "subject": record["id"], "day": date(2026, 11, day), "count": day}
+        for record in stored[:200]
+        for day in (1, 2)
+    ]
+    session.execute(insert(Hit), hits)
+    records.bump_dataset_version(session)
+    return stored
