@@ -93,7 +93,7 @@ def fill_located_store(session: Session, count: int, seed: int = 7) -> list[dict
             for number, record in enumerate(stored)
             if release != SYNTHETIC_RELEASES[-1] or number % 3
         }
-        locations.replace_release(session, release, located)
+        locations.put_release(session, release, located)
         session.merge(DatasetState(key=f"harvested:{release}", value="2026-12-01T00:00:00"))
     hits = [
         {"kind": "record", "subject": record["id"], "day": date(2026, 11, day), "count": day}

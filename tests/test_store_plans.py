@@ -9,15 +9,19 @@ with its older releases one such scan per request was most of a request's time.
 
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
+from app.config import Settings
+from app.main import create_app
 from app.store.engine import unit_of_work
 from bench.synthetic import fill_located_store, synthetic_paste
+from tests.helpers import postgres
 
 RECORDS = 3000
 WATCHED = ("records", "record_locations", "hits", "record_search", "record_tags")
@@ -29,12 +33,13 @@ _SKIPPED = re.compile(r"^\s*(INSERT|PRAGMA|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEA
 
 
 @contextmanager
-def captured(engine: Engine) -> Iterator[list[tuple[str, Any]]]:
-    """The statements (and their parameters) the engine sends while the block runs."""
+def captured(engine: Engine, everything: bool = False) -> Iterator[list[tuple[str, Any]]]:
+    """The statements (and their parameters) the engine sends while the block runs: those
+    a plan tells something of, or `everything`."""
     statements: list[tuple[str, Any]] = []
 
     def keep(_conn: Any, _cursor: Any, statement: str, parameters: Any, _ctx: Any, many: bool):
-        if not many and not _SKIPPED.match(statement):
+        if everything or (not many and not _SKIPPED.match(statement)):
             statements.append((statement, parameters))
 
     event.listen(engine, "before_cursor_execute", keep)
@@ -128,3 +133,50 @@ def test_a_full_scan_is_caught(located: tuple[TestClient, list[dict]]) -> None:
     """The check itself: a query no index serves is reported."""
     engine = located[0].app.state.engine  # type: ignore[attr-defined]
     assert full_scans(engine, "SELECT id FROM records WHERE length(document) > 5", ())
+
+
+@contextmanager
+def store_of(settings: Settings, tmp_path: Path, size: int) -> Iterator[tuple[TestClient, list]]:
+    """A client on a new store of `size` located synthetic drafts, on the test's engine."""
+    with ExitStack() as stack:
+        if settings.database_url.startswith("sqlite"):
+            url = f"sqlite:///{tmp_path / f'store-{size}.db'}"
+        else:
+            url = stack.enter_context(postgres.fresh_schema())
+        # Hits are written every few seconds by whichever request finds them due: not work
+        # that a request's count should show.
+        app = create_app(settings.model_copy(update={"database_url": url, "record_hits": False}))
+        with unit_of_work(app.state.engine) as session:
+            stored = fill_located_store(session, size)
+        yield stack.enter_context(TestClient(app)), stored
+        app.state.engine.dispose()
+
+
+def statements_per_request(client: TestClient, record: dict) -> dict[str, int]:
+    """How many statements a match of the record's error and a GET of it send, once the
+    first of each has run (a new store version's values are computed once)."""
+    requests = {
+        "match": lambda: client.post("/api/match", content=synthetic_paste(record)),
+        "get": lambda: client.get(f"/api/errors/{record['id']}"),
+    }
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    counts = {}
+    for name, call in requests.items():
+        first = call()
+        assert first.status_code == 200, first.text[:300]
+        with captured(engine, everything=True) as statements:
+            assert call().status_code == 200
+        counts[name] = len(statements)
+    return counts
+
+
+def test_queries_per_request_do_not_grow_with_the_store(settings: Settings, tmp_path: Path):
+    """One match and one GET send as many statements on 2,000 records as on 50: what
+    depends on the store's size is looked up through an index or computed once."""
+    counts = {}
+    for size in (50, 2000):
+        with store_of(settings, tmp_path, size) as (client, stored):
+            # the same shape in both stores: located, changed in 0.3.0
+            counts[size] = statements_per_request(client, stored[6])
+    assert counts[50] == counts[2000], counts
+    assert counts[50]["get"] <= 6, counts  # the record, the version, runs, drift
