@@ -143,9 +143,10 @@ def store_of(settings: Settings, tmp_path: Path, size: int) -> Iterator[tuple[Te
             url = f"sqlite:///{tmp_path / f'store-{size}.db'}"
         else:
             url = stack.enter_context(postgres.fresh_schema())
-        # Hits are written every few seconds by whichever request finds them due: not work
-        # that a request's count should show.
-        app = create_app(settings.model_copy(update={"database_url": url, "record_hits": False}))
+        # Hits are written every few seconds by whichever request finds them due, and the
+        # index is brought up to date by a thread of its own: neither is a request's work.
+        quiet = {"database_url": url, "record_hits": False, "index_poll_s": 0}
+        app = create_app(settings.model_copy(update=quiet))
         with unit_of_work(app.state.engine) as session:
             stored = fill_located_store(session, size)
         yield stack.enter_context(TestClient(app)), stored
