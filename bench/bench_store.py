@@ -222,6 +222,12 @@ def writes_during_harvest(seconds: float) -> None:
     print(f"\nharvest state at the end: {background}")
 
 
+def _load_cell(result: LoadResult | str) -> str:
+    if isinstance(result, str):
+        return f"stopped: {result[:40]}"
+    return f"{result.rps:,.0f} ({result.median_ms:.1f} / {result.p99_ms:.1f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     default_full = Settings().cache_dir / "bench" / "full.db"
@@ -258,19 +264,22 @@ def main() -> None:
                     f"{b.median_ms:.2f} / {b.p99_ms:.2f} | {b.median_ms / a.median_ms:.2f}x |"
                 )
         if "load" in args.sections:
-            loads = {}
+            loads: dict[tuple[str, str], LoadResult | str] = {}
             chosen = ["POST /api/match, 5 KB", "GET /api/errors/{id}"]
             for name, path in stores.items():
                 with serving(path, args.workers) as port:
                     for label in chosen:
                         target = [("127.0.0.1", port)]
                         drive(target, [requests[label]] * 200, 8, args.seconds)
-                        loads[name, label] = drive(
-                            target,
-                            [requests[label]] * LOAD_REQUESTS,
-                            LOAD_CONNECTIONS,
-                            args.seconds,
-                        )
+                        try:
+                            loads[name, label] = drive(
+                                target,
+                                [requests[label]] * LOAD_REQUESTS,
+                                LOAD_CONNECTIONS,
+                                args.seconds,
+                            )
+                        except RuntimeError as error:  # the load tool stops at a non-200
+                            loads[name, label] = str(error)
             print(
                 f"\n| {args.workers} workers, c={LOAD_CONNECTIONS} | small req/s (median / p99 "
                 "ms) | full req/s (median / p99 ms) | ratio of req/s |"
@@ -278,10 +287,9 @@ def main() -> None:
             print("|---|---|---|---|")
             for label in chosen:
                 a, b = loads["small", label], loads["full", label]
-                print(
-                    f"| {label} | {a.rps:,.0f} ({a.median_ms:.1f} / {a.p99_ms:.1f}) | "
-                    f"{b.rps:,.0f} ({b.median_ms:.1f} / {b.p99_ms:.1f}) | {b.rps / a.rps:.2f} |"
-                )
+                stopped = isinstance(a, str) or isinstance(b, str)
+                ratio = "-" if stopped else f"{b.rps / a.rps:.2f}"
+                print(f"| {label} | {_load_cell(a)} | {_load_cell(b)} | {ratio} |")
     if "writes" in args.sections:
         writes_during_harvest(args.write_seconds)
 
