@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
 from app import classes, harvest
@@ -29,12 +30,14 @@ from app.records.model import ErrorRecord
 from app.records.service import DRAFT, SQL_CHUNK
 from app.records.validation import record_errors
 from app.reproducers import upstream
+from app.store.engine import is_lock_timeout
 from app.store.tables import DatasetState, Record
 
 # Where a package's folder sits inside its repository, when not at the top.
 REPO_PATH_PREFIX = {"sgl-project/sglang": "python/"}
 HARVESTED_PREFIX = "harvested:"
 HARVEST_BATCH = 500  # drafts per transaction: a write waits well under a second behind one
+HARVEST_LOCK_TRIES = 10  # lock waits (each ERRKB_LOCK_TIMEOUT_S) a batch makes before failing
 ORIGIN_PREFIX = "harvest:"
 
 
@@ -142,10 +145,25 @@ def store_drafts(
     located: set[str] = set()
     fresh_ids: set[str] = set()
     for batch in _batches(valid):
-        batch_located, batch_fresh = _store_batch(session, release, batch, newer, counts)
+        for attempt in range(1, HARVEST_LOCK_TRIES + 1):
+            batch_counts = DraftCounts()
+            try:
+                batch_located, batch_fresh = _store_batch(
+                    session, release, batch, newer, batch_counts
+                )
+                session.commit()  # other writers take the write lock between batches
+            except OperationalError as error:
+                # Background work waits its turn longer than a request does: behind a
+                # stream of API writes, one lock wait running out must not end the harvest.
+                session.rollback()
+                if not is_lock_timeout(error) or attempt == HARVEST_LOCK_TRIES:
+                    raise
+                continue
+            break
+        for name in ("created", "updated", "unchanged", "claimed", "absorbed"):
+            setattr(counts, name, getattr(counts, name) + getattr(batch_counts, name))
         located |= batch_located
         fresh_ids |= batch_fresh
-        session.commit()  # other writers take the write lock between batches
     if newer is None:
         counts.gone = _mark_gone(session, release, fresh_ids)
         gone = _gone_locations(session, release, located)
