@@ -2,7 +2,10 @@
 the draft state in the API, and `errkb harvest` on a source folder (issue 6)."""
 
 import json
+import sqlite3
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
 from tests.conftest import DATA_DIR
 
+SHORT_LOCK_S = 0.2
 FIRST = """
 class Pool:
     def free(self, buffers):
@@ -248,4 +252,47 @@ def test_a_harvest_commits_in_short_batches(settings, tmp_path: Path) -> None:
     with Session(engine) as session:
         stored = records.list_records(session, RecordFilters(repo="example/pooling"), 1)
         assert stored.total == sites
+        assert drafts.is_harvested(session, release.spec)
+
+
+@pytest.mark.sqlite_only
+def test_a_harvest_waits_its_turn_behind_other_writers(settings, tmp_path: Path) -> None:
+    """Another writer holding the write lock past one lock wait, between two batches, makes
+    the harvest wait again, not fail."""
+    hold_s = 3 * SHORT_LOCK_S
+    engine = open_store(settings.model_copy(update={"lock_timeout_s": SHORT_LOCK_S}))
+    sites = drafts.HARVEST_BATCH + 5
+    source = "".join(
+        f"def check_{n}(slot):\n    raise ValueError('slot table {n} has no free entry')\n"
+        for n in range(sites)
+    )
+    release = _release(tmp_path / "src", source, "v1")
+    database = engine.url.database
+    held = threading.Event()
+    blockers: list[threading.Thread] = []
+
+    def block() -> None:
+        other = sqlite3.connect(database, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(hold_s)
+        other.execute("COMMIT")
+        other.close()
+
+    def after_first_batch(_session) -> None:
+        if not blockers:
+            blockers.append(threading.Thread(target=block))
+            blockers[0].start()
+            assert held.wait(timeout=10)
+
+    try:
+        with unit_of_work(engine) as session:
+            event.listen(session, "after_commit", after_first_batch)
+            _, counts = drafts.harvest_release(session, release)
+    finally:
+        for blocker in blockers:
+            blocker.join()
+    assert blockers, "the harvest committed no batch"
+    assert counts.created == sites
+    with Session(engine) as session:
         assert drafts.is_harvested(session, release.spec)
