@@ -22,7 +22,7 @@ from app.config import Settings
 from app.records import service as records
 from app.store.engine import open_store, unit_of_work
 from bench.server import running_server
-from bench.synthetic import synthetic_records
+from tests.helpers.synthetic import synthetic_records
 
 REQUESTS_PER_LEVEL = 2000
 SECONDS_PER_LEVEL = 20.0

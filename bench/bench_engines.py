@@ -4,7 +4,7 @@ Run by hand: `.venv/bin/python bench/bench_engines.py [--records 50000] [--secon
 For each engine, on a store of its own (a temporary SQLite file; a PostgreSQL database
 created on --postgres and dropped afterwards):
 
-1. import N synthetic records (bench.synthetic) with `errkb import`'s code path;
+1. import N synthetic records (tests.helpers.synthetic) with `errkb import`'s code path;
 2. on one replica (uvicorn, one worker): search as bench_search times it (one request at a
    time) and POST /api/match of fresh 5 KB tracebacks as bench_match times it;
 3. GET /api/errors/{id} and POST /api/match at concurrency 1, 16 and 64, against one
@@ -40,8 +40,8 @@ from app.store.engine import open_store, unit_of_work
 from bench.bench_match import traceback_of
 from bench.bench_search import _p95, _queries, _time
 from bench.server import Server, running_servers
-from bench.synthetic import synthetic_records
 from tests.helpers.load import drive, get, post_json
+from tests.helpers.synthetic import synthetic_records
 
 LEVELS = (1, 16, 64)
 SEARCH_REQUESTS = 200
@@ -239,7 +239,7 @@ def main() -> None:
 
 def _traceback(rng: random.Random, record: dict) -> str:
     """A fresh 5 KB paste raising a synthetic record's error (its pattern ends in its
-    number, bench.synthetic)."""
+    number, tests.helpers.synthetic)."""
     message = f"{record['errorMessage']} #{int(record['id'], 16)}"
     return traceback_of(rng, message, record["errorClass"], record["filePath"])
 

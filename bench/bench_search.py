@@ -1,7 +1,7 @@
 """Benchmark of search: GET /api/search over 50,000 records, over real HTTP.
 
 Run by hand: `.venv/bin/python bench/bench_search.py [--records 50000] [--database FILE]`.
-Imports bench.synthetic records into a temporary database (or reuses --database when it
+Imports tests.helpers.synthetic records into a temporary database (or reuses --database when it
 already holds them), starts uvicorn on 127.0.0.1, and times one request at a time for three
 kinds of query: one word, three words and an exact error message. Prints the median and p95
 in milliseconds per kind, for the README's table; the goal is median < 10 ms, p95 < 30 ms.
@@ -28,7 +28,7 @@ from app.config import Settings
 from app.records import service as records
 from app.store.engine import open_store, unit_of_work
 from bench.server import running_server
-from bench.synthetic import REPOS, WORDS, synthetic_records
+from tests.helpers.synthetic import REPOS, WORDS, synthetic_records
 
 REQUESTS_PER_KIND = 300
 WARMUP_REQUESTS = 30

@@ -2,10 +2,14 @@
 the draft state in the API, and `errkb harvest` on a source folder."""
 
 import json
+import sqlite3
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 from sqlmodel import Session
 from typer.testing import CliRunner
 
@@ -14,9 +18,10 @@ from app.matching.service import Matcher, match_text
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
-from app.store.engine import unit_of_work
+from app.store.engine import open_store, unit_of_work
 from tests.helpers.records import DATA_DIR
 
+SHORT_LOCK_S = 0.2
 FIRST = """
 class Pool:
     def free(self, buffers):
@@ -205,3 +210,89 @@ def test_a_curators_write_of_a_draft_makes_it_reviewed(make_client, tmp_path, au
     written = client.put(f"/api/errors/{draft['id']}", json=record, headers=auth)
     assert written.status_code == 200
     assert written.json()["review"]["state"] == "reviewed"
+
+
+def test_a_harvest_commits_in_short_batches(settings, tmp_path: Path) -> None:
+    """A concurrent write waits behind one batch of drafts, never behind a whole release,
+    and the dataset version moves once, when the release is in."""
+    engine = open_store(settings)
+    sites = 2 * drafts.HARVEST_BATCH + 7
+    source = "".join(
+        f"def check_{n}(slot):\n    raise ValueError('slot table {n} has no free entry')\n"
+        for n in range(sites)
+    )
+    release = _release(tmp_path / "src", source, "v1")
+    inserted: list[int] = [0]
+    per_transaction: list[int] = []
+    bumps: list[str] = []
+
+    def count(_conn, _cursor, statement: str, parameters, _ctx, many: bool) -> None:
+        if statement.startswith("INSERT INTO records "):
+            inserted[-1] += len(parameters) if many else 1
+        if statement.startswith("UPDATE dataset_state"):
+            bumps.append(statement)
+
+    def commit(_conn) -> None:
+        per_transaction.append(inserted[-1])
+        inserted[-1] = 0
+
+    event.listen(engine, "before_cursor_execute", count)
+    event.listen(engine, "commit", commit)
+    try:
+        with unit_of_work(engine) as session:
+            _, counts = drafts.harvest_release(session, release)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+        event.remove(engine, "commit", commit)
+    assert counts.created == sites
+    assert sum(per_transaction) == sites
+    assert len([n for n in per_transaction if n]) == 3
+    assert max(per_transaction) <= drafts.HARVEST_BATCH
+    assert len(bumps) == 1
+    with Session(engine) as session:
+        stored = records.list_records(session, RecordFilters(repo="example/pooling"), 1)
+        assert stored.total == sites
+        assert drafts.is_harvested(session, release.spec)
+
+
+@pytest.mark.sqlite_only
+def test_a_harvest_waits_its_turn_behind_other_writers(settings, tmp_path: Path) -> None:
+    """Another writer holding the write lock past one lock wait, between two batches, makes
+    the harvest wait again, not fail."""
+    hold_s = 3 * SHORT_LOCK_S
+    engine = open_store(settings.model_copy(update={"lock_timeout_s": SHORT_LOCK_S}))
+    sites = drafts.HARVEST_BATCH + 5
+    source = "".join(
+        f"def check_{n}(slot):\n    raise ValueError('slot table {n} has no free entry')\n"
+        for n in range(sites)
+    )
+    release = _release(tmp_path / "src", source, "v1")
+    database = engine.url.database
+    held = threading.Event()
+    blockers: list[threading.Thread] = []
+
+    def block() -> None:
+        other = sqlite3.connect(database, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(hold_s)
+        other.execute("COMMIT")
+        other.close()
+
+    def after_first_batch(_session) -> None:
+        if not blockers:
+            blockers.append(threading.Thread(target=block))
+            blockers[0].start()
+            assert held.wait(timeout=10)
+
+    try:
+        with unit_of_work(engine) as session:
+            event.listen(session, "after_commit", after_first_batch)
+            _, counts = drafts.harvest_release(session, release)
+    finally:
+        for blocker in blockers:
+            blocker.join()
+    assert blockers, "the harvest committed no batch"
+    assert counts.created == sites
+    with Session(engine) as session:
+        assert drafts.is_harvested(session, release.spec)

@@ -19,7 +19,7 @@ from app.api.schemas import RecordDocument, RecordPage, record_document_json, re
 from app.api.views import record_view
 from app.config import PROJECT_ROOT, Settings
 from app.errors import AppError, not_found
-from app.records import locations
+from app.records import derived, locations
 from app.records import service as records
 from app.records.service import MAX_PAGE_SIZE
 
@@ -39,8 +39,20 @@ def _record_body() -> dict[str, Any]:
 def _document_response(
     session: Session, settings: Settings, stored: records.StoredRecord, status: int = 200
 ) -> Response:
-    """The record as its page shows it (app.api.views.record_view), as JSON."""
-    body = record_document_json(record_view(session, settings, stored), PROJECT_ROOT)
+    """The record as its page shows it (app.api.views.record_view), as JSON; the text is
+    kept per dataset version and the runs and drift check it shows (written without moving
+    the version), so a record read again costs its lookups and no serializing."""
+    view = record_view(session, settings, stored)
+    key = (
+        "record json",
+        stored.id,
+        view.reproducer.script if view.reproducer else None,
+        tuple(run.id for run in view.runs),
+        view.drift.id if view.drift else None,
+    )
+    body = derived.memo.get(
+        session, view.dataset_version, key, lambda: record_document_json(view, PROJECT_ROOT)
+    )
     return Response(body, status_code=status, media_type=JSON_MEDIA)
 
 

@@ -5,11 +5,12 @@ carries everything the page shows: locations, history, related records, runs and
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlmodel import Session
 
 from app.config import Settings
-from app.records import locations
+from app.records import derived, locations
 from app.records import service as records
 from app.records.explanation import Explanation, record_explanation
 from app.records.locations import History, Location
@@ -37,18 +38,52 @@ class RecordView:
 
 
 def record_view(session: Session, settings: Settings, stored: StoredRecord) -> RecordView:
-    """Everything the record page shows and GET /api/errors/{id} answers."""
+    """Everything the record page shows and GET /api/errors/{id} answers.
+
+    What depends only on the store (locations, history, related records) is kept per
+    dataset version (app.records.derived); runs and drift checks are written without moving
+    the version, so they are read each time, as is the reproducer script's stamp."""
+    version = records.dataset_version(session)
+    known, history, related_records, explanation = derived.memo.get(
+        session, version, ("record view", stored.id), lambda: _store_facts(session, stored)
+    )
+    return RecordView(
+        stored=stored,
+        dataset_version=version,
+        locations=known,
+        history=history,
+        related=related_records,
+        reproducer=_reproducer(settings, stored.id),
+        runs=runner.latest_runs(session, stored.id),
+        drift=drift.latest_drift(session, stored.id),
+        explanation=explanation,
+    )
+
+
+def _store_facts(
+    session: Session, stored: StoredRecord
+) -> tuple[list[Location], list[History], list[RelatedRecord], Explanation | None]:
     known = locations.record_locations(session, [stored.id]).get(stored.id, [])
     harvested = locations.harvested_releases(session)
     history = locations.release_history(session, stored.record.error_message, known, harvested)
-    return RecordView(
-        stored=stored,
-        dataset_version=records.dataset_version(session),
-        locations=known,
-        history=history,
-        related=related.related_records(session, stored),
-        reproducer=runner.reproducer_info(settings, stored.id),
-        runs=runner.latest_runs(session, stored.id),
-        drift=drift.latest_drift(session, stored.id),
-        explanation=record_explanation(known, history, harvested),
-    )
+    explanation = record_explanation(known, history, harvested)
+    return known, history, related.related_records(session, stored), explanation
+
+
+_reproducers: dict[Path, tuple[tuple[int, int], ReproducerInfo | None]] = {}
+
+
+def _reproducer(settings: Settings, record_id: str) -> ReproducerInfo | None:
+    """The record's reproducer, its script parsed again only when the file changes (most
+    records have none: one failed stat)."""
+    script = settings.reproducers_dir / f"{record_id}.py"
+    try:
+        status = script.stat()
+    except (OSError, ValueError):
+        return None
+    stamp = (status.st_mtime_ns, status.st_size)
+    kept = _reproducers.get(script)
+    if kept is None or kept[0] != stamp:
+        kept = (stamp, runner.reproducer_info(settings, record_id))
+        _reproducers[script] = kept
+    return kept[1]

@@ -13,13 +13,14 @@ none), a message it raised that the newer release no longer has gets a draft of 
 """
 
 import importlib.metadata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
 from app import classes, harvest, upstreams
@@ -29,9 +30,12 @@ from app.records.model import ErrorRecord
 from app.records.service import DRAFT, SQL_CHUNK
 from app.records.validation import record_errors
 from app.reproducers import upstream
+from app.store.engine import is_lock_timeout
 from app.store.tables import DatasetState, Record
 
 HARVESTED_PREFIX = "harvested:"
+HARVEST_BATCH = 500  # drafts per transaction: a write waits well under a second behind one
+HARVEST_LOCK_TRIES = 10  # lock waits (each ERRKB_LOCK_TIMEOUT_S) a batch makes before failing
 ORIGIN_PREFIX = "harvest:"
 
 
@@ -116,8 +120,14 @@ class DraftCounts:
 def store_drafts(
     session: Session, release: Release, drafts: Sequence[harvest.Draft]
 ) -> DraftCounts:
-    """Merge one harvest into the store, in the caller's unit of work; curated records are
-    never overwritten.
+    """Merge one harvest into the store; curated records are never overwritten.
+
+    Committed in batches of about HARVEST_BATCH drafts, the rest (gone sites, the release's
+    mark, the dataset version) in the caller's unit of work: one transaction for a whole
+    release held the write lock for many seconds, and the API's writes waiting behind it
+    ran out of time (503). A harvest cut short leaves its release unmarked, so the next
+    one harvests it again; the dataset version moves once, at the end, so the match index
+    is rebuilt once per release and not per batch.
 
     A site that a reviewed record claims gets no draft: its location in this release is
     recorded on the record (app.records.locations), and a draft stored for it earlier is absorbed.
@@ -129,51 +139,107 @@ def store_drafts(
             counts.invalid += 1
         else:
             valid.append((draft, ErrorRecord.model_validate(draft.record)))
+    newer = newer_harvested(session, release)
+    located: set[str] = set()
+    fresh_ids: set[str] = set()
+    for batch in _batches(valid):
+        for attempt in range(1, HARVEST_LOCK_TRIES + 1):
+            batch_counts = DraftCounts()
+            try:
+                batch_located, batch_fresh = _store_batch(
+                    session, release, batch, newer, batch_counts
+                )
+                session.commit()  # other writers take the write lock between batches
+            except OperationalError as error:
+                # Background work waits its turn longer than a request does: behind a
+                # stream of API writes, one lock wait running out must not end the harvest.
+                session.rollback()
+                if not is_lock_timeout(error) or attempt == HARVEST_LOCK_TRIES:
+                    raise
+                continue
+            break
+        for name in ("created", "updated", "unchanged", "claimed", "absorbed"):
+            setattr(counts, name, getattr(counts, name) + getattr(batch_counts, name))
+        located |= batch_located
+        fresh_ids |= batch_fresh
+    if newer is None:
+        counts.gone = _mark_gone(session, release, fresh_ids)
+        gone = _gone_locations(session, release, located)
+        locations.put_release(session, release.label, gone)
+        located |= set(gone)
+    locations.drop_release_except(session, release.label, located)
+    session.merge(DatasetState(key=HARVESTED_PREFIX + release.spec, value=_now()))
+    records.bump_dataset_version(session)
+    return counts
+
+
+def _batches(
+    valid: list[tuple[harvest.Draft, ErrorRecord]],
+) -> Iterator[list[tuple[harvest.Draft, ErrorRecord]]]:
+    """The drafts in batches of about HARVEST_BATCH; the sites of one key stay in one batch,
+    since a reviewed record claims the closest of them (app.records.locations.find_claims)."""
+    keyed = sorted(valid, key=lambda pair: locations.site_key(pair[1]) or "")
+    batch: list[tuple[harvest.Draft, ErrorRecord]] = []
+    for pair in keyed:
+        key = locations.site_key(pair[1])
+        if len(batch) >= HARVEST_BATCH and (key is None or key != locations.site_key(batch[-1][1])):
+            yield batch
+            batch = []
+        batch.append(pair)
+    if batch:
+        yield batch
+
+
+def _store_batch(
+    session: Session,
+    release: Release,
+    valid: list[tuple[harvest.Draft, ErrorRecord]],
+    newer: str | None,
+    counts: DraftCounts,
+) -> tuple[set[str], set[str]]:
+    """Store one batch of drafts and their locations in this release; the ids located and
+    the ids written as drafts."""
     sites = [
         locations.Site(record.id, locations.site_key(record), d.function, record.line_number)
         for d, record in valid
     ]
     claims = locations.find_claims(session, sites)
     unclaimed = [(d.record, record) for d, record in valid if record.id not in claims]
-    newer = newer_harvested(session, release)
     if newer is not None:  # an older release: the newer one's drafts stay as they are
         stored_ids = set(records.get_records(session, [record.id for _, record in unclaimed]))
         kept = len(unclaimed)
         unclaimed = [pair for pair in unclaimed if pair[1].id not in stored_ids]
-        counts.unchanged = kept - len(unclaimed)
+        counts.unchanged += kept - len(unclaimed)
     fresh = _keep_analyzed_at(session, unclaimed)
     origin = ORIGIN_PREFIX + release.spec
-    written = records.write_records(session, fresh, origin=origin, review_state=DRAFT)
-    counts.created, counts.updated = written.created, written.updated
+    written = records.write_records(
+        session, fresh, origin=origin, review_state=DRAFT, bump_version=False
+    )
+    counts.created += written.created
+    counts.updated += written.updated
     counts.unchanged += written.unchanged
-    counts.claimed = len(claims)
+    counts.claimed += len(claims)
     stored = records.get_records(session, [i for i, owner in claims.items() if i != owner])
     stale = [draft_id for draft_id, item in stored.items() if item.review_state == DRAFT]
     for draft_id in stale:
         locations.absorb(session, draft_id, claims[draft_id])
-    counts.absorbed = len(stale)
+    counts.absorbed += len(stale)
     fresh_ids = [record["id"] for record in fresh]
     for start in range(0, len(fresh_ids), SQL_CHUNK):
         chunk = fresh_ids[start : start + SQL_CHUNK]
         session.execute(
             update(Record).where(col(Record.id).in_(chunk)).values(origin=origin, gone_in=newer)
         )
-    if newer is None:
-        counts.gone = _mark_gone(session, release, {record["id"] for record in fresh})
     located = {
         claims.get(record.id, record.id): locations.Location.of(
             record, release.label, d.function, d.context
         )
         for d, record in valid
     }
-    if newer is None:
-        located |= _gone_locations(session, release, set(located))
-    else:  # forty releases must not make the store forty times larger
+    if newer is not None:  # forty releases must not make the store forty times larger
         located = {record_id: location.slim() for record_id, location in located.items()}
-    locations.replace_release(session, release.label, located)
-    session.merge(DatasetState(key=HARVESTED_PREFIX + release.spec, value=_now()))
-    records.bump_dataset_version(session)
-    return counts
+    locations.put_release(session, release.label, located)
+    return set(located), set(fresh_ids)
 
 
 def newer_harvested(session: Session, release: Release) -> str | None:
@@ -211,7 +277,7 @@ def _keep_analyzed_at(
 
 
 def _gone_locations(
-    session: Session, release: Release, located: set[str]
+    session: Session, release: Release, located: Set[str]
 ) -> dict[str, locations.Location]:
     """A gone location for every record of this release's files that it no longer raises."""
     statement = select(col(Record.id), col(Record.file_path)).where(

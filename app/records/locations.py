@@ -22,7 +22,7 @@ import re
 import re._constants as sre_constants
 import re._parser as sre_parser
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +30,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session, col
 
 from app import store
+from app.records import derived
 from app.records.model import ErrorRecord, parse_record
 from app.store.tables import (
     DatasetState,
@@ -209,12 +210,28 @@ def location_row(record_id: str, location: Location) -> dict[str, Any]:
     return row | {"code_context": json.dumps(context, ensure_ascii=False) if context else None}
 
 
-def replace_release(session: Session, release: str, located: Mapping[str, Location]) -> None:
-    """Make these the locations of `release`: one per record id, none for anything else."""
-    session.execute(delete(RecordLocation).where(col(RecordLocation.release) == release))
+def put_release(session: Session, release: str, located: Mapping[str, Location]) -> None:
+    """Make these the locations of these record ids in `release`, leaving the release's
+    other rows as they are: a harvest writes a release's locations batch by batch."""
+    ids = list(located)
+    for condition in _in_chunks(col(RecordLocation.record_id), ids):
+        session.execute(
+            delete(RecordLocation).where(col(RecordLocation.release) == release, condition)
+        )
     rows = [location_row(record_id, location) for record_id, location in located.items()]
     for start in range(0, len(rows), SQL_CHUNK):
         session.execute(insert(RecordLocation), rows[start : start + SQL_CHUNK])
+
+
+def drop_release_except(session: Session, release: str, kept: Set[str]) -> None:
+    """Remove the locations in `release` of every record not in `kept`: after a harvest has
+    put its batches, what an earlier harvest of the release located and this one did not."""
+    statement = select(col(RecordLocation.record_id)).where(col(RecordLocation.release) == release)
+    dropped = [i for i in session.execute(statement).scalars() if i not in kept]
+    for condition in _in_chunks(col(RecordLocation.record_id), dropped):
+        session.execute(
+            delete(RecordLocation).where(col(RecordLocation.release) == release, condition)
+        )
 
 
 def known_lines(session: Session) -> list[tuple[str, str, int | None]]:
@@ -433,7 +450,21 @@ def release_history(
 ) -> list[History]:
     """Per package, the runs of harvested releases where the site raises the record's
     message, and the release that changed it; a release harvested without the site counts
-    as one that does not raise it. Only `name==version` releases have an order to tell."""
+    as one that does not raise it. Only `name==version` releases have an order to tell.
+
+    Kept per dataset version (app.records.derived): telling "changed" from "gone" asks the
+    store about other records' sites, once per matched record and record page otherwise."""
+    sites = tuple((loc.release, loc.file_path, loc.function, loc.gone) for loc in known)
+    key = ("history", message, sites, tuple(harvested))
+    version = derived.dataset_version(session)
+    return derived.memo.get(
+        session, version, key, lambda: _release_history(session, message, known, harvested)
+    )
+
+
+def _release_history(
+    session: Session, message: str, known: Sequence[Location], harvested: Sequence[str]
+) -> list[History]:
     histories = []
     present_by_package: dict[str, set[str]] = defaultdict(set)
     last_location: dict[str, Location] = {}

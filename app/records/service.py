@@ -22,6 +22,12 @@ from app import cursor as cursor_codec
 from app import store
 from app.errors import AppError
 from app.records import locations
+from app.records.derived import (
+    EMPTY_DATASET_VERSION,
+    VERSION_KEY,
+    VERSION_QUERY,
+    dataset_version,
+)
 from app.records.files import LoadedRecord, load_records, record_files
 from app.records.filters import NO_FILTERS, RecordFilters, filtered
 from app.records.model import ID_PATTERN, ErrorRecord, parse_record
@@ -31,8 +37,6 @@ from app.store.tables import DatasetState, Record, RecordTag, table_of
 MAX_PAGE_SIZE = 200
 DEFAULT_PAGE_SIZE = 50
 SQL_CHUNK = 500
-VERSION_KEY = "dataset_version"
-EMPTY_DATASET_VERSION = "1970-01-01T00:00:00.000Z"
 REVIEWED, DRAFT = locations.REVIEWED, locations.DRAFT
 
 
@@ -112,20 +116,6 @@ def _format_version(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-_VERSION_QUERY = select(col(DatasetState.value)).where(col(DatasetState.key) == VERSION_KEY)
-
-
-def dataset_version(session: Session) -> str:
-    """The dataset's version: an ISO timestamp that moves forward with every write.
-
-    Asked on every match and page, so it runs on the session's connection directly: the
-    ORM's per-statement work is most of its cost (86 us against 34 us).
-    """
-    session.flush()  # the connection does not see what the session holds unflushed
-    value = session.connection().execute(_VERSION_QUERY).scalar_one_or_none()
-    return value or EMPTY_DATASET_VERSION
-
-
 def bump_dataset_version(session: Session) -> str:
     """Move the version forward: now, or one millisecond past the last one if that is later.
 
@@ -137,7 +127,7 @@ def bump_dataset_version(session: Session) -> str:
     connection = session.connection()
     first = store.backend(session).insert_ignoring(table_of(DatasetState))
     connection.execute(first.values(key=VERSION_KEY, value=EMPTY_DATASET_VERSION))
-    current = connection.execute(_VERSION_QUERY.with_for_update()).scalar_one()
+    current = connection.execute(VERSION_QUERY.with_for_update()).scalar_one()
     previous = datetime.strptime(current, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     version = _format_version(max(_utcnow(), previous + timedelta(milliseconds=1)))
     connection.execute(
@@ -265,6 +255,7 @@ def write_records(
     *,
     origin: str = "import",
     review_state: str = REVIEWED,
+    bump_version: bool = True,
 ) -> WriteCounts:
     """Create or replace valid records by id in one batch, in the caller's unit of work.
 
@@ -273,6 +264,7 @@ def write_records(
     dataset version. Created and changed records take `review_state`: a curator's import or
     API write of a harvested draft makes it reviewed; a harvest keeps drafts drafts. A
     reviewed record written after a harvest absorbs the draft stored for its raise site.
+    A harvest writing in batches moves the dataset version itself, once (`bump_version`).
     """
     now = _utcnow()
     texts = [canonical_json(record) for record in records]
@@ -296,7 +288,8 @@ def write_records(
         _replace_tags(session, [record for record in typed if record.id in touched])
         if review_state == REVIEWED:
             locations.absorb_duplicates(session, sorted(touched))
-        bump_dataset_version(session)
+        if bump_version:
+            bump_dataset_version(session)
     return counts
 
 

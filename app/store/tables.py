@@ -23,6 +23,9 @@ class Record(SQLModel, table=True):
         Index("ix_records_error_class_id", "error_class", "id"),
         Index("ix_records_review_state_id", "review_state", "id"),
         Index("ix_records_site_key", "site_key"),
+        Index("ix_records_severity_id", "severity", "id"),
+        Index("ix_records_error_type_id", "error_type", "id"),
+        Index("ix_records_handling_strategy_id", "handling_strategy", "id"),
     )
 
     id: str = Field(primary_key=True, max_length=ID_LENGTH)
@@ -66,6 +69,7 @@ class RecordLocation(SQLModel, table=True):
     """
 
     __tablename__ = "record_locations"
+    __table_args__ = (Index("ix_record_locations_release_file", "release", "file_path"),)
 
     record_id: str = Field(
         sa_column=Column(Text, ForeignKey("records.id", ondelete="CASCADE"), primary_key=True)

@@ -1,0 +1,86 @@
+"""What depends only on the store, computed once per dataset version and kept in the process.
+
+A record's locations, its release history ("changed in"), its related records and its JSON
+document change only when the store does, yet each was computed again on every match and
+every GET: on the default store with its older releases that was most of a request's time.
+Every write (harvest, import, API write, review) moves the dataset version
+(app.records.service.bump_dataset_version), so a value kept under the version it was
+computed at is right for as long as the version stays: the first request after a write
+computes it again, the others read it.
+
+The dataset version is read here, where the memo needs it, and app.records.service
+re-exports it for everyone else.
+"""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlmodel import Session, col
+
+from app.store.tables import DatasetState
+
+VERSION_KEY = "dataset_version"
+EMPTY_DATASET_VERSION = "1970-01-01T00:00:00.000Z"
+MEMO_ENTRIES = 20_000  # about a record page's worth each; bounds the memory on any store
+VERSION_QUERY = select(col(DatasetState.value)).where(col(DatasetState.key) == VERSION_KEY)
+
+T = TypeVar("T")
+
+
+def dataset_version(session: Session) -> str:
+    """The dataset's version: an ISO timestamp that moves forward with every write.
+
+    Asked on every match and page, so it runs on the session's connection directly: the
+    ORM's per-statement work is most of its cost (86 us against 34 us).
+    """
+    session.flush()  # the connection does not see what the session holds unflushed
+    value = session.connection().execute(VERSION_QUERY).scalar_one_or_none()
+    return value or EMPTY_DATASET_VERSION
+
+
+class Memo:
+    """Values computed from one state of a store, by key; those of an older dataset version
+    are dropped the first time a newer one is seen. Least recently used values go first
+    beyond `entries`. Shared by the threads of a process: a value is computed outside the
+    lock (two threads may both compute it; either result is right)."""
+
+    def __init__(self, entries: int = MEMO_ENTRIES) -> None:
+        self.entries = entries
+        self._lock = threading.Lock()
+        self._versions: dict[str, str] = {}  # store -> the newest version seen
+        self._values: OrderedDict[tuple[str, str, Hashable], Any] = OrderedDict()
+
+    def get(self, session: Session, version: str, key: Hashable, compute: Callable[[], T]) -> T:
+        """The value of `key` at `version` of the session's store, computed if not kept."""
+        store = str(session.connection().engine.url)
+        slot = (store, version, key)
+        with self._lock:
+            if slot in self._values:
+                self._values.move_to_end(slot)
+                return self._values[slot]
+        value = compute()
+        with self._lock:
+            newest = self._versions.get(store)
+            if newest is not None and version < newest:
+                return value  # a reader of an older snapshot: its value is not kept
+            if newest != version:
+                self._versions[store] = version
+                for stale in [s for s in self._values if s[0] == store]:
+                    del self._values[stale]
+            self._values[slot] = value
+            while len(self._values) > self.entries:
+                self._values.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        """Forget every value (a store replaced under the same URL, as tests do)."""
+        with self._lock:
+            self._versions.clear()
+            self._values.clear()
+
+
+memo = Memo()
+"""The process's memo: every app and command of the process shares it, told apart by store."""

@@ -1,0 +1,298 @@
+"""The hot paths on the store the default `errkb serve` builds and on the small store, side by
+side in one run, with the ratio.
+
+Run by hand:
+
+    .venv/bin/python bench/bench_store.py [--full PATH] [--seconds 5] [--skip-build]
+
+* The full store is built once and kept (default ERRKB_CACHE_DIR/bench/full.db, outside
+  git): the curated records, then ERRKB_DEFAULT_RELEASES, then ERRKB_OLDER_RELEASES, each
+  harvested as the server's start-up does (one release at a time; one already in is left).
+  Building it downloads each release once (into the upstream cache) and takes a while:
+  about 15 s of harvest per release on a quiet machine. `--skip-build` measures the store
+  as it is, however many releases it holds (the tables say how many).
+* The small store holds the curated records only, made afresh in a temporary folder.
+* Latency, one worker (uvicorn, no harvest), one connection: POST /api/match with a 5 KB
+  traceback in a log and with a 1 MB log ending in that traceback, GET /api/errors/{id},
+  GET /errors/{id}, a listing and a search; median and p99 on each store, and the ratio.
+* Writes during a harvest: 8 writer processes POST/PUT/DELETE records for
+  `--write-seconds` while the server harvests vLLM 0.33.0 in the background; 503s counted.
+* Throughput, `--workers` processes (uvicorn --workers), 64 connections: POST /api/match
+  (5 KB) and GET /api/errors/{id}; requests per second, median, p99, errors.
+
+Every level is bounded in time (`--seconds`) and in requests; servers listen on 127.0.0.1
+only and are stopped at the end.
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+from sqlalchemy import func, select
+from sqlmodel import Session
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.config import PROJECT_ROOT, Settings
+from app.harvest import drafts
+from app.records import service as records
+from app.reproducers.upstream import Upstream
+from app.store.engine import open_store, unit_of_work
+from app.store.tables import Record, RecordLocation
+from bench.bench_match import LOG_LINE, traceback_of
+from bench.load import LoadResult, drive, get, post_json
+from bench.server import START_TIMEOUT_S, STOP_TIMEOUT_S, free_port
+from tests.helpers.writers import run_writers
+
+RECORD_ID = "c53f6de81577a6bc"  # curated, in both stores: "Attempted to free more buffers"
+LOG_BYTES = 1_000_000  # with its JSON escapes, under the 1 MiB body limit
+LATENCY_REQUESTS = 2000
+LOAD_REQUESTS = 200_000
+LOAD_CONNECTIONS = 64
+WRITERS = 8
+WRITES_RELEASE = "vllm==0.33.0"
+WRITES_TOKEN = "bench-token"
+MAX_WRITE_ROUNDS = 20
+
+
+def build_full_store(path: Path) -> None:
+    """The default serve's store at `path`: curated records, default and older releases."""
+    settings = Settings(database_url=f"sqlite:///{path}")
+    engine = open_store(settings)
+    with unit_of_work(engine) as session:
+        records.import_paths(session, [settings.data_dir])
+    upstream = Upstream(settings.cache_dir)
+    for spec in [*settings.default_releases, *settings.older_releases]:
+        with Session(engine) as session:
+            if drafts.is_harvested(session, spec):
+                continue
+        started = time.perf_counter()
+        release = drafts.resolve_release(spec, releases=upstream)
+        with unit_of_work(engine) as session:
+            _, counts = drafts.harvest_release(session, release)
+        print(
+            f"harvested {spec}: {counts.created} drafts created "
+            f"({time.perf_counter() - started:.0f} s)",
+            file=sys.stderr,
+        )
+    engine.dispose()
+
+
+def build_small_store(path: Path) -> None:
+    """The curated records only."""
+    settings = Settings(database_url=f"sqlite:///{path}")
+    engine = open_store(settings)
+    with unit_of_work(engine) as session:
+        records.import_paths(session, [settings.data_dir])
+    engine.dispose()
+
+
+def describe(path: Path) -> str:
+    """Records, locations and releases of a store."""
+    engine = open_store(Settings(database_url=f"sqlite:///{path}"))
+    with Session(engine) as session:
+        count = session.execute(select(func.count()).select_from(Record)).scalar_one()
+        located = session.execute(select(func.count()).select_from(RecordLocation)).scalar_one()
+        releases = len(set(session.execute(select(RecordLocation.release)).scalars()))
+    engine.dispose()
+    return f"{count:,} records, {located:,} locations, {releases} releases"
+
+
+def pastes() -> dict[str, bytes]:
+    """The 5 KB traceback in a log, and a 1 MB log ending in it."""
+    record = json.loads((PROJECT_ROOT / "data" / "records" / f"{RECORD_ID}.json").read_text())
+    rng = random.Random(18)
+    paste = traceback_of(rng, record["errorMessage"], record["errorClass"], record["filePath"])
+    lines = []
+    size = len(paste)
+    while size < LOG_BYTES:
+        line = LOG_LINE.format(s=len(lines) % 60, n=len(lines)) + "\n"
+        lines.append(line)
+        size += len(line)
+    return {"5 KB": paste.encode(), "1 MB": ("".join(lines) + paste).encode()}
+
+
+@contextmanager
+def serving(database: Path, workers: int = 1, **settings: str) -> Iterator[int]:
+    """uvicorn over the store (no import, no harvest unless `settings` say so), with
+    `workers` processes; its port once the match index is loaded."""
+    port = free_port()
+    env = os.environ | {
+        "ERRKB_DATABASE_URL": f"sqlite:///{database}",
+        "ERRKB_HARVEST_ON_START": "false",
+        "ERRKB_LOG_FORMAT": "text",
+        **{f"ERRKB_{name.upper()}": value for name, value in settings.items()},
+    }
+    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    command += ["--no-access-log", "--workers", str(workers)]
+    process = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        ready = 0
+        while ready < workers * 4:  # each worker answers ready (the index is per process)
+            try:
+                status = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30).status_code
+                ready = ready + 1 if status == 200 else 0
+            except httpx.TransportError:
+                ready = 0
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.05)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def requests_of(texts: dict[str, bytes]) -> dict[str, bytes]:
+    """One request per hot path."""
+
+    def match(text: bytes) -> bytes:
+        return post_json("/api/match", json.dumps({"text": text.decode()}).encode())
+
+    return {
+        "POST /api/match, 5 KB": match(texts["5 KB"]),
+        "POST /api/match, 1 MB log": match(texts["1 MB"]),
+        "GET /api/errors/{id}": get(f"/api/errors/{RECORD_ID}"),
+        "GET /errors/{id} (page)": get(f"/errors/{RECORD_ID}"),
+        "GET /api/errors?limit=50": get("/api/errors?limit=50"),
+        "GET /api/search?q=free+buffers": get("/api/search?q=free+buffers"),
+    }
+
+
+def latency(port: int, request: bytes, seconds: float) -> LoadResult:
+    """One connection, one request at a time, after a few to warm up."""
+    target = [("127.0.0.1", port)]
+    drive(target, [request] * 5, 1, seconds)
+    count = 20 if len(request) > LOG_BYTES // 2 else LATENCY_REQUESTS
+    return drive(target, [request] * count, 1, seconds)
+
+
+def writes_during_harvest(seconds: float) -> None:
+    """8 writers POST/PUT/DELETE while the server harvests vLLM 0.33.0 in the background
+    (as an older release, after readiness): their statuses, and whether the harvest ran
+    the whole time."""
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / "writes.db"
+        build_small_store(database)
+        harvest = {
+            "harvest_on_start": "true",
+            "default_releases": "[]",
+            "older_releases": json.dumps([WRITES_RELEASE]),
+            "admin_token": WRITES_TOKEN,
+        }
+        with serving(database, **harvest) as port:
+            base = f"http://127.0.0.1:{port}"
+            logs = []
+            rounds = 0
+            while rounds < MAX_WRITE_ROUNDS:  # until the harvest is in, however long it takes
+                logs += run_writers(base, WRITES_TOKEN, WRITERS, seconds, [])
+                rounds += 1
+                background = httpx.get(f"{base}/readyz", timeout=30).json().get("background")
+                if not background or not background["pending"]:
+                    break
+    statuses: dict[int, int] = {}
+    for log in logs:
+        for status, count in log.statuses.items():
+            statuses[status] = statuses.get(status, 0) + count
+    writes = sum(log.writes for log in logs)
+    errors = sum(c for s, c in statuses.items() if s >= 500)
+    errors += sum(log.transport_errors for log in logs)
+    print(
+        f"\n| {WRITERS} writers for {seconds:.0f} s during a background harvest of "
+        f"{WRITES_RELEASE} | acknowledged writes | statuses | 5xx and transport errors |"
+    )
+    print("|---|---|---|---|")
+    print(f"| small store + harvest | {writes} | {dict(sorted(statuses.items()))} | {errors} |")
+    print(f"\nharvest state at the end: {background}")
+
+
+def _load_cell(result: LoadResult | str) -> str:
+    if isinstance(result, str):
+        return f"stopped: {result[:40]}"
+    return f"{result.rps:,.0f} ({result.median_ms:.1f} / {result.p99_ms:.1f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    default_full = Settings().cache_dir / "bench" / "full.db"
+    parser.add_argument("--full", type=Path, default=default_full)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-build", action="store_true")
+    parser.add_argument("--sections", nargs="+", default=["latency", "load", "writes"])
+    parser.add_argument("--write-seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    if not args.skip_build:
+        build_full_store(args.full)
+    texts = pastes()
+    requests = requests_of(texts)
+    with tempfile.TemporaryDirectory() as folder:
+        small = Path(folder) / "small.db"
+        build_small_store(small)
+        stores = {"small": small, "full": args.full}
+        print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{' '.join(sys.argv)}`")
+        for name, path in stores.items():
+            print(f"- {name} store: {describe(path)}")
+        if "latency" in args.sections:
+            results = {}
+            for name, path in stores.items():
+                with serving(path) as port:
+                    for label, request in requests.items():
+                        results[name, label] = latency(port, request, args.seconds)
+            print("\n| one worker, c=1 | small median / p99 ms | full median / p99 ms | ratio |")
+            print("|---|---|---|---|")
+            for label in requests:
+                a, b = results["small", label], results["full", label]
+                print(
+                    f"| {label} | {a.median_ms:.2f} / {a.p99_ms:.2f} | "
+                    f"{b.median_ms:.2f} / {b.p99_ms:.2f} | {b.median_ms / a.median_ms:.2f}x |"
+                )
+        if "load" in args.sections:
+            loads: dict[tuple[str, str], LoadResult | str] = {}
+            chosen = ["POST /api/match, 5 KB", "GET /api/errors/{id}"]
+            for name, path in stores.items():
+                with serving(path, args.workers) as port:
+                    for label in chosen:
+                        target = [("127.0.0.1", port)]
+                        drive(target, [requests[label]] * 200, 8, args.seconds)
+                        try:
+                            loads[name, label] = drive(
+                                target,
+                                [requests[label]] * LOAD_REQUESTS,
+                                LOAD_CONNECTIONS,
+                                args.seconds,
+                            )
+                        except RuntimeError as error:  # the load tool stops at a non-200
+                            loads[name, label] = str(error)
+            print(
+                f"\n| {args.workers} workers, c={LOAD_CONNECTIONS} | small req/s (median / p99 "
+                "ms) | full req/s (median / p99 ms) | ratio of req/s |"
+            )
+            print("|---|---|---|---|")
+            for label in chosen:
+                a, b = loads["small", label], loads["full", label]
+                stopped = isinstance(a, str) or isinstance(b, str)
+                ratio = "-" if stopped else f"{b.rps / a.rps:.2f}"
+                print(f"| {label} | {_load_cell(a)} | {_load_cell(b)} | {ratio} |")
+    if "writes" in args.sections:
+        writes_during_harvest(args.write_seconds)
+
+
+if __name__ == "__main__":
+    main()
