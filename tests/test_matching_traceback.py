@@ -525,7 +525,8 @@ def test_pytest_failure_lines(tmp_path: Path) -> None:
     ],
 )
 def test_ordinary_lines_are_not_exceptions(text: str) -> None:
-    assert parse_exceptions(text) == []
+    """In a log, that is; a paste of one line alone is a message (see below)."""
+    assert parse_exceptions(text + "\nINFO:     Started server process [1]\n") == []
 
 
 def test_bare_line_with_level_prefix() -> None:
@@ -596,7 +597,7 @@ def check_invariants(text: str, found: list[ParsedException]) -> None:
         assert e.cause_index is None or e.cause_index < e.index
         assert (e.cause_index is None) == (e.cause_kind is None)
         assert 0 <= e.span[0] <= e.message_span[0] <= e.message_span[1] <= e.span[1] <= len(text)
-        assert e.error_class
+        assert e.error_class or not (e.has_traceback or e.frames)  # "": a message alone
         assert e.qualified_class.endswith(e.error_class)
 
 
