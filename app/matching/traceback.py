@@ -61,7 +61,7 @@ _IPYTHON_FRAME = re.compile(
     r"|(?P<file>\S.{0,4095}?):(?P<line>[0-9]{1,9}))(?:, in (?P<function>.{1,4096}))?"
     r"|(?P<cell>Cell In ?\[[0-9 ]{0,9}\]|Input In ?\[[0-9 ]{0,9}\]), line (?P<cell_line>[0-9]{1,9})"
     r"(?:, in (?P<cell_function>.{1,4096}))?"
-    r"|(?P<old_file>\S.{0,4095}?) in (?P<old_function>[\w.<>]{1,1024})\(.{0,4096}\)"
+    r"|(?P<old_file>\S{1,4096}) in (?P<old_function>[\w.<>]{1,1024})\(.{0,4096}\)"
 )
 _IPYTHON_HEADER = re.compile(
     r"[^\W\d][\w.]{0,255}(?:\([\w.]{1,256}\))? {1,256}Traceback \(most recent call last\)"
@@ -91,6 +91,16 @@ MAX_BODY_MESSAGE = 8192
 _VALIDATION_SUMMARY = re.compile(r"[0-9]{1,6} validation errors? for .{1,512}")
 _VALIDATOR_MESSAGE = {"Value error, ": "ValueError", "Assertion failed, ": "AssertionError"}
 _VALIDATION_TAIL = re.compile(r" \[type=[\w.]{1,128}, input_value=")
+# What a line of prose or of a log says an exception was (issue 19): quoted in a sentence
+# ("... I got \"ValueError: ...\"", "actual error: RuntimeError: ..."), or its repr as a log
+# prints it (`OutOfMemoryError('CUDA out of memory. ...')`).
+_MENTIONED = re.compile(r"""(?:(?<=["'`“(])|(?<=: ))(?P<name>[^\W\d][\w.]{0,255}): """)
+_CLOSING_QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”"}
+_REPR = re.compile(r"""(?P<name>[^\W\d][\w.]{0,255})\((?P<quote>["'])""")
+# The warnings module's line: "/x/scheduler.py:1326: UserWarning: <message>".
+_WARNING_LINE = re.compile(
+    r"(?P<file>\S.{0,4095}?\.py):(?P<line>[0-9]{1,9}): (?=[^\W\d][\w.]{0,255}Warning: )"
+)
 MIN_MESSAGE_ALNUM = 4  # a line alone with fewer letters, or fewer words, is no message
 MIN_MESSAGE_WORDS = 2
 _PYTEST_MARGIN = re.compile(r"E {3,16}(?=\S)")
@@ -302,8 +312,10 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
             head = _exception_head(row, lenient=row.nested or pending is not None)
             if head is not None:
                 draft, at = _read_message(rows, at, head)
+            elif (warned := _WARNING_LINE.match(row.text, row.indent)) is not None:
+                draft, at = _read_warning(rows, at, warned)
             else:
-                draft, at = _body_alone(row), at + 1
+                draft, at = _body_alone(row) or _mentioned(row), at + 1
         if draft is not None:
             if pending is not None and pending[0] is not None:
                 draft.cause, draft.cause_kind = pending
@@ -587,8 +599,8 @@ def _unescape(raw: str, quote: str) -> str:
     try:
         if quote.endswith("'"):
             value = ast.literal_eval(f"'{raw}'")
-        else:
-            value = json.loads(f'"{raw}"')
+        else:  # JSON has no \\' escape, yet servers write one for a quote in the message
+            value = json.loads('"' + raw.replace("\\'", "'") + '"')
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return raw
     return value if isinstance(value, str) else raw
@@ -634,6 +646,41 @@ def _body_alone(row: _Row) -> _Draft | None:
     message, begin, end, kind = body
     name = kind if kind and kind[:1].isupper() else ""
     return _draft(name, message, row, row.indent, [row.span(begin, end)])
+
+
+def _mentioned(row: _Row) -> _Draft | None:
+    """An exception a line names without being its exception line: quoted in a sentence or
+    after words of its own (the message then ends at the closing quote), or printed as its
+    repr. Only names that look like an exception's count."""
+    text = row.text
+    found = _REPR.match(text, row.indent) if text.endswith(")") else None
+    if found is not None and text[-2] == found["quote"] and _looks_like_exception(found["name"]):
+        begin, end = found.end(), len(text) - 2
+        message = _unescape(text[begin:end], found["quote"])
+        return _draft(found["name"], message, row, found.start(), [row.span(begin, end)])
+    for found in _MENTIONED.finditer(text, row.indent):
+        if not _looks_like_exception(found["name"]):
+            continue
+        begin, end = found.end(), len(text)
+        opener = text[found.start() - 1 : found.start()]
+        closer = _CLOSING_QUOTES.get(opener)
+        if closer and (close := text.rfind(closer, begin)) >= 0:
+            end = close
+        begin = _after_wrappers(text, begin)
+        return _draft(found["name"], text[begin:end], row, found.start(), [row.span(begin, end)])
+    return None
+
+
+def _read_warning(rows: Sequence[_Row], at: int, found: re.Match[str]) -> tuple[_Draft, int]:
+    """A warning as the warnings module prints it: its category and message, and where it
+    was raised as its one frame."""
+    row = rows[at]
+    head = _exception_head(row, lenient=True, start=found.end())
+    assert head is not None  # the pattern looked ahead at "<Name>Warning: "
+    draft, after = _read_message(rows, at, head)
+    draft.frames = (Frame(_frame_file(found["file"]), int(found["line"]), "", ""),)
+    draft.span = (row.span(row.indent, row.indent)[0], draft.span[1])
+    return draft, after
 
 
 def _message_alone(lines: Sequence[CleanLine]) -> list[_Draft]:
@@ -686,15 +733,15 @@ def _opens_record(text: str) -> bool:
     return _LOG_HEADER.fullmatch(stripped) is not None
 
 
-def _exception_head(row: _Row, lenient: bool) -> _Head | None:
-    """Parse ``Class: message`` or a lone ``Class``.
+def _exception_head(row: _Row, lenient: bool, start: int | None = None) -> _Head | None:
+    """Parse ``Class: message`` or a lone ``Class`` (at ``start``, else at the indent).
 
     Right after a traceback's frames any dotted name is an exception class; elsewhere
     (``lenient`` false) the name must look like one, or ordinary log lines such as
     ``Note: ...`` would be taken for exceptions. A lone name on a line the end of the paste
     cut (``eng`` of ``engine``) must look like one too (issue 15).
     """
-    indent = row.indent
+    indent = row.indent if start is None else start
     match = _EXCEPTION_LINE.fullmatch(row.text, indent)
     if match is None:
         return None
