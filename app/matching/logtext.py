@@ -89,6 +89,11 @@ _PREFIXES = (
 )
 
 
+# Ray's log deduplication, at the end of a line it printed once for several processes.
+_RAY_REPEATED = re.compile(
+    r" \[repeated [0-9]{1,9}x across cluster\](?: \(Ray deduplicates logs by default\..{0,1024}\))?"
+)
+
 # All of them in one alternation: a single attempt tells a line (or the rest of one) that
 # starts with no known prefix, the last step of every line, from the seven separate tries.
 _ANY_PREFIX = re.compile(
@@ -193,14 +198,18 @@ def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
 
 
 def _closed_at(clean: str, cut: int) -> int:
-    """Where the line's text ends once the markup closing it is removed: a fence ("```")
-    closing the line, a backtick left unpaired (the end of a code span opened on this line or
-    an earlier one), or the right border of a rich box whose left border was a prefix.
+    """Where the line's text ends once what closes it is removed: Ray's note that it dropped
+    copies of the line (" [repeated 6x across cluster]"), a fence ("```") closing the line, a
+    backtick left unpaired (the end of a code span opened on this line or an earlier one),
+    or the right border of a rich box whose left border was a prefix.
 
     Paired backticks stay: "`x` must be positive" is part of a message."""
     stop = len(clean)
+    repeated = clean.rfind(" [repeated ", cut)
+    if repeated >= 0 and _RAY_REPEATED.fullmatch(clean, repeated):
+        stop = repeated
     if "│" in clean[:cut]:
-        body = clean[cut:].rstrip()
+        body = clean[cut:stop].rstrip()
         if body.endswith("│"):
             stop = cut + len(body[:-1].rstrip())
     if clean.endswith("`", cut, stop):

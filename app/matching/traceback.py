@@ -315,7 +315,7 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
             elif (warned := _WARNING_LINE.match(row.text, row.indent)) is not None:
                 draft, at = _read_warning(rows, at, warned)
             else:
-                draft, at = _body_alone(row) or _mentioned(row), at + 1
+                draft, at = _mentioned(row) or _body_alone(row), at + 1
         if draft is not None:
             if pending is not None and pending[0] is not None:
                 draft.cause, draft.cause_kind = pending
@@ -667,6 +667,10 @@ def _mentioned(row: _Row) -> _Draft | None:
         if closer and (close := text.rfind(closer, begin)) >= 0:
             end = close
         begin = _after_wrappers(text, begin)
+        body = _error_body(text[:end], begin, marked=False)
+        if body is not None:
+            message, begin, end, _ = body
+            return _draft(found["name"], message, row, found.start(), [row.span(begin, end)])
         return _draft(found["name"], text[begin:end], row, found.start(), [row.span(begin, end)])
     return None
 
@@ -698,8 +702,14 @@ def _message_alone(lines: Sequence[CleanLine]) -> list[_Draft]:
         return []
     if text.endswith(_HEADER) or text.lstrip().startswith('File "'):
         return []
-    span = line.span(begin, len(text))
-    return [_Draft("", text[begin:], span, span, (span,))]
+    name, end = "", len(text)
+    opener = next((key for key in _VALIDATOR_MESSAGE if text.startswith(key, begin)), None)
+    if opener is not None:  # pydantic's line for one error: its class is the validator's
+        name, begin = _VALIDATOR_MESSAGE[opener], begin + len(opener)
+        tail = _VALIDATION_TAIL.search(text, begin)
+        end = tail.start() if tail else end
+    span = line.span(begin, end)
+    return [_Draft(name, text[begin:end], span, span, (span,))]
 
 
 def _frame_file(path: str) -> str:
