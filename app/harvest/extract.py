@@ -228,6 +228,7 @@ class _Joined:
     items: tuple[_Parts, ...]
     sep: str
     optional: bool
+    shown: int = 0  # letters and digits every message shows: its always-appended pieces'
 
 
 _Part = str | _Field | _Maybe | _Joined | _ListMark | _Item
@@ -804,20 +805,27 @@ def _nonempty(env: _Env, test: ast.expr) -> _Env:
 def _joined(sep: str, value: _Parts) -> _Parts | None:
     """`sep.join(pieces)` of a list of message pieces; None when no piece is known."""
     items: list[_Parts] = []
-    required = isinstance(value[0], _ListMark) and value[0].nonempty
+    always: list[_Parts] = []
 
     def collect(parts: _Parts, optional: bool) -> None:
-        nonlocal required
         for part in parts:
             if isinstance(part, _Item):
-                required |= not optional
+                if not optional:
+                    always.append(part.parts)
                 if part.parts not in items:
                     items.append(part.parts)
             elif isinstance(part, _Maybe):
                 collect(part.parts, True)
 
     collect(value[1:], False)
-    return (_Joined(tuple(items), sep, not required),) if items else None
+    if not items:
+        return None
+    nonempty = isinstance(value[0], _ListMark) and value[0].nonempty
+    if always:
+        shown = sum(_literal_alnum(item) for item in always)
+    else:
+        shown = min(_literal_alnum(item) for item in items) if nonempty else 0
+    return (_Joined(tuple(items), sep, not (always or nonempty), shown),)
 
 
 def _header_names(node: ast.stmt) -> set[str]:
@@ -953,10 +961,7 @@ def _literal_alnum(parts: _Parts) -> int:
     """Letters and digits of the text every message of the template shows: its literal
     parts, and the least of the pieces a join must show one of."""
     count = sum(char.isalnum() for part in parts if isinstance(part, str) for char in part)
-    for part in parts:
-        if isinstance(part, _Joined) and not part.optional:
-            count += min(_literal_alnum(item) for item in part.items)
-    return count
+    return count + sum(part.shown for part in parts if isinstance(part, _Joined))
 
 
 def _head(parts: _Parts, max_chars: int) -> _Parts | None:

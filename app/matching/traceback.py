@@ -72,7 +72,9 @@ _IPYTHON_FOLDED = re.compile(r"[0-9]{1,9} frames?")  # Colab: "20 frames" folded
 # rich's traceback box (issue 19): "╭──── Traceback (most recent call last) ────╮", frames
 # "/x/config.py:120 in __init__", source rows and locals panels, then "╰────╯".
 _RICH_HEADER = re.compile(r"╭─{1,512} Traceback \(most recent call last\) ─{1,512}╮")
-_RICH_FRAME = re.compile(r"(?P<file>\S.{0,4095}?):(?P<line>[0-9]{1,9}) in (?P<function>[\w.<>]{1,1024})")
+_RICH_FRAME = re.compile(
+    r"(?P<file>\S.{0,4095}?):(?P<line>[0-9]{1,9}) in (?P<function>[\w.<>]{1,1024})"
+)
 _RICH_BOTTOM = re.compile(r"╰─{1,1024}╯")
 # What other tools put in front of the message they pass on (issue 19): xinference's
 # "[address=127.0.0.1:1234, pid=56] ", at the start or after its own words.
@@ -80,9 +82,7 @@ _WRAPPER = re.compile(r"\[address=[\w.:\-\[\]]{1,64}, pid=[0-9]{1,10}\] ?")
 # An HTTP error body (issue 19): vLLM's and SGLang's `{"object":"error","message":...}`,
 # OpenAI's `{'error': {'message': ...}}`, as JSON, a Python repr (how the openai client
 # prints it) or JSON inside a string (`{\"message\":\"...\"}`); its message is the error.
-_BODY_MESSAGE = re.compile(
-    r"""(?P<key>\\?["'])message(?P=key) ?: ?(?P<quote>\\?["'])"""
-)
+_BODY_MESSAGE = re.compile(r"""(?P<key>\\?["'])message(?P=key) ?: ?(?P<quote>\\?["'])""")
 _BODY_TYPE = re.compile(r"""\\?["']type\\?["'] ?: ?\\?["'](?P<type>[A-Za-z_]\w{0,127})""")
 _BODY_ERROR_MARK = re.compile(r"""\\?["'](?:object\\?["'] ?: ?\\?["']error|error\\?["'] ?: ?\{)""")
 MAX_BODY_MESSAGE = 8192
