@@ -457,7 +457,7 @@ def _read_rich(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
             function = found["function"]
             frames.append(Frame(_frame_file(found["file"]), int(found["line"]), function, ""))
         elif text.startswith("❱") and frames and not frames[-1].source:
-            source = text.partition("│")[2].strip()
+            source = text.partition("│")[2].lstrip("│ ").strip()  # after rich's indent guides
             last = frames[-1]
             frames[-1] = Frame(last.file, last.line, last.function, source)
         at += 1
