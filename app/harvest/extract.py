@@ -140,6 +140,7 @@ class Message:
     template: str
     pattern: str
     placeholders: tuple[str, ...]
+    others: tuple[Message, ...] = ()  # the other pieces a join of pieces may raise alone
 
 
 @dataclass(frozen=True)
@@ -803,29 +804,35 @@ def _nonempty(env: _Env, test: ast.expr) -> _Env:
 
 
 def _joined(sep: str, value: _Parts) -> _Parts | None:
-    """`sep.join(pieces)` of a list of message pieces; None when no piece is known."""
-    items: list[_Parts] = []
-    always: list[_Parts] = []
+    """`sep.join(pieces)` of a list of message pieces; None when no piece is known.
 
-    def collect(parts: _Parts, optional: bool) -> None:
+    When the first piece is always there, the message is exact: each later piece follows a
+    separator, optional (or repeated) where a condition (or a loop) appended it. When every
+    piece is conditional, any of them may come first: a `_Joined` of them all."""
+    elements: list[tuple[_Parts, bool]] = []  # each piece and whether it may be missing
+
+    def collect(parts: _Parts, optional: bool, repeats: bool) -> None:
         for part in parts:
             if isinstance(part, _Item):
-                if not optional:
-                    always.append(part.parts)
-                if part.parts not in items:
-                    items.append(part.parts)
+                elements.append((part.parts, optional))
             elif isinstance(part, _Maybe):
-                collect(part.parts, True)
+                collect(part.parts, True, repeats or part.repeats)
 
-    collect(value[1:], False)
-    if not items:
+    collect(value[1:], False, False)
+    if not elements:
         return None
+    if not elements[0][1]:
+        joined: list[_Part] = list(elements[0][0])
+        for parts, optional in elements[1:]:
+            if optional:
+                joined.append(_Maybe((sep, *parts), repeats=False))
+            else:
+                joined.extend((sep, *parts))
+        return tuple(joined)
+    items = tuple(dict.fromkeys(parts for parts, _ in elements))
     nonempty = isinstance(value[0], _ListMark) and value[0].nonempty
-    if always:
-        shown = sum(_literal_alnum(item) for item in always)
-    else:
-        shown = min(_literal_alnum(item) for item in items) if nonempty else 0
-    return (_Joined(tuple(items), sep, not (always or nonempty), shown),)
+    shown = min(_literal_alnum(item) for item in items) if nonempty else 0
+    return (_Joined(items, sep, not nonempty, shown),)
 
 
 def _header_names(node: ast.stmt) -> set[str]:
@@ -942,6 +949,9 @@ def _call_message(call: ast.Call, env: _Env) -> tuple[Message | None, SkipReason
 def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | None]:
     if parts is None:
         return None, SkipReason.DYNAMIC_MESSAGE
+    join = next((i for i, part in enumerate(parts) if isinstance(part, _Joined)), None)
+    if join is not None:
+        return _pieces_message(parts, join)
     if _literal_alnum(parts) < MIN_LITERAL_ALNUM:
         return None, SkipReason.NO_LITERAL_TEXT
     message = _message(parts)
@@ -955,6 +965,25 @@ def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | N
     if len(message.template) > MAX_MESSAGE_CHARS or len(message.pattern) > MAX_PATTERN_CHARS:
         return None, SkipReason.MESSAGE_TOO_LONG
     return message, None
+
+
+def _pieces_message(parts: _Parts, join: int) -> tuple[Message | None, SkipReason | None]:
+    """A message joined from pieces, as one message per piece (`others` holds the rest): a
+    pattern of all of them has no text every message shows, so it would name nothing, and
+    most messages show one piece. Pieces with too little text of their own are left out."""
+    joined = parts[join]
+    assert isinstance(joined, _Joined)
+    found: list[Message] = []
+    skip: SkipReason | None = SkipReason.NO_LITERAL_TEXT
+    for item in joined.items:
+        message, why = _parts_message((*parts[:join], *item, *parts[join + 1 :]))
+        if message is None:
+            skip = why if skip == SkipReason.NO_LITERAL_TEXT else skip
+        elif message not in found:
+            found.append(message)
+    if not found:
+        return None, skip
+    return replace(found[0], others=tuple(found[1:])), None
 
 
 def _literal_alnum(parts: _Parts) -> int:
@@ -1307,27 +1336,22 @@ def _message(parts: _Parts) -> Message:
     return Message("".join(template), "".join(pattern), tuple(names))
 
 
-def _render(
-    parts: _Parts, template: list[str], pattern: list[str], names: list[str], named: bool = True
-) -> None:
+def _render(parts: _Parts, template: list[str], pattern: list[str], names: list[str]) -> None:
     """Append the parts' template and pattern text. An optional tail is written out in the
     template (the message as it reads when the tail is there) and optional in the pattern;
-    a join is written out with every piece, and in the pattern is one or more of them
-    separated by its separator (each value captured where it first appears: `named`)."""
+    a join is written out with every piece, and in the pattern is one or more of them."""
     for part in parts:
         if isinstance(part, str):
             template.append(part)
             pattern.append(REGEX_SPECIAL.sub(_escape_char, part))
         elif isinstance(part, _Maybe):
             pattern.append("(?:")
-            _render(part.parts, template, pattern, names, named)
+            _render(part.parts, template, pattern, names)
             pattern.append(")*" if part.repeats else ")?")
         elif isinstance(part, _Joined):
-            _render_join(part, template, pattern, names, named)
+            _render_join(part, template, pattern, names)
         elif isinstance(part, _ListMark | _Item):
             continue  # a list is never a message; `_parts` never puts one in
-        elif not named:
-            pattern.append(f"(?:{PLACEHOLDER_REGEX})")
         else:
             name = base = _placeholder_name(part.hint)
             suffix = 1
@@ -1339,27 +1363,21 @@ def _render(
             pattern.append(f"(?P<{name}>{PLACEHOLDER_REGEX})")
 
 
-def _render_join(
-    join: _Joined, template: list[str], pattern: list[str], names: list[str], named: bool
-) -> None:
-    """`(?:A|B)(?:SEP(?:A|B))*`: the pieces in any order and number, as conditions decide."""
+def _render_join(join: _Joined, template: list[str], pattern: list[str], names: list[str]) -> None:
+    """`(?:(?:A|B)(?:SEP)?)+`: the pieces in any order and number, as conditions decide. One
+    copy of each piece keeps the pattern within the engine's program limit; it also takes
+    pieces written without their separator, which no real message has."""
     alternatives = []
     for item in join.items:
         written: list[str] = []
         alternative: list[str] = []
-        _render(item, written, alternative, names, named)
+        _render(item, written, alternative, names)
         alternatives.append("".join(alternative))
         template.append(join.sep if len(alternatives) > 1 else "")
         template.extend(written)
-    again = []
-    for item in join.items:
-        repeated: list[str] = []
-        _render(item, [], repeated, names, named=False)
-        again.append("".join(repeated))
     sep = REGEX_SPECIAL.sub(_escape_char, join.sep)
-    pattern.append(f"(?:(?:{'|'.join(alternatives)})(?:{sep}(?:{'|'.join(again)}))*)")
-    if join.optional:
-        pattern.append("?")
+    repeat = "*" if join.optional else "+"
+    pattern.append(f"(?:(?:{'|'.join(alternatives)})(?:{sep})?){repeat}")
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -1406,12 +1424,14 @@ def _file_drafts(
             message = _message((_Field(hint),))
         if message is None:
             continue
-        key = (site.qualname, message.template)
-        occurrences[key] += 1
-        record = _record(site, message, lines, file_path, release, occurrences[key])
-        if site.skip == SkipReason.DYNAMIC_CLASS:
-            record["errorClass"] = UNKNOWN_CLASS
-        drafts.append(Draft(record, site.function, site.class_name, site.qualname, located, site))
+        for piece in (message, *message.others):
+            key = (site.qualname, piece.template)
+            occurrences[key] += 1
+            record = _record(site, piece, lines, file_path, release, occurrences[key])
+            if site.skip == SkipReason.DYNAMIC_CLASS:
+                record["errorClass"] = UNKNOWN_CLASS
+            draft = Draft(record, site.function, site.class_name, site.qualname, located, site)
+            drafts.append(draft)
     return drafts
 
 
