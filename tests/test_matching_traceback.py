@@ -1095,3 +1095,47 @@ def test_rich_boxed_traceback(tmp_path: Path) -> None:
         ("serve.py", 9, "check"),
     ]
     assert error.frames[-1].source.startswith("raise ValueError(")
+
+
+IPYTHON_PROGRAM = """
+from IPython.core.interactiveshell import InteractiveShell
+
+InteractiveShell.instance(colors="nocolor").run_cell(
+    "import serve\\ntry:\\n    serve.check(8192)\\n"
+    "except ValueError as error:\\n"
+    "    raise RuntimeError('Engine core initialization failed.') from error"
+)
+"""
+SERVE = """
+def check(max_model_len):
+    if max_model_len > 4096:
+        raise ValueError(f"max_model_len ({max_model_len}) is greater than the derived 4096")
+"""
+
+
+def test_jupyter_traceback(tmp_path: Path) -> None:
+    """IPython's own traceback of a cell (what Jupyter and Colab show): the class before the
+    header, `Cell In[1], line 3`, `File /x/serve.py:4, in check(max_model_len)`, numbered
+    source lines with an arrow, and the cause chained to the error of the cell."""
+    pytest.importorskip("IPython", reason="IPython comes with the test extra")
+    (tmp_path / "serve.py").write_text(SERVE)
+    (tmp_path / "cell.py").write_text(IPYTHON_PROGRAM)
+    run = subprocess.run(
+        [sys.executable, "cell.py"], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert "Traceback (most recent call last)\nCell In[1], line 3" in run.stdout
+    cause, error = parse_exceptions(run.stdout)
+    assert (cause.error_class, cause.message) == (
+        "ValueError",
+        "max_model_len (8192) is greater than the derived 4096",
+    )
+    assert [(f.file.rpartition("/")[2], f.line, f.function) for f in cause.frames] == [
+        ("Cell In[1]", 3, ""),
+        ("serve.py", 4, "check"),
+    ]
+    assert cause.frames[-1].source.startswith("raise ValueError(")
+    assert (error.error_class, error.message) == (
+        "RuntimeError",
+        "Engine core initialization failed.",
+    )
+    assert (error.cause_index, error.cause_kind) == (cause.index, "cause")
