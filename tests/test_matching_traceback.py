@@ -1086,7 +1086,8 @@ def test_rich_boxed_traceback(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "serve.py"], cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    assert "╭" in run.stdout and "│" in run.stdout
+    assert "╭" in run.stdout
+    assert "│" in run.stdout
     (error,) = parse_exceptions(run.stdout)
     assert error.error_class == "ValueError"
     assert error.message == "max_model_len (8192) is greater than the derived 4096"
