@@ -1140,3 +1140,18 @@ def test_jupyter_traceback(tmp_path: Path) -> None:
         "Engine core initialization failed.",
     )
     assert (error.cause_index, error.cause_kind) == (cause.index, "cause")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ValueError: Invalid chat message {'message': 'hi', 'role': 'user'}",
+        '{"level": "info", "message": "Started server process", "pid": 1}',
+    ],
+    ids=["a dict in a message", "a structured log line"],
+)
+def test_a_dict_with_a_message_key_is_no_error_body(text: str) -> None:
+    found = parse_exceptions(text + "\nINFO:     Waiting for application startup.\n")
+    assert [(e.error_class, e.message) for e in found] == (
+        [("ValueError", text.partition(": ")[2])] if text.startswith("ValueError") else []
+    )

@@ -85,6 +85,9 @@ _WRAPPER = re.compile(r"\[address=[\w.:\-\[\]]{1,64}, pid=[0-9]{1,10}\] ?")
 _BODY_MESSAGE = re.compile(r"""(?P<key>\\?["'])message(?P=key) ?: ?(?P<quote>\\?["'])""")
 _BODY_TYPE = re.compile(r"""\\?["']type\\?["'] ?: ?\\?["'](?P<type>[A-Za-z_]\w{0,127})""")
 _BODY_ERROR_MARK = re.compile(r"""\\?["'](?:object\\?["'] ?: ?\\?["']error|error\\?["'] ?: ?\{)""")
+# What may come before a body that says nothing of being an error: nothing, a quote, or the
+# openai client's "Error code: 400 - ".
+_BODY_LEAD = re.compile(r"""["']?(?:Error code: [0-9]{3} - )?""")
 MAX_BODY_MESSAGE = 8192
 # pydantic (issue 19): "1 validation error for ModelConfig" then "  Value error, <message>
 # [type=value_error, input_value=..., input_type=...]": the message a validator raised.
@@ -563,10 +566,14 @@ def _after_wrappers(text: str, start: int) -> int:
 def _error_body(text: str, start: int, marked: bool) -> tuple[str, int, int, str | None] | None:
     """(message, where its text begins and ends in ``text``, the body's ``type``) of an HTTP
     error body at or after ``start``; None when there is none. A body alone on a line
-    (``marked``) must say it is an error (``"object": "error"``, ``"error": {``), so that a
-    structured log line with a ``message`` key is not taken for one."""
+    (``marked``), or after other words, must say it is an error (``"object": "error"``,
+    ``"error": {``), so that a log line or a message that shows a dict with a ``message``
+    key (a chat message) is not taken for one."""
     brace = text.find("{", start)
-    if brace < 0 or (marked and _BODY_ERROR_MARK.search(text, brace) is None):
+    if brace < 0:
+        return None
+    marked = marked or _BODY_LEAD.fullmatch(text, start, brace) is None
+    if marked and _BODY_ERROR_MARK.search(text, brace) is None:
         return None
     key = text.find("message", brace)
     while key >= 0:
