@@ -553,7 +553,7 @@ def test_asserts_and_torch_checks_are_raise_sites() -> None:
         ("assert", "AssertionError", "x must be given for {n}", "x is None"),
         ("check", "RuntimeError", "n too large: {n}", "n >= 8"),
         ("check", "IndexError", "negative index", "n < 0"),
-        ("assert", "AssertionError", None, None),  # no message: found by its line, last
+        ("assert", "AssertionError", None, "n <= 0"),  # no message: found by its line, last
     ]
     assert sites[-1].skip == SkipReason.BARE_ASSERT
 
@@ -630,7 +630,8 @@ def test_a_dynamic_message_gets_a_draft_found_by_its_site(tmp_path: Path) -> Non
 
 def test_an_assert_without_a_message_gets_a_draft_found_by_its_line(tmp_path: Path) -> None:
     """Issue 19: `assert cond` raises an AssertionError with no message, so only its line can
-    tell which one failed; the draft shows the statement, and the ids of the module's other
+    tell which one failed; the draft's message is one variable part named after the asserted
+    expression, its guard is the expression's failure, and the ids of the module's other
     sites stay what they were before such asserts had drafts."""
     source = """
         def load(blocks, n):
@@ -651,15 +652,19 @@ def test_an_assert_without_a_message_gets_a_draft_found_by_its_line(tmp_path: Pa
         ("cannot load {n} blocks", 5),
         ("no blocks to load", 8),
         ("cannot load {n} blocks", 9),
-        ("assert n > 0", 3),
-        ("assert blocks[0] is not None and len(blocks) < 64", 6),
+        ("{n_0}", 3),
+        ("{blocks_0_is_not_None_and_len_blo}", 6),
     ]
     asserted = records[-2:]
-    assert {r["messagePattern"] for r in asserted} == {"(?P<assertion>(?s:.+?))"}
+    assert [r["messagePattern"] for r in asserted] == [
+        "(?P<n_0>(?s:.+?))",
+        "(?P<blocks_0_is_not_None_and_len_blo>(?s:.+?))",
+    ]
     assert all(matched_by_location(r["messagePattern"]) for r in asserted)
-    assert [r["slug"] for r in asserted] == [
-        "assert-n-0",
-        "assert-blocks-0-is-not-none-and-len-blocks-64",
+    guards = [d.site.guard for d in result.drafts[-2:] if d.site]
+    assert guards == [
+        "n <= 0",
+        "n <= len(blocks) and (not (blocks[0] is not None and len(blocks) < 64))",
     ]
     assert result.located == 2
 

@@ -549,7 +549,7 @@ class _Collector:
                 node, scope, "AssertionError", None, SkipReason.BARE_ASSERT, kind="assert"
             )
             site = replace(site, hint_node=node.test)
-            self._site(site, ctx, exits, self.facts.bare_asserts)
+            self._site(site, ctx, (*exits, _negated(node.test)), self.facts.bare_asserts)
         elif isinstance(node, ast.Expr) and (appended := _appended(node, env)) is not None:
             name, item = appended
             env[name] = (*env[name], item)
@@ -1417,9 +1417,7 @@ def _file_drafts(
     for site in sites:
         message = site.message
         located = message is None and site.skip in LOCATED_REASONS
-        if located and site.skip == SkipReason.BARE_ASSERT:
-            message = _assertion(site)
-        elif located:
+        if located:
             hint = ast.unparse(site.hint_node) if site.hint_node is not None else "message"
             message = _message((_Field(hint),))
         if message is None:
@@ -1433,16 +1431,6 @@ def _file_drafts(
             draft = Draft(record, site.function, site.class_name, site.qualname, located, site)
             drafts.append(draft)
     return drafts
-
-
-def _assertion(site: RaiseSite) -> Message:
-    """The draft message of an `assert` without one: the statement itself, which is what the
-    record shows of it (the AssertionError's own message is empty), matched by its line."""
-    expression = ast.unparse(site.hint_node) if site.hint_node is not None else "..."
-    text = f"assert {expression}"
-    if len(text) > MAX_MESSAGE_CHARS:
-        text = text[: MAX_MESSAGE_CHARS - 1] + "…"
-    return Message(text, f"(?P<assertion>{PLACEHOLDER_REGEX})", ("assertion",))
 
 
 def _record(

@@ -307,9 +307,9 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
             continue
         if row.text.endswith(_HEADER) or _frame_match(row):
             draft, at = _read_traceback(rows, at)
-        elif _IPYTHON_HEADER.fullmatch(row.text, row.indent):
+        elif row.text.endswith(_HEADER[:-1]) and _IPYTHON_HEADER.fullmatch(row.text, row.indent):
             draft, at = _read_ipython(rows, at)
-        elif _RICH_HEADER.fullmatch(row.text, row.indent):
+        elif row.text.endswith("╮") and _RICH_HEADER.fullmatch(row.text, row.indent):
             draft, at = _read_rich(rows, at)
         else:
             head = _exception_head(row, lenient=row.nested or pending is not None)
@@ -558,8 +558,9 @@ def _after_wrappers(text: str, start: int) -> int:
     xinference's ``[address=..., pid=...]``, at the start or after its own words (``Failed
     to launch model, detail: [address=...] <the engine's message>``)."""
     found = start
-    for match in _WRAPPER.finditer(text, start):
-        found = match.end()
+    if "[address=" in text:
+        for match in _WRAPPER.finditer(text, start):
+            found = match.end()
     return found
 
 
@@ -570,7 +571,7 @@ def _error_body(text: str, start: int, marked: bool) -> tuple[str, int, int, str
     ``"error": {``), so that a log line or a message that shows a dict with a ``message``
     key (a chat message) is not taken for one."""
     brace = text.find("{", start)
-    if brace < 0:
+    if brace < 0 or "message" not in text:
         return None
     marked = marked or _BODY_LEAD.fullmatch(text, start, brace) is None
     if marked and _BODY_ERROR_MARK.search(text, brace) is None:
