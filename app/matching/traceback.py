@@ -510,7 +510,9 @@ def _read_message(rows: Sequence[_Row], at: int, head: _Head) -> tuple[_Draft, i
     """
     row = rows[at]
     name_end = row.span(head.name_start, head.name_end)[1]
-    lines: list[tuple[_Row, int]] = []  # each message line and where its text starts
+    parts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    first = at
     at += 1
     if head.message_start is not None:
         start = _after_wrappers(row.text, head.message_start)
@@ -518,16 +520,17 @@ def _read_message(rows: Sequence[_Row], at: int, head: _Head) -> tuple[_Draft, i
         if body is not None:
             message, begin, end, _ = body
             return _draft(head.name, message, row, begin, [row.span(begin, end)]), at
-        lines.append((row, start))
-        while at < len(rows) and len(lines) < MAX_MESSAGE_LINES and _continues(row, rows[at]):
-            lines.append((rows[at], 0))
+        parts.append(row.text[start:])
+        spans.append(row.span(start, len(row.text)))
+        while at < len(rows) and len(parts) < MAX_MESSAGE_LINES and _continues(row, rows[at]):
+            parts.append(rows[at].text)
+            spans.append(rows[at].span(0, len(rows[at].text)))
             at += 1
-    validated = _validator_message(head.name, lines)
-    if validated is not None:
-        name, message, spans = validated
-        return _draft(name, message, row, head.name_start, spans), at
-    parts = [line.text[begin:] for line, begin in lines]
-    spans = [line.span(begin, len(line.text)) for line, begin in lines]
+    if head.name.endswith("ValidationError") and len(parts) > 1:
+        validated = _validator_message(rows[first:at], head.message_start or 0)
+        if validated is not None:
+            name, message, found = validated
+            return _draft(name, message, row, head.name_start, found), at
     draft = _Draft(
         qualified_class=head.name,
         message="\n".join(parts),
@@ -615,17 +618,14 @@ def _unescape(raw: str, quote: str) -> str:
 
 
 def _validator_message(
-    name: str, lines: Sequence[tuple[_Row, int]]
+    lines: Sequence[_Row], begin: int
 ) -> tuple[str, str, list[tuple[int, int]]] | None:
-    """(class, message, spans) of the first error a pydantic ``ValidationError`` lists: the
-    lines from ``Value error, `` (a validator's ValueError) or ``Assertion failed, `` up to
-    its `` [type=...]`` details; None for any other exception."""
-    if not name.endswith("ValidationError") or not lines:
+    """(class, message, spans) of the first error a pydantic ``ValidationError`` lists (its
+    message's lines, the first from ``begin``): the lines from ``Value error, `` (a
+    validator's ValueError) or ``Assertion failed, `` up to its `` [type=...]`` details."""
+    if not _VALIDATION_SUMMARY.fullmatch(lines[0].text, begin):
         return None
-    row, begin = lines[0]
-    if not _VALIDATION_SUMMARY.fullmatch(row.text, begin):
-        return None
-    for first, (row, _) in enumerate(lines[1:], start=1):
+    for first, row in enumerate(lines[1:], start=1):
         text = row.text.lstrip()
         opener = next((key for key in _VALIDATOR_MESSAGE if text.startswith(key)), None)
         if opener is None:
@@ -633,7 +633,7 @@ def _validator_message(
         parts: list[str] = []
         spans: list[tuple[int, int]] = []
         start = len(row.text) - len(text) + len(opener)
-        for line, _ in lines[first:]:
+        for line in lines[first:]:
             tail = _VALIDATION_TAIL.search(line.text, start)
             stop = tail.start() if tail else len(line.text)
             parts.append(line.text[start:stop])
