@@ -5,7 +5,10 @@ the CPU: the message a user sees must be matched by the draft at the raising fra
 """
 
 import json
+import os
 import re
+import subprocess
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -16,10 +19,12 @@ import jsonschema
 import pytest
 import re2
 
-from app.config import PROJECT_ROOT
+from app.config import PROJECT_ROOT, Settings
 from app.harvest import Draft, HarvestResult, RaiseSite, SkipReason, extract_raises, harvest_tree
+from app.harvest import drafts as stored_drafts
 from app.harvest.extract import ReleaseMessages, extract_module, resolve_sites
 from app.matching.index import PatternError, check_pattern
+from app.matching.service import Matcher, match_text
 from app.records.locations import matched_by_location
 
 TORCH_REF = "v2.13.0"
@@ -543,12 +548,14 @@ def test_asserts_and_torch_checks_are_raise_sites() -> None:
             """
         )
     )
-    found = [(s.kind, s.error_class, s.message.template, s.guard) for s in sites]
+    found = [(s.kind, s.error_class, s.message and s.message.template, s.guard) for s in sites]
     assert found == [
         ("assert", "AssertionError", "x must be given for {n}", "x is None"),
         ("check", "RuntimeError", "n too large: {n}", "n >= 8"),
         ("check", "IndexError", "negative index", "n < 0"),
+        ("assert", "AssertionError", None, "n <= 0"),  # no message: found by its line, last
     ]
+    assert sites[-1].skip == SkipReason.BARE_ASSERT
 
 
 def test_guard_is_the_path_of_if_tests_inside_the_function() -> None:
@@ -619,6 +626,222 @@ def test_a_dynamic_message_gets_a_draft_found_by_its_site(tmp_path: Path) -> Non
     ]
     assert result.located == 2
     assert not result.skipped
+
+
+def test_an_assert_without_a_message_gets_a_draft_found_by_its_line(tmp_path: Path) -> None:
+    """Issue 19: `assert cond` raises an AssertionError with no message, so only its line can
+    tell which one failed; the draft's message is one variable part named after the asserted
+    expression, its guard is the expression's failure, and the ids of the module's other
+    sites stay what they were before such asserts had drafts."""
+    source = """
+        def load(blocks, n):
+            assert n > 0
+            if n > len(blocks):
+                raise ValueError(f"cannot load {n} blocks")
+            assert blocks[0] is not None and \\
+                len(blocks) < 64
+            assert blocks, "no blocks to load"
+            raise ValueError(f"cannot load {n} blocks")
+        """
+    _write(tmp_path / "pkg" / "load.py", source)
+    result = harvest_tree(
+        tmp_path, repo="example/pkg", ref="v1", analyzed_at=ANALYZED_AT, package_dir="pkg"
+    )
+    records = [d.record for d in result.drafts]
+    assert [(r["errorMessage"], r["lineNumber"]) for r in records] == [
+        ("cannot load {n} blocks", 5),
+        ("no blocks to load", 8),
+        ("cannot load {n} blocks", 9),
+        ("{n_0}", 3),
+        ("{blocks_0_is_not_None_and_len_blo}", 6),
+    ]
+    asserted = records[-2:]
+    assert [r["messagePattern"] for r in asserted] == [
+        "(?P<n_0>(?s:.+?))",
+        "(?P<blocks_0_is_not_None_and_len_blo>(?s:.+?))",
+    ]
+    assert all(matched_by_location(r["messagePattern"]) for r in asserted)
+    guards = [d.site.guard for d in result.drafts[-2:] if d.site]
+    assert guards == [
+        "n <= 0",
+        "n <= len(blocks) and (not (blocks[0] is not None and len(blocks) < 64))",
+    ]
+    assert result.located == 2
+
+    without = source.replace("            assert n > 0\n", "            pass\n").replace(
+        "            assert blocks[0] is not None and \\\n                len(blocks) < 64\n",
+        "            pass\n            pass\n",
+    )
+    assert without.count("assert") == 1
+    _write(tmp_path / "pkg" / "load.py", without)
+    before = harvest_tree(
+        tmp_path, repo="example/pkg", ref="v1", analyzed_at=ANALYZED_AT, package_dir="pkg"
+    )
+    assert [d.record["id"] for d in before.drafts] == [r["id"] for r in records[:3]]
+
+
+def test_a_message_joined_from_pieces_matches_any_of_them() -> None:
+    """Issue 19: vLLM's lora/peft_helper.py appends a sentence per unsupported feature to a
+    list (some of them in a method that returns it) and raises `" ".join(...)` of it. Any of
+    them may come first, so nothing is in every message: each piece is a message of its own
+    (the site's drafts), which is what a user with one unsupported feature sees."""
+    (site,) = extract_raises(
+        dedent(
+            """
+            class PEFTHelper:
+                def _validate_features(self):
+                    error_msg = []
+                    if self.alora_invocation_tokens:
+                        error_msg.append("vLLM does not support Activated LoRA (aLoRA).")
+                    if self.use_qalora:
+                        error_msg.append("vLLM does not support QALoRA.")
+                    return error_msg
+
+                def validate_legal(self, lora_config):
+                    error_msg = self._validate_features()
+                    max_rank = max([self.r, *self.rank_pattern.values()])
+                    if max_rank > lora_config.max_lora_rank:
+                        error_msg.append(
+                            f"LoRA rank {max_rank} is greater than max_lora_rank"
+                            f" {lora_config.max_lora_rank}."
+                        )
+                    if self.bias != "none":
+                        error_msg.append("Adapter bias is not supported.")
+                    if error_msg:
+                        raise ValueError(f"{' '.join(error_msg)}")
+            """
+        )
+    )
+    assert site.message is not None, site.skip
+    pieces = (site.message, *site.message.others)
+    assert [piece.template for piece in pieces] == [
+        "vLLM does not support Activated LoRA (aLoRA).",
+        "vLLM does not support QALoRA.",
+        "LoRA rank {max_rank} is greater than max_lora_rank {lora_config_max_lora_rank}.",
+        "Adapter bias is not supported.",
+    ]
+    rank = pieces[2].pattern
+    found = re2.fullmatch(rank, "LoRA rank 64 is greater than max_lora_rank 16.")
+    assert found
+    assert found["max_rank"] == "64"
+    for piece in pieces:
+        check_pattern(piece.pattern)
+
+
+@pytest.mark.parametrize(
+    ("source", "templates", "messages"),
+    [
+        (  # appended in a loop, joined with newlines after a heading
+            """
+            def check(fields):
+                problems = []
+                for name in fields:
+                    problems.append(f"field {name} is not set")
+                raise ValueError("invalid config:\\n" + "\\n".join(problems))
+            """,
+            ["invalid config:\nfield {name} is not set"],
+            ["invalid config:\nfield a is not set"],
+        ),
+        (  # a list written out, extended under a condition: the first piece is always there
+            """
+            def check(x):
+                parts = ["bad value", f"got {x!r}"]
+                if x < 0:
+                    parts.append("it must not be negative")
+                raise ValueError(", ".join(parts))
+            """,
+            ["bad value, got {x}, it must not be negative"],
+            ["bad value, got -1, it must not be negative", "bad value, got 3"],
+        ),
+    ],
+    ids=["loop", "literal"],
+)
+def test_lists_of_pieces_built_in_a_loop_or_written_out(
+    source: str, templates: list[str], messages: list[str]
+) -> None:
+    message = _only(source).message
+    assert message is not None
+    assert [piece.template for piece in (message, *message.others)] == templates
+    for text in messages:
+        assert re2.fullmatch(message.pattern, text), text
+
+
+def test_a_list_used_as_a_message_or_changed_elsewhere_is_not_joined() -> None:
+    assert (
+        _only(
+            """
+        def f(parts):
+            parts.append("not ours")
+            raise ValueError(" ".join(parts))
+        """
+        ).skip
+        == SkipReason.DYNAMIC_MESSAGE
+    )
+    assert (
+        _only(
+            """
+        def f():
+            parts = []
+            parts.append("too many blocks")
+            raise ValueError(f"{parts}")
+        """
+        ).skip
+        == SkipReason.NO_LITERAL_TEXT
+    )
+
+
+POOL_ERRORS = """
+def fail(message):
+    raise RuntimeError(message)
+"""
+POOL_ALLOC = """
+from pool.errors import fail
+
+
+def take(n, free):
+    if n > free:
+        fail(f"cannot take {n} blocks, only {free} free")
+    return n
+
+
+def give(n):
+    if n < 0:
+        fail("cannot give back a negative number of blocks")
+"""
+
+
+def test_a_helper_raising_any_message_never_beats_the_record_of_its_text(
+    session, settings: Settings, tmp_path: Path
+) -> None:
+    """Issue 19: `fail(message)` raises whatever it is given, so its own draft is `{message}`
+    alone, found by its raise line, which is the innermost frame of every error it raises;
+    the record of the text its caller passed must still come first."""
+    root = tmp_path / "src"
+    _write(root / "pool" / "__init__.py", "")
+    _write(root / "pool" / "errors.py", POOL_ERRORS)
+    _write(root / "pool" / "alloc.py", POOL_ALLOC)
+    release = stored_drafts.resolve_release(str(root), repo="example/pool", ref="v1")
+    stored_drafts.harvest_release(session, release)
+    session.commit()
+    run = subprocess.run(
+        [sys.executable, "-c", "from pool.alloc import take; take(5, 2)"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert run.stderr.rstrip().endswith("RuntimeError: cannot take 5 blocks, only 2 free")
+    matcher = Matcher(session.get_bind(), settings.cache_dir, 1 << 20)
+    helpers = []
+    for paste in (run.stderr, run.stderr.rstrip().rsplit("\n", 1)[-1]):
+        matches = match_text(matcher, session, paste).matches
+        top = matches[0]
+        assert top.record.error_message == "cannot take {n} blocks, only {free} free", paste
+        assert (top.record.file_path, top.record.line_number) == ("pool/alloc.py", 7)
+        assert top.captures == {"n": "5", "free": "2"}
+        helper = [m for m in matches if m.record.file_path == "pool/errors.py"]
+        assert all(m.score < top.score for m in helper)
+        helpers += helper
+    assert [m.record.error_message for m in helpers] == ["{message}"]  # found by its line
 
 
 def test_a_long_multi_line_message_keeps_its_first_line() -> None:
@@ -740,7 +963,8 @@ def test_torch_yields_thousands_of_schema_valid_drafts(torch_result: HarvestResu
     raise_skips = sum(torch_result.skipped.values()) - torch_result.skipped.get(
         SkipReason.UNPARSABLE_FILE, 0
     )
-    assert torch_result.raise_sites == len(drafts) + raise_skips
+    drafted = {id(draft.site) for draft in drafts}  # a join of pieces drafts each piece
+    assert torch_result.raise_sites == len(drafted) + raise_skips
     validator = jsonschema.Draft202012Validator(SCHEMA)
     for draft in drafts:
         record = draft.record

@@ -179,3 +179,61 @@ def test_every_clean_character_maps_back(text: str) -> None:
         assert "\r" not in line.text
         assert "\n" not in line.text
         previous_end = line.end
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        ("```", ""),
+        ("```python", ""),
+        ("```text  ", ""),
+        ("```ValueError: boom```", "ValueError: boom"),
+        ("`ValueError: boom`", "ValueError: boom"),
+        ("`ERROR 05-08 21:27:27 [serving_chat.py:198] ValueError: boom`", "ValueError: boom"),
+        ("`ValueError: set `max_model_len` lower`", "ValueError: set `max_model_len` lower"),
+        ("second line of a code span`", "second line of a code span"),
+        ("> ```", ""),
+        (
+            "│ /x/vllm/config.py:120 in __init__                    │",
+            "/x/vllm/config.py:120 in __init__",
+        ),
+        (
+            "2025-04-15 10:15:22,015 xinference.api.restful_api 48577 ERROR    "
+            "[address=10.8.9.17:34697, pid=141952] boom",
+            "boom",
+        ),
+        # https://github.com/vllm-project/vllm/issues/4062: Ray's deduplication note
+        (
+            "(RayWorkerVllm pid=2190572) ERROR 04-14 06:12:53 ray_utils.py:50]     "
+            "pynccl_utils.init_process_group( [repeated 6x across cluster]",
+            "    pynccl_utils.init_process_group(",
+        ),
+        (
+            "(pid=53827) FutureWarning: Using `TRANSFORMERS_CACHE` is deprecated. [repeated 4x "
+            "across cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable "
+            "log deduplication.)",
+            "FutureWarning: Using `TRANSFORMERS_CACHE` is deprecated.",
+        ),
+    ],
+)
+def test_markup_around_a_line_is_removed(raw: str, text: str) -> None:
+    """Markdown fences and code spans, rich's box borders, xinference's and Ray's additions
+    (issue 19): the text is what Python printed, still mapped to its place in the paste."""
+    (line,) = clean_lines(raw)
+    assert line.text == text
+    assert raw[line.start : line.end] == text
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "`max_model_len` must be at least 1",  # a code span opening a message stays
+        "Try increasing `gpu_memory_utilization`",
+        "``double ticks``",
+        "value │ not a rich box",
+        "[repeated 6x across cluster] at the start",
+    ],
+)
+def test_markup_inside_a_message_is_kept(raw: str) -> None:
+    (line,) = clean_lines(raw)
+    assert line.text == raw

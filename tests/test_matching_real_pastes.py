@@ -333,3 +333,89 @@ def test_messages_kept_in_a_variable_or_raised_by_a_helper(
     extended later, and of one passed to a helper that raises it."""
     top = _top(client, text)["record"]
     assert (top["filePath"], top["lineNumber"]) == site
+
+
+# Issue 19: what people paste through. A store of the real files that raise these messages
+# (vLLM 0.33.0's and SGLang 0.5.23's, harvested alone), and real pastes of them from public
+# threads, each naming its source.
+WRAPPED_FILES = {
+    ("vllm", "0.33.0", "vllm-project/vllm", ""): (
+        "vllm/config/vllm.py",
+        "vllm/lora/peft_helper.py",
+    ),
+    ("sglang", "0.5.23", "sgl-project/sglang", "python/"): (
+        "sglang/srt/managers/tokenizer_manager.py",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def wrapped_store(tmp_path_factory: pytest.TempPathFactory):
+    """A matcher and session over the drafts of the files above."""
+    import shutil
+
+    from app.config import Settings
+    from app.harvest import drafts
+    from app.matching.service import Matcher
+    from app.store.engine import open_store, unit_of_work
+
+    folder = tmp_path_factory.mktemp("wrapped")
+    settings = Settings(database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder)
+    engine = open_store(settings)
+    with unit_of_work(engine) as session:
+        for (name, version, repo, prefix), paths in WRAPPED_FILES.items():
+            unpacked = RELEASES.ensure_unpacked(name, version)
+            root = folder / name
+            for path in paths:
+                target = root / prefix / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(unpacked / path, target)
+            release = drafts.resolve_release(str(root), repo=repo, ref=f"v{version}")
+            drafts.harvest_release(session, release)
+    with unit_of_work(engine) as session:
+        yield session, Matcher(engine, folder, 1 << 20)
+
+
+WRAPPED_PASTES = {
+    # issue 19's example, as vLLM 0.33.0 words it: the message alone, no class in front
+    "message alone": (
+        "max_num_scheduled_tokens is set to -1792 based on the speculative decoding settings, "
+        "which does not allow any tokens to be scheduled. Increase max_num_batched_tokens to "
+        "accommodate the additional draft token slots, or decrease num_speculative_tokens.",
+        "vllm/config/vllm.py",
+        {"scheduler_config_max_num_schedul": "-1792"},  # names are cut at 32,
+    ),
+    # https://github.com/QwenLM/Qwen3/issues/1321: SGLang's JSON error body, with its \'
+    "JSON error body": (
+        '{"object":"error","message":"The input (61709 tokens) is longer than the '
+        'model\\\'s context length (40960 tokens).","type":"BadRequestError",'
+        '"param":null,"code":400}',
+        "python/sglang/srt/managers/tokenizer_manager.py",
+        {"input_token_num": "61709", "context_len": "40960"},
+    ),
+    # https://github.com/modelscope/ms-swift/issues/4221: a message joined from pieces
+    "joined pieces": (
+        "ValueError: LoRA rank 32 is greater than max_lora_rank 16.",
+        "vllm/lora/peft_helper.py",
+        {"max_rank": "32", "lora_config_max_lora_rank": "16"},
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "file_path", "captures"), WRAPPED_PASTES.values(), ids=WRAPPED_PASTES.keys()
+)
+def test_wrapped_pastes_find_the_raising_file(
+    wrapped_store, text: str, file_path: str, captures: dict[str, str]
+) -> None:
+    from app.matching.service import match_text
+
+    session, matcher = wrapped_store
+    result = match_text(matcher, session, text)
+    top = result.matches[0]
+    assert top.record.file_path == file_path, [
+        (m.record.file_path, m.score) for m in result.matches
+    ]
+    assert top.exception_index == 0  # it explains the message, not a line of log
+    assert "pattern matches the whole exception message" in top.reasons
+    assert top.captures == captures

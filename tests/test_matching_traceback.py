@@ -525,7 +525,8 @@ def test_pytest_failure_lines(tmp_path: Path) -> None:
     ],
 )
 def test_ordinary_lines_are_not_exceptions(text: str) -> None:
-    assert parse_exceptions(text) == []
+    """In a log, that is; a paste of one line alone is a message (see below)."""
+    assert parse_exceptions(text + "\nINFO:     Started server process [1]\n") == []
 
 
 def test_bare_line_with_level_prefix() -> None:
@@ -596,7 +597,7 @@ def check_invariants(text: str, found: list[ParsedException]) -> None:
         assert e.cause_index is None or e.cause_index < e.index
         assert (e.cause_index is None) == (e.cause_kind is None)
         assert 0 <= e.span[0] <= e.message_span[0] <= e.message_span[1] <= e.span[1] <= len(text)
-        assert e.error_class
+        assert e.error_class or not (e.has_traceback or e.frames)  # "": a message alone
         assert e.qualified_class.endswith(e.error_class)
 
 
@@ -674,3 +675,483 @@ def test_paste_cut_in_a_word_is_no_exception(real: dict[str, str]) -> None:
     assert parse_exceptions("".join(lines[:-1]) + "eng\n")[0].error_class == "eng"
     cut_message = parse_exceptions("".join(lines[:-1]) + "KeyError: 'max_mo")
     assert [(e.error_class, e.message) for e in cut_message] == [("KeyError", "'max_mo")]
+
+
+# Real pastes from public issue threads, verbatim (the error excerpt of each), for issue 19:
+# what people paste through. Each names its source.
+REAL_WRAPPED = {
+    # https://github.com/ruipeterpan/specreason/issues/4: a vLLM log line in backticks
+    "backticks around a log line": (
+        "`ERROR 05-08 21:27:27 [serving_chat.py:198] ValueError: This model's maximum context "
+        "length is 8192 tokens. However, you requested 8203 tokens (7691 in the messages, 512 "
+        "in the completion). Please reduce the length of the messages or completion.`",
+        "ValueError",
+        "This model's maximum context length is 8192 tokens. However, you requested 8203 tokens "
+        "(7691 in the messages, 512 in the completion). Please reduce the length of the "
+        "messages or completion.",
+    ),
+    # https://github.com/sgl-project/sglang/issues/11970: the closing backtick on its own line
+    "backticks over two lines": (
+        "`ValueError: token_to_kv_pool_allocator memory leak detected! "
+        "self.max_total_num_tokens=270331, available_size=644, evictable_size=269628, "
+        "protected_size=0\n`",
+        "ValueError",
+        "token_to_kv_pool_allocator memory leak detected! self.max_total_num_tokens=270331, "
+        "available_size=644, evictable_size=269628, protected_size=0",
+    ),
+    # https://github.com/JIA-Lab-research/VFF/issues/13
+    "backticks around an exception line": (
+        "`RuntimeError: Default process group has not been initialized, please make sure to "
+        "call init_process_group.`",
+        "RuntimeError",
+        "Default process group has not been initialized, please make sure to call "
+        "init_process_group.",
+    ),
+    # https://github.com/google/tunix/pull/222: a fenced traceback whose message quotes code
+    "markdown fence": (
+        "```\n"
+        'File "/home/tsbao_google_com/vllm/vllm/v1/engine/processor.py", line 268, in '
+        "process_inputs\n"
+        "    self._validate_model_inputs(processed_inputs, lora_request)\n"
+        '  File "/home/tsbao_google_com/vllm/vllm/v1/engine/processor.py", line 352, in '
+        "_validate_model_inputs\n"
+        "    self._validate_model_input(decoder_inputs,\n"
+        '  File "/home/tsbao_google_com/vllm/vllm/v1/engine/processor.py", line 405, in '
+        "_validate_model_input\n"
+        "    raise ValueError(\n"
+        "ValueError: The decoder prompt (length 44) is longer than the maximum model length of "
+        "16. Make sure that `max_model_len` is no smaller than the number of text tokens.\n"
+        "```",
+        "ValueError",
+        "The decoder prompt (length 44) is longer than the maximum model length of 16. Make "
+        "sure that `max_model_len` is no smaller than the number of text tokens.",
+    ),
+    # https://github.com/vllm-project/vllm/issues/26161: pydantic's summary, in a fence
+    "pydantic in a fence": (
+        "```\n"
+        'vllm/engine/arg_utils.py", line 963, in create_model_config\n'
+        "    return ModelConfig(\n"
+        "           ^^^^^^^^^^^^\n"
+        '  File "/root/miniconda3/lib/python3.12/site-packages/pydantic/_internal/'
+        '_dataclasses.py", line 127, in __init__\n'
+        "    s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), "
+        "self_instance=s)\n"
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, Expecting value: line 1 column 1 (char 0) [type=value_error, "
+        "input_value=ArgsKwargs((), {'model': ...rocessor_plugin': None}), "
+        "input_type=ArgsKwargs]\n"
+        "    For further information visit https://errors.pydantic.dev/2.12/v/value_error\n"
+        "```",
+        "ValueError",
+        "Expecting value: line 1 column 1 (char 0)",
+    ),
+    # https://github.com/OpenSQZ/MiniCPM-V-CookBook/issues/51: the same under vLLM's process tag
+    "pydantic under a process tag": (
+        "```\n"
+        'File "/root/miniconda3/lib/python3.12/site-packages/pydantic/_internal/'
+        '_dataclasses.py", line 127, in __init__\n'
+        "(APIServer pid=2994609)     s.__pydantic_validator__.validate_python(ArgsKwargs(args, "
+        "kwargs), self_instance=s)\n"
+        "(APIServer pid=2994609) pydantic_core._pydantic_core.ValidationError: 1 validation "
+        "error for ModelConfig\n"
+        "(APIServer pid=2994609)   Value error, Expecting value: line 1 column 1 (char 0) "
+        "[type=value_error, input_value=ArgsKwargs((), {'model': ...rocessor_plugin': None}), "
+        "input_type=ArgsKwargs]\n"
+        "(APIServer pid=2994609)     For further information visit "
+        "https://errors.pydantic.dev/2.12/v/value_error\n"
+        "```",
+        "ValueError",
+        "Expecting value: line 1 column 1 (char 0)",
+    ),
+    # https://github.com/vllm-project/vllm/issues/35967: pydantic's line for the error alone
+    "pydantic's error line alone": (
+        "Value error, invalid literal for int() with base 10: '4.0' [type=value_error, "
+        "input_value=ArgsKwargs((), {'model_co...transfer_config': None}), "
+        "input_type=ArgsKwargs]",
+        "ValueError",
+        "invalid literal for int() with base 10: '4.0'",
+    ),
+    # https://github.com/QwenLM/Qwen3/issues/1321: SGLang's error body, with JSON's stray \'
+    "JSON error body": (
+        '{"object":"error","message":"The input (61709 tokens) is longer than the '
+        'model\\\'s context length (40960 tokens).","type":"BadRequestError",'
+        '"param":null,"code":400}',
+        "BadRequestError",
+        "The input (61709 tokens) is longer than the model's context length (40960 tokens).",
+    ),
+    # https://github.com/OpenMOSS/MOSS-TTSD/issues/71: an error body with no type
+    "JSON error body without a type": (
+        '{"error":{"message":"CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a '
+        "total capacity of 23.53 GiB of which 20.38 MiB is free. Including non-PyTorch memory, "
+        "this process has 1.81 GiB memory in use. Process 5403 has 21.69 GiB memory in use. Of "
+        "the allocated memory 1.34 GiB is allocated by PyTorch, and 94.59 MiB is reserved by "
+        "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+        "documentation for Memory Management  "
+        '(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"}}',
+        "",
+        "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 23.53 "
+        "GiB of which 20.38 MiB is free. Including non-PyTorch memory, this process has 1.81 "
+        "GiB memory in use. Process 5403 has 21.69 GiB memory in use. Of the allocated memory "
+        "1.34 GiB is allocated by PyTorch, and 94.59 MiB is reserved by PyTorch but "
+        "unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+        "documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+    ),
+    # https://github.com/vllm-project/vllm/issues/20409: the openai client's repr of vLLM's body
+    "openai client's error, quoted": (
+        "Error Occurs: \"Error code: 400 - {'object': 'error', 'message': \"This model's maximum "
+        "context length is 16384 tokens. However, you requested 19591 tokens (9591 in the "
+        "messages, 10000 in the completion). Please reduce the length of the messages or "
+        "completion. None\", 'type': 'BadRequestError', 'param': None, 'code': 400}\"",
+        "BadRequestError",
+        "This model's maximum context length is 16384 tokens. However, you requested 19591 "
+        "tokens (9591 in the messages, 10000 in the completion). Please reduce the length of "
+        "the messages or completion. None",
+    ),
+    # https://github.com/crewAIInc/crewAI-examples/issues/121: OpenAI's own body, in a sentence
+    "openai client's error in a sentence": (
+        "I receive an error message: openai.BadRequestError: Error code: 400 - {'error': "
+        "{'message': \"This model's maximum context length is 8192 tokens. However, your "
+        'messages resulted in 8227 tokens. Please reduce the length of the messages.", '
+        "'type': 'invalid_request_error', 'param': 'messages', 'code': "
+        "'context_length_exceeded'}}",
+        "BadRequestError",
+        "This model's maximum context length is 8192 tokens. However, your messages resulted "
+        "in 8227 tokens. Please reduce the length of the messages.",
+    ),
+    # https://github.com/xorbitsai/inference/issues/3135: xinference's address in the message
+    "xinference's address after its own words": (
+        "    raise RuntimeError(\n"
+        "RuntimeError: Failed to launch model, detail: [address=0.0.0.0:35197, pid=418773] "
+        "'reasoning_content'",
+        "RuntimeError",
+        "'reasoning_content'",
+    ),
+    # https://github.com/verl-project/verl/issues/2921: exception lines quoted in sentences
+    "quoted in a sentence": (
+        'for sglang[all]=0.4.6.post5 it occurs that "ImportError: undefined symbol: '
+        '_ZN3c105ErrorC2ENS_14SourceLocationESs" , \n'
+        'for sglang[all]=0.4.9.post6 it occurs that "ModuleNotFoundError: No module named '
+        "'sglang.srt.weight_sync'\"",
+        "ModuleNotFoundError",
+        "No module named 'sglang.srt.weight_sync'",
+    ),
+    # https://github.com/Koed00/django-q/issues/713: a message alone, in backticks
+    "a message alone in backticks": (
+        "`Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+        "you must use the 'spawn' start method`",
+        "",
+        "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you "
+        "must use the 'spawn' start method",
+    ),
+    # issue 19's example: vLLM 0.33.0's message (config/vllm.py) with no class in front
+    "a message alone": (
+        "max_num_scheduled_tokens is set to -1792 based on the speculative decoding settings, "
+        "which does not allow any tokens to be scheduled.",
+        "",
+        "max_num_scheduled_tokens is set to -1792 based on the speculative decoding settings, "
+        "which does not allow any tokens to be scheduled.",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "error_class", "message"), REAL_WRAPPED.values(), ids=REAL_WRAPPED.keys()
+)
+def test_real_pastes_through_wrappers(text: str, error_class: str, message: str) -> None:
+    """The last exception of each paste is the one it shows, with the message inside the
+    wrappers; its message spans point at that message in the paste."""
+    found = parse_exceptions(text)
+    check_invariants(text, found)
+    last = found[-1]
+    assert (last.error_class, last.message) == (error_class, message)
+    start, end = last.message_span
+    assert text[start:end].replace("\\'", "'").startswith(message.split("\n")[0][:40])
+
+
+def test_a_fenced_traceback_keeps_its_frames_and_leaves_the_fence_out() -> None:
+    (error,) = parse_exceptions(REAL_WRAPPED["markdown fence"][0])
+    assert [(f.line, f.function) for f in error.frames] == [
+        (268, "process_inputs"),
+        (352, "_validate_model_inputs"),
+        (405, "_validate_model_input"),
+    ]
+    assert not error.message.endswith("`")
+
+
+# https://github.com/xorbitsai/inference/issues/1715: xinference's own log line repeats the
+# message after its address, then prints the traceback (cut here, as in the thread)
+XINFERENCE = (
+    "ValueError: [address=127.0.0.1:37657, pid=3125985] User-specified max_model_len (4096) is "
+    "greater than the derived max_model_len (seq_length=2048 or model_max_length=None in "
+    "model's config.json). This may lead to incorrect model outputs or CUDA errors. Make sure "
+    "the value is correct and within the model context size.\n"
+    "2024-06-25 16:32:00,563 xinference.api.restful_api 3118895 ERROR    "
+    "[address=127.0.0.1:37657, pid=3125985] User-specified max_model_len (4096) is greater than "
+    "the derived max_model_len (seq_length=2048 or model_max_length=None in model's "
+    "config.json). This may lead to incorrect model outputs or CUDA errors. Make sure the value "
+    "is correct and within the model context size.\n"
+    "Traceback (most recent call last):\n"
+    '  File "/www/NLP/inference/xinference/api/restful_api.py", line 770, in launch_model\n'
+    "    model_uid = await (await self._get_supervisor_ref()).launch_builtin_model(\n"
+)
+# https://github.com/xorbitsai/inference/issues/3745: SGLang raising inside xinference
+XINFERENCE_SGLANG = (
+    "    result = self.fn(*self.args, **self.kwargs)\n"
+    '  File "/opt/inference/xinference/model/llm/sglang/core.py", line 240, in load\n'
+    "    self._engine = sgl.Runtime(\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/sglang/api.py", line 38, in Runtime\n'
+    "    return Runtime(*args, **kwargs)\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/sglang/lang/backend/runtime_endpoint.py", '
+    "line 396, in __init__\n"
+    "    raise RuntimeError(\n"
+    "RuntimeError: [address=0.0.0.0:43399, pid=1793] Initialization failed. Please see the "
+    "error messages above.\n"
+    "2025-06-30 06:18:36,707 xinference.core.progress_tracker 113 DEBUG    Setting progress, "
+    "request id: launching-gemma-3-it-0, progress: 1.0\n"
+    "2025-06-30 06:18:36,801 xinference.core.worker 113 ERROR    [request "
+    "b087e27a-55b4-11f0-93e7-7ac282aee84d] Leave launch_builtin_model, error: "
+    "[address=0.0.0.0:43399, pid=1793] Initialization failed. Please see the error messages "
+    "above., elapsed time: 17 s\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/xinference/core/utils.py", line 93, in '
+    "wrapped\n"
+    "    ret = await func(*args, **kwargs)\n"
+)
+
+
+def test_xinference_wrappers_leave_the_engines_message() -> None:
+    first, *rest = parse_exceptions(XINFERENCE)
+    assert first.error_class == "ValueError"
+    assert first.message.startswith("User-specified max_model_len (4096) is greater than")
+    assert first.message.endswith("within the model context size.")
+    assert "\n" not in first.message  # xinference's log line is a record of its own
+    assert [e.error_class for e in rest] == []  # the cut traceback has no exception line
+    (error,) = parse_exceptions(XINFERENCE_SGLANG)
+    assert error.message == "Initialization failed. Please see the error messages above."
+    assert error.frames[-1].file.endswith("sglang/lang/backend/runtime_endpoint.py")
+
+
+# https://github.com/ray-project/ray/issues/47759: a Ray actor's torch rank, both tags on
+# every line, the second error raised while handling the first
+RAY_RANK = (
+    "(RayTrainWorker pid=43515) [rank1]: Traceback (most recent call last):\n"
+    '(RayTrainWorker pid=43515) [rank1]:   File "python/ray/_raylet.pyx", line 2250, in '
+    "ray._raylet.task_execution_handler\n"
+    '(RayTrainWorker pid=43515) [rank1]:   File "python/ray/_raylet.pyx", line 2081, in '
+    "ray._raylet.execute_task_with_cancellation_handler\n"
+    "(RayTrainWorker pid=43515) [rank1]: AttributeError: 'Worker' object has no attribute "
+    "'core_worker'\n"
+    "(RayTrainWorker pid=43515)\n"
+    "(RayTrainWorker pid=43515) [rank1]: During handling of the above exception, another "
+    "exception occurred:\n"
+    "(RayTrainWorker pid=43515)\n"
+    "(RayTrainWorker pid=43515) [rank1]: Traceback (most recent call last):\n"
+    '(RayTrainWorker pid=43515) [rank1]:   File "python/ray/_raylet.pyx", line 2289, in '
+    "ray._raylet.task_execution_handler\n"
+    '(RayTrainWorker pid=43515) [rank1]:   File "/Users/mdenadai/.local/share/virtualenvs/'
+    'mine-ec3snymA/lib/python3.12/site-packages/ray/_private/utils.py", line 178, in '
+    "push_error_to_driver\n"
+    "(RayTrainWorker pid=43515) [rank1]:     worker.core_worker.push_error(job_id, error_type, "
+    "message, time.time())\n"
+    "(RayTrainWorker pid=43515) [rank1]:     ^^^^^^^^^^^^^^^^^^\n"
+    "(RayTrainWorker pid=43515) [rank1]: AttributeError: 'Worker' object has no attribute "
+    "'core_worker'\n"
+)
+# https://github.com/Simple-Efficient/RL-Factory/issues/8: a RayTaskError around the actor's own
+RAY_TASK = (
+    "`ray.exceptions.RayTaskError(ActorDiedError): ray::TaskRunner.run() (pid=18948, "
+    "ip=10.164.37.106, actor_id=2dbcd32867b5c511f131cbb201000000, repr=<main_ppo.TaskRunner "
+    "object at 0x7f852c0b7490>)\n"
+    '  File "rl-factory/verl/trainer/main_ppo.py", line 215, in run\n'
+    "    trainer.fit()\n"
+    '  File "rl-factory/verl/trainer/ppo/ray_trainer.py", line 952, in fit\n'
+    "    gen_batch_output = self.actor_rollout_wg.generate_sequences_loop(gen_batch)\n"
+    '  File "rl-factory/verl/single_controller/ray/base.py", line 49, in func\n'
+    "    output = ray.get(output)\n"
+    "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+    "\tclass_name: create_colocated_worker_cls.<locals>.WorkerDict\n"
+    "\tactor_id: d9cc467228965f31cb6dbc9301000000\n"
+)
+
+
+def test_ray_wrappers() -> None:
+    first, second = parse_exceptions(RAY_RANK)
+    assert [e.error_class for e in (first, second)] == ["AttributeError", "AttributeError"]
+    assert second.message == "'Worker' object has no attribute 'core_worker'"
+    assert (second.cause_index, second.cause_kind) == (first.index, "context")
+    assert second.frames[-1].function == "push_error_to_driver"
+    wrapper, actor = parse_exceptions(RAY_TASK)
+    assert wrapper.error_class == "RayTaskError(ActorDiedError)"
+    assert actor.error_class == "ActorDiedError"
+    assert actor.message.startswith("The actor died unexpectedly before finishing this task.")
+    assert [f.line for f in actor.frames] == [215, 952, 49]
+
+
+# https://github.com/cxzhou95/XLSR/issues/13 (its end: the message runs on for a screen)
+WINDOWS = (
+    "Traceback (most recent call last):\n"
+    '  File "C:\\Users\\Downloads\\XLSR\\test.py", line 110, in <module>\n'
+    "    model.load_state_dict(torch.load(os.path.join(opt.save_dir, 'best.pt'), "
+    "map_location=device))\n"
+    '  File "C:\\Users\\AppData\\Local\\anaconda3\\Lib\\site-packages\\torch\\nn\\modules\\'
+    'module.py", line 2152, in load_state_dict\n'
+    "    raise RuntimeError('Error(s) in loading state_dict for {}:\\n\\t{}'.format(\n"
+    "RuntimeError: Error(s) in loading state_dict for XLSR:\n"
+    '        Missing key(s) in state_dict: "Gblocks.0.conv0.conv2d_block.0.weight", '
+    '"Gblocks.0.conv0.conv2d_block.0.bias"\n'
+)
+MODULE_PY = (
+    "C:\\Users\\AppData\\Local\\anaconda3\\Lib\\site-packages\\torch\\nn\\modules\\module.py"
+)
+
+
+@pytest.mark.parametrize("escaped", [False, True], ids=["as printed", "escaped once more"])
+def test_windows_paths(escaped: bool) -> None:
+    """A Windows path, and the same path from a string's repr (each backslash doubled), give
+    the same frame, so that a record's file is found in it."""
+    text = WINDOWS.replace("\\", "\\\\") if escaped else WINDOWS
+    (error,) = parse_exceptions(text)
+    assert (error.frames[-1].file, error.frames[-1].line) == (MODULE_PY, 2152)
+    assert error.message.startswith("Error(s) in loading state_dict for XLSR:\n")
+
+
+# https://github.com/infinigence/Semi-PD/issues/17: warnings the warnings module printed
+WARNINGS = (
+    "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py:1326: UserWarning: "
+    "token_to_kv_pool_allocator memory leak detected! available_size=961586, protected_size=0, "
+    "self.max_total_num_tokens=961593\n"
+    "self.token_to_kv_pool_allocator.available_size()=961586\n"
+    "self.tree_cache.evictable_size()=0\n"
+    "\n"
+    "  warnings.warn(msg)\n"
+    "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py:1336: UserWarning: "
+    "req_to_token_pool memory leak detected!available_size=3756, total_size=3757\n"
+    "\n"
+    "  warnings.warn(msg)\n"
+)
+
+
+def test_warnings_lines_name_where_they_were_raised() -> None:
+    first, second = parse_exceptions(WARNINGS)
+    assert (first.error_class, second.error_class) == ("UserWarning", "UserWarning")
+    assert first.message.endswith("self.tree_cache.evictable_size()=0")
+    assert (
+        second.message
+        == "req_to_token_pool memory leak detected!available_size=3756, total_size=3757"
+    )
+    assert [(f.file.rpartition("/")[2], f.line) for f in second.frames] == [("scheduler.py", 1336)]
+
+
+# https://github.com/vllm-project/vllm/issues/9290: vLLM's engine logs the repr of the error
+REPR = (
+    "ERROR 10-11 12:27:29 engine.py:157] OutOfMemoryError('CUDA out of memory. Tried to "
+    "allocate 138.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 2.19 MiB is free.')"
+)
+
+
+def test_an_exceptions_repr_in_a_log() -> None:
+    (error,) = parse_exceptions(REPR)
+    assert error.error_class == "OutOfMemoryError"
+    assert error.message == (
+        "CUDA out of memory. Tried to allocate 138.00 MiB. GPU 0 has a total capacity of 79.15 "
+        "GiB of which 2.19 MiB is free."
+    )
+
+
+RICH_PROGRAM = """
+import sys
+from rich.console import Console
+from rich.traceback import Traceback
+
+
+def check(max_model_len):
+    if max_model_len > 4096:
+        raise ValueError(f"max_model_len ({max_model_len}) is greater than the derived 4096")
+
+
+try:
+    check(8192)
+except ValueError:
+    Console(file=sys.stdout, width=100, color_system=None).print(Traceback())
+"""
+
+
+def test_rich_boxed_traceback(tmp_path: Path) -> None:
+    """rich draws frames in a box ("│ ... │") with their source; the exception line follows
+    the box. Printed by rich itself."""
+    (tmp_path / "serve.py").write_text(RICH_PROGRAM)
+    run = subprocess.run(
+        [sys.executable, "serve.py"], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert "╭" in run.stdout
+    assert "│" in run.stdout
+    (error,) = parse_exceptions(run.stdout)
+    assert error.error_class == "ValueError"
+    assert error.message == "max_model_len (8192) is greater than the derived 4096"
+    assert [(f.file.rpartition("/")[2], f.line, f.function) for f in error.frames] == [
+        ("serve.py", 13, "<module>"),
+        ("serve.py", 9, "check"),
+    ]
+    assert error.frames[-1].source.startswith("raise ValueError(")
+
+
+IPYTHON_PROGRAM = """
+from IPython.core.interactiveshell import InteractiveShell
+
+InteractiveShell.instance(colors="nocolor").run_cell(
+    "import serve\\ntry:\\n    serve.check(8192)\\n"
+    "except ValueError as error:\\n"
+    "    raise RuntimeError('Engine core initialization failed.') from error"
+)
+"""
+SERVE = """
+def check(max_model_len):
+    if max_model_len > 4096:
+        raise ValueError(f"max_model_len ({max_model_len}) is greater than the derived 4096")
+"""
+
+
+def test_jupyter_traceback(tmp_path: Path) -> None:
+    """IPython's own traceback of a cell (what Jupyter and Colab show): the class before the
+    header, `Cell In[1], line 3`, `File /x/serve.py:4, in check(max_model_len)`, numbered
+    source lines with an arrow, and the cause chained to the error of the cell."""
+    pytest.importorskip("IPython", reason="IPython comes with the test extra")
+    (tmp_path / "serve.py").write_text(SERVE)
+    (tmp_path / "cell.py").write_text(IPYTHON_PROGRAM)
+    run = subprocess.run(
+        [sys.executable, "cell.py"], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert "Traceback (most recent call last)\nCell In[1], line 3" in run.stdout
+    cause, error = parse_exceptions(run.stdout)
+    assert (cause.error_class, cause.message) == (
+        "ValueError",
+        "max_model_len (8192) is greater than the derived 4096",
+    )
+    assert [(f.file.rpartition("/")[2], f.line, f.function) for f in cause.frames] == [
+        ("Cell In[1]", 3, ""),
+        ("serve.py", 4, "check"),
+    ]
+    assert cause.frames[-1].source.startswith("raise ValueError(")
+    assert (error.error_class, error.message) == (
+        "RuntimeError",
+        "Engine core initialization failed.",
+    )
+    assert (error.cause_index, error.cause_kind) == (cause.index, "cause")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ValueError: Invalid chat message {'message': 'hi', 'role': 'user'}",
+        '{"level": "info", "message": "Started server process", "pid": 1}',
+    ],
+    ids=["a dict in a message", "a structured log line"],
+)
+def test_a_dict_with_a_message_key_is_no_error_body(text: str) -> None:
+    found = parse_exceptions(text + "\nINFO:     Waiting for application startup.\n")
+    assert [(e.error_class, e.message) for e in found] == (
+        [("ValueError", text.partition(": ")[2])] if text.startswith("ValueError") else []
+    )

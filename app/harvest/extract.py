@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from app import upstreams
 from app.matching.patterns import program_fits
@@ -96,6 +96,7 @@ _FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
 _EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
 UNKNOWN_CLASS = "Exception"  # what a draft names when only run time decides the class
 
+_Found = TypeVar("_Found")  # what `_factory` looks up by the name a call uses
 ProgressCallback = Callable[[int, int, str], None]
 """Called after each file with (files done, files in all, filePath)."""
 
@@ -110,6 +111,7 @@ class SkipReason(StrEnum):
     DYNAMIC_MESSAGE = "dynamic message"
     NO_LITERAL_TEXT = "no literal text"
     MESSAGE_TOO_LONG = "message too long"
+    BARE_ASSERT = "assert without a message"
     UNPARSABLE_FILE = "unparsable file"
 
 
@@ -121,6 +123,7 @@ LOCATED_REASONS = frozenset(
         SkipReason.NO_LITERAL_TEXT,
         SkipReason.MESSAGE_TOO_LONG,
         SkipReason.DYNAMIC_CLASS,
+        SkipReason.BARE_ASSERT,
     }
 )
 
@@ -132,6 +135,7 @@ class Message:
     template: str
     pattern: str
     placeholders: tuple[str, ...]
+    others: tuple[Message, ...] = ()  # the other pieces a join of pieces may raise alone
 
 
 @dataclass(frozen=True)
@@ -192,11 +196,38 @@ class _Maybe:
     """A tail that a nested block may add to a message: `if x: msg += "..."` adds it zero
     times or once, a loop's `msg += "..."` any number of times."""
 
-    parts: tuple[str | _Field | _Maybe, ...]
+    parts: _Parts
     repeats: bool = False
 
 
-_Part = str | _Field | _Maybe
+@dataclass(frozen=True)
+class _ListMark:
+    """Heads the value of a list of message pieces (`errors = []`, then `errors.append(...)`)
+    until `sep.join(errors)` makes it a message; `nonempty` once an `if errors:` around the
+    use says it holds at least one piece (issue 19)."""
+
+    nonempty: bool = False
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One piece appended to a list of message pieces."""
+
+    parts: _Parts
+
+
+@dataclass(frozen=True)
+class _Joined:
+    """`sep.join(pieces)`: one or more of the pieces (each appended under its own condition,
+    so any of them may be missing), separated by `sep`; none at all when `optional`."""
+
+    items: tuple[_Parts, ...]
+    sep: str
+    optional: bool
+    shown: int = 0  # letters and digits every message shows: its always-appended pieces'
+
+
+_Part = str | _Field | _Maybe | _Joined | _ListMark | _Item
 _Parts = tuple[_Part, ...]
 # Local name -> message parts it was last assigned, in front of the module's constants. A
 # constant a function shadows by assigning the same name is rare enough to be ignored.
@@ -281,6 +312,7 @@ class ModuleFacts:
     init_messages: dict[str, Factory] = field(default_factory=dict)  # class -> its __init__
     raisers: dict[str, Factory] = field(default_factory=dict)  # qualname -> what it raises
     helper_calls: list[RaiseSite] = field(default_factory=list)  # calls that may be raisers'
+    bare_asserts: list[RaiseSite] = field(default_factory=list)  # `assert cond` alone
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
     functions: list[tuple[int, int, str]] = field(default_factory=list)  # first, last, name
     tries: list[TryBlock] = field(default_factory=list)
@@ -463,6 +495,7 @@ class _Collector:
         self._returns: dict[str, list[tuple[ast.Call, _Env]]] = {}
         self._raises: dict[str, list[tuple[ast.Call, _Env]]] = {}
         self._params: dict[str, tuple[str, ...]] = {}
+        self._lists: dict[str, _Parts] = {}  # qualname -> the list of pieces it returns
 
     def finish(self) -> ModuleFacts:
         """The facts, with the functions that return one exception call as factories, and
@@ -509,8 +542,21 @@ class _Collector:
         elif isinstance(node, ast.Assert) and node.msg is not None:
             site = _message_site(node, "AssertionError", node.msg, env, scope, "assert")
             self._site(site, ctx, (*exits, _negated(node.test)))
+        elif isinstance(node, ast.Assert):  # AssertionError with no message: found by its line
+            site = _site_at(
+                node, scope, "AssertionError", None, SkipReason.BARE_ASSERT, kind="assert"
+            )
+            site = replace(site, hint_node=node.test)
+            self._site(site, ctx, (*exits, _negated(node.test)), self.facts.bare_asserts)
+        elif isinstance(node, ast.Expr) and (appended := _appended(node, env)) is not None:
+            name, item = appended
+            env[name] = (*env[name], item)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             self._call_statement(node, node.value, env, scope, ctx, exits)
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+            returned = env.get(node.value.id)
+            if scope.in_function and scope.qualname and returned and _is_list(returned):
+                self._lists[scope.qualname] = (_ListMark(), *returned[1:])
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
             if scope.in_function and scope.qualname:
                 self._returns.setdefault(scope.qualname, []).append((node.value, _child(env)))
@@ -518,7 +564,7 @@ class _Collector:
         elif isinstance(node, ast.Assign):
             if isinstance(node.value, ast.Call):  # `total = helper("...")`
                 self._helper_call(node, node.value, env, scope, ctx, exits)
-            value = _parts(node.value, env)
+            value = _parts(node.value, env) or self._list_value(node.value, env, scope)
             for target in node.targets:
                 _bind(target, value, env)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -528,6 +574,18 @@ class _Collector:
             _bind(node.target, _parts(extended, env), env)
         else:
             self._nested_blocks(node, env, scope, ctx)
+
+    def _list_value(self, node: ast.expr, env: _Env, scope: _Scope) -> _Parts | None:
+        """A list of message pieces: a list literal, or what a function of the module that
+        builds and returns one gives (`errors = self._validate_features()`)."""
+        if isinstance(node, ast.List | ast.Tuple):
+            items = [_parts(element, env) for element in node.elts]
+            if any(item is None or _is_list(item) for item in items):
+                return None
+            return (_ListMark(), *(_Item(_text_parts(item)) for item in items if item))
+        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            return _factory(self._lists, ast.unparse(node.func), scope.qualname)
+        return None
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
         inner = scope.enter(node)
@@ -615,7 +673,7 @@ class _Collector:
         flows: list[_Env] | None = None  # envs that reach the next statement, when known
         loops = isinstance(node, ast.For | ast.AsyncFor | ast.While)
         if isinstance(node, ast.If):
-            body = self._inner(node.body, env, scope, _add(ctx, node.test))
+            body = self._inner(node.body, _nonempty(env, node.test), scope, _add(ctx, node.test))
             orelse = self._inner(node.orelse, env, scope, _add(ctx, _negated(node.test)))
             flows = [branch for branch in (body, orelse) if branch is not None]
         elif isinstance(node, ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith):
@@ -642,7 +700,7 @@ class _Collector:
                 child.id
                 for child in ast.walk(node)
                 if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
-            }
+            } | _append_targets(node)
             rebound = _header_names(node)  # `for msg in ...`, `with ... as msg`: not a tail
             for name in assigned:
                 merged = None
@@ -690,6 +748,89 @@ def _may_raise_for_caller(call: ast.Call, env: _Env) -> bool:
 
 def _add(ctx: _Context, condition: ast.expr) -> _Context:
     return _Context((*ctx.conditions, condition), ctx.translates)
+
+
+def _is_list(value: _Parts) -> bool:
+    """Whether a name's value is a list of message pieces rather than a message."""
+    return bool(value) and isinstance(value[0], _ListMark)
+
+
+def _text_parts(parts: _Parts) -> _Parts:
+    """The parts of a message, which hold no list pieces."""
+    return tuple(part for part in parts if not isinstance(part, _ListMark | _Item))
+
+
+def _appended(node: ast.Expr, env: _Env) -> tuple[str, _Item] | None:
+    """`pieces.append(<message>)` on a list of message pieces: its name and the new piece."""
+    call = node.value
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "append"
+        and isinstance(call.func.value, ast.Name)
+        and len(call.args) == 1
+    ):
+        return None
+    name = call.func.value.id
+    if not _is_list(env.get(name, ())):
+        return None
+    parts = _parts(call.args[0], env)
+    if parts is None or _is_list(parts):
+        parts = (_Field(ast.unparse(call.args[0])),)
+    return name, _Item(_text_parts(parts))
+
+
+def _append_targets(node: ast.stmt) -> set[str]:
+    """The names a block appends to, which it changes as an assignment would."""
+    return {
+        child.func.value.id
+        for child in ast.walk(node)
+        if isinstance(child, ast.Call)
+        and isinstance(child.func, ast.Attribute)
+        and child.func.attr == "append"
+        and isinstance(child.func.value, ast.Name)
+    }
+
+
+def _nonempty(env: _Env, test: ast.expr) -> _Env:
+    """The env inside `if pieces:`, where the list of message pieces holds at least one."""
+    if isinstance(test, ast.Name) and _is_list(value := env.get(test.id, ())):
+        inner = _child(env)
+        inner[test.id] = (_ListMark(nonempty=True), *value[1:])
+        return inner
+    return env
+
+
+def _joined(sep: str, value: _Parts) -> _Parts | None:
+    """`sep.join(pieces)` of a list of message pieces; None when no piece is known.
+
+    When the first piece is always there, the message is exact: each later piece follows a
+    separator, optional (or repeated) where a condition (or a loop) appended it. When every
+    piece is conditional, any of them may come first: a `_Joined` of them all."""
+    elements: list[tuple[_Parts, bool]] = []  # each piece and whether it may be missing
+
+    def collect(parts: _Parts, optional: bool, repeats: bool) -> None:
+        for part in parts:
+            if isinstance(part, _Item):
+                elements.append((part.parts, optional))
+            elif isinstance(part, _Maybe):
+                collect(part.parts, True, repeats or part.repeats)
+
+    collect(value[1:], False, False)
+    if not elements:
+        return None
+    if not elements[0][1]:
+        joined: list[_Part] = list(elements[0][0])
+        for parts, optional in elements[1:]:
+            if optional:
+                joined.append(_Maybe((sep, *parts), repeats=False))
+            else:
+                joined.extend((sep, *parts))
+        return tuple(joined)
+    items = tuple(dict.fromkeys(parts for parts, _ in elements))
+    nonempty = isinstance(value[0], _ListMark) and value[0].nonempty
+    shown = min(_literal_alnum(item) for item in items) if nonempty else 0
+    return (_Joined(items, sep, not nonempty, shown),)
 
 
 def _header_names(node: ast.stmt) -> set[str]:
@@ -806,8 +947,10 @@ def _call_message(call: ast.Call, env: _Env) -> tuple[Message | None, SkipReason
 def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | None]:
     if parts is None:
         return None, SkipReason.DYNAMIC_MESSAGE
-    literal = "".join(part for part in parts if isinstance(part, str))
-    if sum(char.isalnum() for char in literal) < MIN_LITERAL_ALNUM:
+    join = next((i for i, part in enumerate(parts) if isinstance(part, _Joined)), None)
+    if join is not None:
+        return _pieces_message(parts, join)
+    if _literal_alnum(parts) < MIN_LITERAL_ALNUM:
         return None, SkipReason.NO_LITERAL_TEXT
     message = _message(parts)
     if len(message.pattern) > MAX_FULL_PATTERN_CHARS and (head := _first_line(parts)):
@@ -822,6 +965,32 @@ def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | N
     return message, None
 
 
+def _pieces_message(parts: _Parts, join: int) -> tuple[Message | None, SkipReason | None]:
+    """A message joined from pieces, as one message per piece (`others` holds the rest): a
+    pattern of all of them has no text every message shows, so it would name nothing, and
+    most messages show one piece. Pieces with too little text of their own are left out."""
+    joined = parts[join]
+    assert isinstance(joined, _Joined)
+    found: list[Message] = []
+    skip: SkipReason | None = SkipReason.NO_LITERAL_TEXT
+    for item in joined.items:
+        message, why = _parts_message((*parts[:join], *item, *parts[join + 1 :]))
+        if message is None:
+            skip = why if skip == SkipReason.NO_LITERAL_TEXT else skip
+        elif message not in found:
+            found.append(message)
+    if not found:
+        return None, skip
+    return replace(found[0], others=tuple(found[1:])), None
+
+
+def _literal_alnum(parts: _Parts) -> int:
+    """Letters and digits of the text every message of the template shows: its literal
+    parts, and the least of the pieces a join must show one of."""
+    count = sum(char.isalnum() for part in parts if isinstance(part, str) for char in part)
+    return count + sum(part.shown for part in parts if isinstance(part, _Joined))
+
+
 def _head(parts: _Parts, max_chars: int) -> _Parts | None:
     """A long one-line message as its first `max_chars` characters, cut after a word, and the
     rest captured as `{details}`: the whole would compile to more RE2 instructions than the
@@ -830,7 +999,7 @@ def _head(parts: _Parts, max_chars: int) -> _Parts | None:
     used = 0
     for part in parts:
         size = len(part) if isinstance(part, str) else PLACEHOLDER_TEMPLATE_CHARS
-        if used + size > max_chars or isinstance(part, _Maybe):
+        if used + size > max_chars or isinstance(part, _Maybe | _Joined):
             if isinstance(part, str):
                 kept = part[: max_chars - used].rpartition(" ")[0]
                 if kept:
@@ -900,8 +1069,8 @@ def _add_unique(found: dict[str, Factory | None], name: str, factory: Factory) -
 
 def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSite]:
     """The module's raise sites, with messages built by factories and `__init__`s filled in,
-    then the calls of raising helpers that pass a message (at the end, so that the ids of
-    the other sites do not depend on them)."""
+    then the calls of raising helpers that pass a message, then the asserts without one (at
+    the end, so that the ids of the other sites do not depend on them)."""
     resolved = []
     for site in facts.sites:
         if site.call is not None and site.env is not None:
@@ -928,6 +1097,7 @@ def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSit
                         env=None,
                     )
                 )
+    resolved.extend(facts.bare_asserts)
     return resolved
 
 
@@ -949,7 +1119,7 @@ def _helper_raise(
     return None if message is None else (ast.unparse(raiser.call.func), message)
 
 
-def _factory(factories: dict[str, Factory], callee: str, scope: str | None) -> Factory | None:
+def _factory(factories: dict[str, _Found], callee: str, scope: str | None) -> _Found | None:
     """The factory a call names, seen from the function `scope`: a function nested in it or
     in an enclosing one, a method of the enclosing class (`self.name`), or the module's."""
     owner, _, name = callee.rpartition(".")
@@ -1027,13 +1197,20 @@ def _parts(node: ast.expr, env: Mapping[str, _Parts]) -> _Parts | None:
                 parts.append(str(value.value))  # an f-string's literal pieces are str
             elif isinstance(value, ast.FormattedValue):
                 inner = value.value
+                plain = value.conversion == -1 and value.format_spec is None
                 if _plain_name(value) and isinstance(inner, ast.Name) and inner.id in env:
-                    parts.extend(env[inner.id])
+                    named = env[inner.id]
+                    parts.extend((_Field(inner.id),) if _is_list(named) else named)
+                elif plain and (join := _join_call(inner, env)) is not None:
+                    parts.extend(join)
                 else:
                     parts.append(_Field(ast.unparse(inner)))
         return tuple(parts)
     if isinstance(node, ast.Name):
-        return env.get(node.id)
+        bound = env.get(node.id)
+        return None if bound is None or _is_list(bound) else bound
+    if (join := _join_call(node, env)) is not None:
+        return join
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _parts(node.left, env), _parts(node.right, env)
         if left is None and right is None:
@@ -1052,6 +1229,22 @@ def _parts(node: ast.expr, env: Mapping[str, _Parts]) -> _Parts | None:
         template = _literal(node.func.value, env)
         return None if template is None else _format_parts(template, node)
     return None
+
+
+def _join_call(node: ast.expr, env: Mapping[str, _Parts]) -> _Parts | None:
+    """`"sep".join(pieces)` where `pieces` is a list of message pieces built before."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+    ):
+        return None
+    value = env.get(node.args[0].id)
+    return _joined(node.func.value.value, value) if value and _is_list(value) else None
 
 
 def _plain_name(value: ast.expr) -> bool:
@@ -1143,7 +1336,8 @@ def _message(parts: _Parts) -> Message:
 
 def _render(parts: _Parts, template: list[str], pattern: list[str], names: list[str]) -> None:
     """Append the parts' template and pattern text. An optional tail is written out in the
-    template (the message as it reads when the tail is there) and optional in the pattern."""
+    template (the message as it reads when the tail is there) and optional in the pattern;
+    a join is written out with every piece, and in the pattern is one or more of them."""
     for part in parts:
         if isinstance(part, str):
             template.append(part)
@@ -1152,6 +1346,10 @@ def _render(parts: _Parts, template: list[str], pattern: list[str], names: list[
             pattern.append("(?:")
             _render(part.parts, template, pattern, names)
             pattern.append(")*" if part.repeats else ")?")
+        elif isinstance(part, _Joined):
+            _render_join(part, template, pattern, names)
+        elif isinstance(part, _ListMark | _Item):
+            continue  # a list is never a message; `_parts` never puts one in
         else:
             name = base = _placeholder_name(part.hint)
             suffix = 1
@@ -1161,6 +1359,23 @@ def _render(parts: _Parts, template: list[str], pattern: list[str], names: list[
             names.append(name)
             template.append(f"{{{name}}}")
             pattern.append(f"(?P<{name}>{PLACEHOLDER_REGEX})")
+
+
+def _render_join(join: _Joined, template: list[str], pattern: list[str], names: list[str]) -> None:
+    """`(?:(?:A|B)(?:SEP)?)+`: the pieces in any order and number, as conditions decide. One
+    copy of each piece keeps the pattern within the engine's program limit; it also takes
+    pieces written without their separator, which no real message has."""
+    alternatives = []
+    for item in join.items:
+        written: list[str] = []
+        alternative: list[str] = []
+        _render(item, written, alternative, names)
+        alternatives.append("".join(alternative))
+        template.append(join.sep if len(alternatives) > 1 else "")
+        template.extend(written)
+    sep = REGEX_SPECIAL.sub(_escape_char, join.sep)
+    repeat = "*" if join.optional else "+"
+    pattern.append(f"(?:(?:{'|'.join(alternatives)})(?:{sep})?){repeat}")
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -1205,12 +1420,14 @@ def _file_drafts(
             message = _message((_Field(hint),))
         if message is None:
             continue
-        key = (site.qualname, message.template)
-        occurrences[key] += 1
-        record = _record(site, message, lines, file_path, release, occurrences[key])
-        if site.skip == SkipReason.DYNAMIC_CLASS:
-            record["errorClass"] = UNKNOWN_CLASS
-        drafts.append(Draft(record, site.function, site.class_name, site.qualname, located, site))
+        for piece in (message, *message.others):
+            key = (site.qualname, piece.template)
+            occurrences[key] += 1
+            record = _record(site, piece, lines, file_path, release, occurrences[key])
+            if site.skip == SkipReason.DYNAMIC_CLASS:
+                record["errorClass"] = UNKNOWN_CLASS
+            draft = Draft(record, site.function, site.class_name, site.qualname, located, site)
+            drafts.append(draft)
     return drafts
 
 

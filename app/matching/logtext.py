@@ -62,6 +62,18 @@ _PREFIXES = (
     re.compile(r"(?P<tag>[A-Za-z0-9][\w.\-]{0,63}[-_][0-9]{1,4}) {1,32}\| ?"),
     # A quoted reply in an issue thread or a mail: "> ", "> > ".
     re.compile(r">(?: ?>){0,7} ?"),
+    # Markdown around a pasted log: a fence ("```", "```python", alone on its line, or opening
+    # a line of text), or a backtick opening an inline code span whose first word is not
+    # itself quoted ("`ValueError: ...`", not "`max_model_len` must be ...").
+    re.compile(r"`{3,8}(?:[\w+#.\-]{1,32}[ \t]{0,64}$)?|`(?=[^`\s]{1,256}(?:\s|$))"),
+    # rich's boxed traceback: the left border of each row inside the box ("│ ").
+    re.compile(r"│ ?"),
+    # xinference's log lines: "2025-04-15 10:15:22,015 xinference.api.restful_api 48577 ERROR
+    # [address=10.8.9.17:34697, pid=141952] ".
+    re.compile(
+        rf"{_DATE_TIME} [\w.\-]{{1,128}} [0-9]{{1,10}} {_LEVEL} {{1,8}}"
+        r"(?:\[address=[\w.:\-\[\]]{1,64}, pid=[0-9]{1,10}\] ?)?"
+    ),
     # glog and c10: "E1114 12:00:01.123456 1234 file.cc:12] ", "[W reducer.cpp:1300] ".
     re.compile(rf"\[?[IWEF](?:[0-9]{{3,4}} {_TIME}(?: {{1,8}}[0-9]{{1,10}})?)? {_FILE_LINE}\] ?"),
     # "[2026-08-14T12:00:01.123Z] ", SGLang's "[2026-08-14 12:00:01 TP0] ", "[12:00:01] ".
@@ -76,6 +88,11 @@ _PREFIXES = (
     ),
 )
 
+
+# Ray's log deduplication, at the end of a line it printed once for several processes.
+_RAY_REPEATED = re.compile(
+    r" \[repeated [0-9]{1,9}x across cluster\](?: \(Ray deduplicates logs by default\..{0,1024}\))?"
+)
 
 # All of them in one alternation: a single attempt tells a line (or the rest of one) that
 # starts with no known prefix, the last step of every line, from the seven separate tries.
@@ -148,15 +165,17 @@ def clean_lines(text: str) -> list[CleanLine]:
 
 
 def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
-    """Remove colour codes, then the known prefixes at the start of the line."""
+    """Remove colour codes, then the known prefixes at the start of the line and what closes
+    them at its end (a code span's backtick, a fence, the right border of a rich box)."""
     raw = text[start:end]
     if "\x1b" not in raw and "\x9b" not in raw:  # the common case: one unbroken run
         cut, streams = _strip_prefixes(raw)
+        stop = _closed_at(raw, cut)
         first = start + cut
         return CleanLine(
-            text=raw[cut:],
+            text=raw[cut:stop],
             start=first,
-            end=end if cut < len(raw) else first,
+            end=start + stop if cut < stop else first,
             stream=" ".join(streams),
             prefix=raw[:cut],
             line_no=line_no,
@@ -164,17 +183,41 @@ def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
         )
     clean, pieces = _strip_ansi(raw, start)
     cut, streams = _strip_prefixes(clean)
-    kept = [(index - cut, original) for index, original in pieces if index > cut]
+    stop = _closed_at(clean, cut)
+    kept = [(index - cut, original) for index, original in pieces if cut < index < stop]
     first = _offset_in(pieces, cut)
     return CleanLine(
-        text=clean[cut:],
+        text=clean[cut:stop],
         start=first,
-        end=_offset_in(pieces, len(clean) - 1) + 1 if cut < len(clean) else first,
+        end=_offset_in(pieces, stop - 1) + 1 if cut < stop else first,
         stream=" ".join(streams),
         prefix=clean[:cut],
         line_no=line_no,
         pieces=((0, first), *kept),
     )
+
+
+def _closed_at(clean: str, cut: int) -> int:
+    """Where the line's text ends once what closes it is removed: Ray's note that it dropped
+    copies of the line (" [repeated 6x across cluster]"), a fence ("```") closing the line, a
+    backtick left unpaired (the end of a code span opened on this line or an earlier one),
+    or the right border of a rich box whose left border was a prefix.
+
+    Paired backticks stay: "`x` must be positive" is part of a message."""
+    stop = len(clean)
+    repeated = clean.rfind(" [repeated ", cut)
+    if repeated >= 0 and _RAY_REPEATED.fullmatch(clean, repeated):
+        stop = repeated
+    if "│" in clean[:cut]:
+        body = clean[cut:stop].rstrip()
+        if body.endswith("│"):
+            stop = cut + len(body[:-1].rstrip())
+    if clean.endswith("`", cut, stop):
+        body = clean[cut:stop].rstrip("`")
+        ticks = stop - cut - len(body)
+        if ticks >= 3 or (ticks == 1 and body.count("`") % 2 == 0):
+            stop = cut + len(body.rstrip())
+    return max(stop, cut)
 
 
 def _strip_ansi(raw: str, start: int) -> tuple[str, list[tuple[int, int]]]:

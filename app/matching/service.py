@@ -382,8 +382,10 @@ def find_matches(
     lines = clean_lines(text)
     exceptions = parse_exceptions(text, lines)
     # KeyError prints the repr of its message: its escapes hide the text a pattern names,
-    # so the string inside is scanned too, as an extra line that stands for that message.
+    # so the string inside is scanned too, as an extra line that stands for that message; so
+    # is a message read out of an escaped string (an HTTP error body's `\'`, issue 19).
     quoted = [(e.index, inner) for e in exceptions if (inner := unquoted(e.message)) is not None]
+    quoted += [(e.index, e.message) for e in exceptions if _unescaped(text, e)]
     subject, starts = _subject([line.text for line in lines] + [inner for _, inner in quoted])
     regions = _Regions(exceptions)
     hits: list[tuple[str, int | None, str, bool]] = []
@@ -410,6 +412,12 @@ def find_matches(
     candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
     ranked = rank(index, hits, candidates, exceptions, raised_at, partials, graph, log_repos(lines))
     return exceptions, ranked
+
+
+def _unescaped(text: str, exception: ParsedException) -> bool:
+    """Whether a one-line message differs from the text it was read from: escapes decoded."""
+    spans = exception.message_line_spans
+    return len(spans) == 1 and text[spans[0][0] : spans[0][1]] != exception.message
 
 
 def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list[tuple[str, int]]:

@@ -13,7 +13,9 @@ constant number of times and every regex is anchored and bounded, so parsing is 
 nothing here raises on any input, except DeadlineExceeded once the match deadline passed.
 """
 
+import ast
 import builtins
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,6 +51,61 @@ _LOG_HEADER = re.compile(
     r"|(?:Task|Future) exception was never retrieved"
 )
 _MIN_HEADER_START = len("Traceback (")
+# IPython and Jupyter (issue 19): "ValueError      Traceback (most recent call last)" heads
+# frames like "File ~/x/llm.py:177, in LLM.__init__(self, model)" (the path may be a
+# markdown link in VS Code: "File [~/x.py:177](vscode://...), in f(...)"), a cell's
+# "Cell In[10], line 1", and before IPython 8 "/x/module.py in __call__(self)" whose line
+# is the arrow's ("---> 550 ..."); numbered source lines and blank lines sit between them.
+_IPYTHON_FRAME = re.compile(
+    r"File (?:\[(?P<linked>[^\]]{1,4096}):(?P<linked_line>[0-9]{1,9})\]\([^)]{0,8192}\)"
+    r"|(?P<file>\S.{0,4095}?):(?P<line>[0-9]{1,9}))(?:, in (?P<function>.{1,4096}))?"
+    r"|(?P<cell>Cell In ?\[[0-9 ]{0,9}\]|Input In ?\[[0-9 ]{0,9}\]), line (?P<cell_line>[0-9]{1,9})"
+    r"(?:, in (?P<cell_function>.{1,4096}))?"
+    r"|(?P<old_file>\S{1,4096}) in (?P<old_function>[\w.<>]{1,1024})\(.{0,4096}\)"
+)
+_IPYTHON_HEADER = re.compile(
+    r"[^\W\d][\w.]{0,255}(?:\([\w.]{1,256}\))? {1,256}Traceback \(most recent call last\)"
+)
+_IPYTHON_SOURCE = re.compile(r"(?:-{1,16}> ?)?[0-9]{1,9}(?: .{0,8192})?")
+_IPYTHON_ARROW = re.compile(r"-{1,16}> ?(?P<line>[0-9]{1,9})")
+_IPYTHON_FOLDED = re.compile(r"[0-9]{1,9} frames?")  # Colab: "20 frames" folded away
+# rich's traceback box (issue 19): "╭──── Traceback (most recent call last) ────╮", frames
+# "/x/config.py:120 in __init__", source rows and locals panels, then "╰────╯".
+_RICH_HEADER = re.compile(r"╭─{1,512} Traceback \(most recent call last\) ─{1,512}╮")
+_RICH_FRAME = re.compile(
+    r"(?P<file>\S.{0,4095}?):(?P<line>[0-9]{1,9}) in (?P<function>[\w.<>]{1,1024})"
+)
+_RICH_BOTTOM = re.compile(r"╰─{1,1024}╯")
+# What other tools put in front of the message they pass on (issue 19): xinference's
+# "[address=127.0.0.1:1234, pid=56] ", at the start or after its own words.
+_WRAPPER = re.compile(r"\[address=[\w.:\-\[\]]{1,64}, pid=[0-9]{1,10}\] ?")
+# An HTTP error body (issue 19): vLLM's and SGLang's `{"object":"error","message":...}`,
+# OpenAI's `{'error': {'message': ...}}`, as JSON, a Python repr (how the openai client
+# prints it) or JSON inside a string (`{\"message\":\"...\"}`); its message is the error.
+_BODY_MESSAGE = re.compile(r"""(?P<key>\\?["'])message(?P=key) ?: ?(?P<quote>\\?["'])""")
+_BODY_TYPE = re.compile(r"""\\?["']type\\?["'] ?: ?\\?["'](?P<type>[A-Za-z_]\w{0,127})""")
+_BODY_ERROR_MARK = re.compile(r"""\\?["'](?:object\\?["'] ?: ?\\?["']error|error\\?["'] ?: ?\{)""")
+# What may come before a body that says nothing of being an error: nothing, a quote, or the
+# openai client's "Error code: 400 - ".
+_BODY_LEAD = re.compile(r"""["']?(?:Error code: [0-9]{3} - )?""")
+MAX_BODY_MESSAGE = 8192
+# pydantic (issue 19): "1 validation error for ModelConfig" then "  Value error, <message>
+# [type=value_error, input_value=..., input_type=...]": the message a validator raised.
+_VALIDATION_SUMMARY = re.compile(r"[0-9]{1,6} validation errors? for .{1,512}")
+_VALIDATOR_MESSAGE = {"Value error, ": "ValueError", "Assertion failed, ": "AssertionError"}
+_VALIDATION_TAIL = re.compile(r" \[type=[\w.]{1,128}, input_value=")
+# What a line of prose or of a log says an exception was (issue 19): quoted in a sentence
+# ("... I got \"ValueError: ...\"", "actual error: RuntimeError: ..."), or its repr as a log
+# prints it (`OutOfMemoryError('CUDA out of memory. ...')`).
+_MENTIONED = re.compile(r"""(?:(?<=["'`“(])|(?<=: ))(?P<name>[^\W\d][\w.]{0,255}): """)
+_CLOSING_QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”"}
+_REPR = re.compile(r"""(?P<name>[^\W\d][\w.]{0,255})\((?P<quote>["'])""")
+# The warnings module's line: "/x/scheduler.py:1326: UserWarning: <message>".
+_WARNING_LINE = re.compile(
+    r"(?P<file>\S.{0,4095}?\.py):(?P<line>[0-9]{1,9}): (?=[^\W\d][\w.]{0,255}Warning: )"
+)
+MIN_MESSAGE_ALNUM = 4  # a line alone with fewer letters, or fewer words, is no message
+MIN_MESSAGE_WORDS = 2
 _PYTEST_MARGIN = re.compile(r"E {3,16}(?=\S)")
 _DIGITS_AND_SPACES = str.maketrans("", "", "0123456789 \t")
 
@@ -110,6 +167,8 @@ def parse_exceptions(text: str, lines: Sequence[CleanLine] | None = None) -> lis
         streams.setdefault(line.stream, []).append(line)
     cut_at = len(text) if text[-1:] not in ("\n", "\r", "") else -1
     drafts = [draft for lines in streams.values() for draft in _parse_stream(_rows(lines, cut_at))]
+    if not drafts:
+        drafts = _message_alone([line for lines in streams.values() for line in lines])
     drafts.sort(key=lambda draft: draft.span)
     for index, draft in enumerate(drafts):
         draft.index = index
@@ -248,9 +307,18 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
             continue
         if row.text.endswith(_HEADER) or _frame_match(row):
             draft, at = _read_traceback(rows, at)
+        elif row.text.endswith(_HEADER[:-1]) and _IPYTHON_HEADER.fullmatch(row.text, row.indent):
+            draft, at = _read_ipython(rows, at)
+        elif row.text.endswith("╮") and _RICH_HEADER.fullmatch(row.text, row.indent):
+            draft, at = _read_rich(rows, at)
         else:
             head = _exception_head(row, lenient=row.nested or pending is not None)
-            draft, at = (None, at + 1) if head is None else _read_message(rows, at, head)
+            if head is not None:
+                draft, at = _read_message(rows, at, head)
+            elif (warned := _WARNING_LINE.match(row.text, row.indent)) is not None:
+                draft, at = _read_warning(rows, at, warned)
+            else:
+                draft, at = _mentioned(row) or _body_alone(row), at + 1
         if draft is not None:
             if pending is not None and pending[0] is not None:
                 draft.cause, draft.cause_kind = pending
@@ -289,7 +357,7 @@ def _read_traceback(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
             source, at = _read_source(rows, at + used, row)
             frames.append(
                 Frame(
-                    file=frame["file"],
+                    file=_frame_file(frame["file"]),
                     line=int(frame["line"]),
                     function=frame["function"] or "",
                     source=source,
@@ -309,6 +377,93 @@ def _read_traceback(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
             draft.has_traceback = True
             draft.span = (header.span(start, start)[0], draft.span[1])
             return draft, after
+    return None, at
+
+
+def _read_ipython(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
+    """An IPython or Jupyter traceback whose header is ``rows[at]``: its frames, with the
+    numbered source lines, folded-frame notes and blank lines between them skipped, then
+    the exception line. Rows that fit none of these end it with nothing found."""
+    header = rows[at]
+    frames: list[Frame] = []
+    at += 1
+    while at < len(rows):
+        row = rows[at]
+        text = row.text.strip()
+        if not text or not text.strip("-") or _IPYTHON_FOLDED.fullmatch(text):
+            at += 1
+            continue
+        if _IPYTHON_SOURCE.fullmatch(text):
+            arrow = _IPYTHON_ARROW.match(text)
+            if arrow and frames:
+                line = frames[-1].line or int(arrow["line"])
+                source = text[arrow.end() :].strip()
+                frames[-1] = Frame(frames[-1].file, line, frames[-1].function, source)
+            at += 1
+            continue
+        found = _IPYTHON_FRAME.fullmatch(text)
+        if found is not None:
+            frames.append(_ipython_frame(found))
+            at += 1
+            continue
+        head = _exception_head(row, lenient=True)
+        if head is None:
+            return None, at
+        draft, after = _read_message(rows, at, head)
+        draft.frames = tuple(frames)
+        draft.has_traceback = True
+        draft.span = (header.span(header.indent, header.indent)[0], draft.span[1])
+        return draft, after
+    return None, at
+
+
+def _ipython_frame(found: re.Match[str]) -> Frame:
+    """A frame of an IPython traceback; the function without its arguments, and the line
+    still 0 for the old form, whose line is the arrow's that follows."""
+    if found["cell"]:
+        file, line, function = found["cell"], found["cell_line"], found["cell_function"]
+    elif found["old_file"]:
+        file, line, function = found["old_file"], "0", found["old_function"]
+    elif found["linked"]:
+        file, line, function = found["linked"], found["linked_line"], found["function"]
+    else:
+        file, line, function = found["file"], found["line"], found["function"]
+    return Frame(_frame_file(file), int(line), (function or "").partition("(")[0].strip(), "")
+
+
+def _read_rich(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
+    """A traceback rich drew in a box (``rows[at]`` is its top): the frames inside it, the
+    source line each marks with ``❱``, then the exception line below the box. A row
+    outside the box before its bottom ends it with nothing found."""
+    header = rows[at]
+    frames: list[Frame] = []
+    at += 1
+    while at < len(rows):
+        row = rows[at]
+        text = row.text.strip()
+        if _RICH_BOTTOM.fullmatch(text):
+            at += 1
+            while at < len(rows) and not rows[at].text.strip():
+                at += 1
+            head = _exception_head(rows[at], lenient=True) if at < len(rows) else None
+            if head is None:
+                return None, at
+            draft, after = _read_message(rows, at, head)
+            draft.frames = tuple(frames)
+            draft.has_traceback = True
+            draft.span = (header.span(header.indent, header.indent)[0], draft.span[1])
+            return draft, after
+        if "│" not in row.line.prefix:
+            return None, at
+        found = _RICH_FRAME.fullmatch(text)
+        if found is not None:
+            function = found["function"]
+            frames.append(Frame(_frame_file(found["file"]), int(found["line"]), function, ""))
+        elif text.startswith("❱") and frames and not frames[-1].source:
+            source = text.partition("│")[2].lstrip("│ ").strip()  # after rich's indent guides
+            last = frames[-1]
+            frames[-1] = Frame(last.file, last.line, last.function, source)
+        at += 1
     return None, at
 
 
@@ -348,19 +503,34 @@ def _read_message(rows: Sequence[_Row], at: int, head: _Head) -> tuple[_Draft, i
 
     Further lines join the message until a blank line, a new traceback, a chain separator, a
     frame, another exception line, or a line from another log record (a different prefix).
+    What other tools wrap around the message is taken off (issue 19): a prefix such as
+    xinference's ``[address=..., pid=...]``, an HTTP error body around it (the body's message
+    is the message), and pydantic's summary of the errors its validators raised (the first
+    one's message and class are the exception's).
     """
     row = rows[at]
     name_end = row.span(head.name_start, head.name_end)[1]
     parts: list[str] = []
     spans: list[tuple[int, int]] = []
+    first = at
     at += 1
     if head.message_start is not None:
-        parts.append(row.text[head.message_start :])
-        spans.append(row.span(head.message_start, len(row.text)))
+        start = _after_wrappers(row.text, head.message_start)
+        body = _error_body(row.text, start, marked=False)
+        if body is not None:
+            message, begin, end, _ = body
+            return _draft(head.name, message, row, begin, [row.span(begin, end)]), at
+        parts.append(row.text[start:])
+        spans.append(row.span(start, len(row.text)))
         while at < len(rows) and len(parts) < MAX_MESSAGE_LINES and _continues(row, rows[at]):
             parts.append(rows[at].text)
             spans.append(rows[at].span(0, len(rows[at].text)))
             at += 1
+    if head.name.endswith("ValidationError") and len(parts) > 1:
+        validated = _validator_message(rows[first:at], head.message_start or 0)
+        if validated is not None:
+            name, message, found = validated
+            return _draft(name, message, row, head.name_start, found), at
     draft = _Draft(
         qualified_class=head.name,
         message="\n".join(parts),
@@ -369,6 +539,191 @@ def _read_message(rows: Sequence[_Row], at: int, head: _Head) -> tuple[_Draft, i
         message_line_spans=tuple(spans),
     )
     return draft, at
+
+
+def _draft(
+    name: str, message: str, row: _Row, begin: int, spans: Sequence[tuple[int, int]]
+) -> _Draft:
+    """An exception whose message was unwrapped: it spans from ``row[begin]`` (its class, or
+    the body it was read from) to the end of its message."""
+    first = row.span(begin, begin)[0]
+    return _Draft(
+        qualified_class=name,
+        message=message,
+        span=(min(first, spans[0][0]), spans[-1][1]),
+        message_span=(spans[0][0], spans[-1][1]),
+        message_line_spans=tuple(spans),
+    )
+
+
+def _after_wrappers(text: str, start: int) -> int:
+    """Where the message begins once the wrappers other tools put in front are taken off:
+    xinference's ``[address=..., pid=...]``, at the start or after its own words (``Failed
+    to launch model, detail: [address=...] <the engine's message>``)."""
+    found = start
+    if "[address=" in text:
+        for match in _WRAPPER.finditer(text, start):
+            found = match.end()
+    return found
+
+
+def _error_body(text: str, start: int, marked: bool) -> tuple[str, int, int, str | None] | None:
+    """(message, where its text begins and ends in ``text``, the body's ``type``) of an HTTP
+    error body at or after ``start``; None when there is none. A body alone on a line
+    (``marked``), or after other words, must say it is an error (``"object": "error"``,
+    ``"error": {``), so that a log line or a message that shows a dict with a ``message``
+    key (a chat message) is not taken for one."""
+    brace = text.find("{", start)
+    if brace < 0 or "message" not in text:
+        return None
+    marked = marked or _BODY_LEAD.fullmatch(text, start, brace) is None
+    if marked and _BODY_ERROR_MARK.search(text, brace) is None:
+        return None
+    key = text.find("message", brace)
+    while key >= 0:
+        for back in (1, 2):
+            found = _BODY_MESSAGE.match(text, key - back) if key - back >= brace else None
+            if found is not None:
+                begin = found.end()
+                end = _string_end(text, begin, found["quote"])
+                kind = _BODY_TYPE.search(text, brace)
+                return _unescape(text[begin:end], found["quote"]), begin, end, kind and kind["type"]
+        key = text.find("message", key + 1)
+    return None
+
+
+def _string_end(text: str, begin: int, quote: str) -> int:
+    """Where the quoted string starting at ``begin`` ends (its closing quote), or where the
+    line or the longest message ends when a cut paste left it open."""
+    limit = min(len(text), begin + MAX_BODY_MESSAGE)
+    at = begin
+    while at < limit:
+        if text.startswith(quote, at) and (len(quote) == 1 or text[at - 1 : at] != "\\"):
+            return at
+        at += 2 if text[at] == "\\" and len(quote) == 1 else 1
+    return limit
+
+
+def _unescape(raw: str, quote: str) -> str:
+    """The text of a string literal as JSON (``"``, or ``\\"`` inside another string) or
+    Python's repr (``'``) wrote it; as written when it does not decode."""
+    try:
+        if quote.endswith("'"):
+            value = ast.literal_eval(f"'{raw}'")
+        else:  # JSON has no \\' escape, yet servers write one for a quote in the message
+            value = json.loads('"' + raw.replace("\\'", "'") + '"')
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return raw
+    return value if isinstance(value, str) else raw
+
+
+def _validator_message(
+    lines: Sequence[_Row], begin: int
+) -> tuple[str, str, list[tuple[int, int]]] | None:
+    """(class, message, spans) of the first error a pydantic ``ValidationError`` lists (its
+    message's lines, the first from ``begin``): the lines from ``Value error, `` (a
+    validator's ValueError) or ``Assertion failed, `` up to its `` [type=...]`` details."""
+    if not _VALIDATION_SUMMARY.fullmatch(lines[0].text, begin):
+        return None
+    for first, row in enumerate(lines[1:], start=1):
+        text = row.text.lstrip()
+        opener = next((key for key in _VALIDATOR_MESSAGE if text.startswith(key)), None)
+        if opener is None:
+            continue
+        parts: list[str] = []
+        spans: list[tuple[int, int]] = []
+        start = len(row.text) - len(text) + len(opener)
+        for line in lines[first:]:
+            tail = _VALIDATION_TAIL.search(line.text, start)
+            stop = tail.start() if tail else len(line.text)
+            parts.append(line.text[start:stop])
+            spans.append(line.span(start, stop))
+            if tail:
+                break
+            start = 0
+        return _VALIDATOR_MESSAGE[opener], "\n".join(parts), spans
+    return None
+
+
+def _body_alone(row: _Row) -> _Draft | None:
+    """An HTTP error body alone on its line (what ``curl`` shows): an exception whose class
+    is the body's ``type`` when that names a class, else unknown ("")."""
+    body = _error_body(row.text, row.indent, marked=True)
+    if body is None:
+        return None
+    message, begin, end, kind = body
+    name = kind if kind and kind[:1].isupper() else ""
+    return _draft(name, message, row, row.indent, [row.span(begin, end)])
+
+
+def _mentioned(row: _Row) -> _Draft | None:
+    """An exception a line names without being its exception line: quoted in a sentence or
+    after words of its own (the message then ends at the closing quote), or printed as its
+    repr. Only names that look like an exception's count."""
+    text = row.text
+    found = _REPR.match(text, row.indent) if text.endswith(")") else None
+    if found is not None and text[-2] == found["quote"] and _looks_like_exception(found["name"]):
+        begin, end = found.end(), len(text) - 2
+        message = _unescape(text[begin:end], found["quote"])
+        return _draft(found["name"], message, row, found.start(), [row.span(begin, end)])
+    for found in _MENTIONED.finditer(text, row.indent):
+        if not _looks_like_exception(found["name"]):
+            continue
+        begin, end = found.end(), len(text)
+        opener = text[found.start() - 1 : found.start()]
+        closer = _CLOSING_QUOTES.get(opener)
+        if closer and (close := text.rfind(closer, begin)) >= 0:
+            end = close
+        begin = _after_wrappers(text, begin)
+        body = _error_body(text[:end], begin, marked=False)
+        if body is not None:
+            message, begin, end, _ = body
+            return _draft(found["name"], message, row, found.start(), [row.span(begin, end)])
+        return _draft(found["name"], text[begin:end], row, found.start(), [row.span(begin, end)])
+    return None
+
+
+def _read_warning(rows: Sequence[_Row], at: int, found: re.Match[str]) -> tuple[_Draft, int]:
+    """A warning as the warnings module prints it: its category and message, and where it
+    was raised as its one frame."""
+    row = rows[at]
+    head = _exception_head(row, lenient=True, start=found.end())
+    assert head is not None  # the pattern looked ahead at "<Name>Warning: "
+    draft, after = _read_message(rows, at, head)
+    draft.frames = (Frame(_frame_file(found["file"]), int(found["line"]), "", ""),)
+    draft.span = (row.span(row.indent, row.indent)[0], draft.span[1])
+    return draft, after
+
+
+def _message_alone(lines: Sequence[CleanLine]) -> list[_Draft]:
+    """A paste that is one line of message and nothing else (``max_num_scheduled_tokens is
+    set to -1792, ...``): an exception whose class is unknown (""), so that its message is
+    still matched as a message. Any other paste without an exception is a log."""
+    filled = [line for line in lines if line.text.strip()]
+    if len(filled) != 1:
+        return []
+    line = filled[0]
+    text = line.text.rstrip()
+    begin = _after_wrappers(text, len(text) - len(text.lstrip()))
+    words = text[begin:].split()
+    if len(words) < MIN_MESSAGE_WORDS or sum(char.isalpha() for char in text) < MIN_MESSAGE_ALNUM:
+        return []
+    if text.endswith(_HEADER) or text.lstrip().startswith('File "'):
+        return []
+    name, end = "", len(text)
+    opener = next((key for key in _VALIDATOR_MESSAGE if text.startswith(key, begin)), None)
+    if opener is not None:  # pydantic's line for one error: its class is the validator's
+        name, begin = _VALIDATOR_MESSAGE[opener], begin + len(opener)
+        tail = _VALIDATION_TAIL.search(text, begin)
+        end = tail.start() if tail else end
+    span = line.span(begin, end)
+    return [_Draft(name, text[begin:end], span, span, (span,))]
+
+
+def _frame_file(path: str) -> str:
+    """A frame's path, with the doubled backslashes of a Windows path that was escaped once
+    more (``C:\\\\Users\\\\...`` printed from a string's repr) made single."""
+    return path.replace("\\\\", "\\") if "\\\\" in path else path
 
 
 def _continues(first: _Row, row: _Row) -> bool:
@@ -396,15 +751,15 @@ def _opens_record(text: str) -> bool:
     return _LOG_HEADER.fullmatch(stripped) is not None
 
 
-def _exception_head(row: _Row, lenient: bool) -> _Head | None:
-    """Parse ``Class: message`` or a lone ``Class``.
+def _exception_head(row: _Row, lenient: bool, start: int | None = None) -> _Head | None:
+    """Parse ``Class: message`` or a lone ``Class`` (at ``start``, else at the indent).
 
     Right after a traceback's frames any dotted name is an exception class; elsewhere
     (``lenient`` false) the name must look like one, or ordinary log lines such as
     ``Note: ...`` would be taken for exceptions. A lone name on a line the end of the paste
     cut (``eng`` of ``engine``) must look like one too.
     """
-    indent = row.indent
+    indent = row.indent if start is None else start
     match = _EXCEPTION_LINE.fullmatch(row.text, indent)
     if match is None:
         return None
