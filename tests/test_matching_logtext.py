@@ -218,7 +218,7 @@ def test_every_clean_character_maps_back(text: str) -> None:
 )
 def test_markup_around_a_line_is_removed(raw: str, text: str) -> None:
     """Markdown fences and code spans, rich's box borders, xinference's and Ray's additions
-    (issue 19): the text is what Python printed, still mapped to its place in the paste."""
+    : the text is what Python printed, still mapped to its place in the paste."""
     (line,) = clean_lines(raw)
     assert line.text == text
     assert raw[line.start : line.end] == text

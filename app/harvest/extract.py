@@ -204,7 +204,7 @@ class _Maybe:
 class _ListMark:
     """Heads the value of a list of message pieces (`errors = []`, then `errors.append(...)`)
     until `sep.join(errors)` makes it a message; `nonempty` once an `if errors:` around the
-    use says it holds at least one piece (issue 19)."""
+    use says it holds at least one piece."""
 
     nonempty: bool = False
 

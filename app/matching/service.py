@@ -383,7 +383,7 @@ def find_matches(
     exceptions = parse_exceptions(text, lines)
     # KeyError prints the repr of its message: its escapes hide the text a pattern names,
     # so the string inside is scanned too, as an extra line that stands for that message; so
-    # is a message read out of an escaped string (an HTTP error body's `\'`, issue 19).
+    # is a message read out of an escaped string (an HTTP error body's `\'`).
     quoted = [(e.index, inner) for e in exceptions if (inner := unquoted(e.message)) is not None]
     quoted += [(e.index, e.message) for e in exceptions if _unescaped(text, e)]
     subject, starts = _subject([line.text for line in lines] + [inner for _, inner in quoted])

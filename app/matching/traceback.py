@@ -51,7 +51,7 @@ _LOG_HEADER = re.compile(
     r"|(?:Task|Future) exception was never retrieved"
 )
 _MIN_HEADER_START = len("Traceback (")
-# IPython and Jupyter (issue 19): "ValueError      Traceback (most recent call last)" heads
+# IPython and Jupyter: "ValueError      Traceback (most recent call last)" heads
 # frames like "File ~/x/llm.py:177, in LLM.__init__(self, model)" (the path may be a
 # markdown link in VS Code: "File [~/x.py:177](vscode://...), in f(...)"), a cell's
 # "Cell In[10], line 1", and before IPython 8 "/x/module.py in __call__(self)" whose line
@@ -69,17 +69,17 @@ _IPYTHON_HEADER = re.compile(
 _IPYTHON_SOURCE = re.compile(r"(?:-{1,16}> ?)?[0-9]{1,9}(?: .{0,8192})?")
 _IPYTHON_ARROW = re.compile(r"-{1,16}> ?(?P<line>[0-9]{1,9})")
 _IPYTHON_FOLDED = re.compile(r"[0-9]{1,9} frames?")  # Colab: "20 frames" folded away
-# rich's traceback box (issue 19): "╭──── Traceback (most recent call last) ────╮", frames
+# rich's traceback box: "╭──── Traceback (most recent call last) ────╮", frames
 # "/x/config.py:120 in __init__", source rows and locals panels, then "╰────╯".
 _RICH_HEADER = re.compile(r"╭─{1,512} Traceback \(most recent call last\) ─{1,512}╮")
 _RICH_FRAME = re.compile(
     r"(?P<file>\S.{0,4095}?):(?P<line>[0-9]{1,9}) in (?P<function>[\w.<>]{1,1024})"
 )
 _RICH_BOTTOM = re.compile(r"╰─{1,1024}╯")
-# What other tools put in front of the message they pass on (issue 19): xinference's
+# What other tools put in front of the message they pass on: xinference's
 # "[address=127.0.0.1:1234, pid=56] ", at the start or after its own words.
 _WRAPPER = re.compile(r"\[address=[\w.:\-\[\]]{1,64}, pid=[0-9]{1,10}\] ?")
-# An HTTP error body (issue 19): vLLM's and SGLang's `{"object":"error","message":...}`,
+# An HTTP error body: vLLM's and SGLang's `{"object":"error","message":...}`,
 # OpenAI's `{'error': {'message': ...}}`, as JSON, a Python repr (how the openai client
 # prints it) or JSON inside a string (`{\"message\":\"...\"}`); its message is the error.
 _BODY_MESSAGE = re.compile(r"""(?P<key>\\?["'])message(?P=key) ?: ?(?P<quote>\\?["'])""")
@@ -89,12 +89,12 @@ _BODY_ERROR_MARK = re.compile(r"""\\?["'](?:object\\?["'] ?: ?\\?["']error|error
 # openai client's "Error code: 400 - ".
 _BODY_LEAD = re.compile(r"""["']?(?:Error code: [0-9]{3} - )?""")
 MAX_BODY_MESSAGE = 8192
-# pydantic (issue 19): "1 validation error for ModelConfig" then "  Value error, <message>
+# pydantic: "1 validation error for ModelConfig" then "  Value error, <message>
 # [type=value_error, input_value=..., input_type=...]": the message a validator raised.
 _VALIDATION_SUMMARY = re.compile(r"[0-9]{1,6} validation errors? for .{1,512}")
 _VALIDATOR_MESSAGE = {"Value error, ": "ValueError", "Assertion failed, ": "AssertionError"}
 _VALIDATION_TAIL = re.compile(r" \[type=[\w.]{1,128}, input_value=")
-# What a line of prose or of a log says an exception was (issue 19): quoted in a sentence
+# What a line of prose or of a log says an exception was: quoted in a sentence
 # ("... I got \"ValueError: ...\"", "actual error: RuntimeError: ..."), or its repr as a log
 # prints it (`OutOfMemoryError('CUDA out of memory. ...')`).
 _MENTIONED = re.compile(r"""(?:(?<=["'`“(])|(?<=: ))(?P<name>[^\W\d][\w.]{0,255}): """)
@@ -503,7 +503,7 @@ def _read_message(rows: Sequence[_Row], at: int, head: _Head) -> tuple[_Draft, i
 
     Further lines join the message until a blank line, a new traceback, a chain separator, a
     frame, another exception line, or a line from another log record (a different prefix).
-    What other tools wrap around the message is taken off (issue 19): a prefix such as
+    What other tools wrap around the message is taken off: a prefix such as
     xinference's ``[address=..., pid=...]``, an HTTP error body around it (the body's message
     is the message), and pydantic's summary of the errors its validators raised (the first
     one's message and class are the exception's).
