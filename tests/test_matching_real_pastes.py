@@ -377,7 +377,7 @@ def wrapped_store(tmp_path_factory: pytest.TempPathFactory):
 
 
 WRAPPED_PASTES = {
-    # issue 19's example, as vLLM 0.33.0 words it: the message alone, no class in front
+    # a real paste's message, as vLLM 0.33.0 words it: the message alone, no class in front
     "message alone": (
         "max_num_scheduled_tokens is set to -1792 based on the speculative decoding settings, "
         "which does not allow any tokens to be scheduled. Increase max_num_batched_tokens to "

@@ -677,7 +677,7 @@ def test_paste_cut_in_a_word_is_no_exception(real: dict[str, str]) -> None:
     assert [(e.error_class, e.message) for e in cut_message] == [("KeyError", "'max_mo")]
 
 
-# Real pastes from public issue threads, verbatim (the error excerpt of each), for issue 19:
+# Real pastes from public issue threads, verbatim (the error excerpt of each):
 # what people paste through. Each names its source.
 REAL_WRAPPED = {
     # https://github.com/ruipeterpan/specreason/issues/4: a vLLM log line in backticks
@@ -846,7 +846,7 @@ REAL_WRAPPED = {
         "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you "
         "must use the 'spawn' start method",
     ),
-    # issue 19's example: vLLM 0.33.0's message (config/vllm.py) with no class in front
+    # a real paste: vLLM 0.33.0's message (config/vllm.py) with no class in front
     "a message alone": (
         "max_num_scheduled_tokens is set to -1792 based on the speculative decoding settings, "
         "which does not allow any tokens to be scheduled.",
