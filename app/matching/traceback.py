@@ -409,12 +409,20 @@ def _read_ipython(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
         head = _exception_head(row, lenient=True)
         if head is None:
             return None, at
-        draft, after = _read_message(rows, at, head)
-        draft.frames = tuple(frames)
-        draft.has_traceback = True
-        draft.span = (header.span(header.indent, header.indent)[0], draft.span[1])
-        return draft, after
+        return _with_frames(rows, at, head, header, frames)
     return None, at
+
+
+def _with_frames(
+    rows: Sequence[_Row], at: int, head: _Head, header: _Row, frames: list[Frame]
+) -> tuple[_Draft, int]:
+    """The exception whose line is ``rows[at]``, with the frames read above it, its span
+    starting at the traceback's header."""
+    draft, after = _read_message(rows, at, head)
+    draft.frames = tuple(frames)
+    draft.has_traceback = True
+    draft.span = (header.span(header.indent, header.indent)[0], draft.span[1])
+    return draft, after
 
 
 def _ipython_frame(found: re.Match[str]) -> Frame:
@@ -448,11 +456,7 @@ def _read_rich(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
             head = _exception_head(rows[at], lenient=True) if at < len(rows) else None
             if head is None:
                 return None, at
-            draft, after = _read_message(rows, at, head)
-            draft.frames = tuple(frames)
-            draft.has_traceback = True
-            draft.span = (header.span(header.indent, header.indent)[0], draft.span[1])
-            return draft, after
+            return _with_frames(rows, at, head, header, frames)
         if "│" not in row.line.prefix:
             return None, at
         found = _RICH_FRAME.fullmatch(text)
