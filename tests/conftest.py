@@ -8,24 +8,19 @@ are skipped without it; tests marked `sqlite_only` are about SQLite's own lockin
 """
 
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from app.config import PROJECT_ROOT, Settings
+from app.config import Settings
 from app.main import create_app
 from app.store.engine import open_store
 from tests.helpers import accuracy, postgres, served
 from tests.helpers.records import DATA_DIR
-from tests.helpers.servers import ADMIN_TOKEN, SERVER_START_S, free_port
+from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
 
 
 @pytest.fixture(scope="session")
@@ -123,30 +118,13 @@ def auth() -> dict[str, str]:
 def live_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """uvicorn on 127.0.0.1 at a free port over a fresh database; stopped afterwards."""
     database = tmp_path / "errkb.db"
-    env = os.environ | {
+    env = {
         "ERRKB_DATABASE_URL": f"sqlite:///{database}",
         "ERRKB_ADMIN_TOKEN": ADMIN_TOKEN,
         "ERRKB_CACHE_DIR": str(tmp_path / "cache"),
     }
-    port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    server = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert server.poll() is None, "the server exited"
-                assert time.monotonic() < deadline, "the server did not answer in time"
-                time.sleep(0.1)
+    with uvicorn_server(env, "/healthz") as base:
         yield base, database
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")
@@ -173,29 +151,11 @@ def served_store(settings: Settings, tmp_path: Path) -> Iterator[str]:
 
     with unit_of_work(open_store(settings)) as session:
         assert import_paths(session, [DATA_DIR]).written
-    env = os.environ | {
+    env = {
         "ERRKB_DATABASE_URL": settings.database_url,
         "ERRKB_ADMIN_TOKEN": ADMIN_TOKEN,
         "ERRKB_CACHE_DIR": str(tmp_path / "served-cache"),
         "ERRKB_OLDER_RELEASES": "[]",
     }
-    port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    server = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                if httpx.get(f"{base}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, "the server exited"
-            assert time.monotonic() < deadline, "the server was not ready in time"
-            time.sleep(0.1)
+    with uvicorn_server(env, "/readyz") as base:
         yield base
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

@@ -1,6 +1,17 @@
-"""Real servers in tests: a free loopback port, the admin token, how long a start may take."""
+"""Real servers in tests: a free loopback port, the admin token, how long a start may take,
+and uvicorn started over errkb's app with the settings a test gives it."""
 
+import os
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+
+from app.config import PROJECT_ROOT
 
 ADMIN_TOKEN = "test-admin-token"
 SERVER_START_S = 60.0
@@ -11,3 +22,29 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def uvicorn_server(settings_env: dict[str, str], ready_path: str) -> Iterator[str]:
+    """uvicorn on 127.0.0.1 at a free port with these ERRKB_* settings; its base URL once
+    `ready_path` answers 200; stopped afterwards."""
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen(command, env=os.environ | settings_env, cwd=PROJECT_ROOT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            try:
+                if httpx.get(f"{base}{ready_path}").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None, "the server exited"
+            assert time.monotonic() < deadline, "the server was not ready in time"
+            time.sleep(0.1)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
