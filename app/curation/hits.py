@@ -38,10 +38,12 @@ log = logging.getLogger(__name__)
 
 
 def match_subject(result: MatchResult) -> tuple[str, str] | None:
-    """What a match counts toward: its top record, else the last exception's template."""
+    """What a match counts toward: its top record, else the last exception's template. A
+    line with no class that matched nothing (a message alone) is not known to be an error
+    at all, and counts toward nothing."""
     if result.matches:
         return RECORD, result.matches[0].id
-    if result.exceptions:
+    if result.exceptions and result.exceptions[-1].qualified_class:
         last = result.exceptions[-1]
         return TEMPLATE, template_key(last.qualified_class, last.message)
     return None

@@ -709,6 +709,11 @@ def _message_alone(lines: Sequence[CleanLine]) -> list[_Draft]:
     line = filled[0]
     text = line.text.rstrip()
     begin = _after_wrappers(text, len(text) - len(text.lstrip()))
+    logged = bool(line.prefix.strip().strip("`")) and not text.startswith(
+        tuple(_VALIDATOR_MESSAGE), begin
+    )
+    if logged:  # a log line (not markup): its message is matched inside it, as any log line's
+        return []
     words = text[begin:].split()
     if len(words) < MIN_MESSAGE_WORDS or sum(char.isalpha() for char in text) < MIN_MESSAGE_ALNUM:
         return []
