@@ -7,6 +7,7 @@ import time
 import pytest
 
 from app.errors import AppError
+from app.matching.rank import RANKING_VERSION
 from app.matching.result import MatchResult
 from app.matching.service import (
     DEADLINE_RETRY_AFTER_S,
@@ -144,7 +145,7 @@ def test_an_oversized_paste_is_413(store) -> None:
 def test_blank_text_matches_nothing(store, text) -> None:
     session, matcher = store
     assert match_text(matcher, session, text) == MatchResult(
-        exceptions=[], matches=[], truncated=False
+        exceptions=[], matches=[], truncated=False, ranking_version=RANKING_VERSION
     )
 
 
