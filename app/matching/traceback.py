@@ -92,6 +92,9 @@ MAX_BODY_MESSAGE = 8192
 # pydantic: "1 validation error for ModelConfig" then "  Value error, <message>
 # [type=value_error, input_value=..., input_type=...]": the message a validator raised.
 _VALIDATION_SUMMARY = re.compile(r"[0-9]{1,6} validation errors? for .{1,512}")
+# The levels at which a log line alone is an error's message (vLLM's `ERROR 11-27 08:40:23
+# engine.py:366] Model architectures [...] are not supported`), not a line of log.
+_ERROR_LEVEL = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b")
 _VALIDATOR_MESSAGE = {"Value error, ": "ValueError", "Assertion failed, ": "AssertionError"}
 _VALIDATION_TAIL = re.compile(r" \[type=[\w.]{1,128}, input_value=")
 # What a line of prose or of a log says an exception was: quoted in a sentence
@@ -712,8 +715,8 @@ def _message_alone(lines: Sequence[CleanLine]) -> list[_Draft]:
     logged = bool(line.prefix.strip().strip("`")) and not text.startswith(
         tuple(_VALIDATOR_MESSAGE), begin
     )
-    if logged:  # a log line (not markup): its message is matched inside it, as any log line's
-        return []
+    if logged and not _ERROR_LEVEL.search(line.prefix):
+        return []  # an INFO or WARNING line is a log line: its message is matched inside it
     words = text[begin:].split()
     if len(words) < MIN_MESSAGE_WORDS or sum(char.isalpha() for char in text) < MIN_MESSAGE_ALNUM:
         return []
