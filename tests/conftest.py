@@ -122,6 +122,7 @@ def live_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         "ERRKB_DATABASE_URL": f"sqlite:///{database}",
         "ERRKB_ADMIN_TOKEN": ADMIN_TOKEN,
         "ERRKB_CACHE_DIR": str(tmp_path / "cache"),
+        "ERRKB_PASTE_BUDGET_BYTES": "0",  # hostile load from one address must reach matching
     }
     with uvicorn_server(env, "/healthz") as base:
         yield base, database
