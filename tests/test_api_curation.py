@@ -111,7 +111,7 @@ def test_curate_page_shows_the_queue_and_links_its_json(make_client, tmp_path) -
 
 
 def test_stats_page_names_the_most_hit_draft_by_its_typed_record(make_client, tmp_path) -> None:
-    """Issue 11: the most-hit chart reads the record's attributes, not camelCase keys."""
+    """The most-hit chart reads the record's attributes, not camelCase keys."""
     client = _client(make_client, tmp_path)
     _hit(client, pastes=2, unexplained=1, views={})
     page = client.get("/stats")

@@ -389,7 +389,7 @@ def _every_chart_is_drawn_in_colour(page) -> None:
 
 
 def test_stats_page_draws_its_charts_with_and_without_javascript(browser, page, server) -> None:
-    """Issue 13: server-side SVG charts, no script of their own, readable on a phone."""
+    """Server-side SVG charts, no script of their own, readable on a phone."""
     paste = "Traceback (most recent call last):\n" + SEED_002_ERROR + "\n"
     assert page.request.post("/api/match", data={"text": paste}).ok
     unexplained = "Traceback (most recent call last):\nValueError: no shard at /data/x.bin\n"

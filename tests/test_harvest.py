@@ -189,7 +189,7 @@ def test_local_variable_rebound_in_a_nested_block_is_dynamic() -> None:
 
 
 def test_a_tail_an_if_or_a_loop_adds_is_optional_in_the_pattern() -> None:
-    """Issue 15: SGLang's pool configurator builds "Not enough memory..." in `msg` and adds
+    """SGLang's pool configurator builds "Not enough memory..." in `msg` and adds
     the current value only when it is set; a loop may add its tail any number of times."""
     site = _only(
         """
@@ -360,7 +360,7 @@ def test_local_variable_of_another_function_or_parameter_is_dynamic() -> None:
 
 
 def test_module_level_constants_and_their_format_at_the_raise() -> None:
-    """Issue 12: torch's default_collate raises a module constant's `.format(...)`."""
+    """torch's default_collate raises a module constant's `.format(...)`."""
     sites = extract_raises(
         dedent(
             """
@@ -559,7 +559,7 @@ def test_asserts_and_torch_checks_are_raise_sites() -> None:
 
 
 def test_guard_is_the_path_of_if_tests_inside_the_function() -> None:
-    """Issue 12's example: CopyBufferAllocator.free_buffer raises when the count is short."""
+    """CopyBufferAllocator.free_buffer raises when the count is short."""
     sites = extract_raises(
         dedent(
             """
@@ -629,7 +629,7 @@ def test_a_dynamic_message_gets_a_draft_found_by_its_site(tmp_path: Path) -> Non
 
 
 def test_an_assert_without_a_message_gets_a_draft_found_by_its_line(tmp_path: Path) -> None:
-    """Issue 19: `assert cond` raises an AssertionError with no message, so only its line can
+    """`assert cond` raises an AssertionError with no message, so only its line can
     tell which one failed; the draft's message is one variable part named after the asserted
     expression, its guard is the expression's failure, and the ids of the module's other
     sites stay what they were before such asserts had drafts."""
@@ -681,7 +681,7 @@ def test_an_assert_without_a_message_gets_a_draft_found_by_its_line(tmp_path: Pa
 
 
 def test_a_message_joined_from_pieces_matches_any_of_them() -> None:
-    """Issue 19: vLLM's lora/peft_helper.py appends a sentence per unsupported feature to a
+    """vLLM's lora/peft_helper.py appends a sentence per unsupported feature to a
     list (some of them in a method that returns it) and raises `" ".join(...)` of it. Any of
     them may come first, so nothing is in every message: each piece is a message of its own
     (the site's drafts), which is what a user with one unsupported feature sees."""
@@ -813,7 +813,7 @@ def give(n):
 def test_a_helper_raising_any_message_never_beats_the_record_of_its_text(
     session, settings: Settings, tmp_path: Path
 ) -> None:
-    """Issue 19: `fail(message)` raises whatever it is given, so its own draft is `{message}`
+    """`fail(message)` raises whatever it is given, so its own draft is `{message}`
     alone, found by its raise line, which is the innermost frame of every error it raises;
     the record of the text its caller passed must still come first."""
     root = tmp_path / "src"
@@ -845,7 +845,7 @@ def test_a_helper_raising_any_message_never_beats_the_record_of_its_text(
 
 
 def test_a_long_multi_line_message_keeps_its_first_line() -> None:
-    """Issue 12: the first line names the error; the rest is captured, so the pattern stays
+    """The first line names the error; the rest is captured, so the pattern stays
     within RE2's program limit."""
     lines = "\n".join(
         f"Tip {n}: read the documentation of the checkpoint module" for n in range(30)
@@ -857,7 +857,7 @@ def test_a_long_multi_line_message_keeps_its_first_line() -> None:
 
 
 def test_a_long_one_line_message_keeps_a_start_that_fits_the_program_limit() -> None:
-    """Issue 10: SGLang's numa_utils asserts a one-line message of 900+ characters whose
+    """SGLang's numa_utils asserts a one-line message of 900+ characters whose
     pattern compiles to 1,036 RE2 instructions; its start, cut after a word, names the
     error, and the rest is captured."""
     advice = " ".join(f"hint {n}: bind rank {n} to its own cores." for n in range(40))
@@ -1005,7 +1005,7 @@ def test_torch_patterns_pass_the_pattern_limits(torch_result: HarvestResult) -> 
     refused (bench/bench_hostile.py --sections patterns checks vLLM and SGLang too)."""
     refused = {}
     for draft in torch_result.drafts:
-        if draft.located:  # found by its raise site, never by this one-part pattern (#12)
+        if draft.located:  # found by its raise site, never by this one-part pattern
             assert matched_by_location(draft.record["messagePattern"]), draft.record
             continue
         try:

@@ -1,4 +1,4 @@
-"""Issue 6, accuracy on real errors: harvest the installed torch, trigger real errors by
+"""Accuracy on real errors: harvest the installed torch, trigger real errors by
 calling torch's Python APIs on CPU with bad arguments, and check that /api/match's top
 result points at the file and line that raised each one (the traceback's last frame)."""
 

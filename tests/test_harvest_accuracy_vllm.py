@@ -1,4 +1,4 @@
-"""Issue 12, accuracy on real errors for vLLM 0.33.0: trigger real errors by calling the
+"""Accuracy on real errors for vLLM 0.33.0: trigger real errors by calling the
 release's own Python code on CPU with bad arguments or configuration, and check that
 /api/match's top result, over a store harvested from the same release, points at the file
 and line that raised each one (the traceback's last frame).

@@ -1,4 +1,4 @@
-"""Issue 15: the pastes people really post. Real errors of vLLM 0.33.0, SGLang 0.5.23 and
+"""The pastes people really post. Real errors of vLLM 0.33.0, SGLang 0.5.23 and
 torch (the accuracy tests' triggers) go through the shapes met in issue threads (headerless,
 older vLLM's log format, docker compose, journald, quoted, cut, wrapped: tests/helpers/pastes)
 and /api/match's first answer must point at the line that raised each one, over one store
@@ -329,13 +329,13 @@ NOT_ENOUGH_MEMORY = "Not enough memory. Please try to increase --mem-fraction-st
 def test_messages_kept_in_a_variable_or_raised_by_a_helper(
     client: TestClient, text: str, site: tuple[str, int]
 ) -> None:
-    """Issue 15, item 6: SGLang 0.5.23's real shapes of a message kept in a variable and
+    """SGLang 0.5.23's real shapes of a message kept in a variable and
     extended later, and of one passed to a helper that raises it."""
     top = _top(client, text)["record"]
     assert (top["filePath"], top["lineNumber"]) == site
 
 
-# Issue 19: what people paste through. A store of the real files that raise these messages
+# What people paste through. A store of the real files that raise these messages
 # (vLLM 0.33.0's and SGLang 0.5.23's, harvested alone), and real pastes of them from public
 # threads, each naming its source.
 WRAPPED_FILES = {

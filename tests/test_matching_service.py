@@ -166,7 +166,7 @@ def _record_like(session, **fields) -> dict:
 
 
 def test_a_dynamic_message_is_found_by_its_raise_site(store, tmp_path) -> None:
-    """Issue 12: a draft whose message is built at run time is matched by where it raises."""
+    """A draft whose message is built at run time is matched by where it raises."""
     session, matcher = store
     text, _ = program_traceback(tmp_path)
     located = _record_like(

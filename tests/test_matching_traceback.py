@@ -650,7 +650,7 @@ def test_time_is_linear_on_pathological_paste(piece: str) -> None:
 @pytest.mark.parametrize("scenario", ["nested_keyerror", "multiline", "qualified", "recursion"])
 @pytest.mark.parametrize("style", ["plain", "vllm", "compose", "journald", "quoted"])
 def test_frames_without_header(real: dict[str, str], scenario: str, style: str) -> None:
-    """Issue 15: a paste from the middle of a log starts at a frame; frames still count."""
+    """A paste from the middle of a log starts at a frame; frames still count."""
     lines = real[scenario].splitlines(keepends=True)
     first_frame = next(n for n, line in enumerate(lines) if line.lstrip().startswith('File "'))
     text = STYLES[style]("".join(lines[first_frame + 2 :]))
@@ -662,14 +662,14 @@ def test_frames_without_header(real: dict[str, str], scenario: str, style: str) 
 
 
 def test_message_stops_at_the_next_record(real: dict[str, str]) -> None:
-    """Issue 15: multiprocessing's "Process Process-3:" and a cut header are not message."""
+    """Multiprocessing's "Process Process-3:" and a cut header are not message."""
     text = real["nested_keyerror"] + "Process Process-3:\nTraceback (most rec"
     (error,) = parse_exceptions(text)
     assert error.message == "'max_model_len'"
 
 
 def test_paste_cut_in_a_word_is_no_exception(real: dict[str, str]) -> None:
-    """Issue 15: frames, then a line the end of the paste cut: `eng` is no exception class."""
+    """Frames, then a line the end of the paste cut: `eng` is no exception class."""
     lines = real["nested_keyerror"].splitlines(keepends=True)
     assert parse_exceptions("".join(lines[:-1]) + "eng") == []
     assert parse_exceptions("".join(lines[:-1]) + "eng\n")[0].error_class == "eng"

@@ -1,4 +1,4 @@
-"""Issue 10: once start-up is done, its heap is frozen out of the garbage collector's way.
+"""Once start-up is done, its heap is frozen out of the garbage collector's way.
 In a subprocess, since freezing is process-wide and the test process builds many apps."""
 
 import json

@@ -103,7 +103,7 @@ def test_without_harvest_only_the_index_is_waited_for(settings) -> None:
 
 
 def test_older_releases_are_harvested_after_ready(settings) -> None:
-    """Issue 15: the server is ready once the current release is in; the older ones follow
+    """The server is ready once the current release is in; the older ones follow
     in the background, their progress (and a failure, which stops nothing) in /readyz."""
     settings = settings.model_copy(
         update={

@@ -198,7 +198,7 @@ def test_cli_verify_json(tmp_path, monkeypatch) -> None:
 
 
 def test_cli_drift_json_is_the_api_drift(tmp_path, monkeypatch) -> None:
-    """Issue 11: `errkb drift --json` prints each check as the API shows it."""
+    """`errkb drift --json` prints each check as the API shows it."""
     from fastapi.testclient import TestClient
     from typer.testing import CliRunner
 

@@ -258,7 +258,7 @@ def make_sdist(cache: Path, name: str, files: dict[str, str], version: str = "1.
 
 
 def test_an_sdist_is_unpacked_like_a_wheel(cache: Path, releases: Upstream) -> None:
-    """Issue 15: the sdist's package sources and its PKG-INFO as METADATA; its tests,
+    """The sdist's package sources and its PKG-INFO as METADATA; its tests,
     benchmarks and build files are left out; it is preferred to a wheel of the release."""
     make_sdist(
         cache,

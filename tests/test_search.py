@@ -111,7 +111,7 @@ def test_drafts_on_equal_scores_come_newest_first(session: Session) -> None:
 
 
 def test_reviewed_prose_ranks_above_drafts_sharing_a_message_word(session: Session) -> None:
-    """Issue 9: a curated record that answers the query beats drafts that only name it."""
+    """A curated record that answers the query beats drafts that only name it."""
     drafts = [make_record(n, f"Tapir {n} failed", filePath=f"zoo/{n}.py") for n in (1, 2)]
     write_records(session, drafts, review_state=records.DRAFT)
     explained = make_record(3, "Enclosure breached", documentation="A tapir escaped its pen.")

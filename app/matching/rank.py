@@ -44,7 +44,7 @@ LAST_EXCEPTION, ROOT_CAUSE = 4, 4
 # Being reviewed outweighs a line number: a draft that explains the text as well
 # only because a frame sits on its exact line must not push the explained record down.
 REVIEWED_BONUS, GONE_PENALTY = SAME_LINE + 1, -2
-FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are put (#15)
+FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are put
 # Found by where it raises: a fully dynamic message has nothing else to go by, and
 # a site raising at the very line of the innermost frame is strong evidence; a record whose
 # template does not fit the message (the message changed) is weaker.
@@ -405,7 +405,7 @@ def rank(
             tally = _said(message)
             tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
         else:
-            found = None  # captures come from a message, never from a log or frame line (#15)
+            found = None  # captures come from a message, never from a log or frame line
             explains = False
             tally = _Tally()
             if exception_index is None:

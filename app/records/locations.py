@@ -126,7 +126,7 @@ class Location:
     source_code_end: int | None = None
     github_url: str | None = None
     gone: bool = False
-    context: dict[str, Any] | None = None  # what the code checks, callers, handlers (#12)
+    context: dict[str, Any] | None = None  # what the code checks, callers, handlers
 
     @classmethod
     def of(
