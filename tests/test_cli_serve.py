@@ -2,7 +2,6 @@
 (the entry point builds the settings and hands them to each worker, never through a global)."""
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.helpers.servers import SERVER_START_S, free_port
+from tests.helpers.servers import SERVER_START_S, free_port, stop, wait_until_ready
 
 ERRKB = str(Path(sys.executable).with_name("errkb"))
 LINE = "RuntimeError: Attempted to free more buffers than allocated"
@@ -29,15 +28,7 @@ def test_serve_with_two_workers_answers_from_both(tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + SERVER_START_S
-        while True:
-            assert server.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            try:
-                if httpx.get(f"{base}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
+        wait_until_ready(server, f"{base}/readyz", deadline, lambda: log.read_text()[-3000:])
         while log.read_text().count("Application startup complete") < 2:
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.2)
@@ -45,10 +36,5 @@ def test_serve_with_two_workers_answers_from_both(tmp_path: Path) -> None:
             matched = httpx.post(f"{base}/api/match", json={"text": LINE}).json()
             assert matched["matches"][0]["id"] == "c53f6de81577a6bc"
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
     assert log.read_text().count("Started server process") == 2

@@ -2,7 +2,6 @@
 over a fresh SQLite store that it fills with data/records on start; no harvest."""
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -11,10 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
 from app.config import PROJECT_ROOT
-from tests.helpers.servers import free_port
+from tests.helpers.servers import free_port, stop, wait_until_ready
 
 START_S = 120.0
 ERRKB = [sys.executable, "-c", "from app.cli import main; main()"]
@@ -47,23 +44,10 @@ def errkb_serve(folder: Path, **settings: str) -> Iterator[str]:
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_S
-        while True:
-            assert server.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            try:
-                if httpx.get(f"{base}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
+        wait_until_ready(server, f"{base}/readyz", deadline, lambda: log.read_text()[-3000:])
         yield base
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
 
 
 @contextmanager

@@ -6,7 +6,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import httpx
@@ -24,6 +24,32 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_until_ready(
+    server: subprocess.Popen, url: str, deadline: float, why: Callable[[], str]
+) -> None:
+    """Poll `url` until it answers 200; fail, saying `why()`, if the process exits first
+    or the deadline (a time.monotonic()) passes."""
+    while True:
+        assert server.poll() is None, why()
+        assert time.monotonic() < deadline, why()
+        try:
+            if httpx.get(url).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+
+
+def stop(server: subprocess.Popen) -> None:
+    """SIGTERM, as a process manager stops a server; killed if it has not exited in 20 s."""
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 @contextmanager
 def uvicorn_server(settings_env: dict[str, str], ready_path: str) -> Iterator[str]:
     """uvicorn on 127.0.0.1 at a free port with these ERRKB_* settings; its base URL once
@@ -35,16 +61,9 @@ def uvicorn_server(settings_env: dict[str, str], ready_path: str) -> Iterator[st
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                if httpx.get(f"{base}{ready_path}").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, "the server exited"
-            assert time.monotonic() < deadline, "the server was not ready in time"
-            time.sleep(0.1)
+        wait_until_ready(
+            server, f"{base}{ready_path}", deadline, lambda: "the server did not start"
+        )
         yield base
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop(server)
