@@ -40,7 +40,7 @@ from app.records import service as records
 from app.reproducers.upstream import Upstream
 from app.store.engine import open_store
 from bench.server import running_server
-from tests.helpers.writers import probe_record, run_writers, stored_markers
+from tests.helpers.writers import probe_record, run_writers, stored_markers, total
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 
@@ -94,16 +94,10 @@ def bench_writes(seconds: float) -> None:
             expected = {rid: m for log in logs for rid, m in log.expected.items()}
             stored = stored_markers(Path(folder) / "bench.db", list(expected))
             wrong = sum(stored[rid] != marker for rid, marker in expected.items())
-            statuses: dict[int, int] = {}
-            for log in logs:
-                for status, count in log.statuses.items():
-                    statuses[status] = statuses.get(status, 0) + count
-            writes = sum(log.writes for log in logs)
-            errors = sum(c for s, c in statuses.items() if s >= 500)
-            errors += sum(log.transport_errors for log in logs)
+            done = total(logs)
             print(
-                f"| {writers} | {elapsed:.1f} | {writes} | {writes / elapsed:.0f} | "
-                f"{dict(sorted(statuses.items()))} | {errors} | {wrong} |"
+                f"| {writers} | {elapsed:.1f} | {done.writes} | {done.writes / elapsed:.0f} | "
+                f"{dict(sorted(done.statuses.items()))} | {done.errors} | {wrong} |"
             )
 
 

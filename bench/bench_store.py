@@ -50,9 +50,9 @@ from app.reproducers.upstream import Upstream
 from app.store.engine import open_store, unit_of_work
 from app.store.tables import Record, RecordLocation
 from bench.bench_match import LOG_LINE, traceback_of
-from bench.load import LoadResult, drive, get, post_json
 from bench.server import START_TIMEOUT_S, STOP_TIMEOUT_S, free_port
-from tests.helpers.writers import run_writers
+from tests.helpers.load import LoadResult, drive, get, post_json
+from tests.helpers.writers import run_writers, total
 
 RECORD_ID = "c53f6de81577a6bc"  # curated, in both stores: "Attempted to free more buffers"
 LOG_BYTES = 1_000_000  # with its JSON escapes, under the 1 MiB body limit
@@ -206,19 +206,14 @@ def writes_during_harvest(seconds: float) -> None:
                 background = httpx.get(f"{base}/readyz", timeout=30).json().get("background")
                 if not background or not background["pending"]:
                     break
-    statuses: dict[int, int] = {}
-    for log in logs:
-        for status, count in log.statuses.items():
-            statuses[status] = statuses.get(status, 0) + count
-    writes = sum(log.writes for log in logs)
-    errors = sum(c for s, c in statuses.items() if s >= 500)
-    errors += sum(log.transport_errors for log in logs)
+    done = total(logs)
     print(
         f"\n| {WRITERS} writers for {seconds:.0f} s during a background harvest of "
         f"{WRITES_RELEASE} | acknowledged writes | statuses | 5xx and transport errors |"
     )
     print("|---|---|---|---|")
-    print(f"| small store + harvest | {writes} | {dict(sorted(statuses.items()))} | {errors} |")
+    statuses = dict(sorted(done.statuses.items()))
+    print(f"| small store + harvest | {done.writes} | {statuses} | {done.errors} |")
     print(f"\nharvest state at the end: {background}")
 
 

@@ -125,6 +125,24 @@ def run_writers(
         return pool.map(_writer_main, jobs)
 
 
+@dataclass(frozen=True)
+class WritersTotal:
+    """What several writers did together: acknowledged writes, every status, and the 5xx
+    and transport errors a client would have seen."""
+
+    writes: int
+    statuses: Counter[int]
+    errors: int
+
+
+def total(logs: list[WriterLog]) -> WritersTotal:
+    """The writers' logs added up."""
+    statuses = sum((log.statuses for log in logs), Counter())
+    errors = sum(count for status, count in statuses.items() if status >= 500)
+    errors += sum(log.transport_errors for log in logs)
+    return WritersTotal(sum(log.writes for log in logs), statuses, errors)
+
+
 def stored_markers(database: Path, ids: list[str]) -> dict[str, str | None]:
     """The documentation marker of each id in the store, None for an absent id (read with
     sqlite3 directly, so the check does not go through the code under test)."""
