@@ -179,16 +179,25 @@ def test_hf3fs_reproducer_passes_on_cuda() -> None:
     assert (code, result["status"], result["device"]) == (0, "passed", "cuda"), result
 
 
+def _below_package_or_checkout(path: str) -> str:
+    """A frame's file from its package's folder, or from the checkout that ran it: a
+    recording made in another clone names the same files under another root."""
+    if unpacked := re.match(r".*/unpacked/[^/]+/(.*)", path):
+        return unpacked[1]
+    for folder in ("app", "reproducers"):
+        _, found, below = path.partition(f"/{folder}/")
+        if found and (PROJECT_ROOT / folder / below).is_file():
+            return f"{folder}/{below}"
+    return path
+
+
 def _shape(traceback_text: str) -> list[str]:
     """A traceback's frames (file below its package or checkout, line, function) and
     exception lines: what a recording keeps whatever machine made it."""
     shape = []
     for line in traceback_text.splitlines():
         if frame := re.match(r'\s*File "(.*)", line (\d+), in (\S+)', line):
-            path = re.sub(
-                r"^.*/unpacked/[^/]+/|^" + re.escape(str(PROJECT_ROOT)) + "/", "", frame[1]
-            )
-            shape.append(f"{path}:{frame[2]} {frame[3]}")
+            shape.append(f"{_below_package_or_checkout(frame[1])}:{frame[2]} {frame[3]}")
         elif line and not line[0].isspace():
             shape.append(line)
     return shape

@@ -8,6 +8,7 @@ with its older releases one such scan per request was most of a request's time.
 """
 
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -149,8 +150,19 @@ def store_of(settings: Settings, tmp_path: Path, size: int) -> Iterator[tuple[Te
         app = create_app(settings.model_copy(update=quiet))
         with unit_of_work(app.state.engine) as session:
             stored = fill_located_store(session, size)
-        yield stack.enter_context(TestClient(app)), stored
+        client = stack.enter_context(TestClient(app))
+        wait_for_start_up(client)
+        yield client, stored
         app.state.engine.dispose()
+
+
+def wait_for_start_up(client: TestClient, within_s: float = 60.0) -> None:
+    """Until /readyz answers 200: the start-up thread loads the match index through the same
+    engine, and its statements must not be counted as a request's."""
+    deadline = time.monotonic() + within_s
+    while client.get("/readyz").status_code != 200:
+        assert time.monotonic() < deadline, client.get("/readyz").json()
+        time.sleep(0.02)
 
 
 def statements_per_request(client: TestClient, record: dict) -> dict[str, int]:
