@@ -284,6 +284,35 @@ def test_the_releases_that_brought_and_removed_a_site_are_told_with_their_source
     assert explanation.headline == "first raised in vllm 0.2.0: new in that release"
 
 
+def test_a_guard_that_reads_differently_from_the_release_before_is_told() -> None:
+    harvested = ["vllm==0.1.0", "vllm==0.2.0", "vllm==0.3.0"]
+    guards = ["n > limit", "n  >  limit", "n >= limit"]  # spacing alone is no change
+    full = [
+        replace(_location(version), context={"guard": guard})
+        for version, guard in zip(("0.1.0", "0.2.0", "0.3.0"), guards, strict=True)
+    ]
+    explained = {"settings": [], "advice": [], "trigger": None, "source": {}}
+    full[-1] = replace(full[-1], context={"guard": guards[-1], "explanation": explained})
+    known = [location.slim() for location in full[:-1]] + [full[-1]]
+    history = [History("vllm", ("0.1.0", "0.2.0", "0.3.0"), None, "in vllm 0.1.0–0.3.0")]
+    explanation = record_explanation(known, history, harvested)
+    assert explanation is not None
+    assert [(c.text, c.source.release) for c in explanation.changes] == [
+        ("the guard changed in vllm 0.3.0: `n  >  limit` became `n >= limit`", "vllm==0.3.0")
+    ]
+
+
+def test_an_older_release_keeps_only_the_guard_of_its_context() -> None:
+    location = replace(
+        _location("0.1.0"),
+        source_code="if n > limit:\n    raise ValueError",
+        context={"guard": "n > limit", "callers": [{"filePath": "vllm/b.py"}]},
+    )
+    assert location.slim().context == {"guard": "n > limit"}
+    assert location.slim().source_code is None
+    assert replace(location, context={"callers": []}).slim().context is None
+
+
 # What the real KV cache check needs: its module and the release's settings files.
 KV_CHECK = "vllm/v1/core/kv_cache_planning.py"
 

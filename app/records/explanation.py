@@ -7,6 +7,7 @@ so that harvesting an older release later adds to it without re-explaining anyth
 """
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from pydantic import computed_field
@@ -120,6 +121,7 @@ def _changes(
                     source=_location_source(by_release[f"{name}=={first}"]),
                 )
             )
+        statements.extend(_guard_changes(name, known))
         if item.changed_in is None:
             continue
         at = (
@@ -134,6 +136,30 @@ def _changes(
         else:
             text = f"removed in {name} {item.changed_in}: upgrading removes this check"
         statements.append(Statement(text=text, source=_location_source(at)))
+    return statements
+
+
+def _guard_changes(package: str, known: Sequence[Location]) -> list[Statement]:
+    """The releases of a package whose check at the site reads differently from the
+    release before (among those that kept their guard): the condition that raises changed."""
+    guarded = [
+        (location, location.context["guard"])
+        for location in known
+        if location.release.startswith(package + "==")
+        and not location.gone
+        and location.context
+        and location.context.get("guard")
+    ]
+    statements = []
+    for (_, before), (location, after) in pairwise(guarded):
+        if " ".join(before.split()) != " ".join(after.split()):
+            version = location.release.partition("==")[2]
+            statements.append(
+                Statement(
+                    text=f"the guard changed in {package} {version}: `{before}` became `{after}`",
+                    source=_location_source(location),
+                )
+            )
     return statements
 
 

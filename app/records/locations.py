@@ -154,13 +154,15 @@ class Location:
 
     def slim(self) -> "Location":
         """Where the site is, without its source excerpt and code context: what an older
-        release's location keeps, since the record shows the newest."""
+        release's location keeps, since the record shows the newest. The guard stays (one
+        line): comparing it across releases tells when the check itself changed."""
+        guard = (self.context or {}).get("guard")
         return replace(
             self,
             source_code=None,
             source_code_start=None,
             source_code_end=None,
-            context=None,
+            context={"guard": guard} if guard else None,
         )
 
     def status(self, record: ErrorRecord) -> str:

@@ -130,7 +130,15 @@ def _record_page(
         "draft": stored.review_state == records.DRAFT,
         "locations": view.locations,
         "history": view.history,
-        "code": next((loc.context for loc in reversed(view.locations) if loc.context), None),
+        # the newest full code context: an older release's location keeps only its guard
+        "code": next(
+            (
+                loc.context
+                for loc in reversed(view.locations)
+                if loc.context and "callers" in loc.context
+            ),
+            None,
+        ),
         "related": view.related,
         "reproducer": view.reproducer,
         "runs": view.runs,
