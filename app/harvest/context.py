@@ -77,8 +77,12 @@ def _callee_names(drafts: Sequence[Draft]) -> set[str]:
     return names
 
 
-def find_call_sites(modules: Sequence[ModuleFacts], names: set[str]) -> dict[str, list[CallSite]]:
-    """Every `name(` of these names in the modules, by name, in file order."""
+def find_call_sites(
+    modules: Sequence[ModuleFacts], names: set[str], lookups: dict[str, _Module] | None = None
+) -> dict[str, list[CallSite]]:
+    """Every `name(` of these names in the modules, by name, in file order; `lookups`
+    keeps each module's line tables for the next search of the same release."""
+    lookups = {} if lookups is None else lookups
     found: dict[str, list[CallSite]] = defaultdict(list)
     if not names:
         return found
@@ -98,7 +102,9 @@ def find_call_sites(modules: Sequence[ModuleFacts], names: set[str]) -> dict[str
             prefix = source[line_start:start].strip()
             if prefix.endswith(("def", "class")) or prefix.startswith("#"):
                 continue
-            module = module or _Module(facts)
+            if module is None:
+                module = lookups.get(facts.file_path) or _Module(facts)
+                lookups[facts.file_path] = module
             line = module.line_of(start)
             found[name].append(
                 CallSite(

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.harvest.entrypoints import add_entry_points
 from app.harvest.extract import Draft, ModuleFacts
 from app.upstreams.base import UpstreamProject
 
@@ -634,3 +635,4 @@ def add_explanations(
         if path not in indexes:
             indexes[path] = _ModuleIndex(by_path[path])
         draft.context["explanation"] = explain(draft, indexes[path], table, project, repo, ref)
+    add_entry_points(drafts, modules, project, repo, ref)

@@ -55,14 +55,24 @@ class Statement(ApiModel):
     source: ExplanationSource
 
 
+class EntryPoint(ApiModel):
+    """A public call that leads to the raise site, found by name in the callers graph."""
+
+    label: str  # as its users spell it: LLM(...), vllm serve, SamplingParams(...)
+    calls: list[str]  # the functions from the entry point down to the raising one
+    source: ExplanationSource  # where the chain leaves the entry point
+
+
 class Explanation(ApiModel):
-    """The settings, advice, trigger and release changes of a record, each sourced."""
+    """The settings, advice, trigger, entry points and release changes of a record, each
+    sourced."""
 
     release: str
     settings: list[ExplainedSetting]
     advice: list[Advice]
     trigger: Statement | None
     changes: list[Statement]
+    entry_points: list[EntryPoint]
 
     @property
     def says_something(self) -> bool:
@@ -201,6 +211,14 @@ def record_explanation(
         if raw.get("trigger")
         else None,
         changes=_changes(known, history, harvested),
+        entry_points=[
+            EntryPoint(
+                label=item["label"],
+                calls=item["calls"],
+                source=_source(item["source"], release),
+            )
+            for item in raw.get("entryPoints", [])
+        ],
     )
 
 

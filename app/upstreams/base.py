@@ -10,6 +10,22 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
+class EntryPoint:
+    """A function its users call, and how they spell it (`LLM(...)`, `vllm serve`)."""
+
+    qualname: str
+    """`Class.method`, `Class.__init__` or `function`."""
+    label: str
+    file: re.Pattern[str]
+    """The files that define it, in any release (a module may move)."""
+
+
+def entry_point(file: str, qualname: str, label: str) -> EntryPoint:
+    """An entry point defined in a file whose path ends with `file`."""
+    return EntryPoint(qualname, label, re.compile(re.escape(file) + "$"))
+
+
+@dataclass(frozen=True, slots=True)
 class UpstreamProject:
     """One upstream project: how it is published, where its code sits, how its logs look."""
 
@@ -45,6 +61,11 @@ class UpstreamProject:
     parameters_are_settings: bool = False
     """Whether the raising function's own parameters are what its users type (a library
     called directly, like `torch.optim.Adam(lr=...)`), rather than internal plumbing."""
+
+    entry_points: tuple[EntryPoint, ...] = ()
+    """The functions its users call to reach code (the callers graph stops there)."""
+    public_api_entry_points: bool = False
+    """Whether every public function of a public module is an entry point (a library)."""
 
     def flag_classes_match(self, name: str) -> bool:
         """Whether a class of `flag_sources` holds command-line flags."""

@@ -2,7 +2,7 @@
 
 import re
 
-from app.upstreams.base import UpstreamProject, releases
+from app.upstreams.base import UpstreamProject, entry_point, releases
 
 PROJECT = UpstreamProject(
     package="sglang",
@@ -26,4 +26,23 @@ PROJECT = UpstreamProject(
     flag_classes=re.compile(r"(?!PortArgs$)\w+"),
     flags_from_fields=True,
     env_sources=("srt/environ.py",),
+    entry_points=(
+        entry_point(
+            "sglang/srt/entrypoints/http_server.py",
+            "launch_server",
+            "python -m sglang.launch_server",
+        ),
+        entry_point("sglang/srt/entrypoints/engine.py", "Engine.__init__", "sglang.Engine(...)"),
+        entry_point("sglang/srt/entrypoints/engine.py", "Engine.generate", "Engine.generate(...)"),
+        entry_point(
+            "sglang/srt/server_args.py",
+            "ServerArgs.__post_init__",
+            "the server arguments (`sglang.launch_server` flags, `Engine(...)` keywords)",
+        ),
+        entry_point(
+            "sglang/srt/server_args.py",
+            "ServerArgs.check_server_args",
+            "the server arguments (`sglang.launch_server` flags, `Engine(...)` keywords)",
+        ),
+    ),
 )

@@ -9,6 +9,7 @@ PROJECT = UpstreamProject(
     distribution="torch",
     # torch/__init__.py: the exception each check raises when its condition is false.
     parameters_are_settings=True,
+    public_api_entry_points=True,
     checks={
         "torch._check": "RuntimeError",
         "torch._check_index": "IndexError",

@@ -2,7 +2,7 @@
 
 import re
 
-from app.upstreams.base import UpstreamProject, releases
+from app.upstreams.base import UpstreamProject, entry_point, releases
 
 PROJECT = UpstreamProject(
     package="vllm",
@@ -24,4 +24,40 @@ PROJECT = UpstreamProject(
     flag_sources=("engine/arg_utils.py",),
     flag_classes=re.compile(r"(?:Async)?EngineArgs"),
     env_sources=("envs.py",),
+    entry_points=(
+        entry_point("vllm/entrypoints/llm.py", "LLM.__init__", "LLM(...)"),
+        entry_point("vllm/entrypoints/llm.py", "LLM.generate", "LLM.generate(...)"),
+        entry_point("vllm/entrypoints/llm.py", "LLM.chat", "LLM.chat(...)"),
+        entry_point(
+            "vllm/engine/arg_utils.py",
+            "EngineArgs.create_engine_config",
+            "the engine arguments (`vllm serve` flags, `LLM(...)` keywords)",
+        ),
+        entry_point("vllm/sampling_params.py", "SamplingParams.__init__", "SamplingParams(...)"),
+        entry_point(
+            "vllm/sampling_params.py", "SamplingParams.__post_init__", "SamplingParams(...)"
+        ),
+        entry_point("vllm/entrypoints/cli/serve.py", "ServeSubcommand.cmd", "vllm serve"),
+        entry_point("vllm/entrypoints/openai/api_server.py", "run_server", "vllm serve"),
+        entry_point(
+            "serving_chat.py",
+            "OpenAIServingChat.create_chat_completion",
+            "POST /v1/chat/completions",
+        ),
+        entry_point(
+            "chat_completion/serving.py",
+            "OpenAIServingChat.create_chat_completion",
+            "POST /v1/chat/completions",
+        ),
+        entry_point(
+            "serving_completion.py",
+            "OpenAIServingCompletion.create_completion",
+            "POST /v1/completions",
+        ),
+        entry_point(
+            "completion/serving.py",
+            "OpenAIServingCompletion.create_completion",
+            "POST /v1/completions",
+        ),
+    ),
 )
