@@ -1,5 +1,6 @@
-"""Benchmark of the drafts' explanations: what share of a release's drafts name a setting or
-give advice, what explaining costs harvest, and whether every listed setting is defined.
+"""Benchmark of the drafts' explanations: what share of a release's drafts name a setting,
+give advice or are reached from an entry point, what explaining costs harvest, and whether
+every listed setting is defined.
 
 Run by hand: `.venv/bin/python bench/bench_explain.py [SPEC ...]` (default: vllm==0.33.0,
 sglang==0.5.23). CPU seconds (not wall) of the whole walk and of the explaining in it, so
@@ -64,6 +65,7 @@ def measure(spec: str) -> str:
     settings = sum(bool(e.get("settings")) for e in explained)
     advice = sum(bool(e.get("advice")) for e in explained)
     either = sum(bool(e.get("settings") or e.get("advice")) for e in explained)
+    reached = sum(bool(e.get("entryPoints")) for e in explained)
     undefined = sum(
         not _defined(release.root, release.path_prefix, setting)
         for e in explained
@@ -71,7 +73,7 @@ def measure(spec: str) -> str:
     )
     return (
         f"| {spec} | {len(result.drafts)} | {settings / count:.1%} | {advice / count:.1%} | "
-        f"{either / count:.1%} | {undefined} | {total:.1f} / {spent[0]:.2f} "
+        f"{either / count:.1%} | {reached / count:.1%} | {undefined} | {total:.1f} / {spent[0]:.2f} "
         f"({total / (total - spent[0]):.2f}x) |"
     )
 
@@ -83,9 +85,10 @@ def main() -> None:
     for spec in args.specs:
         drafts.resolve_release(spec, releases=RELEASES)  # download and unpack first
     print(
-        "| release | drafts | a setting | advice | either | undefined | CPU s harvest / explain |"
+        "| release | drafts | a setting | advice | either | entry points | undefined "
+        "| CPU s harvest / explain |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for spec in args.specs:
         print(measure(spec), flush=True)
 

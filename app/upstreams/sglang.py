@@ -33,6 +33,21 @@ PROJECT = UpstreamProject(
             "python -m sglang.launch_server",
         ),
         entry_point("sglang/srt/entrypoints/engine.py", "Engine.__init__", "sglang.Engine(...)"),
+        entry_point(
+            "sglang/srt/managers/scheduler.py",
+            "Scheduler.__init__",
+            "the scheduler's start-up (`sglang.launch_server`, `Engine(...)`)",
+        ),
+        entry_point(
+            "sglang/srt/model_executor/model_runner.py",
+            "ModelRunner.__init__",
+            "the model runner's start-up: loading the model, sizing the KV cache",
+        ),
+        entry_point(
+            "sglang/srt/managers/tokenizer_manager.py",
+            "TokenizerManager.generate_request",
+            "a generate request (`/generate`, `/v1/chat/completions`, `Engine.generate`)",
+        ),
         entry_point("sglang/srt/entrypoints/engine.py", "Engine.generate", "Engine.generate(...)"),
         entry_point(
             "sglang/srt/server_args.py",

@@ -37,6 +37,21 @@ PROJECT = UpstreamProject(
         entry_point(
             "vllm/sampling_params.py", "SamplingParams.__post_init__", "SamplingParams(...)"
         ),
+        entry_point(
+            "vllm/v1/engine/core.py",
+            "EngineCore.__init__",
+            "the engine core's start-up (`vllm serve`, `LLM(...)`)",
+        ),
+        entry_point(
+            "vllm/v1/worker/gpu_worker.py",
+            "Worker.load_model",
+            "model loading in each GPU worker (`vllm serve`, `LLM(...)`)",
+        ),
+        entry_point(
+            "vllm/v1/worker/gpu_worker.py",
+            "Worker.determine_available_memory",
+            "the memory profiling at start-up (`--gpu-memory-utilization`)",
+        ),
         entry_point("vllm/entrypoints/cli/serve.py", "ServeSubcommand.cmd", "vllm serve"),
         entry_point("vllm/entrypoints/openai/api_server.py", "run_server", "vllm serve"),
         entry_point(
