@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
+from app.curation.scaffold import scaffold_record
 from app.harvest import drafts, harvest_tree
 
 VLLM = {
@@ -153,6 +154,19 @@ def test_the_record_page_and_its_json_show_how_it_is_reached(
     reached = page[page.index("Reached from") : page.index('id="source"')]
     assert "<code>LLM(...)</code>: LLM.__init__ → EngineArgs.create_engine_config" in reached
     assert "vllm/entrypoints/llm.py:8" in reached
+
+
+def test_a_curated_file_starts_its_triggers_from_the_entry_points(tmp_path: Path) -> None:
+    result = harvest_tree(
+        _write(tmp_path, VLLM), repo="vllm-project/vllm", ref="v9.9.9", analyzed_at="x"
+    )
+    draft = next(d for d in result.drafts if "too large" in d.record["errorMessage"])
+    written = scaffold_record(draft.record, draft.context)
+    assert (
+        "reached from LLM(...) (LLM.__init__ -> EngineArgs.create_engine_config -> "
+        "EngineArgs.create_model_config -> ModelConfig.__post_init__ -> "
+        "ModelConfig._verify_max_len)"
+    ) in written["triggerScenarios"]
 
 
 @pytest.mark.network  # downloads vLLM 0.33.0 from the package index once

@@ -127,6 +127,10 @@ def _code_hint(key: str, code: dict[str, Any]) -> str:
     if key == "triggerScenarios":
         if explained.get("trigger"):
             said.append(explained["trigger"]["text"])
+        said.extend(
+            f"reached from {entry['label']} ({' -> '.join(entry['calls'])})"
+            for entry in explained.get("entryPoints", [])
+        )
         if code.get("callers"):
             said.append(f"called from {_places(code['callers'])}")
     elif key == "solutions":
