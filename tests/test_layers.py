@@ -139,11 +139,6 @@ def test_the_cycle_finder_finds_a_cycle_through_other_modules() -> None:
     assert _cycles(graph) == [["a", "b", "c"], ["e"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harvest.extract imports harvest.context and harvest.explain inside harvest_tree, "
-    "and both import their data types from harvest.extract",
-)
 def test_no_import_cycle_among_app_modules() -> None:
     graph = {module: _runtime_imports(path) - {module} for module, path in MODULES.items()}
     assert _cycles(graph) == []

@@ -5,15 +5,14 @@
 drafts is app.harvest.drafts' job.
 """
 
-from app.harvest.extract import (
+from app.harvest.extract import extract_raises, harvest_tree
+from app.harvest.sites import (
     Draft,
     HarvestResult,
     Message,
     ProgressCallback,
     RaiseSite,
     SkipReason,
-    extract_raises,
-    harvest_tree,
 )
 
 __all__ = [

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.harvest.extract import Draft, ModuleFacts
+from app.harvest.sites import Draft, ModuleFacts
 from app.upstreams.base import UpstreamProject
 
 MAX_HELP_CHARS = 400

@@ -37,14 +37,29 @@ import string
 import tokenize
 import warnings
 from collections import ChainMap, Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from app import upstreams
+from app.harvest.context import add_context
+from app.harvest.explain import add_explanations
+from app.harvest.parts import Env, Field, Item, Joined, ListMark, Maybe, Part, Parts, child_env
+from app.harvest.sites import (
+    LOCATED_REASONS,
+    UNKNOWN_CLASS,
+    Draft,
+    Factory,
+    HarvestResult,
+    Message,
+    ModuleFacts,
+    ProgressCallback,
+    RaiseSite,
+    SkipReason,
+    TryBlock,
+)
 from app.matching.patterns import program_fits
 from app.records.model import ID_LENGTH, SCHEMA_VERSION, max_chars
 
@@ -94,149 +109,8 @@ _FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.NotIn: ast.In,
 }
 _EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
-UNKNOWN_CLASS = "Exception"  # what a draft names when only run time decides the class
 
 _Found = TypeVar("_Found")  # what `_factory` looks up by the name a call uses
-ProgressCallback = Callable[[int, int, str], None]
-"""Called after each file with (files done, files in all, filePath)."""
-
-
-class SkipReason(StrEnum):
-    """Why a raise site, or a whole file, has no message to match (see `located`)."""
-
-    RERAISE = "re-raise"
-    RERAISE_VARIABLE = "re-raise variable"
-    NO_MESSAGE = "no message"
-    DYNAMIC_CLASS = "dynamic exception class"
-    DYNAMIC_MESSAGE = "dynamic message"
-    NO_LITERAL_TEXT = "no literal text"
-    MESSAGE_TOO_LONG = "message too long"
-    BARE_ASSERT = "assert without a message"
-    UNPARSABLE_FILE = "unparsable file"
-
-
-# Sites skipped for these reasons still get a draft, matched by where they raise;
-# one whose class is decided at run time names UNKNOWN_CLASS.
-LOCATED_REASONS = frozenset(
-    {
-        SkipReason.DYNAMIC_MESSAGE,
-        SkipReason.NO_LITERAL_TEXT,
-        SkipReason.MESSAGE_TOO_LONG,
-        SkipReason.DYNAMIC_CLASS,
-        SkipReason.BARE_ASSERT,
-    }
-)
-
-
-@dataclass(frozen=True)
-class Message:
-    """A message as the seeds write it: a `{name}` template and its fullmatch pattern."""
-
-    template: str
-    pattern: str
-    placeholders: tuple[str, ...]
-    others: tuple[Message, ...] = ()  # the other pieces a join of pieces may raise alone
-
-
-@dataclass(frozen=True)
-class RaiseSite:
-    """One raise site: where it is, what it raises, its message or why none, and what the
-    code checks to get there (`guard`, and the exceptions an `except` around it catches)."""
-
-    line: int
-    qualname: str | None  # Python's __qualname__ of the enclosing def/class; None: module level
-    function: str | None  # innermost enclosing function
-    class_name: str | None  # innermost enclosing class
-    error_class: str | None  # as written, e.g. "torch.OutOfMemoryError"; None for bare raise
-    message: Message | None
-    skip: SkipReason | None  # set exactly when message is None
-    kind: str = "raise"  # raise | assert | check | call (of a raising helper)
-    guard: str | None = None
-    translates: tuple[str, ...] = ()
-    docstring: str | None = None  # first paragraph of the enclosing function's docstring
-    hint_node: ast.expr | None = field(default=None, compare=False, repr=False)
-    call: ast.Call | None = field(default=None, compare=False, repr=False)
-    env: _Env | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass
-class Draft:
-    """A draft record plus what the record schema has no field for."""
-
-    record: dict[str, Any]
-    function: str | None
-    class_name: str | None
-    qualname: str | None
-    located: bool = False  # the message is fully dynamic: matched by where it raises
-    site: RaiseSite | None = field(default=None, repr=False)
-    context: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class HarvestResult:
-    """Drafts of one source tree and the counts that say how complete they are."""
-
-    drafts: list[Draft] = field(default_factory=list)
-    files: int = 0  # Python files parsed
-    raise_sites: int = 0  # raise sites in them, drafted or skipped
-    skipped: Counter[str] = field(default_factory=Counter)  # SkipReason -> sites (or files)
-    located: int = 0  # drafts of dynamic messages, matched by their raise site
-    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
-
-
-@dataclass(frozen=True)
-class _Field:
-    """An interpolated value; `hint` is the expression (or field name) it is named after."""
-
-    hint: str
-
-
-@dataclass(frozen=True)
-class _Maybe:
-    """A tail that a nested block may add to a message: `if x: msg += "..."` adds it zero
-    times or once, a loop's `msg += "..."` any number of times."""
-
-    parts: _Parts
-    repeats: bool = False
-
-
-@dataclass(frozen=True)
-class _ListMark:
-    """Heads the value of a list of message pieces (`errors = []`, then `errors.append(...)`)
-    until `sep.join(errors)` makes it a message; `nonempty` once an `if errors:` around the
-    use says it holds at least one piece."""
-
-    nonempty: bool = False
-
-
-@dataclass(frozen=True)
-class _Item:
-    """One piece appended to a list of message pieces."""
-
-    parts: _Parts
-
-
-@dataclass(frozen=True)
-class _Joined:
-    """`sep.join(pieces)`: one or more of the pieces (each appended under its own condition,
-    so any of them may be missing), separated by `sep`; none at all when `optional`."""
-
-    items: tuple[_Parts, ...]
-    sep: str
-    optional: bool
-    shown: int = 0  # letters and digits every message shows: its always-appended pieces'
-
-
-_Part = str | _Field | _Maybe | _Joined | _ListMark | _Item
-_Parts = tuple[_Part, ...]
-# Local name -> message parts it was last assigned, in front of the module's constants. A
-# constant a function shadows by assigning the same name is rare enough to be ignored.
-_Env = ChainMap[str, _Parts]
-
-
-def _child(env: _Env) -> _Env:
-    """A copy for a nested block: its own locals, the same constants behind them."""
-    return ChainMap(dict(env.maps[0]), *env.maps[1:])
 
 
 @dataclass(frozen=True)
@@ -277,47 +151,6 @@ class _Context:
     translates: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Factory:
-    """A message built elsewhere: a function's `return X(...)`, a class's `__init__`
-    passing a message to its base, or a raising helper's `raise X(message)` where `message`
-    is its parameter. Its parameters become the caller's arguments."""
-
-    params: tuple[str, ...]
-    call: ast.Call  # the returned call; for an __init__, the base __init__ call
-    env: _Env
-    message_arg: int = 0  # which argument of `call` is the message
-    qualname: str | None = None  # where the returned call is made, to resolve its callee
-
-
-@dataclass(frozen=True)
-class TryBlock:
-    """An `except` clause and the lines of the `try` body it covers."""
-
-    first: int
-    last: int
-    catches: tuple[str, ...]  # short class names; bare `except:` is BaseException
-    line: int
-
-
-@dataclass
-class ModuleFacts:
-    """What one module tells the release-wide passes: its raise sites and what resolves
-    them, and where its functions and try blocks are (for callers and handlers)."""
-
-    file_path: str
-    source: str
-    sites: list[RaiseSite] = field(default_factory=list)
-    factories: dict[str, Factory] = field(default_factory=dict)  # qualname -> factory
-    init_messages: dict[str, Factory] = field(default_factory=dict)  # class -> its __init__
-    raisers: dict[str, Factory] = field(default_factory=dict)  # qualname -> what it raises
-    helper_calls: list[RaiseSite] = field(default_factory=list)  # calls that may be raisers'
-    bare_asserts: list[RaiseSite] = field(default_factory=list)  # `assert cond` alone
-    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
-    functions: list[tuple[int, int, str]] = field(default_factory=list)  # first, last, name
-    tries: list[TryBlock] = field(default_factory=list)
-
-
 def extract_module(source: str, rel_path: str = "<unknown>") -> ModuleFacts:
     """Parse one module (SyntaxError if it cannot be) and collect its facts; the raise
     sites still name factories and classes by name (see `resolve_sites`)."""
@@ -355,9 +188,6 @@ def harvest_tree(
     Modules are parsed once; messages built in another module (a class's `__init__`),
     callers and handlers are resolved over the whole release afterwards.
     """
-    from app.harvest.context import add_context
-    from app.harvest.explain import add_explanations
-
     release = _Release(repo, ref, analyzed_at)
     paths = _python_files(root / package_dir if package_dir else root)
     result = HarvestResult()
@@ -429,7 +259,7 @@ def _first_paragraph(node: ast.AST) -> str | None:
     return paragraph[:MAX_DOCSTRING_CHARS] or None
 
 
-def _module_constants(body: list[ast.stmt]) -> dict[str, _Parts]:
+def _module_constants(body: list[ast.stmt]) -> dict[str, Parts]:
     """Module-level names bound once to a string message (`ERR = "bad {}"`): functions see
     them, whatever the order of definitions, since they run after the module is loaded."""
     bound: Counter[str] = Counter()
@@ -439,7 +269,7 @@ def _module_constants(body: list[ast.stmt]) -> dict[str, _Parts]:
             targets = [statement.target]
         for target in targets:
             bound.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-    constants: dict[str, _Parts] = {}
+    constants: dict[str, Parts] = {}
     for statement in body:
         if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
             continue
@@ -489,13 +319,13 @@ class _Collector:
     """Walks statement blocks in order, tracking local string variables, enclosing tests
     and handlers for each raise site, and what resolves messages built elsewhere."""
 
-    def __init__(self, file_path: str, source: str, constants: dict[str, _Parts]) -> None:
+    def __init__(self, file_path: str, source: str, constants: dict[str, Parts]) -> None:
         self.facts = ModuleFacts(file_path, source)
         self.constants = constants
-        self._returns: dict[str, list[tuple[ast.Call, _Env]]] = {}
-        self._raises: dict[str, list[tuple[ast.Call, _Env]]] = {}
+        self._returns: dict[str, list[tuple[ast.Call, Env]]] = {}
+        self._raises: dict[str, list[tuple[ast.Call, Env]]] = {}
         self._params: dict[str, tuple[str, ...]] = {}
-        self._lists: dict[str, _Parts] = {}  # qualname -> the list of pieces it returns
+        self._lists: dict[str, Parts] = {}  # qualname -> the list of pieces it returns
 
     def finish(self) -> ModuleFacts:
         """The facts, with the functions that return one exception call as factories, and
@@ -510,7 +340,7 @@ class _Collector:
                     found[qualname] = Factory(self._params[qualname], call, env, qualname=qualname)
         return self.facts
 
-    def block(self, statements: list[ast.stmt], env: _Env, scope: _Scope, ctx: _Context) -> None:
+    def block(self, statements: list[ast.stmt], env: Env, scope: _Scope, ctx: _Context) -> None:
         exits: list[ast.expr] = []
         for statement in statements:
             self.statement(statement, env, scope, ctx, tuple(exits))
@@ -521,7 +351,7 @@ class _Collector:
     def statement(
         self,
         node: ast.stmt,
-        env: _Env,
+        env: Env,
         scope: _Scope,
         ctx: _Context,
         exits: tuple[ast.expr, ...],
@@ -538,7 +368,9 @@ class _Collector:
             site = _raise_site(node, env, scope)
             self._site(site, ctx, exits)
             if site.call is not None and self._raises_parameter(site.call, env, scope):
-                self._raises.setdefault(scope.qualname or "", []).append((site.call, _child(env)))
+                self._raises.setdefault(scope.qualname or "", []).append(
+                    (site.call, child_env(env))
+                )
         elif isinstance(node, ast.Assert) and node.msg is not None:
             site = _message_site(node, "AssertionError", node.msg, env, scope, "assert")
             self._site(site, ctx, (*exits, _negated(node.test)))
@@ -556,10 +388,10 @@ class _Collector:
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
             returned = env.get(node.value.id)
             if scope.in_function and scope.qualname and returned and _is_list(returned):
-                self._lists[scope.qualname] = (_ListMark(), *returned[1:])
+                self._lists[scope.qualname] = (ListMark(), *returned[1:])
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
             if scope.in_function and scope.qualname:
-                self._returns.setdefault(scope.qualname, []).append((node.value, _child(env)))
+                self._returns.setdefault(scope.qualname, []).append((node.value, child_env(env)))
             self._helper_call(node, node.value, env, scope, ctx, exits)
         elif isinstance(node, ast.Assign):
             if isinstance(node.value, ast.Call):  # `total = helper("...")`
@@ -575,14 +407,14 @@ class _Collector:
         else:
             self._nested_blocks(node, env, scope, ctx)
 
-    def _list_value(self, node: ast.expr, env: _Env, scope: _Scope) -> _Parts | None:
+    def _list_value(self, node: ast.expr, env: Env, scope: _Scope) -> Parts | None:
         """A list of message pieces: a list literal, or what a function of the module that
         builds and returns one gives (`errors = self._validate_features()`)."""
         if isinstance(node, ast.List | ast.Tuple):
             items = [_parts(element, env) for element in node.elts]
             if any(item is None or _is_list(item) for item in items):
                 return None
-            return (_ListMark(), *(_Item(_text_parts(item)) for item in items if item))
+            return (ListMark(), *(Item(_text_parts(item)) for item in items if item))
         if isinstance(node, ast.Call) and not node.args and not node.keywords:
             return _factory(self._lists, ast.unparse(node.func), scope.qualname)
         return None
@@ -601,7 +433,7 @@ class _Collector:
         self,
         node: ast.Expr,
         call: ast.Call,
-        env: _Env,
+        env: Env,
         scope: _Scope,
         ctx: _Context,
         exits: tuple[ast.expr, ...],
@@ -627,14 +459,14 @@ class _Collector:
             offset = 0 if callee.startswith("super(") else 1  # Base.__init__(self, msg)
             if len(call.args) > offset:
                 params = self._params.get(scope.qualname or "", ())
-                factory = Factory(params, call, _child(env), offset)
+                factory = Factory(params, call, child_env(env), offset)
                 self.facts.init_messages[scope.class_name] = factory
 
     def _helper_call(
         self,
         node: ast.stmt,
         call: ast.Call,
-        env: _Env,
+        env: Env,
         scope: _Scope,
         ctx: _Context,
         exits: tuple[ast.expr, ...],
@@ -643,7 +475,7 @@ class _Collector:
         `resolve_sites`)."""
         if _may_raise_for_caller(call, env):
             site = _site_at(node, scope, None, None, SkipReason.DYNAMIC_MESSAGE, kind="call")
-            site = replace(site, call=call, env=_child(env))
+            site = replace(site, call=call, env=child_env(env))
             self._site(site, ctx, exits, self.facts.helper_calls)
 
     def _site(
@@ -657,7 +489,7 @@ class _Collector:
         sites = self.facts.sites if into is None else into
         sites.append(replace(site, guard=guard, translates=ctx.translates))
 
-    def _raises_parameter(self, call: ast.Call, env: _Env, scope: _Scope) -> bool:
+    def _raises_parameter(self, call: ast.Call, env: Env, scope: _Scope) -> bool:
         """`raise X(message)` where `message` is a parameter of the enclosing function: a
         raising helper (SGLang's `raise_error_or_warn(obj, strict, counter, message)`), whose
         callers pass the message users see."""
@@ -666,11 +498,11 @@ class _Collector:
         name = call.args[0].id
         return name not in env and name in self._params.get(scope.qualname or "", ())
 
-    def _nested_blocks(self, node: ast.stmt, env: _Env, scope: _Scope, ctx: _Context) -> None:
+    def _nested_blocks(self, node: ast.stmt, env: Env, scope: _Scope, ctx: _Context) -> None:
         """Inner blocks see the outer variables. Afterwards a message that an `if`, a loop
         or a `with` only extended (`msg += "..."`) ends in that tail, optional where the
         block may not run; any other name they assign is unknown (see `_merged`)."""
-        flows: list[_Env] | None = None  # envs that reach the next statement, when known
+        flows: list[Env] | None = None  # envs that reach the next statement, when known
         loops = isinstance(node, ast.For | ast.AsyncFor | ast.While)
         if isinstance(node, ast.If):
             body = self._inner(node.body, _nonempty(env, node.test), scope, _add(ctx, node.test))
@@ -679,22 +511,22 @@ class _Collector:
         elif isinstance(node, ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith):
             body = self._inner(node.body, env, scope, ctx, loops)
             else_body = getattr(node, "orelse", [])
-            self.block(else_body, _child(env), scope, ctx)
+            self.block(else_body, child_env(env), scope, ctx)
             if body is not None and not else_body:
                 flows = [body, env] if loops else [body]  # a loop may not run at all
         elif isinstance(node, ast.Try | ast.TryStar):
-            self.block(node.body, _child(env), scope, ctx)
+            self.block(node.body, child_env(env), scope, ctx)
             first, last = node.body[0].lineno, node.body[-1].end_lineno or node.lineno
             for handler in node.handlers:
                 catches = _caught(handler)
                 self.facts.tries.append(TryBlock(first, last, catches, handler.lineno))
                 translated = _Context(ctx.conditions, catches)
-                self.block(handler.body, _child(env), scope, translated)
+                self.block(handler.body, child_env(env), scope, translated)
             for block in (node.orelse, node.finalbody):
-                self.block(block, _child(env), scope, ctx)
+                self.block(block, child_env(env), scope, ctx)
         else:
             for case in getattr(node, "cases", ()):
-                self.block(case.body, _child(env), scope, ctx)
+                self.block(case.body, child_env(env), scope, ctx)
         if env.maps[0]:
             assigned = {
                 child.id
@@ -714,20 +546,20 @@ class _Collector:
     def _inner(
         self,
         statements: list[ast.stmt],
-        env: _Env,
+        env: Env,
         scope: _Scope,
         ctx: _Context,
         loop_body: bool = False,
-    ) -> _Env | None:
+    ) -> Env | None:
         """Walk a nested block in a child env; the env, or None when the block always leaves
         (ends in `return` or `raise`, or in `continue` or `break` outside a loop's body)."""
-        inner = _child(env)
+        inner = child_env(env)
         self.block(statements, inner, scope, ctx)
         leaves = (ast.Return, ast.Raise) if loop_body else _EXITS
         return None if statements and isinstance(statements[-1], leaves) else inner
 
 
-def _may_raise_for_caller(call: ast.Call, env: _Env) -> bool:
+def _may_raise_for_caller(call: ast.Call, env: Env) -> bool:
     """Whether a call statement might be a raising helper's: a function or a method of the
     same class, given an argument that reads as a message. Decided cheaply, since every call
     statement of a release passes here."""
@@ -750,17 +582,17 @@ def _add(ctx: _Context, condition: ast.expr) -> _Context:
     return _Context((*ctx.conditions, condition), ctx.translates)
 
 
-def _is_list(value: _Parts) -> bool:
+def _is_list(value: Parts) -> bool:
     """Whether a name's value is a list of message pieces rather than a message."""
-    return bool(value) and isinstance(value[0], _ListMark)
+    return bool(value) and isinstance(value[0], ListMark)
 
 
-def _text_parts(parts: _Parts) -> _Parts:
+def _text_parts(parts: Parts) -> Parts:
     """The parts of a message, which hold no list pieces."""
-    return tuple(part for part in parts if not isinstance(part, _ListMark | _Item))
+    return tuple(part for part in parts if not isinstance(part, ListMark | Item))
 
 
-def _appended(node: ast.Expr, env: _Env) -> tuple[str, _Item] | None:
+def _appended(node: ast.Expr, env: Env) -> tuple[str, Item] | None:
     """`pieces.append(<message>)` on a list of message pieces: its name and the new piece."""
     call = node.value
     if not (
@@ -776,8 +608,8 @@ def _appended(node: ast.Expr, env: _Env) -> tuple[str, _Item] | None:
         return None
     parts = _parts(call.args[0], env)
     if parts is None or _is_list(parts):
-        parts = (_Field(ast.unparse(call.args[0])),)
-    return name, _Item(_text_parts(parts))
+        parts = (Field(ast.unparse(call.args[0])),)
+    return name, Item(_text_parts(parts))
 
 
 def _append_targets(node: ast.stmt) -> set[str]:
@@ -792,45 +624,45 @@ def _append_targets(node: ast.stmt) -> set[str]:
     }
 
 
-def _nonempty(env: _Env, test: ast.expr) -> _Env:
+def _nonempty(env: Env, test: ast.expr) -> Env:
     """The env inside `if pieces:`, where the list of message pieces holds at least one."""
     if isinstance(test, ast.Name) and _is_list(value := env.get(test.id, ())):
-        inner = _child(env)
-        inner[test.id] = (_ListMark(nonempty=True), *value[1:])
+        inner = child_env(env)
+        inner[test.id] = (ListMark(nonempty=True), *value[1:])
         return inner
     return env
 
 
-def _joined(sep: str, value: _Parts) -> _Parts | None:
+def _joined(sep: str, value: Parts) -> Parts | None:
     """`sep.join(pieces)` of a list of message pieces; None when no piece is known.
 
     When the first piece is always there, the message is exact: each later piece follows a
     separator, optional (or repeated) where a condition (or a loop) appended it. When every
-    piece is conditional, any of them may come first: a `_Joined` of them all."""
-    elements: list[tuple[_Parts, bool]] = []  # each piece and whether it may be missing
+    piece is conditional, any of them may come first: a `Joined` of them all."""
+    elements: list[tuple[Parts, bool]] = []  # each piece and whether it may be missing
 
-    def collect(parts: _Parts, optional: bool, repeats: bool) -> None:
+    def collect(parts: Parts, optional: bool, repeats: bool) -> None:
         for part in parts:
-            if isinstance(part, _Item):
+            if isinstance(part, Item):
                 elements.append((part.parts, optional))
-            elif isinstance(part, _Maybe):
+            elif isinstance(part, Maybe):
                 collect(part.parts, True, repeats or part.repeats)
 
     collect(value[1:], False, False)
     if not elements:
         return None
     if not elements[0][1]:
-        joined: list[_Part] = list(elements[0][0])
+        joined: list[Part] = list(elements[0][0])
         for parts, optional in elements[1:]:
             if optional:
-                joined.append(_Maybe((sep, *parts), repeats=False))
+                joined.append(Maybe((sep, *parts), repeats=False))
             else:
                 joined.extend((sep, *parts))
         return tuple(joined)
     items = tuple(dict.fromkeys(parts for parts, _ in elements))
-    nonempty = isinstance(value[0], _ListMark) and value[0].nonempty
+    nonempty = isinstance(value[0], ListMark) and value[0].nonempty
     shown = min(_literal_alnum(item) for item in items) if nonempty else 0
-    return (_Joined(items, sep, not nonempty, shown),)
+    return (Joined(items, sep, not nonempty, shown),)
 
 
 def _header_names(node: ast.stmt) -> set[str]:
@@ -847,7 +679,7 @@ def _header_names(node: ast.stmt) -> set[str]:
     }
 
 
-def _merged(before: _Parts | None, flows: list[_Env], name: str, loops: bool) -> _Parts | None:
+def _merged(before: Parts | None, flows: list[Env], name: str, loops: bool) -> Parts | None:
     """What `name` holds after a nested block, given its value in each env that flows on:
     the value before, followed by the one tail the block added to it (optional when some
     flow left it as it was, repeated for a loop); None when a block did anything else."""
@@ -865,10 +697,10 @@ def _merged(before: _Parts | None, flows: list[_Env], name: str, loops: bool) ->
     tail = added.pop()
     if not loops and () not in tails:
         return before + tail
-    return (*before, _Maybe(tail, repeats=loops))
+    return (*before, Maybe(tail, repeats=loops))
 
 
-def _bind(target: ast.expr, value: _Parts | None, env: _Env) -> None:
+def _bind(target: ast.expr, value: Parts | None, env: Env) -> None:
     """Record `name = <message>`; any other binding forgets the names it assigns."""
     if isinstance(target, ast.Name) and value is not None:
         env[target.id] = value
@@ -880,7 +712,7 @@ def _bind(target: ast.expr, value: _Parts | None, env: _Env) -> None:
             env.pop(child.id, None)
 
 
-def _raise_site(node: ast.Raise, env: _Env, scope: _Scope) -> RaiseSite:
+def _raise_site(node: ast.Raise, env: Env, scope: _Scope) -> RaiseSite:
     exc = node.exc
     error_class: str | None = None
     message: Message | None = None
@@ -901,14 +733,14 @@ def _raise_site(node: ast.Raise, env: _Env, scope: _Scope) -> RaiseSite:
             call = exc
         else:  # `raise errors[kind](...)`: no class name a record could hold
             skip = SkipReason.DYNAMIC_CLASS
-    env_then = _child(env) if call is not None else None
+    env_then = child_env(env) if call is not None else None
     return _site_at(
         node, scope, error_class, message, skip, hint_node=hint, call=call, env=env_then
     )
 
 
 def _message_site(
-    node: ast.stmt, error_class: str, expr: ast.expr, env: _Env, scope: _Scope, kind: str
+    node: ast.stmt, error_class: str, expr: ast.expr, env: Env, scope: _Scope, kind: str
 ) -> RaiseSite:
     """An assert's or a torch check's site: its class is fixed, its message an expression."""
     message, skip = _parts_message(_parts(expr, env))
@@ -937,17 +769,17 @@ def _site_at(
     )
 
 
-def _call_message(call: ast.Call, env: _Env) -> tuple[Message | None, SkipReason | None]:
+def _call_message(call: ast.Call, env: Env) -> tuple[Message | None, SkipReason | None]:
     """The message of `X(first_arg, ...)`, or why it has none we can match."""
     if not call.args:  # `X(msg=...)`: the class builds its message, out of our sight
         return None, SkipReason.DYNAMIC_MESSAGE if call.keywords else SkipReason.NO_MESSAGE
     return _parts_message(_parts(call.args[0], env))
 
 
-def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | None]:
+def _parts_message(parts: Parts | None) -> tuple[Message | None, SkipReason | None]:
     if parts is None:
         return None, SkipReason.DYNAMIC_MESSAGE
-    join = next((i for i, part in enumerate(parts) if isinstance(part, _Joined)), None)
+    join = next((i for i, part in enumerate(parts) if isinstance(part, Joined)), None)
     if join is not None:
         return _pieces_message(parts, join)
     if _literal_alnum(parts) < MIN_LITERAL_ALNUM:
@@ -965,12 +797,12 @@ def _parts_message(parts: _Parts | None) -> tuple[Message | None, SkipReason | N
     return message, None
 
 
-def _pieces_message(parts: _Parts, join: int) -> tuple[Message | None, SkipReason | None]:
+def _pieces_message(parts: Parts, join: int) -> tuple[Message | None, SkipReason | None]:
     """A message joined from pieces, as one message per piece (`others` holds the rest): a
     pattern of all of them has no text every message shows, so it would name nothing, and
     most messages show one piece. Pieces with too little text of their own are left out."""
     joined = parts[join]
-    assert isinstance(joined, _Joined)
+    assert isinstance(joined, Joined)
     found: list[Message] = []
     skip: SkipReason | None = SkipReason.NO_LITERAL_TEXT
     for item in joined.items:
@@ -984,22 +816,22 @@ def _pieces_message(parts: _Parts, join: int) -> tuple[Message | None, SkipReaso
     return replace(found[0], others=tuple(found[1:])), None
 
 
-def _literal_alnum(parts: _Parts) -> int:
+def _literal_alnum(parts: Parts) -> int:
     """Letters and digits of the text every message of the template shows: its literal
     parts, and the least of the pieces a join must show one of."""
     count = sum(char.isalnum() for part in parts if isinstance(part, str) for char in part)
-    return count + sum(part.shown for part in parts if isinstance(part, _Joined))
+    return count + sum(part.shown for part in parts if isinstance(part, Joined))
 
 
-def _head(parts: _Parts, max_chars: int) -> _Parts | None:
+def _head(parts: Parts, max_chars: int) -> Parts | None:
     """A long one-line message as its first `max_chars` characters, cut after a word, and the
     rest captured as `{details}`: the whole would compile to more RE2 instructions than the
     index runs, and the start names the error. None when too little is left."""
-    head: list[_Part] = []
+    head: list[Part] = []
     used = 0
     for part in parts:
         size = len(part) if isinstance(part, str) else PLACEHOLDER_TEMPLATE_CHARS
-        if used + size > max_chars or isinstance(part, _Maybe | _Joined):
+        if used + size > max_chars or isinstance(part, Maybe | Joined):
             if isinstance(part, str):
                 kept = part[: max_chars - used].rpartition(" ")[0]
                 if kept:
@@ -1010,18 +842,18 @@ def _head(parts: _Parts, max_chars: int) -> _Parts | None:
         used += size
     if used < MIN_HEAD_CHARS:
         return None
-    return (*head, _Field("details"))
+    return (*head, Field("details"))
 
 
-def _first_line(parts: _Parts) -> _Parts | None:
+def _first_line(parts: Parts) -> Parts | None:
     """A long multi-line message as its first line and the rest captured as `{details}`:
     the first line names the error, and a whole page of text would outgrow the pattern
     limits. None for a message of one line."""
-    head: list[_Part] = []
+    head: list[Part] = []
     for part in parts:
         if isinstance(part, str) and "\n" in part:
             head.append(part[: part.index("\n") + 1])
-            return (*head, _Field("details"))
+            return (*head, Field("details"))
         head.append(part)
     return None
 
@@ -1103,7 +935,7 @@ def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSit
 
 def _helper_raise(
     call: ast.Call,
-    env: _Env,
+    env: Env,
     scope: str | None,
     raisers: dict[str, Factory],
     release: ReleaseMessages,
@@ -1139,12 +971,12 @@ def _factory(factories: dict[str, _Found], callee: str, scope: str | None) -> _F
 
 def _outcome(
     call: ast.Call,
-    env: _Env,
+    env: Env,
     scope: str | None,
     factories: dict[str, Factory],
     classes: ReleaseMessages,
     depth: int,
-) -> tuple[str, _Parts | None] | None:
+) -> tuple[str, Parts | None] | None:
     """(class, message parts) of `raise call` when a factory or an `__init__` builds them;
     None when the call is a plain class taking its message as first argument."""
     callee = ast.unparse(call.func)
@@ -1172,26 +1004,26 @@ def _class_like(callee: str) -> bool:
     return bool(CLASS_NAME.fullmatch(callee)) and callee.rpartition(".")[2][:1].isupper()
 
 
-def _bindings(factory: Factory, call: ast.Call, env: _Env) -> dict[str, _Parts]:
+def _bindings(factory: Factory, call: ast.Call, env: Env) -> dict[str, Parts]:
     """The factory's parameters bound to the call's arguments, as message parts; one the
     call leaves to its default stays a placeholder named after it."""
-    bound: dict[str, _Parts] = {param: (_Field(param),) for param in factory.params}
+    bound: dict[str, Parts] = {param: (Field(param),) for param in factory.params}
     for param, arg in zip(factory.params, call.args, strict=False):
         if isinstance(arg, ast.Starred):
             break
-        bound[param] = _parts(arg, env) or (_Field(ast.unparse(arg)),)
+        bound[param] = _parts(arg, env) or (Field(ast.unparse(arg)),)
     for keyword in call.keywords:
         if keyword.arg in factory.params:
-            bound[keyword.arg] = _parts(keyword.value, env) or (_Field(ast.unparse(keyword.value)),)
+            bound[keyword.arg] = _parts(keyword.value, env) or (Field(ast.unparse(keyword.value)),)
     return bound
 
 
-def _parts(node: ast.expr, env: Mapping[str, _Parts]) -> _Parts | None:
+def _parts(node: ast.expr, env: Mapping[str, Parts]) -> Parts | None:
     """The literal pieces and interpolated values of a string expression; None if dynamic."""
     if isinstance(node, ast.Constant):
         return (node.value,) if isinstance(node.value, str) else None
     if isinstance(node, ast.JoinedStr):
-        parts: list[_Part] = []
+        parts: list[Part] = []
         for value in node.values:
             if isinstance(value, ast.Constant):
                 parts.append(str(value.value))  # an f-string's literal pieces are str
@@ -1200,11 +1032,11 @@ def _parts(node: ast.expr, env: Mapping[str, _Parts]) -> _Parts | None:
                 plain = value.conversion == -1 and value.format_spec is None
                 if _plain_name(value) and isinstance(inner, ast.Name) and inner.id in env:
                     named = env[inner.id]
-                    parts.extend((_Field(inner.id),) if _is_list(named) else named)
+                    parts.extend((Field(inner.id),) if _is_list(named) else named)
                 elif plain and (join := _join_call(inner, env)) is not None:
                     parts.extend(join)
                 else:
-                    parts.append(_Field(ast.unparse(inner)))
+                    parts.append(Field(ast.unparse(inner)))
         return tuple(parts)
     if isinstance(node, ast.Name):
         bound = env.get(node.id)
@@ -1215,8 +1047,8 @@ def _parts(node: ast.expr, env: Mapping[str, _Parts]) -> _Parts | None:
         left, right = _parts(node.left, env), _parts(node.right, env)
         if left is None and right is None:
             return None
-        return (left or (_Field(ast.unparse(node.left)),)) + (
-            right or (_Field(ast.unparse(node.right)),)
+        return (left or (Field(ast.unparse(node.left)),)) + (
+            right or (Field(ast.unparse(node.right)),)
         )
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         template = _literal(node.left, env)
@@ -1231,7 +1063,7 @@ def _parts(node: ast.expr, env: Mapping[str, _Parts]) -> _Parts | None:
     return None
 
 
-def _join_call(node: ast.expr, env: Mapping[str, _Parts]) -> _Parts | None:
+def _join_call(node: ast.expr, env: Mapping[str, Parts]) -> Parts | None:
     """`"sep".join(pieces)` where `pieces` is a list of message pieces built before."""
     if not (
         isinstance(node, ast.Call)
@@ -1257,7 +1089,7 @@ def _plain_name(value: ast.expr) -> bool:
     )
 
 
-def _literal(node: ast.expr, env: Mapping[str, _Parts]) -> str | None:
+def _literal(node: ast.expr, env: Mapping[str, Parts]) -> str | None:
     """The text of an expression that is a plain string with no interpolation."""
     parts = _parts(node, env)
     if parts is None or not all(isinstance(part, str) for part in parts):
@@ -1265,7 +1097,7 @@ def _literal(node: ast.expr, env: Mapping[str, _Parts]) -> str | None:
     return "".join(part for part in parts if isinstance(part, str))
 
 
-def _percent_parts(template: str, args: ast.expr) -> _Parts | None:
+def _percent_parts(template: str, args: ast.expr) -> Parts | None:
     """`template % args`: positional specs take their names from a tuple's items."""
     specs = list(PERCENT_SPEC.finditer(template))
     if any(spec["width"] == "*" or spec["precision"] == "*" for spec in specs):
@@ -1279,7 +1111,7 @@ def _percent_parts(template: str, args: ast.expr) -> _Parts | None:
         hints = iter([ast.unparse(item) for item in args.elts])
     else:
         return None
-    parts: list[_Part] = []
+    parts: list[Part] = []
     position = 0
     for spec in [*specs, None]:
         gap = template[position : spec.start() if spec else None]
@@ -1292,18 +1124,18 @@ def _percent_parts(template: str, args: ast.expr) -> _Parts | None:
         if spec["conversion"] == "%":
             parts.append("%")
         else:
-            parts.append(_Field(spec["key"] if spec["key"] is not None else next(hints)))
+            parts.append(Field(spec["key"] if spec["key"] is not None else next(hints)))
         position = spec.end()
     return tuple(parts)
 
 
-def _format_parts(template: str, call: ast.Call) -> _Parts | None:
+def _format_parts(template: str, call: ast.Call) -> Parts | None:
     """`template.format(...)`: positional fields are named after their argument."""
     try:
         fields = list(string.Formatter().parse(template))
     except ValueError:
         return None
-    parts: list[_Part] = []
+    parts: list[Part] = []
     auto_index = 0
     for literal, field_name, _spec, _conversion in fields:
         if literal:
@@ -1313,19 +1145,19 @@ def _format_parts(template: str, call: ast.Call) -> _Parts | None:
         base = FIELD_ATTRIBUTE_OR_INDEX.split(field_name, maxsplit=1)[0]
         rest = field_name[len(base) :]
         if base and not base.isdigit():
-            parts.append(_Field(field_name))
+            parts.append(Field(field_name))
             continue
         index = int(base) if base else auto_index
         auto_index += not base
         args = call.args
         if index < len(args) and not any(isinstance(arg, ast.Starred) for arg in args[: index + 1]):
-            parts.append(_Field(ast.unparse(args[index]) + rest))
+            parts.append(Field(ast.unparse(args[index]) + rest))
         else:
-            parts.append(_Field(f"arg{index}{rest}"))
+            parts.append(Field(f"arg{index}{rest}"))
     return tuple(parts)
 
 
-def _message(parts: _Parts) -> Message:
+def _message(parts: Parts) -> Message:
     """Template and pattern with one uniquely named group per interpolated value."""
     template: list[str] = []
     pattern: list[str] = []
@@ -1334,7 +1166,7 @@ def _message(parts: _Parts) -> Message:
     return Message("".join(template), "".join(pattern), tuple(names))
 
 
-def _render(parts: _Parts, template: list[str], pattern: list[str], names: list[str]) -> None:
+def _render(parts: Parts, template: list[str], pattern: list[str], names: list[str]) -> None:
     """Append the parts' template and pattern text. An optional tail is written out in the
     template (the message as it reads when the tail is there) and optional in the pattern;
     a join is written out with every piece, and in the pattern is one or more of them."""
@@ -1342,13 +1174,13 @@ def _render(parts: _Parts, template: list[str], pattern: list[str], names: list[
         if isinstance(part, str):
             template.append(part)
             pattern.append(REGEX_SPECIAL.sub(_escape_char, part))
-        elif isinstance(part, _Maybe):
+        elif isinstance(part, Maybe):
             pattern.append("(?:")
             _render(part.parts, template, pattern, names)
             pattern.append(")*" if part.repeats else ")?")
-        elif isinstance(part, _Joined):
+        elif isinstance(part, Joined):
             _render_join(part, template, pattern, names)
-        elif isinstance(part, _ListMark | _Item):
+        elif isinstance(part, ListMark | Item):
             continue  # a list is never a message; `_parts` never puts one in
         else:
             name = base = _placeholder_name(part.hint)
@@ -1361,7 +1193,7 @@ def _render(parts: _Parts, template: list[str], pattern: list[str], names: list[
             pattern.append(f"(?P<{name}>{PLACEHOLDER_REGEX})")
 
 
-def _render_join(join: _Joined, template: list[str], pattern: list[str], names: list[str]) -> None:
+def _render_join(join: Joined, template: list[str], pattern: list[str], names: list[str]) -> None:
     """`(?:(?:A|B)(?:SEP)?)+`: the pieces in any order and number, as conditions decide. One
     copy of each piece keeps the pattern within the engine's program limit; it also takes
     pieces written without their separator, which no real message has."""
@@ -1417,7 +1249,7 @@ def _file_drafts(
         located = message is None and site.skip in LOCATED_REASONS
         if located:
             hint = ast.unparse(site.hint_node) if site.hint_node is not None else "message"
-            message = _message((_Field(hint),))
+            message = _message((Field(hint),))
         if message is None:
             continue
         for piece in (message, *message.others):
