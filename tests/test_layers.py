@@ -144,6 +144,16 @@ def test_no_import_cycle_among_app_modules() -> None:
     assert _cycles(graph) == []
 
 
+def test_the_api_and_the_pages_do_not_import_each_other() -> None:
+    """What both need lives below both, in app/serving."""
+    assert _importing(("app.web",), ("app.api",)) == []
+    assert _importing(("app.api",), ("app.web",)) == []
+
+
+def test_no_service_imports_what_serves_requests() -> None:
+    assert _importing(("app.serving",), (*SERVICES, "app.store", "app.upstreams")) == []
+
+
 def test_the_store_imports_no_service() -> None:
     """The typed record (generated from the schema, with no logic) is the vocabulary every
     layer shares, the store's tables included: not a service."""

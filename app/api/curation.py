@@ -5,14 +5,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from app.api.deps import RecordFiltersDep, SessionDep
 from app.api.responses import problems
 from app.curation.queue import DEFAULT_QUEUE_PAGE, MAX_QUEUE_PAGE, QueueItem, curation_queue
 from app.records.summary import RecordSummary, summarize
+from app.serving.deps import MAX_CURSOR_CHARS, RecordFiltersDep, SessionDep
 from app.wire import ApiModel
 
 router = APIRouter(prefix="/api/curation", tags=["curation"], responses=problems(400, 422))
-MAX_CURSOR_CHARS = 2048
 
 
 class QueueItemOut(ApiModel):

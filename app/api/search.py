@@ -4,13 +4,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app.api.deps import RecordFiltersDep, SessionDep
 from app.api.responses import problems
 from app.records import service as records
 from app.records.summary import RecordSummary, summarize
 from app.search import service as search
 from app.search.highlight import Marked
 from app.search.query import MAX_QUERY_LENGTH
+from app.serving.deps import RecordFiltersDep, SessionDep
 from app.wire import ApiModel
 
 router = APIRouter(prefix="/api/search", tags=["search"], responses=problems(400, 422, 503))

@@ -10,13 +10,11 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
-from app.api.curation import MAX_CURSOR_CHARS
-from app.api.deps import RecordFiltersDep, SessionDep, SettingsDep
-from app.api.meta import DaysQuery
 from app.curation.queue import DEFAULT_QUEUE_PAGE, curation_queue
 from app.ops import stats
 from app.records import service as records
 from app.records.filters import RecordFilters
+from app.serving.deps import MAX_CURSOR_CHARS, DaysQuery, RecordFiltersDep, SessionDep, SettingsDep
 from app.web.charts import charts, stylesheet
 from app.web.routes import templates
 
