@@ -14,6 +14,7 @@ from app.records import derived, locations
 from app.records import service as records
 from app.records.service import MAX_PAGE_SIZE
 from app.serving.deps import (
+    MAX_CURSOR_CHARS,
     AdminBodyDep,
     AdminDep,
     RecordFiltersDep,
@@ -71,7 +72,7 @@ def read_errors(
     session: SessionDep,
     filters: RecordFiltersDep,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = records.DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, Query(max_length=64)] = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
 ) -> RecordPage:
     """List record summaries in a stable order, filtered, with the total and a cursor."""
     page = records.list_records(session, filters, limit, cursor)

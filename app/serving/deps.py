@@ -93,7 +93,8 @@ def record_filters(filters: Annotated[RecordFilters, Query()]) -> RecordFilters:
 
 
 RecordFiltersDep = Annotated[RecordFilters, Depends(record_filters)]
-MAX_CURSOR_CHARS = 2048
+MAX_CURSOR_CHARS = 64  # a listing's or a search's cursor: an id or a position
+MAX_QUEUE_CURSOR_CHARS = 2048  # the curation queue's carries the scrubbed template it resumes at
 DaysQuery = Annotated[
     int, Query(ge=1, le=stats.MAX_DAYS, description="Days of hits to show, today included.")
 ]
