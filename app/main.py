@@ -15,7 +15,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from app.api import curation, errors, match, meta, reproducers, search
-from app.api.budget import PasteBudget
 from app.api.limits import BodySizeLimit
 from app.api.methods import HeadAsGet
 from app.api.responses import with_problem_details
@@ -29,6 +28,7 @@ from app.ops.metrics import Metrics
 from app.ops.middleware import RequestObserver
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
+from app.serving.budget import PasteBudget
 from app.store.engine import is_lock_timeout, open_store
 from app.web import curation as web_curation
 from app.web import docs

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from app import classes
-from app.harvest.extract import extract_module
+from app.harvest.collect import extract_module
 from tests.helpers.releases import RELEASES
 
 pytestmark = pytest.mark.network  # downloads from the package index

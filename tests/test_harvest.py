@@ -22,7 +22,8 @@ import re2
 from app.config import PROJECT_ROOT, Settings
 from app.harvest import Draft, HarvestResult, RaiseSite, SkipReason, extract_raises, harvest_tree
 from app.harvest import drafts as stored_drafts
-from app.harvest.extract import ReleaseMessages, extract_module, resolve_sites
+from app.harvest.collect import extract_module
+from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.matching.index import PatternError, check_pattern
 from app.matching.service import Matcher, match_text
 from app.records.locations import matched_by_location

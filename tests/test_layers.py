@@ -1,7 +1,14 @@
-"""Imports point one way: api | web | cli -> services -> store -> config.
+"""Imports point one way: api | web | cli -> services -> store -> config, with no cycle.
 
 Read from the source with ast, so a violation fails here before it becomes a cycle or a
 slow import somewhere else.
+
+What counts as an import for the cycle check: every import that runs, at a module's top or
+inside a function. An import moved into a function still ties the two modules together (it
+only hides the cycle until the function runs), so it counts. Imports under
+`if TYPE_CHECKING:` never run and name types only: they are left out. Importing a submodule
+runs its package's `__init__` first; that implied edge is left out too (a package's
+`__init__` only re-exports), but `from app.harvest import X` is an import of the package.
 """
 
 import ast
@@ -50,6 +57,57 @@ def _imports(path: Path) -> set[str]:
     return {name for name in found if name == "app" or name.startswith("app.")}
 
 
+def _module_of(name: str) -> str | None:
+    """The app module an imported name lives in: the name itself, or the nearest parent."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The app modules this file imports when it runs: see the module docstring."""
+    found = set()
+    pending: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            pending.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.update(
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in MODULES
+                else node.module
+                for alias in node.names
+            )
+        pending.extend(ast.iter_child_nodes(node))
+    return {module for name in found if (module := _module_of(name))}
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    pending = list(graph.get(start, ()))
+    while pending:
+        module = pending.pop()
+        if module not in seen:
+            seen.add(module)
+            pending.extend(graph.get(module, ()))
+    return seen
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or through others."""
+    reach = {module: _reachable(graph, module) for module in graph}
+    groups = {
+        tuple(sorted(other for other in reach[module] if module in reach[other]))
+        for module in graph
+        if module in reach[module]
+    }
+    return sorted(list(group) for group in groups)
+
+
 def _names(path: Path) -> set[str]:
     """The names a file uses or imports."""
     names = set()
@@ -74,6 +132,26 @@ def _importing(targets: tuple[str, ...], among: tuple[str, ...] = ("app",)) -> l
 def test_nothing_below_the_entry_points_imports_them() -> None:
     below = tuple(m for m in MODULES if not _within(m, ENTRY_POINTS))
     assert _importing(ENTRY_POINTS, below) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_other_modules() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert _cycles(graph) == [["a", "b", "c"], ["e"]]
+
+
+def test_no_import_cycle_among_app_modules() -> None:
+    graph = {module: _runtime_imports(path) - {module} for module, path in MODULES.items()}
+    assert _cycles(graph) == []
+
+
+def test_the_api_and_the_pages_do_not_import_each_other() -> None:
+    """What both need lives below both, in app/serving."""
+    assert _importing(("app.web",), ("app.api",)) == []
+    assert _importing(("app.api",), ("app.web",)) == []
+
+
+def test_no_service_imports_what_serves_requests() -> None:
+    assert _importing(("app.serving",), (*SERVICES, "app.store", "app.upstreams")) == []
 
 
 def test_the_store_imports_no_service() -> None:

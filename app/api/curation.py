@@ -5,14 +5,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from app.api.deps import RecordFiltersDep, SessionDep
 from app.api.responses import problems
 from app.curation.queue import DEFAULT_QUEUE_PAGE, MAX_QUEUE_PAGE, QueueItem, curation_queue
 from app.records.summary import RecordSummary, summarize
+from app.serving.deps import MAX_QUEUE_CURSOR_CHARS, RecordFiltersDep, SessionDep
 from app.wire import ApiModel
 
 router = APIRouter(prefix="/api/curation", tags=["curation"], responses=problems(400, 422))
-MAX_CURSOR_CHARS = 2048
 
 
 class QueueItemOut(ApiModel):
@@ -52,7 +51,7 @@ def read_queue(
     session: SessionDep,
     filters: RecordFiltersDep,
     limit: Annotated[int, Query(ge=1, le=MAX_QUEUE_PAGE)] = DEFAULT_QUEUE_PAGE,
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_QUEUE_CURSOR_CHARS)] = None,
 ) -> QueuePageOut:
     """Drafts and unexplained templates people hit, most-hit first; filters keep drafts."""
     request.app.state.hits.flush()

@@ -6,7 +6,15 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import RedirectResponse
 from sqlmodel import Session
 
-from app.api.deps import (
+from app.api.responses import problems
+from app.api.schemas import RecordDocument, RecordPage, record_document_json, record_page
+from app.config import PROJECT_ROOT, Settings
+from app.errors import AppError, not_found
+from app.records import derived, locations
+from app.records import service as records
+from app.records.service import MAX_PAGE_SIZE
+from app.serving.deps import (
+    MAX_CURSOR_CHARS,
     AdminBodyDep,
     AdminDep,
     RecordFiltersDep,
@@ -14,14 +22,7 @@ from app.api.deps import (
     SettingsDep,
     WriteSessionDep,
 )
-from app.api.responses import problems
-from app.api.schemas import RecordDocument, RecordPage, record_document_json, record_page
-from app.api.views import record_view
-from app.config import PROJECT_ROOT, Settings
-from app.errors import AppError, not_found
-from app.records import derived, locations
-from app.records import service as records
-from app.records.service import MAX_PAGE_SIZE
+from app.serving.views import record_view
 
 router = APIRouter(prefix="/api/errors", tags=["errors"], responses=problems(422))
 JSON_MEDIA = "application/json"
@@ -39,7 +40,7 @@ def _record_body() -> dict[str, Any]:
 def _document_response(
     session: Session, settings: Settings, stored: records.StoredRecord, status: int = 200
 ) -> Response:
-    """The record as its page shows it (app.api.views.record_view), as JSON; the text is
+    """The record as its page shows it (app.serving.views.record_view), as JSON; the text is
     kept per dataset version and the runs and drift check it shows (written without moving
     the version), so a record read again costs its lookups and no serializing."""
     view = record_view(session, settings, stored)
@@ -71,7 +72,7 @@ def read_errors(
     session: SessionDep,
     filters: RecordFiltersDep,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = records.DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, Query(max_length=64)] = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
 ) -> RecordPage:
     """List record summaries in a stable order, filtered, with the total and a cursor."""
     page = records.list_records(session, filters, limit, cursor)

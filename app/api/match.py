@@ -5,13 +5,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
-from app.api.budget import charge_paste
-from app.api.deps import SessionDep, parse_body
-from app.api.observed import match_counted, matches_counted
 from app.api.responses import problems
 from app.errors import AppError
 from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
+from app.serving.budget import charge_paste
+from app.serving.deps import SessionDep, parse_body
+from app.serving.observed import match_counted, matches_counted
 
 router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 429, 503))
 MAX_BATCH_TEXTS = 100

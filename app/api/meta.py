@@ -4,17 +4,16 @@
 import logging
 import threading
 from datetime import date, datetime
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from app.api.curation import QueueItemOut, queue_item_out
-from app.api.deps import SessionDep, SettingsDep
 from app.api.responses import problems
 from app.api.schemas import DatasetStats, dataset_stats_out
 from app.config import Settings
@@ -22,15 +21,13 @@ from app.matching.service import Freshness
 from app.ops import stats
 from app.ops.metrics import CONTENT_TYPE
 from app.records import service as records
+from app.serving.deps import DaysQuery, SessionDep, SettingsDep
 from app.wire import ApiModel
 
 router = APIRouter(tags=["meta"])
 log = logging.getLogger(__name__)
 READINESS_CHECKS = 2
 _checks = threading.BoundedSemaphore(READINESS_CHECKS)  # database checks running at once
-DaysQuery = Annotated[
-    int, Query(ge=1, le=stats.MAX_DAYS, description="Days of hits to show, today included.")
-]
 
 
 @router.get("/api/stats", response_model=DatasetStats)

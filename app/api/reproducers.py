@@ -2,13 +2,13 @@
 
 from fastapi import APIRouter
 
-from app.api.deps import SessionDep, SettingsDep
 from app.api.responses import problems
 from app.api.schemas import ReproducerOut, reproducer_out
 from app.config import PROJECT_ROOT
 from app.errors import not_found
 from app.records import service as records
 from app.reproducers import drift, runner
+from app.serving.deps import SessionDep, SettingsDep
 
 router = APIRouter(prefix="/api/errors", tags=["reproducers"], responses=problems(404, 422))
 

@@ -8,13 +8,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.api.views import RecordView
 from app.records.explanation import Explanation
 from app.records.locations import History, Location
 from app.records.model import ErrorRecord
 from app.records.service import Page, Stats
 from app.records.summary import RecordSummary, summarize
 from app.reproducers.runner import ReproducerInfo
+from app.serving.views import RecordView
 from app.store.tables import DriftCheck, ReproducerRun
 from app.wire import ApiModel
 

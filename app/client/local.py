@@ -16,7 +16,6 @@ from sqlmodel import Session
 
 from app.api.schemas import record_document_json
 from app.api.search import search_page
-from app.api.views import record_view
 from app.client.http import ClientError
 from app.config import PROJECT_ROOT, Settings
 from app.errors import AppError
@@ -25,6 +24,7 @@ from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.search.service import search
+from app.serving.views import record_view
 from app.store.engine import is_sqlite, open_store
 
 

@@ -1,20 +1,15 @@
 """Harvest: the raise sites of an upstream release as draft records.
 
-`extract` reads the AST (raise sites, messages, factories, constants, what resolves them),
-`context` adds what the code around each site tells (guard, callers, handlers). Storing the
-drafts is app.harvest.drafts' job.
+`extract` walks a release's files and runs the steps: `collect` reads each module's raise
+sites (AST), `resolve` resolves messages built elsewhere in the release, `render` makes the
+draft records (`messages` rebuilds each message as a template and a pattern), `context` adds
+what the code around each site tells (guard, callers, handlers), `explain` the settings that
+reach it. `sites` and `parts` hold the data they share. Storing the drafts is
+app.harvest.drafts' job.
 """
 
-from app.harvest.extract import (
-    Draft,
-    HarvestResult,
-    Message,
-    ProgressCallback,
-    RaiseSite,
-    SkipReason,
-    extract_raises,
-    harvest_tree,
-)
+from app.harvest.extract import extract_raises, harvest_tree
+from app.harvest.sites import Draft, HarvestResult, Message, ProgressCallback, RaiseSite, SkipReason
 
 __all__ = [
     "Draft",

@@ -18,7 +18,7 @@ from typing import Any
 
 import ahocorasick
 
-from app.harvest.extract import Draft, ModuleFacts, TryBlock
+from app.harvest.sites import Draft, ModuleFacts, TryBlock
 
 MAX_CALLERS = 10
 MAX_HANDLERS = 10

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.harvest.context import CallSite, find_call_sites
-from app.harvest.extract import Draft, ModuleFacts
+from app.harvest.sites import Draft, ModuleFacts
 from app.upstreams.base import UpstreamProject
 
 MAX_DEPTH = 5  # calls between an entry point and the raising function

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.harvest.entrypoints import add_entry_points
-from app.harvest.extract import Draft, ModuleFacts
+from app.harvest.sites import Draft, ModuleFacts
 from app.upstreams.base import UpstreamProject
 
 MAX_HELP_CHARS = 400

@@ -148,7 +148,7 @@ def session_scope(engine: Engine) -> Iterator[Session]:
 @contextmanager
 def unit_of_work(engine: Engine) -> Iterator[Session]:
     """The one place a write commits: a write session whose work is committed when
-    the block ends and rolled back when it raises. A request that writes (app.api.deps), a
+    the block ends and rolled back when it raises. A request that writes (app.serving.deps), a
     CLI command and a background step each open one; services only add to the session."""
     with write_session(engine) as session:
         yield session

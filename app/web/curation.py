@@ -10,13 +10,17 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
-from app.api.curation import MAX_CURSOR_CHARS
-from app.api.deps import RecordFiltersDep, SessionDep, SettingsDep
-from app.api.meta import DaysQuery
 from app.curation.queue import DEFAULT_QUEUE_PAGE, curation_queue
 from app.ops import stats
 from app.records import service as records
 from app.records.filters import RecordFilters
+from app.serving.deps import (
+    MAX_QUEUE_CURSOR_CHARS,
+    DaysQuery,
+    RecordFiltersDep,
+    SessionDep,
+    SettingsDep,
+)
 from app.web.charts import charts, stylesheet
 from app.web.routes import templates
 
@@ -39,7 +43,7 @@ def read_curate_page(
     request: Request,
     session: SessionDep,
     filters: RecordFiltersDep,
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_QUEUE_CURSOR_CHARS)] = None,
 ) -> Response:
     """The curation queue: the drafts and unexplained errors people hit most, first."""
     request.app.state.hits.flush()

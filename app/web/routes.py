@@ -15,16 +15,16 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from app.api.budget import charge_paste
-from app.api.deps import RecordFiltersDep, SessionDep, SettingsDep
-from app.api.observed import count_view, match_counted
-from app.api.views import record_view
 from app.errors import AppError, not_found
 from app.records import locations
 from app.records import service as records
 from app.records.service import StoredRecord
 from app.search import query
 from app.search import service as search
+from app.serving.budget import charge_paste
+from app.serving.deps import MAX_CURSOR_CHARS, RecordFiltersDep, SessionDep, SettingsDep
+from app.serving.observed import count_view, match_counted
+from app.serving.views import record_view
 from app.web import render
 
 WEB_DIR = Path(__file__).parent
@@ -77,7 +77,7 @@ def read_search_page(
     session: SessionDep,
     filters: RecordFiltersDep,
     q: Annotated[str, Query(max_length=query.MAX_QUERY_LENGTH)] = "",
-    cursor: Annotated[str | None, Query(max_length=64)] = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
 ) -> Response:
     """Search results: marked snippets, filters as links, pages."""
     results = search.search(session, q, filters, cursor=cursor, matcher=request.app.state.matcher)

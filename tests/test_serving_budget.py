@@ -3,7 +3,7 @@ on the API and the paste box alike, and other clients match as before."""
 
 from fastapi.testclient import TestClient
 
-from app.api.budget import REFILL_S, PasteBudget
+from app.serving.budget import REFILL_S, PasteBudget
 from tests.helpers.records import DATA_DIR
 
 LINE = "RuntimeError: Attempted to free more buffers than allocated"

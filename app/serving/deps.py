@@ -1,4 +1,5 @@
-"""Dependencies shared by the routers, as annotated types."""
+"""Dependencies shared by the routers of the API and the pages, as annotated types, and the
+query parameters both read alike."""
 
 import hmac
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from sqlmodel import Session
 from app.config import Settings
 from app.errors import AppError
 from app.jsontext import JsonTextError, parse_json
+from app.ops import stats
 from app.records.filters import RecordFilters
 from app.store.engine import session_scope, unit_of_work
 
@@ -91,3 +93,8 @@ def record_filters(filters: Annotated[RecordFilters, Query()]) -> RecordFilters:
 
 
 RecordFiltersDep = Annotated[RecordFilters, Depends(record_filters)]
+MAX_CURSOR_CHARS = 64  # a listing's or a search's cursor: an id or a position
+MAX_QUEUE_CURSOR_CHARS = 2048  # the curation queue's carries the scrubbed template it resumes at
+DaysQuery = Annotated[
+    int, Query(ge=1, le=stats.MAX_DAYS, description="Days of hits to show, today included.")
+]

@@ -1,0 +1,598 @@
+"""One module's raise sites, read with `ast`, and the facts that resolve them later.
+
+Raise sites are `raise X(...)` statements, `assert cond, "message"` (AssertionError) and
+`torch._check*(cond, lambda: "message")` calls. Walking each block in order, the collector
+tracks the local variables a message is built in (assigned earlier in the same block or an
+enclosing one of the same function; `msg += ...` extends one; when a nested `if`, loop or
+`with` extends it, the message ends in that tail, optional or repeated; any other assignment
+to it inside a nested block makes it unknown), the tests and `except` clauses around each site
+(its guard, what it translates), and what builds messages elsewhere: factories (functions that
+`return SomeError(...)`), a class's `__init__` passing a message to its base, raising helpers.
+Those are resolved over the whole release by app/harvest/resolve.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from collections import ChainMap, Counter
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from app import upstreams
+from app.harvest.messages import is_list, parts_message, parts_of
+from app.harvest.parts import Env, Field, Item, ListMark, Maybe, Parts, child_env
+from app.harvest.sites import Factory, Message, ModuleFacts, RaiseSite, SkipReason, TryBlock
+
+MAX_GUARD_CHARS = 1000
+MAX_DOCSTRING_CHARS = 600
+CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+# Check functions (torch._check*): the exception each raises when its condition is false.
+CHECKS = upstreams.checks()
+_CHECK_NAMES = frozenset(name.rpartition(".")[2] for name in CHECKS)
+_FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+_EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
+
+_Found = TypeVar("_Found")  # what `scoped_factory` looks up by the name a call uses
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Where a statement sits: enough to name the enclosing function and class."""
+
+    qualname: str | None = None
+    function: str | None = None
+    class_name: str | None = None
+    in_function: bool = False
+    docstring: str | None = None
+
+    def enter(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> _Scope:
+        if self.qualname is None:
+            qualname = node.name
+        else:
+            locals_marker = ".<locals>" if self.in_function else ""
+            qualname = f"{self.qualname}{locals_marker}.{node.name}"
+        if isinstance(node, ast.ClassDef):
+            return _Scope(qualname, self.function, node.name, False, self.docstring)
+        return _Scope(qualname, node.name, self.class_name, True, _first_paragraph(node))
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What encloses a statement inside its function: `if` tests, `except` clauses."""
+
+    conditions: tuple[ast.expr, ...] = ()
+    translates: tuple[str, ...] = ()
+
+
+def extract_module(source: str, rel_path: str = "<unknown>") -> ModuleFacts:
+    """Parse one module (SyntaxError if it cannot be) and collect its facts; the raise
+    sites still name factories and classes by name (see `resolve_sites`)."""
+    with warnings.catch_warnings():  # upstream's invalid escapes are upstream's to fix
+        warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+        tree = ast.parse(source, filename=rel_path)
+    collector = _Collector(rel_path, source, _module_constants(tree.body))
+    collector.block(tree.body, ChainMap({}), _Scope(), _Context())
+    return collector.finish()
+
+
+def _first_paragraph(node: ast.AST) -> str | None:
+    """The first paragraph of a function's docstring, on one line."""
+    try:
+        doc = ast.get_docstring(node)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not doc:
+        return None
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    return paragraph[:MAX_DOCSTRING_CHARS] or None
+
+
+def _module_constants(body: list[ast.stmt]) -> dict[str, Parts]:
+    """Module-level names bound once to a string message (`ERR = "bad {}"`): functions see
+    them, whatever the order of definitions, since they run after the module is loaded."""
+    bound: Counter[str] = Counter()
+    for statement in body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        if isinstance(statement, ast.AnnAssign | ast.AugAssign):
+            targets = [statement.target]
+        for target in targets:
+            bound.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    constants: dict[str, Parts] = {}
+    for statement in body:
+        if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+            continue
+        target = statement.targets[0]
+        if isinstance(target, ast.Name) and bound[target.id] == 1:
+            parts = parts_of(statement.value, constants)
+            if parts is not None:
+                constants[target.id] = parts
+    return constants
+
+
+def _negated(test: ast.expr) -> ast.expr:
+    """`not test`, simplified only where exact: `not not x` -> x, `a >= b` -> `a < b`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _FLIPPED:
+        return ast.Compare(test.left, [_FLIPPED[type(test.ops[0])]()], test.comparators)
+    return ast.UnaryOp(ast.Not(), test)
+
+
+def _guard_text(conditions: tuple[ast.expr, ...]) -> str | None:
+    """The conditions joined with `and`, as source text."""
+    if not conditions:
+        return None
+    node = conditions[0] if len(conditions) == 1 else ast.BoolOp(ast.And(), list(conditions))
+    text = ast.unparse(node)
+    return text if len(text) <= MAX_GUARD_CHARS else text[: MAX_GUARD_CHARS - 1] + "…"
+
+
+def _early_exit(node: ast.stmt) -> ast.expr | None:
+    """The test of `if test: return` (or continue, break, raise): later siblings run only
+    when it is false."""
+    if isinstance(node, ast.If) and not node.orelse and isinstance(node.body[-1], _EXITS):
+        return node.test
+    return None
+
+
+def _caught(handler: ast.ExceptHandler) -> tuple[str, ...]:
+    """The short class names an `except` clause catches."""
+    if handler.type is None:
+        return ("BaseException",)
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return tuple(ast.unparse(t).rpartition(".")[2] for t in types)
+
+
+class _Collector:
+    """Walks statement blocks in order, tracking local string variables, enclosing tests
+    and handlers for each raise site, and what resolves messages built elsewhere."""
+
+    def __init__(self, file_path: str, source: str, constants: dict[str, Parts]) -> None:
+        self.facts = ModuleFacts(file_path, source)
+        self.constants = constants
+        self._returns: dict[str, list[tuple[ast.Call, Env]]] = {}
+        self._raises: dict[str, list[tuple[ast.Call, Env]]] = {}
+        self._params: dict[str, tuple[str, ...]] = {}
+        self._lists: dict[str, Parts] = {}  # qualname -> the list of pieces it returns
+
+    def finish(self) -> ModuleFacts:
+        """The facts, with the functions that return one exception call as factories, and
+        those that raise one message they are given as raising helpers."""
+        for found, calls in (
+            (self.facts.factories, self._returns),
+            (self.facts.raisers, self._raises),
+        ):
+            for qualname, made in calls.items():
+                if len(made) == 1 and qualname in self._params:
+                    call, env = made[0]
+                    found[qualname] = Factory(self._params[qualname], call, env, qualname=qualname)
+        return self.facts
+
+    def block(self, statements: list[ast.stmt], env: Env, scope: _Scope, ctx: _Context) -> None:
+        exits: list[ast.expr] = []
+        for statement in statements:
+            self.statement(statement, env, scope, ctx, tuple(exits))
+            test = _early_exit(statement)
+            if test is not None:
+                exits.append(_negated(test))
+
+    def statement(
+        self,
+        node: ast.stmt,
+        env: Env,
+        scope: _Scope,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            env.pop(node.name, None)
+            self._function(node, scope)
+        elif isinstance(node, ast.ClassDef):
+            env.pop(node.name, None)
+            names = tuple(ast.unparse(base).rpartition(".")[2] for base in node.bases)
+            self.facts.bases[node.name] = names
+            self.block(node.body, ChainMap({}, self.constants), scope.enter(node), _Context())
+        elif isinstance(node, ast.Raise):
+            site = _raise_site(node, env, scope)
+            self._site(site, ctx, exits)
+            if site.call is not None and self._raises_parameter(site.call, env, scope):
+                self._raises.setdefault(scope.qualname or "", []).append(
+                    (site.call, child_env(env))
+                )
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            site = _message_site(node, "AssertionError", node.msg, env, scope, "assert")
+            self._site(site, ctx, (*exits, _negated(node.test)))
+        elif isinstance(node, ast.Assert):  # AssertionError with no message: found by its line
+            site = _site_at(
+                node, scope, "AssertionError", None, SkipReason.BARE_ASSERT, kind="assert"
+            )
+            site = replace(site, hint_node=node.test)
+            self._site(site, ctx, (*exits, _negated(node.test)), self.facts.bare_asserts)
+        elif isinstance(node, ast.Expr) and (appended := _appended(node, env)) is not None:
+            name, item = appended
+            env[name] = (*env[name], item)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            self._call_statement(node, node.value, env, scope, ctx, exits)
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+            returned = env.get(node.value.id)
+            if scope.in_function and scope.qualname and returned and is_list(returned):
+                self._lists[scope.qualname] = (ListMark(), *returned[1:])
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            if scope.in_function and scope.qualname:
+                self._returns.setdefault(scope.qualname, []).append((node.value, child_env(env)))
+            self._helper_call(node, node.value, env, scope, ctx, exits)
+        elif isinstance(node, ast.Assign):
+            if isinstance(node.value, ast.Call):  # `total = helper("...")`
+                self._helper_call(node, node.value, env, scope, ctx, exits)
+            value = parts_of(node.value, env) or self._list_value(node.value, env, scope)
+            for target in node.targets:
+                _bind(target, value, env)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            _bind(node.target, parts_of(node.value, env), env)
+        elif isinstance(node, ast.AugAssign):
+            extended = ast.BinOp(node.target, node.op, node.value)
+            _bind(node.target, parts_of(extended, env), env)
+        else:
+            self._nested_blocks(node, env, scope, ctx)
+
+    def _list_value(self, node: ast.expr, env: Env, scope: _Scope) -> Parts | None:
+        """A list of message pieces: a list literal, or what a function of the module that
+        builds and returns one gives (`errors = self._validate_features()`)."""
+        if isinstance(node, ast.List | ast.Tuple):
+            items = [parts_of(element, env) for element in node.elts]
+            if any(item is None or is_list(item) for item in items):
+                return None
+            return (ListMark(), *(Item(_text_parts(item)) for item in items if item))
+        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            return scoped_factory(self._lists, ast.unparse(node.func), scope.qualname)
+        return None
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
+        inner = scope.enter(node)
+        arguments = node.args
+        params = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+        if scope.class_name is not None and not scope.in_function and params:
+            params = params[1:]  # self or cls: the caller does not pass it
+        self._params[inner.qualname or node.name] = tuple(params)
+        self.facts.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
+        self.block(node.body, ChainMap({}, self.constants), inner, _Context())
+
+    def _call_statement(
+        self,
+        node: ast.Expr,
+        call: ast.Call,
+        env: Env,
+        scope: _Scope,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        """A torch check, an `__init__` passing its message to the base class, or a call
+        that may be a raising helper's."""
+        self._helper_call(node, call, env, scope, ctx, exits)
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not (
+            func.attr == "__init__" or func.attr in _CHECK_NAMES
+        ):
+            return  # most calls: decided without the cost of unparsing them
+        callee = ast.unparse(func)
+        if callee in CHECKS and call.args:
+            message = call.args[1] if len(call.args) > 1 else None
+            message = next((k.value for k in call.keywords if k.arg == "message"), message)
+            if isinstance(message, ast.Lambda):
+                site = _message_site(node, CHECKS[callee], message.body, env, scope, "check")
+                self._site(site, ctx, (*exits, _negated(call.args[0])))
+            return
+        base_init = callee.endswith(".__init__") and scope.function == "__init__"
+        if base_init and scope.class_name and (call.args or call.keywords):
+            offset = 0 if callee.startswith("super(") else 1  # Base.__init__(self, msg)
+            if len(call.args) > offset:
+                params = self._params.get(scope.qualname or "", ())
+                factory = Factory(params, call, child_env(env), offset)
+                self.facts.init_messages[scope.class_name] = factory
+
+    def _helper_call(
+        self,
+        node: ast.stmt,
+        call: ast.Call,
+        env: Env,
+        scope: _Scope,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        """Keep a call that may be a raising helper's until the release says (see
+        `resolve_sites`)."""
+        if _may_raise_for_caller(call, env):
+            site = _site_at(node, scope, None, None, SkipReason.DYNAMIC_MESSAGE, kind="call")
+            site = replace(site, call=call, env=child_env(env))
+            self._site(site, ctx, exits, self.facts.helper_calls)
+
+    def _site(
+        self,
+        site: RaiseSite,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+        into: list[RaiseSite] | None = None,
+    ) -> None:
+        guard = _guard_text((*ctx.conditions, *exits))
+        sites = self.facts.sites if into is None else into
+        sites.append(replace(site, guard=guard, translates=ctx.translates))
+
+    def _raises_parameter(self, call: ast.Call, env: Env, scope: _Scope) -> bool:
+        """`raise X(message)` where `message` is a parameter of the enclosing function: a
+        raising helper (SGLang's `raise_error_or_warn(obj, strict, counter, message)`), whose
+        callers pass the message users see."""
+        if not scope.in_function or not call.args or not isinstance(call.args[0], ast.Name):
+            return False
+        name = call.args[0].id
+        return name not in env and name in self._params.get(scope.qualname or "", ())
+
+    def _nested_blocks(self, node: ast.stmt, env: Env, scope: _Scope, ctx: _Context) -> None:
+        """Inner blocks see the outer variables. Afterwards a message that an `if`, a loop
+        or a `with` only extended (`msg += "..."`) ends in that tail, optional where the
+        block may not run; any other name they assign is unknown (see `_merged`)."""
+        flows: list[Env] | None = None  # envs that reach the next statement, when known
+        loops = isinstance(node, ast.For | ast.AsyncFor | ast.While)
+        if isinstance(node, ast.If):
+            body = self._inner(node.body, _nonempty(env, node.test), scope, _add(ctx, node.test))
+            orelse = self._inner(node.orelse, env, scope, _add(ctx, _negated(node.test)))
+            flows = [branch for branch in (body, orelse) if branch is not None]
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith):
+            body = self._inner(node.body, env, scope, ctx, loops)
+            else_body = getattr(node, "orelse", [])
+            self.block(else_body, child_env(env), scope, ctx)
+            if body is not None and not else_body:
+                flows = [body, env] if loops else [body]  # a loop may not run at all
+        elif isinstance(node, ast.Try | ast.TryStar):
+            self.block(node.body, child_env(env), scope, ctx)
+            first, last = node.body[0].lineno, node.body[-1].end_lineno or node.lineno
+            for handler in node.handlers:
+                catches = _caught(handler)
+                self.facts.tries.append(TryBlock(first, last, catches, handler.lineno))
+                translated = _Context(ctx.conditions, catches)
+                self.block(handler.body, child_env(env), scope, translated)
+            for block in (node.orelse, node.finalbody):
+                self.block(block, child_env(env), scope, ctx)
+        else:
+            for case in getattr(node, "cases", ()):
+                self.block(case.body, child_env(env), scope, ctx)
+        if env.maps[0]:
+            assigned = {
+                child.id
+                for child in ast.walk(node)
+                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
+            } | _append_targets(node)
+            rebound = _header_names(node)  # `for msg in ...`, `with ... as msg`: not a tail
+            for name in assigned:
+                merged = None
+                if flows and name not in rebound:
+                    merged = _merged(env.get(name), flows, name, loops)
+                if merged is None:
+                    env.pop(name, None)
+                else:
+                    env[name] = merged
+
+    def _inner(
+        self,
+        statements: list[ast.stmt],
+        env: Env,
+        scope: _Scope,
+        ctx: _Context,
+        loop_body: bool = False,
+    ) -> Env | None:
+        """Walk a nested block in a child env; the env, or None when the block always leaves
+        (ends in `return` or `raise`, or in `continue` or `break` outside a loop's body)."""
+        inner = child_env(env)
+        self.block(statements, inner, scope, ctx)
+        leaves = (ast.Return, ast.Raise) if loop_body else _EXITS
+        return None if statements and isinstance(statements[-1], leaves) else inner
+
+
+def _may_raise_for_caller(call: ast.Call, env: Env) -> bool:
+    """Whether a call statement might be a raising helper's: a function or a method of the
+    same class, given an argument that reads as a message. Decided cheaply, since every call
+    statement of a release passes here."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if not isinstance(func.value, ast.Name) or func.value.id not in ("self", "cls"):
+            return False
+    elif not isinstance(func, ast.Name):
+        return False
+    values = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return any(
+        isinstance(value, ast.JoinedStr | ast.BinOp)
+        or (isinstance(value, ast.Constant) and isinstance(value.value, str))
+        or (isinstance(value, ast.Name) and value.id in env)
+        for value in values
+    )
+
+
+def _add(ctx: _Context, condition: ast.expr) -> _Context:
+    return _Context((*ctx.conditions, condition), ctx.translates)
+
+
+def _text_parts(parts: Parts) -> Parts:
+    """The parts of a message, which hold no list pieces."""
+    return tuple(part for part in parts if not isinstance(part, ListMark | Item))
+
+
+def _appended(node: ast.Expr, env: Env) -> tuple[str, Item] | None:
+    """`pieces.append(<message>)` on a list of message pieces: its name and the new piece."""
+    call = node.value
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "append"
+        and isinstance(call.func.value, ast.Name)
+        and len(call.args) == 1
+    ):
+        return None
+    name = call.func.value.id
+    if not is_list(env.get(name, ())):
+        return None
+    parts = parts_of(call.args[0], env)
+    if parts is None or is_list(parts):
+        parts = (Field(ast.unparse(call.args[0])),)
+    return name, Item(_text_parts(parts))
+
+
+def _append_targets(node: ast.stmt) -> set[str]:
+    """The names a block appends to, which it changes as an assignment would."""
+    return {
+        child.func.value.id
+        for child in ast.walk(node)
+        if isinstance(child, ast.Call)
+        and isinstance(child.func, ast.Attribute)
+        and child.func.attr == "append"
+        and isinstance(child.func.value, ast.Name)
+    }
+
+
+def _nonempty(env: Env, test: ast.expr) -> Env:
+    """The env inside `if pieces:`, where the list of message pieces holds at least one."""
+    if isinstance(test, ast.Name) and is_list(value := env.get(test.id, ())):
+        inner = child_env(env)
+        inner[test.id] = (ListMark(nonempty=True), *value[1:])
+        return inner
+    return env
+
+
+def _header_names(node: ast.stmt) -> set[str]:
+    """The names a compound statement binds outside its blocks: a loop's target, a `with`'s
+    `as` names, a walrus in its test or iterable."""
+    header = [getattr(node, field, None) for field in ("test", "target", "iter")]
+    header += [item.optional_vars for item in getattr(node, "items", ())]
+    return {
+        child.id
+        for part in header
+        if isinstance(part, ast.AST)
+        for child in ast.walk(part)
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
+    }
+
+
+def _merged(before: Parts | None, flows: list[Env], name: str, loops: bool) -> Parts | None:
+    """What `name` holds after a nested block, given its value in each env that flows on:
+    the value before, followed by the one tail the block added to it (optional when some
+    flow left it as it was, repeated for a loop); None when a block did anything else."""
+    if before is None:
+        return None
+    tails = set()
+    for flow in flows:
+        after = flow.get(name)
+        if after is None or after[: len(before)] != before:
+            return None
+        tails.add(after[len(before) :])
+    added = tails - {()}
+    if len(added) != 1:
+        return before if not added else None
+    tail = added.pop()
+    if not loops and () not in tails:
+        return before + tail
+    return (*before, Maybe(tail, repeats=loops))
+
+
+def _bind(target: ast.expr, value: Parts | None, env: Env) -> None:
+    """Record `name = <message>`; any other binding forgets the names it assigns."""
+    if isinstance(target, ast.Name) and value is not None:
+        env[target.id] = value
+        return
+    if isinstance(target, ast.Attribute | ast.Subscript):
+        return  # `self.x = ...`, `d[k] = ...` bind no name
+    for child in ast.walk(target):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            env.pop(child.id, None)
+
+
+def _raise_site(node: ast.Raise, env: Env, scope: _Scope) -> RaiseSite:
+    exc = node.exc
+    error_class: str | None = None
+    message: Message | None = None
+    call: ast.Call | None = None
+    hint: ast.expr | None = None
+    if exc is None:
+        skip: SkipReason | None = SkipReason.RERAISE
+    elif not isinstance(exc, ast.Call):
+        error_class = ast.unparse(exc)
+        # A capitalised name is a class raised without arguments; anything else an instance.
+        raised_class = error_class.rpartition(".")[2][:1].isupper()
+        skip = SkipReason.NO_MESSAGE if raised_class else SkipReason.RERAISE_VARIABLE
+    else:
+        error_class = ast.unparse(exc.func)
+        hint = exc.args[0] if exc.args else None
+        if CLASS_NAME.fullmatch(error_class):
+            message, skip = _call_message(exc, env)
+            call = exc
+        else:  # `raise errors[kind](...)`: no class name a record could hold
+            skip = SkipReason.DYNAMIC_CLASS
+    env_then = child_env(env) if call is not None else None
+    return _site_at(
+        node, scope, error_class, message, skip, hint_node=hint, call=call, env=env_then
+    )
+
+
+def _message_site(
+    node: ast.stmt, error_class: str, expr: ast.expr, env: Env, scope: _Scope, kind: str
+) -> RaiseSite:
+    """An assert's or a torch check's site: its class is fixed, its message an expression."""
+    message, skip = parts_message(parts_of(expr, env))
+    return _site_at(node, scope, error_class, message, skip, kind=kind, hint_node=expr)
+
+
+def _site_at(
+    node: ast.stmt,
+    scope: _Scope,
+    error_class: str | None,
+    message: Message | None,
+    skip: SkipReason | None,
+    **found: Any,
+) -> RaiseSite:
+    """A raise site at this statement, in this scope."""
+    return RaiseSite(
+        node.lineno,
+        scope.qualname,
+        scope.function,
+        scope.class_name,
+        error_class,
+        message,
+        skip,
+        docstring=scope.docstring,
+        **found,
+    )
+
+
+def _call_message(call: ast.Call, env: Env) -> tuple[Message | None, SkipReason | None]:
+    """The message of `X(first_arg, ...)`, or why it has none we can match."""
+    if not call.args:  # `X(msg=...)`: the class builds its message, out of our sight
+        return None, SkipReason.DYNAMIC_MESSAGE if call.keywords else SkipReason.NO_MESSAGE
+    return parts_message(parts_of(call.args[0], env))
+
+
+def scoped_factory(factories: dict[str, _Found], callee: str, scope: str | None) -> _Found | None:
+    """The factory a call names, seen from the function `scope`: a function nested in it or
+    in an enclosing one, a method of the enclosing class (`self.name`), or the module's."""
+    owner, _, name = callee.rpartition(".")
+    if owner not in ("", "self", "cls"):
+        return None
+    prefixes = []
+    parts = scope.split(".") if scope else []
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if not prefix.endswith("<locals>"):
+            prefixes += [f"{prefix}.<locals>.{name}", f"{prefix}.{name}"]
+    for qualname in [*prefixes, name]:
+        if qualname in factories:
+            return factories[qualname]
+    return None

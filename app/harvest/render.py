@@ -1,0 +1,150 @@
+"""Raise sites -> draft records in the seed schema.
+
+Each draft has the message template and pattern, the source excerpt around the raise, a
+stable id, a slug and tags from the file's path, and where the release pins it (githubUrl,
+analyzedSha). The prose fields stay null; people fill them in later.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from app.harvest.messages import message_of
+from app.harvest.parts import Field
+from app.harvest.sites import LOCATED_REASONS, UNKNOWN_CLASS, Draft, Message, RaiseSite, SkipReason
+from app.records.model import ID_LENGTH, SCHEMA_VERSION, max_chars
+
+CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198-234
+SLUG_SOURCE_CHARS = max_chars("slug")
+MAX_TAGS = 4
+# Directory names that say nothing about the error: package roots and catch-alls.
+GENERIC_TAG_DIRS = frozenset(
+    "python sglang srt vllm torch utils util internal common impl lib src".split()
+)
+VERSION_DIR = re.compile(r"v\d+")
+
+
+@dataclass(frozen=True)
+class Release:
+    """What every draft of one harvest shares."""
+
+    repo: str
+    ref: str  # tag or commit: pins githubUrl, recorded as analyzedSha
+    analyzed_at: str
+
+
+def file_drafts(
+    sites: list[RaiseSite], source: str, file_path: str, release: Release
+) -> list[Draft]:
+    """Drafts of one file; the n-th raise of a template in a function gets the n-th id.
+
+    A site whose message is fully dynamic gets a draft whose template is one placeholder,
+    named after the expression it raises (`{msg}`): it is matched by where it raises.
+    """
+    lines = source.split("\n")  # not splitlines(): ast counts only \n as a line break
+    if lines[-1] == "":
+        lines.pop()
+    occurrences: Counter[tuple[str | None, str]] = Counter()
+    drafts = []
+    for site in sites:
+        message = site.message
+        located = message is None and site.skip in LOCATED_REASONS
+        if located:
+            hint = ast.unparse(site.hint_node) if site.hint_node is not None else "message"
+            message = message_of((Field(hint),))
+        if message is None:
+            continue
+        for piece in (message, *message.others):
+            key = (site.qualname, piece.template)
+            occurrences[key] += 1
+            record = _record(site, piece, lines, file_path, release, occurrences[key])
+            if site.skip == SkipReason.DYNAMIC_CLASS:
+                record["errorClass"] = UNKNOWN_CLASS
+            draft = Draft(record, site.function, site.class_name, site.qualname, located, site)
+            drafts.append(draft)
+    return drafts
+
+
+def _record(
+    site: RaiseSite,
+    message: Message,
+    lines: list[str],
+    file_path: str,
+    release: Release,
+    occurrence: int,
+) -> dict[str, Any]:
+    """The record in the seeds' key order; prose fields null until someone writes them."""
+    repo, ref = release.repo, release.ref
+    start = max(1, site.line - CONTEXT_LINES)
+    end = min(len(lines), site.line + CONTEXT_LINES)
+    return {
+        "id": _record_id(repo, file_path, site.qualname, message.template, occurrence),
+        "repo": repo,
+        "slug": _slug(message.template) or _slug(site.error_class or ""),
+        "errorCode": None,
+        "errorMessage": message.template,
+        "messagePattern": message.pattern,
+        "errorType": "exception",
+        "errorClass": site.error_class,
+        "httpStatus": None,
+        "severity": "error",
+        "filePath": file_path,
+        "lineNumber": site.line,
+        "sourceCode": "\n".join(lines[start - 1 : end]),
+        "sourceCodeStart": start,
+        "sourceCodeEnd": end,
+        "githubUrl": f"https://github.com/{repo}/blob/{ref}/{file_path}#L{start}-L{end}",
+        "documentation": None,
+        "triggerScenarios": None,
+        "commonSituations": None,
+        "solutions": None,
+        "exampleFix": None,
+        "handlingStrategy": None,
+        "validationCode": None,
+        "typeGuard": None,
+        "tryCatchPattern": None,
+        "preventionTips": None,
+        "tags": _tags(file_path),
+        "backgroundTag": None,
+        "analyzedSha": ref,
+        "analyzedAt": release.analyzed_at,
+        "schemaVersion": SCHEMA_VERSION,
+    }
+
+
+def _record_id(
+    repo: str, file_path: str, qualname: str | None, template: str, occurrence: int
+) -> str:
+    """Independent of the line number, so a raise that only moves keeps its record."""
+    key = "\0".join([repo, file_path, qualname or "<module>", template, str(occurrence)])
+    return hashlib.sha256(key.encode()).hexdigest()[:ID_LENGTH]
+
+
+def _slug(text: str) -> str:
+    """The seeds' rule: the first 50 characters, lowercased, other runs turned into '-'."""
+    return re.sub(r"[^a-z0-9]+", "-", text[:SLUG_SOURCE_CHARS].lower()).strip("-")
+
+
+def _tags(file_path: str) -> list[str]:
+    """Meaningful directory names, outermost first, kebab-cased like the seeds' tags.
+
+    `_dynamo` -> dynamo, `kv_transfer` -> kv-transfer; package roots and catch-alls
+    (GENERIC_TAG_DIRS), version directories (`v1`) and one-letter names are dropped.
+    """
+    tags: list[str] = []
+    for part in PurePosixPath(file_path).parent.parts:
+        tag = _slug(part)
+        if (
+            len(tag) > 1
+            and tag not in GENERIC_TAG_DIRS
+            and not VERSION_DIR.fullmatch(tag)
+            and tag not in tags
+        ):
+            tags.append(tag)
+    return tags[:MAX_TAGS]
