@@ -27,8 +27,9 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from re import _constants as sre_constants  # Python's own regex parser: shape only, never run
 from re import _parser as sre_parser
+from typing import Protocol
 
-from app.matching.index import PatternIndex
+from app.matching.index import Captures
 from app.matching.traceback import ParsedException
 
 MAX_CANDIDATES = 32
@@ -55,6 +56,19 @@ MAX_MESSAGE_CHARS = 4000
 _QUOTES = str.maketrans(dict.fromkeys('"`\u2018\u2019\u201c\u201d\u00b4', "'"))
 _SPACES = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
+
+
+class Templates(Protocol):
+    """What the second chance reads of the pattern index (`PatternIndex` is one): which
+    patterns a text shows literals of, each one's pattern and specificity, and a match."""
+
+    def near_keys(self, text: str) -> dict[str, int]: ...
+
+    def pattern(self, key: str) -> str: ...
+
+    def specificity(self, key: str) -> int: ...
+
+    def match(self, key: str, subject: str, full: bool = False) -> Captures | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +244,7 @@ def near_match(template: tuple[Piece, ...], message: str) -> Partial | None:
 
 
 def second_chance(
-    index: PatternIndex,
+    index: Templates,
     exceptions: Sequence[ParsedException],
     hits: Sequence[tuple[str, int | None, str, bool]],
     paste_end: int,
@@ -273,7 +287,7 @@ def unquoted(message: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _matches_whole(index: PatternIndex, key: str, exception: ParsedException) -> bool:
+def _matches_whole(index: Templates, key: str, exception: ParsedException) -> bool:
     """Whether the pattern matches the whole message and its literal text is at least half
     of it: a generic `{x} must be {y}` matching everything explains nothing."""
     if index.specificity(key) * 2 < len(exception.message):
@@ -283,9 +297,7 @@ def _matches_whole(index: PatternIndex, key: str, exception: ParsedException) ->
     return any(index.match(key, message, full=True) is not None for message in messages)
 
 
-def _agreement(
-    index: PatternIndex, key: str, text: str, joined: bool, at_end: bool
-) -> Partial | None:
+def _agreement(index: Templates, key: str, text: str, joined: bool, at_end: bool) -> Partial | None:
     """How ``text`` agrees with ``key``'s template: in full once joined, cut, or near."""
     if joined:
         captured = index.match(key, text, full=True)
