@@ -73,8 +73,8 @@ def measure(spec: str) -> str:
     )
     return (
         f"| {spec} | {len(result.drafts)} | {settings / count:.1%} | {advice / count:.1%} | "
-        f"{either / count:.1%} | {reached / count:.1%} | {undefined} | {total:.1f} / {spent[0]:.2f} "
-        f"({total / (total - spent[0]):.2f}x) |"
+        f"{either / count:.1%} | {reached / count:.1%} | {undefined} | "
+        f"{total:.1f} / {spent[0]:.2f} ({total / (total - spent[0]):.2f}x) |"
     )
 
 
