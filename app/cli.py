@@ -388,6 +388,7 @@ def serve_command(
     import uvicorn
 
     from app.main import create_app
+    from app.ops.protocol import HeaderTimeoutProtocol
 
     settings = _settings(ctx).model_copy(update={"harvest_on_start": harvest_defaults})
     if import_data:
@@ -403,19 +404,22 @@ def serve_command(
     logs: dict[str, Any] = {}
     if settings.log_format == "json":
         logs = {"log_config": None, "access_log": False}
-    uvicorn.run(create_app(settings), host=host, port=port, **logs)
+    uvicorn.run(create_app(settings), host=host, port=port, http=HeaderTimeoutProtocol, **logs)
 
 
 def _serve_workers(settings: Settings, host: str, port: int, workers: int) -> int:
     """Several workers: uvicorn starts each in a process of its own, which builds its app from
     the environment (create_app is its entry point); this command's settings reach them in the
     environment of that one child process, not by changing its own."""
+    from app.ops.protocol import PROTOCOL_PATH
+
     environment = os.environ | {
         "ERRKB_DATABASE_URL": settings.database_url,
         "ERRKB_HARVEST_ON_START": str(settings.harvest_on_start).lower(),
     }
     command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
     command += ["--host", host, "--port", str(port), "--workers", str(workers)]
+    command += ["--http", PROTOCOL_PATH]  # request headers in time (app.ops.protocol)
     if settings.log_format == "json":  # errkb's JSON handler takes uvicorn's loggers
         command += ["--no-access-log", "--log-config", str(UVICORN_LOG_CONFIG)]
     return subprocess.run(command, env=environment, check=False).returncode
