@@ -178,7 +178,9 @@ def retotal(
 ) -> None:
     """Rewrite the totals (app.store.tables.HitTotal) of these (kind, subject) pairs from
     their hits; a `dropped` subject that has no hit left loses its total. One statement per
-    subject through an index, so a flush costs what it changed, not the size of the table."""
+    subject through an index, so a flush costs what it changed, not the size of the table.
+    Recomputed rather than added to: a total that a concurrent flush of another day of the
+    same subject left behind is right again at that subject's next flush."""
     if not subjects:
         return
     hits, totals = table_of(Hit), table_of(HitTotal)
