@@ -5,7 +5,6 @@ import functools
 import inspect
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -388,6 +387,7 @@ def serve_command(
     import uvicorn
 
     from app.main import create_app
+    from app.ops.protocol import HeaderTimeoutProtocol
 
     settings = _settings(ctx).model_copy(update={"harvest_on_start": harvest_defaults})
     if import_data:
@@ -397,28 +397,35 @@ def serve_command(
         with store.backend(engine).exclusive(engine, "import"):
             if run_import(settings, [settings.data_dir], partial=False).rejected:
                 raise typer.Exit(1)
+        engine.dispose()  # the app opens its own; no connection is handed to the server
     # JSON logs: uvicorn's loggers go to errkb's JSON handler, and errkb logs each request.
     if workers > 1:
-        raise typer.Exit(_serve_workers(settings, host, port, workers))
+        _serve_workers(settings, host, port, workers)
     logs: dict[str, Any] = {}
     if settings.log_format == "json":
         logs = {"log_config": None, "access_log": False}
-    uvicorn.run(create_app(settings), host=host, port=port, **logs)
+    uvicorn.run(create_app(settings), host=host, port=port, http=HeaderTimeoutProtocol, **logs)
 
 
-def _serve_workers(settings: Settings, host: str, port: int, workers: int) -> int:
+def _serve_workers(settings: Settings, host: str, port: int, workers: int) -> NoReturn:
     """Several workers: uvicorn starts each in a process of its own, which builds its app from
     the environment (create_app is its entry point); this command's settings reach them in the
-    environment of that one child process, not by changing its own."""
+    environment of the uvicorn process this one becomes (exec, not a child: a process manager
+    that stops this process stops the server, where a child would be left running)."""
+    from app.ops.protocol import PROTOCOL_PATH
+
     environment = os.environ | {
         "ERRKB_DATABASE_URL": settings.database_url,
         "ERRKB_HARVEST_ON_START": str(settings.harvest_on_start).lower(),
     }
     command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
     command += ["--host", host, "--port", str(port), "--workers", str(workers)]
+    command += ["--http", PROTOCOL_PATH]  # request headers in time (app.ops.protocol)
     if settings.log_format == "json":  # errkb's JSON handler takes uvicorn's loggers
         command += ["--no-access-log", "--log-config", str(UVICORN_LOG_CONFIG)]
-    return subprocess.run(command, env=environment, check=False).returncode
+    sys.stdout.flush()  # what the import printed, before the process is replaced
+    sys.stderr.flush()
+    os.execve(sys.executable, command, environment)
 
 
 @app.command("verify")

@@ -125,6 +125,14 @@ class Settings(BaseSettings):
         description="Seconds a request body may take to arrive before the request answers "
         "408: a client that trickles its body (slow loris) does not hold the server.",
     )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds a request's headers may take to arrive (from the connection "
+        "opening, or the previous response) before the connection is closed, with a 408 if "
+        "some arrived: a client that trickles its headers (slow loris) does not hold a "
+        "connection. Applies where `errkb serve` runs the server.",
+    )
     readiness_timeout_s: float = Field(
         default=2.0,
         gt=0,

@@ -26,6 +26,7 @@ from app.ops.follow import follow
 from app.ops.logs import configure_logging
 from app.ops.metrics import Metrics
 from app.ops.middleware import RequestObserver
+from app.ops.protocol import HEADER_TIMEOUT_STATE
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
 from app.serving.budget import PasteBudget
@@ -102,10 +103,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 @asynccontextmanager
-async def _start_up(app: FastAPI) -> AsyncIterator[None]:
+async def _start_up(app: FastAPI) -> AsyncIterator[dict[str, float]]:
     """Harvest (if asked) and load the match index in a thread while the server already
     answers, /readyz saying when it is done; follow other processes' writes in
-    another; write pending hits on the way out."""
+    another; write pending hits on the way out. The state yielded tells the server's
+    protocol (app.ops.protocol) the header time limit."""
     state = app.state
     # The request threads; the database pool holds as many connections (app.config).
     to_thread.current_default_thread_limiter().total_tokens = state.settings.threads
@@ -116,7 +118,7 @@ async def _start_up(app: FastAPI) -> AsyncIterator[None]:
     if state.settings.index_poll_s > 0:
         following = (state.matcher, state.engine, state.settings.index_poll_s, stop)
         threading.Thread(target=follow, args=following, name="errkb-follow", daemon=True).start()
-    yield
+    yield {HEADER_TIMEOUT_STATE: state.settings.header_timeout_s}
     stop.set()
     state.hits.flush()
 

@@ -10,8 +10,9 @@ would at worst: every day of --days holds ERRKB_QUEUE_TEMPLATES_PER_DAY distinct
 (today's written through HitCounter, twice the cap, so each flush drops the excess), plus a
 hit for each record. It prints the rows kept, the time of one flush at the cap, and the
 median and p95 of GET /api/curation/queue (first page, wall time through the in-process ASGI
-stack) and of a page deep in the queue, and the CPU time of one curation_queue() call (the
-figure that holds on a machine other processes keep busy).
+stack; on PostgreSQL after ANALYZE, as autovacuum would have run) and of a page deep in
+the queue, and the CPU time of one curation_queue() call (the figure that holds on a
+machine other processes keep busy).
 """
 
 import argparse
@@ -30,7 +31,7 @@ from sqlmodel import Session
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.config import PROJECT_ROOT, Settings
-from app.curation.hits import RECORD, TEMPLATE, HitCounter, today
+from app.curation.hits import RECORD, TEMPLATE, HitCounter, retotal, today
 from app.curation.queue import curation_queue
 from app.main import create_app
 from app.records import service as records
@@ -45,7 +46,8 @@ def template(rng: random.Random) -> str:
 
 
 def fill(client: TestClient, days: int, cap: int) -> float:
-    """Past days straight into the table; today through HitCounter; the last flush's time."""
+    """Past days straight into the table (with their totals, as the migration that made
+    them writes them); today through HitCounter; the last flush's time."""
     engine = client.app.state.engine
     rng = random.Random(25)
     first = today() - timedelta(days=days - 1)
@@ -60,6 +62,7 @@ def fill(client: TestClient, days: int, cap: int) -> float:
                 for s in subjects
             ]
         session.execute(insert(Hit), rows)
+        retotal(session, {(row["kind"], row["subject"]) for row in rows}, set())
     counter = HitCounter(engine, enabled=True, interval_s=3600, templates_per_day=cap)
     flush_s = 0.0
     for _ in range(2):
@@ -96,6 +99,10 @@ def main() -> None:
         records.import_paths(session, [PROJECT_ROOT / "data" / "records"])
     cap = settings.queue_templates_per_day
     flush_s = fill(client, arguments.days, cap)
+    engine = client.app.state.engine
+    if engine.dialect.name == "postgresql":  # the statistics autovacuum keeps up to date
+        with engine.begin() as connection:
+            connection.exec_driver_sql("ANALYZE")
     with Session(client.app.state.engine) as session:
         kept = session.execute(select(func.count()).select_from(Hit)).scalar_one()
         today_kept = session.execute(

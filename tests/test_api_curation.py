@@ -76,7 +76,7 @@ def test_queue_pages_and_filters(make_client, tmp_path) -> None:
         if page["nextCursor"] is None:
             break
         params["cursor"] = page["nextCursor"]
-    ties = sorted([OBJECT_TOO_BIG, NO_LOCK])
+    ties = sorted([OBJECT_TOO_BIG, NO_LOCK], reverse=True)  # equal hits: later id first
     assert seen == [KEY_EXISTS, *ties, template_id(UNEXPLAINED_TEMPLATE)]
     vllm = client.get("/api/curation/queue", params={"repo": "vllm-project/vllm"}).json()
     assert [item["id"] for item in vllm["items"]] == [KEY_EXISTS, *ties]

@@ -1,13 +1,17 @@
 """Hits: one per match (its top record, else its scrubbed template) and per record-page view;
 only the subject and the day are kept, never the paste nor a captured value."""
 
+from datetime import date, timedelta
+
 import pytest
-from sqlalchemy import select
+from sqlalchemy import Engine, func, insert, select
 from sqlmodel import Session
 
-from app.curation.hits import RECORD, TEMPLATE, HitCounter, today
+from app.curation.hits import RECORD, TEMPLATE, HitCounter, retotal, today
 from app.curation.scrub import template_key
-from app.store.tables import Hit
+from app.store.engine import unit_of_work, upgrade
+from app.store.tables import Hit, HitTotal
+from tests.helpers.old_store import downgrade
 from tests.helpers.records import DATA_DIR
 from tests.helpers.store_dump import database_text
 
@@ -147,4 +151,70 @@ def test_memory_holds_no_more_new_templates_than_the_cap(session) -> None:
         (TEMPLATE, "KeyError: ab", 2),
         (TEMPLATE, "KeyError: cd", 1),
         (TEMPLATE, "KeyError: ef", 1),
+    ]
+
+
+def _totals(engine: Engine) -> list[tuple[str, str, int, date]]:
+    with Session(engine) as session:
+        rows = session.execute(
+            select(HitTotal.kind, HitTotal.subject, HitTotal.hits, HitTotal.last_hit)
+        )
+    return sorted((kind, subject, int(hits), last) for kind, subject, hits, last in rows)
+
+
+def _sums(engine: Engine) -> list[tuple[str, str, int, date]]:
+    """What the totals must be: every subject's hits summed over its days, its last day."""
+    summed = select(Hit.kind, Hit.subject, func.sum(Hit.count), func.max(Hit.day)).group_by(
+        Hit.kind, Hit.subject
+    )
+    with Session(engine) as session:
+        rows = session.execute(summed)
+    return sorted((kind, subject, int(hits), last) for kind, subject, hits, last in rows)
+
+
+def test_the_totals_are_the_sums_of_the_hits_after_every_flush(session) -> None:
+    """The queue lists the totals: a flush adds today's hits to them, and a template the
+    cap drops today keeps the hits of its other days, or, with none, leaves the queue."""
+    engine = session.get_bind()
+    yesterday = today() - timedelta(days=1)
+    older = [(TEMPLATE, "KeyError: ab", 5), (TEMPLATE, "KeyError: cd", 1), (RECORD, SEED_002, 2)]
+    with unit_of_work(engine) as writing:
+        rows = [{"kind": k, "subject": s, "day": yesterday, "count": n} for k, s, n in older]
+        writing.execute(insert(Hit), rows)
+        retotal(writing, {(kind, subject) for kind, subject, _ in older}, set())
+    counter = HitCounter(engine, enabled=True, interval_s=3600.0, templates_per_day=2)
+    for subject in ("KeyError: ab", "KeyError: ij"):
+        counter.add(TEMPLATE, subject)
+    counter.add(RECORD, SEED_002)
+    counter.flush()
+    assert _totals(engine) == _sums(engine)
+    for _ in range(3):  # two templates hit more often today: ab and ij are dropped today
+        counter.add(TEMPLATE, "KeyError: ef")
+        counter.add(TEMPLATE, "KeyError: gh")
+    counter.flush()
+    assert (
+        _totals(engine)
+        == _sums(engine)
+        == [
+            (RECORD, SEED_002, 3, today()),
+            (TEMPLATE, "KeyError: ab", 5, yesterday),
+            (TEMPLATE, "KeyError: cd", 1, yesterday),
+            (TEMPLATE, "KeyError: ef", 3, today()),
+            (TEMPLATE, "KeyError: gh", 3, today()),
+        ]
+    )
+
+
+def test_the_upgrade_totals_the_hits_already_stored(session) -> None:
+    engine = session.get_bind()
+    downgrade(engine, "0009")  # below the totals' migration, 0010
+    days = [today() - timedelta(days=n) for n in range(3)]
+    rows = [{"kind": TEMPLATE, "subject": "KeyError: ab", "day": d, "count": 2} for d in days]
+    rows.append({"kind": RECORD, "subject": SEED_002, "day": days[1], "count": 7})
+    with engine.begin() as connection:
+        connection.execute(insert(Hit), rows)
+    upgrade(engine)
+    assert _totals(engine) == [
+        (RECORD, SEED_002, 7, days[1]),
+        (TEMPLATE, "KeyError: ab", 6, days[0]),
     ]

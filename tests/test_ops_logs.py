@@ -2,6 +2,7 @@
 
 import json
 import logging
+import re
 
 import pytest
 from pydantic import ValidationError
@@ -32,6 +33,13 @@ def test_json_logs_name_the_request_id_echoed_to_the_client(make_client, capsys)
     [outside] = [line for line in lines if line["logger"] == "app.test"]
     assert outside["requestId"] is None
     assert outside["message"] == "outside a request"
+
+
+def test_requests_without_an_id_get_fresh_distinct_ones(client) -> None:
+    ids = [client.get("/healthz").headers["x-request-id"] for _ in range(3)]
+    ids.append(client.get("/healthz", headers={"X-Request-ID": "bad id!"}).headers["x-request-id"])
+    assert len(set(ids)) == 4
+    assert all(re.fullmatch(r"[0-9a-f]{32}", request_id) for request_id in ids)
 
 
 def test_text_format_installs_no_handler(make_client) -> None:

@@ -1,10 +1,11 @@
 """Every query a hot path runs is served by an index, on both engines.
 
-A match, a record page and its JSON twin, a search and a listing are called through the app
-on a store shaped like a harvested one (thousands of drafts, their locations in several
-releases, hits); each statement they send is captured and explained. A full scan of
-records, record_locations, hits or the search tables fails the test: on the default store
-with its older releases one such scan per request was most of a request's time.
+A match, a record page and its JSON twin, a search, a listing and the curation queue are
+called through the app on a store shaped like a harvested one (thousands of drafts, their
+locations in several releases, hits); each statement they send is captured and explained.
+A full scan of records, record_locations, hits, their totals or the search tables fails the
+test: on the default store with its older releases one such scan per request was most of a
+request's time.
 """
 
 import re
@@ -25,7 +26,7 @@ from tests.helpers import postgres
 from tests.helpers.synthetic import fill_located_store, synthetic_paste
 
 RECORDS = 3000
-WATCHED = ("records", "record_locations", "hits", "record_search", "record_tags")
+WATCHED = ("records", "record_locations", "hits", "hit_totals", "record_search", "record_tags")
 # SQLite: "SCAN records" alone is a read of every row; "SCAN ... USING INDEX" walks an index
 # in order (a listing's page, stopped by its LIMIT) and FTS5 answers MATCH from its index.
 _SQLITE_SCAN = re.compile(rf"^SCAN ({'|'.join(WATCHED)})(?: AS \w+)?$")
@@ -104,6 +105,14 @@ def hot_paths(client: TestClient, stored: list[dict]) -> dict[str, Callable[[], 
         ),
         "search page": lambda: client.get("/search?q=buffer+pool"),
         "home": lambda: client.get("/"),
+        "curation queue": lambda: client.get("/api/curation/queue?limit=20"),
+        "curation queue next page": lambda: client.get(
+            "/api/curation/queue",
+            params={"cursor": client.get("/api/curation/queue?limit=20").json()["nextCursor"]},
+        ),
+        "curation queue by repo": lambda: client.get(
+            "/api/curation/queue", params={"repo": record["repo"]}
+        ),
     }
 
 

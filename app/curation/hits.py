@@ -10,7 +10,8 @@ Counting must not slow matching: hits gather in memory (a dict increment under a
 are written at most every FLUSH_INTERVAL_S seconds, as one upsert per (subject, day), by the
 request that finds them due; readers of hits flush first, and the app flushes on shutdown.
 Each flush keeps at most `templates_per_day` templates of a day, dropping the least-hit, and
-memory holds no more new templates than that between flushes.
+memory holds no more new templates than that between flushes. It also rewrites the totals
+over all days of the subjects it changed (or dropped), which the curation queue lists.
 """
 
 import logging
@@ -20,15 +21,16 @@ from collections import Counter
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import Delete, Engine, delete, select
+from sqlalchemy import Engine, String, Text, bindparam, delete, func, select
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
-from sqlmodel import col
+from sqlalchemy.sql.dml import ReturningDelete
+from sqlmodel import Session
 
 from app import store
 from app.curation.scrub import template_key
 from app.matching.result import MatchResult
 from app.store.engine import unit_of_work
-from app.store.tables import Hit, table_of
+from app.store.tables import Hit, HitTotal, table_of
 
 RECORD, TEMPLATE = "record", "template"
 FLUSH_INTERVAL_S = 10.0
@@ -123,20 +125,27 @@ class HitCounter:
                 table_of(Hit), ("kind", "subject", "day"), "count"
             )
             session.execute(upsert, rows)
+            dropped: set[tuple[str, str]] = set()
             for day in {row["day"] for row in rows if row["kind"] == TEMPLATE}:
-                session.execute(self._over_cap(day))
+                subjects = session.execute(self._over_cap(day)).scalars()
+                dropped.update((TEMPLATE, subject) for subject in subjects)
+            changed = {(row["kind"], row["subject"]) for row in rows}
+            retotal(session, changed | dropped, dropped)
 
-    def _over_cap(self, day: date) -> Delete:
-        """Delete the templates of a day past the cap, least-hit first: anonymous pastes
-        must not grow the queue, and the time to list it, without bound."""
+    def _over_cap(self, day: date) -> ReturningDelete[tuple[str]]:
+        """Delete the templates of a day past the cap, least-hit first (returning their
+        subjects): anonymous pastes must not grow the queue without bound."""
+        hits = table_of(Hit)
         kept_last = (
-            select(col(Hit.subject))
-            .where(col(Hit.kind) == TEMPLATE, col(Hit.day) == day)
-            .order_by(col(Hit.count).desc(), col(Hit.subject))
+            select(hits.c.subject)
+            .where(hits.c.kind == TEMPLATE, hits.c.day == day)
+            .order_by(hits.c.count.desc(), hits.c.subject)
             .offset(self.templates_per_day)
         )
-        return delete(Hit).where(
-            col(Hit.kind) == TEMPLATE, col(Hit.day) == day, col(Hit.subject).in_(kept_last)
+        return (
+            delete(hits)
+            .where(hits.c.kind == TEMPLATE, hits.c.day == day, hits.c.subject.in_(kept_last))
+            .returning(hits.c.subject)
         )
 
     def _write_each(self, rows: list[dict[str, Any]]) -> int:
@@ -162,6 +171,37 @@ class HitCounter:
                 self._pending_templates += row["kind"] == TEMPLATE and key not in self._pending
                 self._pending[key] += row["count"]
         log.warning("hits not written yet, kept for the next flush: %s", error)
+
+
+def retotal(
+    session: Session, subjects: set[tuple[str, str]], dropped: set[tuple[str, str]]
+) -> None:
+    """Rewrite the totals (app.store.tables.HitTotal) of these (kind, subject) pairs from
+    their hits; a `dropped` subject that has no hit left loses its total. One statement per
+    subject through an index, so a flush costs what it changed, not the size of the table.
+    Recomputed rather than added to: a total that a concurrent flush of another day of the
+    same subject left behind is right again at that subject's next flush."""
+    if not subjects:
+        return
+    hits, totals = table_of(Hit), table_of(HitTotal)
+    kind, subject = bindparam("total_kind", type_=String), bindparam("total_subject", type_=Text)
+    summed = (
+        select(hits.c.kind, hits.c.subject, func.sum(hits.c.count), func.max(hits.c.day))
+        .where(hits.c.kind == kind, hits.c.subject == subject)
+        .group_by(hits.c.kind, hits.c.subject)
+    )
+    upsert = store.backend(session.get_bind()).upsert_selected(
+        totals, ("kind", "subject"), ("kind", "subject", "hits", "last_hit"), summed
+    )
+    session.execute(upsert, [{"total_kind": k, "total_subject": s} for k, s in subjects])
+    if dropped:
+        left = select(hits.c.day).where(
+            hits.c.kind == totals.c.kind, hits.c.subject == totals.c.subject
+        )
+        vanished = delete(totals).where(
+            totals.c.kind == kind, totals.c.subject == subject, ~left.exists()
+        )
+        session.execute(vanished, [{"total_kind": k, "total_subject": s} for k, s in dropped])
 
 
 def storable(subject: str) -> str:

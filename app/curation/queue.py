@@ -2,8 +2,10 @@
 
 It answers a curator's first question, "which unexplained error do people hit most?".
 Reviewed records are explained already and stay out; a record or template nobody met stays
-out too, so the queue holds only what people really run into. Pages resume by keyset on
-(hits, kind, subject), so a cursor stays valid while hits keep coming in.
+out too, so the queue holds only what people really run into. It reads the totals the hit
+flush keeps (app.curation.hits), in the order of their index: most-hit first, then kind and
+subject, each descending; pages resume by keyset on (hits, kind, subject), so a cursor
+stays valid while hits keep coming in.
 """
 
 import base64
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from sqlalchemy import Row, and_, func, or_, select
+from sqlalchemy import Row, Select, and_, exists, func, or_, select, tuple_
 from sqlmodel import Session, col
 
 from app.curation.hits import RECORD, TEMPLATE
@@ -23,7 +25,7 @@ from app.errors import AppError
 from app.records import service as records
 from app.records.filters import NO_FILTERS, RecordFilters, record_condition
 from app.records.service import DRAFT, StoredRecord
-from app.store.tables import Hit, Record
+from app.store.tables import HitTotal, Record, table_of
 
 DEFAULT_QUEUE_PAGE = 50
 MAX_QUEUE_PAGE = 200
@@ -85,46 +87,39 @@ def curation_queue(
     drafts passing it only (templates belong to no repo and have no class or tag)."""
     if not 1 <= limit <= MAX_QUEUE_PAGE:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_QUEUE_PAGE}")
-    totals = (
-        select(
-            col(Hit.kind),
-            col(Hit.subject),
-            func.sum(col(Hit.count)).label("hits"),
-            func.max(col(Hit.day)).label("last_hit"),
-        )
-        .group_by(col(Hit.kind), col(Hit.subject))
-        .subquery()
-    )
+    totals = table_of(HitTotal)
+    narrowed = record_condition(filters)
     joined = totals.outerjoin(
         Record, and_(totals.c.kind == RECORD, col(Record.id) == totals.c.subject)
     )
-    condition = or_(totals.c.kind == TEMPLATE, col(Record.review_state) == DRAFT)
-    narrowed = record_condition(filters)
+    templates = totals.c.kind == TEMPLATE
+    # A record's state, not the kind again: a condition on the kind alone would lead SQLite
+    # to read both kinds through the primary key and sort them, not walk the queue's index.
+    drafts = col(Record.review_state) == DRAFT  # the join finds records for records only
     if narrowed is not None:
-        condition = and_(condition, narrowed)
-    total = session.execute(select(func.count()).select_from(joined).where(condition))
+        drafts = and_(drafts, narrowed)
+    condition = or_(templates, drafts) if narrowed is None else drafts
     statement = select(totals).select_from(joined).where(condition)
+    position = tuple_(totals.c.hits, totals.c.kind, totals.c.subject)
     if cursor is not None:
-        hits, kind, subject = _decode(cursor)
-        statement = statement.where(
-            or_(
-                totals.c.hits < hits,
-                and_(
-                    totals.c.hits == hits,
-                    or_(
-                        totals.c.kind > kind,
-                        and_(totals.c.kind == kind, totals.c.subject > subject),
-                    ),
-                ),
-            )
-        )
-    ordered = statement.order_by(totals.c.hits.desc(), totals.c.kind, totals.c.subject)
+        statement = statement.where(position < tuple_(*_decode(cursor)))
+    # Backwards along ix_hit_totals_queue: the page's rows are read, and no others.
+    ordered = statement.order_by(*(column.desc() for column in position.clauses))
     rows = session.execute(ordered.limit(limit + 1)).all()
     page = rows[:limit]
     stored = records.get_records(session, [row.subject for row in page if row.kind == RECORD])
     last = page[-1] if len(rows) > limit else None  # a row past the page: there is more
     next_cursor = _encode(last.hits, last.kind, last.subject) if last is not None else None
-    return QueuePage([_item(row, stored) for row in page], total.scalar_one(), next_cursor)
+    # Counted from the records hit, each looked up: not from every draft of the store.
+    hit_drafts = exists().where(col(Record.id) == totals.c.subject, drafts)
+    total = _count(session, select(totals).where(totals.c.kind == RECORD, hit_drafts))
+    if narrowed is None:
+        total += _count(session, select(totals).where(templates))
+    return QueuePage([_item(row, stored) for row in page], total, next_cursor)
+
+
+def _count(session: Session, statement: Select) -> int:
+    return session.execute(select(func.count()).select_from(statement.subquery())).scalar_one()
 
 
 def _item(row: Row[Any], stored: dict[str, StoredRecord]) -> QueueItem:

@@ -2,9 +2,10 @@
 query parameters both read alike."""
 
 import hmac
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
+from anyio import CapacityLimiter, to_thread
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session
@@ -14,19 +15,30 @@ from app.errors import AppError
 from app.jsontext import JsonTextError, parse_json
 from app.ops import stats
 from app.records.filters import RecordFilters
-from app.store.engine import session_scope, unit_of_work
+from app.store.engine import unit_of_work
+
+# Dependencies that only read memory are coroutines: FastAPI runs a plain function in its
+# thread pool, and each such hop costs the event loop work and a turn for the GIL.
 
 
-def get_settings_dep(request: Request) -> Settings:
+async def get_settings_dep(request: Request) -> Settings:
     """The settings the app was built with (tests build apps with their own)."""
     return request.app.state.settings
 
 
-def get_session(request: Request) -> Iterator[Session]:
-    """A database session for one request, closed when the handler returns (scope="function"
-    below), before the reply is sent: sending needs the event loop, and a connection held
-    until then is one that other request threads may be waiting for."""
-    yield from session_scope(request.app.state.engine)
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    """A database session for one request. Made on the event loop: a new session has no
+    connection yet (the handler's first query takes one, in its thread), and a plain
+    function would wait for a thread of the pool only to make it. Closed when the handler
+    returns (scope="function" below), before the reply is sent, since a connection held until
+    then is one that other request threads may be waiting for; closed in a thread, as closing
+    gives the connection back (a round trip on PostgreSQL), outside the pool's limit, as
+    FastAPI closes a plain generator's, so that it never waits for a busy pool's turn."""
+    session = Session(request.app.state.engine)
+    try:
+        yield session
+    finally:
+        await to_thread.run_sync(session.close, limiter=CapacityLimiter(1))
 
 
 def get_write_session(request: Request) -> Iterator[Session]:
@@ -43,7 +55,7 @@ WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function"
 _bearer = HTTPBearer(auto_error=False, description="ERRKB_ADMIN_TOKEN")
 
 
-def require_admin(
+async def require_admin(
     settings: SettingsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
@@ -85,7 +97,7 @@ async def admin_body(request: Request, _admin: AdminDep) -> Any:
 AdminBodyDep = Annotated[Any, Depends(admin_body)]
 
 
-def record_filters(filters: Annotated[RecordFilters, Query()]) -> RecordFilters:
+async def record_filters(filters: Annotated[RecordFilters, Query()]) -> RecordFilters:
     """The record filters of a request, one query parameter per field (repo, errorClass,
     tag...), read alike by every listing of the API and the pages. A dependency
     of its own, so the model stays the only query model of its function."""

@@ -107,6 +107,18 @@ class Backend(ABC):
             set_={column: table.c[column] + statement.excluded[column]},
         )
 
+    def upsert_selected(
+        self, table: Table, keys: Sequence[str], columns: Sequence[str], rows: Select
+    ) -> Insert:
+        """INSERT into `table`'s `columns` the rows `rows` selects; a row whose `keys` exist
+        takes the selected values of the other columns."""
+        statement = self.insert(table).from_select(list(columns), rows)
+        replaced = [column for column in columns if column not in keys]
+        return statement.on_conflict_do_update(
+            index_elements=list(keys),
+            set_={column: statement.excluded[column] for column in replaced},
+        )
+
     def insert_ignoring(self, table: Table) -> Insert:
         """INSERT into `table` that leaves a row whose key exists as it is."""
         return self.insert(table).on_conflict_do_nothing()

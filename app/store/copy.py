@@ -2,11 +2,11 @@
 
 Every table the migrations make is copied row for row with its own keys: records (their
 documents byte for byte), tags, locations with their code context, aliases, reproducer
-runs, drift checks, hits and the dataset state with its version, so an export of the copy
-is the export of the original. The full-text index is not copied: the target's own
-triggers build it as the records arrive (its keys follow the source's order of writes, so
-equal scores keep their order). The source is read in one snapshot; the target is written
-in one transaction, so a failed copy leaves it empty.
+runs, drift checks, hits and their totals, and the dataset state with its version, so an
+export of the copy is the export of the original. The full-text index is not copied: the
+target's own triggers build it as the records arrive (its keys follow the source's order of
+writes, so equal scores keep their order). The source is read in one snapshot; the target
+is written in one transaction, so a failed copy leaves it empty.
 """
 
 from collections.abc import Callable
@@ -20,6 +20,7 @@ from app.store.tables import (
     DatasetState,
     DriftCheck,
     Hit,
+    HitTotal,
     Record,
     RecordAlias,
     RecordLocation,
@@ -40,6 +41,7 @@ TABLES: tuple[Table, ...] = tuple(
         ReproducerRun,
         DriftCheck,
         Hit,
+        HitTotal,
         DatasetState,
     )
 )

@@ -139,12 +139,6 @@ def open_store(settings: Settings) -> Engine:
     return engine
 
 
-def session_scope(engine: Engine) -> Iterator[Session]:
-    """One session per unit of work, closed afterwards (FastAPI dependency body)."""
-    with Session(engine) as session:
-        yield session
-
-
 @contextmanager
 def unit_of_work(engine: Engine) -> Iterator[Session]:
     """The one place a write commits: a write session whose work is committed when

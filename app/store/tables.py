@@ -2,7 +2,7 @@
 
 from datetime import date, datetime
 
-from sqlalchemy import Boolean, Column, ForeignKey, Index, Integer, Table, Text, inspect
+from sqlalchemy import BigInteger, Boolean, Column, ForeignKey, Index, Integer, Table, Text, inspect
 from sqlmodel import Field, SQLModel
 
 from app.records.model import ID_LENGTH
@@ -164,6 +164,20 @@ class Hit(SQLModel, table=True):
     subject: str = Field(sa_column=Column(Text, primary_key=True))
     day: date = Field(primary_key=True)
     count: int
+
+
+class HitTotal(SQLModel, table=True):
+    """A subject's hits summed over all its days, and its last day: what the curation queue
+    lists, in the order of its index. The hit flush rewrites the totals of the subjects it
+    changed, from their rows of `hits`."""
+
+    __tablename__ = "hit_totals"
+    __table_args__ = (Index("ix_hit_totals_queue", "hits", "kind", "subject"),)
+
+    kind: str = Field(primary_key=True)
+    subject: str = Field(sa_column=Column(Text, primary_key=True))
+    hits: int = Field(sa_column=Column(BigInteger, nullable=False))
+    last_hit: date
 
 
 class ExceptionClass(SQLModel, table=True):

@@ -10,6 +10,7 @@ from sqlalchemy import insert
 from sqlmodel import Session
 
 from app.config import PROJECT_ROOT
+from app.curation.hits import retotal
 from app.records import locations
 from app.records import service as records
 from app.store.tables import DatasetState, Hit
@@ -101,5 +102,6 @@ def fill_located_store(session: Session, count: int, seed: int = 7) -> list[dict
         for day in (1, 2)
     ]
     session.execute(insert(Hit), hits)
+    retotal(session, {(hit["kind"], hit["subject"]) for hit in hits}, set())
     records.bump_dataset_version(session)
     return stored
