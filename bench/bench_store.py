@@ -52,6 +52,7 @@ from app.store.tables import Record, RecordLocation
 from bench.bench_match import LOG_LINE, traceback_of
 from bench.server import START_TIMEOUT_S, STOP_TIMEOUT_S, free_port
 from tests.helpers.load import LoadResult, drive, get, post_json
+from tests.helpers.logs import ENGINE_PREFIX, VLLM_LOG
 from tests.helpers.writers import run_writers, total
 
 RECORD_ID = "c53f6de81577a6bc"  # curated, in both stores: "Attempted to free more buffers"
@@ -109,7 +110,8 @@ def describe(path: Path) -> str:
 
 
 def pastes() -> dict[str, bytes]:
-    """The 5 KB traceback in a log, and a 1 MB log ending in it."""
+    """The 5 KB traceback in a log, a 5 KB vLLM log (colour codes, engine prefixes) ending in
+    the same error, and a 1 MB log ending in the traceback."""
     record = json.loads((PROJECT_ROOT / "data" / "records" / f"{RECORD_ID}.json").read_text())
     rng = random.Random(18)
     paste = traceback_of(rng, record["errorMessage"], record["errorClass"], record["filePath"])
@@ -119,7 +121,17 @@ def pastes() -> dict[str, bytes]:
         line = LOG_LINE.format(s=len(lines) % 60, n=len(lines)) + "\n"
         lines.append(line)
         size += len(line)
-    return {"5 KB": paste.encode(), "1 MB": ("".join(lines) + paste).encode()}
+    engine_lines = []
+    while sum(map(len, engine_lines)) + len(VLLM_LOG) < len(paste):
+        n = len(engine_lines)
+        engine_lines.append(
+            f"{ENGINE_PREFIX}INFO 11-30 10:00:{n % 60:02d} [core.py:{n}] step {n}\n"
+        )
+    return {
+        "5 KB": paste.encode(),
+        "5 KB vLLM log": ("".join(engine_lines) + VLLM_LOG).encode(),
+        "1 MB": ("".join(lines) + paste).encode(),
+    }
 
 
 @contextmanager
@@ -167,6 +179,7 @@ def requests_of(texts: dict[str, bytes]) -> dict[str, bytes]:
 
     return {
         "POST /api/match, 5 KB": match(texts["5 KB"]),
+        "POST /api/match, 5 KB vLLM log": match(texts["5 KB vLLM log"]),
         "POST /api/match, 1 MB log": match(texts["1 MB"]),
         "GET /api/errors/{id}": get(f"/api/errors/{RECORD_ID}"),
         "GET /errors/{id} (page)": get(f"/errors/{RECORD_ID}"),
