@@ -10,7 +10,8 @@ so the handlers' work is called here in the main thread as each request runs it:
 of its own, the match (or the record's view) and the reply's JSON. The HTTP layer is not in
 it (bench/bench_store.py measures requests end to end). Each request runs once to warm the
 caches (the match index, what is kept per dataset version), then `--requests` times timed
-(the median, without the profiler), then profiled: the functions with the most time of their
+(the median of wall and of CPU time, without the profiler: on a loaded machine the CPU
+time tells more), then profiled: the functions with the most time of their
 own, and with the most time under them.
 """
 
@@ -67,12 +68,16 @@ def main() -> None:
             continue
         call()
         count = max(3, args.requests // 50) if "1 MB" in label else args.requests
-        took = []
+        took, cpu = [], []
         for _ in range(count):
-            started = time.perf_counter()
+            started, used = time.perf_counter(), time.process_time()
             call()
             took.append((time.perf_counter() - started) * 1000)
-        print(f"\n## {label}: median {statistics.median(took):.2f} ms over {count}")
+            cpu.append((time.process_time() - used) * 1000)
+        print(
+            f"\n## {label}: median {statistics.median(took):.2f} ms, CPU "
+            f"{statistics.median(cpu):.2f} ms, over {count}"
+        )
         profile = cProfile.Profile()
         profile.enable()
         for _ in range(count):
