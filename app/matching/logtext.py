@@ -178,7 +178,7 @@ def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
     raw = text[start:end]
     if "\x1b" not in raw and "\x9b" not in raw:  # the common case: one unbroken run
         cut, stream = _strip_prefixes(raw)
-        stop = _closed_at(raw, cut)
+        stop = _closed_at(raw, cut) if _may_close(raw) else len(raw)
         first = start + cut
         return CleanLine(
             text=raw[cut:stop],
@@ -203,6 +203,16 @@ def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
         line_no=line_no,
         pieces=((0, first), *kept),
     )
+
+
+def _may_close(clean: str) -> bool:
+    """Whether `_closed_at` may find anything to remove: each thing it removes ends the line
+    with one of these characters, or follows a rich box's border. Most lines of a log have
+    none, and are spared the call."""
+    return clean.endswith(_CLOSERS) or "│" in clean
+
+
+_CLOSERS = ("`", "]", ")")
 
 
 def _closed_at(clean: str, cut: int) -> int:
