@@ -94,6 +94,9 @@ _RAY_REPEATED = re.compile(
     r" \[repeated [0-9]{1,9}x across cluster\](?: \(Ray deduplicates logs by default\..{0,1024}\))?"
 )
 
+# What ends a line that `_closed_at` cuts: a code span or fence, Ray's repeat note.
+_CLOSERS = ("`", "]", ")")
+
 # All of them in one alternation, tried in order as Python tries the branches: the first
 # that matches at the position wins, as if each were tried alone. Branch i is the group
 # "p<i>" and its stream tag the group "tag<i>"; one attempt per prefix, not one per shape.
@@ -210,9 +213,6 @@ def _may_close(clean: str) -> bool:
     with one of these characters, or follows a rich box's border. Most lines of a log have
     none, and are spared the call."""
     return clean.endswith(_CLOSERS) or "│" in clean
-
-
-_CLOSERS = ("`", "]", ")")
 
 
 def _closed_at(clean: str, cut: int) -> int:

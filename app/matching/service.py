@@ -486,14 +486,13 @@ def match_texts(
 
 @dataclass(frozen=True, slots=True)
 class _Known:
-    """What a match needs of one record, gathered once per dataset version: the record as
-    stored, where its site is in each release, its ranking view and its summary. Reading
-    them per request cost most of a match on the default store with its older releases (a
-    record there has up to forty locations)."""
+    """What a match needs of one record, gathered once per dataset version: its ranking
+    view, where its site is in each release and its summary (not the whole document: the
+    memo holds thousands). Reading them per request cost most of a match on the default
+    store with its older releases (a record there has up to forty locations)."""
 
-    stored: records.StoredRecord
-    locations: list[locations.Location]
     candidate: Candidate
+    locations: list[locations.Location]
     summary: RecordSummary
 
 
@@ -518,7 +517,7 @@ def _known(stored: records.StoredRecord | None, known: list[locations.Location])
     if stored is None:
         return None
     candidate = candidate_from(stored.record, stored.review_state, stored.gone_in, known)
-    return _Known(stored, known, candidate, summarize(stored))
+    return _Known(candidate, known, summarize(stored))
 
 
 def _history(session: Session, version: str, known: _Known) -> list[str]:
@@ -528,11 +527,11 @@ def _history(session: Session, version: str, known: _Known) -> list[str]:
         harvested = derived.memo.get(
             session, version, ("harvested releases",), lambda: locations.harvested_releases(session)
         )
-        message = known.stored.record.error_message
+        message = known.summary.error_message
         history = locations.release_history(session, message, known.locations, harvested)
         return [item.text for item in history]
 
-    return derived.memo.get(session, version, ("match history", known.stored.id), compute)
+    return derived.memo.get(session, version, ("match history", known.summary.id), compute)
 
 
 def _match(
