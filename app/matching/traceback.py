@@ -31,6 +31,7 @@ MAX_WRAPPED_ROWS = 3
 
 _HEADER = "Traceback (most recent call last):"
 _GROUP_HEADER = "Exception Group "
+_GROUP_OPENER = "+ " + _GROUP_HEADER
 _CHAIN_SEPARATORS = {
     "The above exception was the direct cause of the following exception:": "cause",
     "During handling of the above exception, another exception occurred:": "context",
@@ -66,6 +67,7 @@ _IPYTHON_FRAME = re.compile(
 _IPYTHON_HEADER = re.compile(
     r"[^\W\d][\w.]{0,255}(?:\([\w.]{1,256}\))? {1,256}Traceback \(most recent call last\)"
 )
+_IPYTHON_HEADER_END = _HEADER[:-1]  # IPython's header has no colon
 _IPYTHON_SOURCE = re.compile(r"(?:-{1,16}> ?)?[0-9]{1,9}(?: .{0,8192})?")
 _IPYTHON_ARROW = re.compile(r"-{1,16}> ?(?P<line>[0-9]{1,9})")
 _IPYTHON_FOLDED = re.compile(r"[0-9]{1,9} frames?")  # Colab: "20 frames" folded away
@@ -269,7 +271,7 @@ def _rows(lines: Sequence[CleanLine], cut_at: int) -> list[_Row]:
         text = line.text.rstrip()
         stripped = text.lstrip()
         column = len(text) - len(stripped)
-        if group_column < 0 and stripped.startswith("+ " + _GROUP_HEADER):
+        if group_column < 0 and stripped.startswith(_GROUP_OPENER):
             group_column = column
         col, margin, boundary = 0, "", False
         if group_column >= 0 and stripped[:1] in ("+", "|"):
@@ -287,7 +289,7 @@ def _rows(lines: Sequence[CleanLine], cut_at: int) -> list[_Row]:
                 line=line,
                 col=col,
                 text=body,
-                indent=len(body) - len(body.lstrip()),
+                indent=column if col == 0 else len(body) - len(body.lstrip()),
                 margin=margin,
                 nested=margin == "|" and column > group_column,
                 boundary=boundary,
@@ -312,14 +314,16 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
         if row.boundary or not row.text:
             at += 1
             continue
-        kind = _CHAIN_SEPARATORS.get(row.text.strip())
+        kind = _CHAIN_SEPARATORS.get(row.text.strip()) if row.text.endswith(":") else None
         if kind:
             pending = ((drafts[-1] if drafts else None) if row.nested else last_top, kind)
             at += 1
             continue
         if row.text.endswith(_HEADER) or _frame_match(row):
             draft, at = _read_traceback(rows, at)
-        elif row.text.endswith(_HEADER[:-1]) and _IPYTHON_HEADER.fullmatch(row.text, row.indent):
+        elif row.text.endswith(_IPYTHON_HEADER_END) and _IPYTHON_HEADER.fullmatch(
+            row.text, row.indent
+        ):
             draft, at = _read_ipython(rows, at)
         elif row.text.endswith("╮") and _RICH_HEADER.fullmatch(row.text, row.indent):
             draft, at = _read_rich(rows, at)
@@ -682,6 +686,8 @@ def _mentioned(row: _Row) -> _Draft | None:
         begin, end = found.end(), len(text) - 2
         message = _unescape(text[begin:end], found["quote"])
         return _draft(found["name"], message, row, found.start(), [row.span(begin, end)])
+    if ": " not in text:  # what _MENTIONED finds ends in one
+        return None
     for found in _MENTIONED.finditer(text, row.indent):
         if not _looks_like_exception(found["name"]):
             continue
