@@ -12,9 +12,11 @@ Run by hand:
   about 15 s of harvest per release on a quiet machine. `--skip-build` measures the store
   as it is, however many releases it holds (the tables say how many).
 * The small store holds the curated records only, made afresh in a temporary folder.
-* Latency, one worker (uvicorn, no harvest), one connection: POST /api/match with a 5 KB
-  traceback in a log and with a 1 MB log ending in that traceback, GET /api/errors/{id},
-  GET /errors/{id}, a listing and a search; median and p99 on each store, and the ratio.
+* Latency, one worker (uvicorn, no harvest, no paste budget), one connection: POST
+  /api/match with a 5 KB traceback in a log, a 5 KB vLLM log (colour codes, engine prefixes)
+  and a 1 MB log ending in that traceback, GET /api/errors/{id}, GET /errors/{id}, a listing
+  and a search; median and p99 on each store, and the ratio. Both servers run at once and
+  take turns, in slices, so that a busy moment of the machine does not fall on one store.
 * Writes during a harvest: 8 writer processes POST/PUT/DELETE records for
   `--write-seconds` while the server harvests vLLM 0.33.0 in the background; 503s counted.
 * Throughput, `--workers` processes (uvicorn --workers), 64 connections: POST /api/match
@@ -28,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,11 +55,14 @@ from app.store.tables import Record, RecordLocation
 from bench.bench_match import LOG_LINE, traceback_of
 from bench.server import START_TIMEOUT_S, STOP_TIMEOUT_S, free_port
 from tests.helpers.load import LoadResult, drive, get, post_json
+from tests.helpers.logs import ENGINE_PREFIX, VLLM_LOG
 from tests.helpers.writers import run_writers, total
 
 RECORD_ID = "c53f6de81577a6bc"  # curated, in both stores: "Attempted to free more buffers"
 LOG_BYTES = 1_000_000  # with its JSON escapes, under the 1 MiB body limit
 LATENCY_REQUESTS = 2000
+LATENCY_ROUNDS = 5  # slices per store, taking turns
+WARM_UP_S = 1.0  # per request and store, before any is measured
 LOAD_REQUESTS = 200_000
 LOAD_CONNECTIONS = 64
 WRITERS = 8
@@ -109,7 +115,8 @@ def describe(path: Path) -> str:
 
 
 def pastes() -> dict[str, bytes]:
-    """The 5 KB traceback in a log, and a 1 MB log ending in it."""
+    """The 5 KB traceback in a log, a 5 KB vLLM log (colour codes, engine prefixes) ending in
+    the same error, and a 1 MB log ending in the traceback."""
     record = json.loads((PROJECT_ROOT / "data" / "records" / f"{RECORD_ID}.json").read_text())
     rng = random.Random(18)
     paste = traceback_of(rng, record["errorMessage"], record["errorClass"], record["filePath"])
@@ -119,7 +126,17 @@ def pastes() -> dict[str, bytes]:
         line = LOG_LINE.format(s=len(lines) % 60, n=len(lines)) + "\n"
         lines.append(line)
         size += len(line)
-    return {"5 KB": paste.encode(), "1 MB": ("".join(lines) + paste).encode()}
+    engine_lines = []
+    while sum(map(len, engine_lines)) + len(VLLM_LOG) < len(paste):
+        n = len(engine_lines)
+        engine_lines.append(
+            f"{ENGINE_PREFIX}INFO 11-30 10:00:{n % 60:02d} [core.py:{n}] step {n}\n"
+        )
+    return {
+        "5 KB": paste.encode(),
+        "5 KB vLLM log": ("".join(engine_lines) + VLLM_LOG).encode(),
+        "1 MB": ("".join(lines) + paste).encode(),
+    }
 
 
 @contextmanager
@@ -131,6 +148,7 @@ def serving(database: Path, workers: int = 1, **settings: str) -> Iterator[int]:
         "ERRKB_DATABASE_URL": f"sqlite:///{database}",
         "ERRKB_HARVEST_ON_START": "false",
         "ERRKB_LOG_FORMAT": "text",
+        "ERRKB_PASTE_BUDGET_BYTES": "0",  # one client sends every request: no budget per client
         **{f"ERRKB_{name.upper()}": value for name, value in settings.items()},
     }
     command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
@@ -167,6 +185,7 @@ def requests_of(texts: dict[str, bytes]) -> dict[str, bytes]:
 
     return {
         "POST /api/match, 5 KB": match(texts["5 KB"]),
+        "POST /api/match, 5 KB vLLM log": match(texts["5 KB vLLM log"]),
         "POST /api/match, 1 MB log": match(texts["1 MB"]),
         "GET /api/errors/{id}": get(f"/api/errors/{RECORD_ID}"),
         "GET /errors/{id} (page)": get(f"/errors/{RECORD_ID}"),
@@ -175,12 +194,34 @@ def requests_of(texts: dict[str, bytes]) -> dict[str, bytes]:
     }
 
 
-def latency(port: int, request: bytes, seconds: float) -> LoadResult:
-    """One connection, one request at a time, after a few to warm up."""
-    target = [("127.0.0.1", port)]
-    drive(target, [request] * 5, 1, seconds)
+def latency(ports: dict[str, int], request: bytes, seconds: float) -> dict[str, LoadResult]:
+    """One connection, one request at a time, after a few to warm up, on each store's
+    server in turn: LATENCY_ROUNDS slices each, small, full, small, full..., so that what
+    else the shared machine does meanwhile weighs on both alike. The median is the median of
+    the slices' medians, the p99 the highest of theirs."""
     count = 20 if len(request) > LOG_BYTES // 2 else LATENCY_REQUESTS
-    return drive(target, [request] * count, 1, seconds)
+    slices: dict[str, list[LoadResult]] = {name: [] for name in ports}
+    for port in ports.values():
+        drive([("127.0.0.1", port)], [request] * 5, 1, seconds)
+    for _ in range(LATENCY_ROUNDS):
+        for name, port in ports.items():
+            target = [("127.0.0.1", port)]
+            each = max(1, count // LATENCY_ROUNDS)
+            slices[name].append(drive(target, [request] * each, 1, seconds / LATENCY_ROUNDS))
+    return {name: _merged(results) for name, results in slices.items()}
+
+
+def _merged(results: list[LoadResult]) -> LoadResult:
+    wall = sum(result.wall_s for result in results)
+    done = sum(result.requests for result in results)
+    return LoadResult(
+        requests=done,
+        rps=done / wall,
+        median_ms=statistics.median(result.median_ms for result in results),
+        p99_ms=max(result.p99_ms for result in results),
+        client_cpu_s=sum(result.client_cpu_s for result in results),
+        wall_s=wall,
+    )
 
 
 def writes_during_harvest(seconds: float) -> None:
@@ -246,10 +287,14 @@ def main() -> None:
             print(f"- {name} store: {describe(path)}")
         if "latency" in args.sections:
             results = {}
-            for name, path in stores.items():
-                with serving(path) as port:
-                    for label, request in requests.items():
-                        results[name, label] = latency(port, request, args.seconds)
+            with serving(small) as small_port, serving(args.full) as full_port:
+                ports = {"small": small_port, "full": full_port}
+                for request in requests.values():  # a fresh store answered slowly at first
+                    for port in ports.values():
+                        drive([("127.0.0.1", port)], [request] * 200, 1, WARM_UP_S)
+                for label, request in requests.items():
+                    for name, result in latency(ports, request, args.seconds).items():
+                        results[name, label] = result
             print("\n| one worker, c=1 | small median / p99 ms | full median / p99 ms | ratio |")
             print("|---|---|---|---|")
             for label in requests:

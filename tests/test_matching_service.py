@@ -125,6 +125,22 @@ def test_the_index_follows_writes(store) -> None:
     assert match_text(matcher, session, line).matches == []
 
 
+def test_a_match_shows_the_record_as_last_written(store) -> None:
+    """What a match shows of a record is kept per dataset version: a write shows at once."""
+    session, matcher = store
+    line = reproducer_traceback("c53f6de81577a6bc")
+    [first, *_] = match_text(matcher, session, line).matches
+    assert first.id == "c53f6de81577a6bc"
+    record = records.get_record(session, first.id).record.model_dump()
+    assert "kept-per-version" not in record["tags"]
+    records.write_records(session, [record | {"tags": [*record["tags"], "kept-per-version"]}])
+    session.commit()
+    [again, *_] = match_text(matcher, session, line).matches
+    assert again.id == first.id
+    assert "kept-per-version" in again.record.tags
+    assert again.record.tags != first.record.tags
+
+
 def test_a_cached_index_is_reused_by_a_new_matcher(store) -> None:
     session, matcher = store
     line = reproducer_traceback("c53f6de81577a6bc")

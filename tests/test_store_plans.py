@@ -202,3 +202,6 @@ def test_queries_per_request_do_not_grow_with_the_store(settings: Settings, tmp_
             counts[size] = statements_per_request(client, stored[6])
     assert counts[50] == counts[2000], counts
     assert counts[50]["get"] <= 6, counts  # the record, the version, runs, drift
+    # the version alone (and SQLite's BEGIN): what a match reads of its candidates, their
+    # locations and history, is kept per dataset version
+    assert counts[50]["match"] <= 2, counts

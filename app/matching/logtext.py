@@ -94,20 +94,31 @@ _RAY_REPEATED = re.compile(
     r" \[repeated [0-9]{1,9}x across cluster\](?: \(Ray deduplicates logs by default\..{0,1024}\))?"
 )
 
-# All of them in one alternation: a single attempt tells a line (or the rest of one) that
-# starts with no known prefix, the last step of every line, from the seven separate tries.
+# What ends a line that `_closed_at` cuts: a code span or fence, Ray's repeat note.
+_CLOSERS = ("`", "]", ")")
+
+# All of them in one alternation, tried in order as Python tries the branches: the first
+# that matches at the position wins, as if each were tried alone. Branch i is the group
+# "p<i>" and its stream tag the group "tag<i>"; one attempt per prefix, not one per shape.
 _ANY_PREFIX = re.compile(
-    "|".join(f"(?:{re.sub(r'[(][?]P<[A-Za-z_]+>', '(?:', p.pattern)})" for p in _PREFIXES)
+    "|".join(
+        f"(?P<p{i}>{p.pattern.replace('(?P<tag>', f'(?P<tag{i}>')})"
+        for i, p in enumerate(_PREFIXES)
+    )
 )
+_TAG_OF = {f"p{i}": f"tag{i}" for i, p in enumerate(_PREFIXES) if "tag" in p.groupindex}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CleanLine:
     """One line of the paste with its noise removed, still tied to the original text.
 
     ``pieces`` lists where each contiguous run of ``text`` begins: pairs of (index in text,
     offset in the original). There is one piece unless colour codes sat inside the line, so
     highlighting a part of the text stays exact even then.
+
+    Not frozen, though never changed: one is made per line, and a frozen dataclass takes
+    twice as long to make (a 1 MB log has thirteen thousand lines).
     """
 
     text: str
@@ -169,20 +180,20 @@ def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
     them at its end (a code span's backtick, a fence, the right border of a rich box)."""
     raw = text[start:end]
     if "\x1b" not in raw and "\x9b" not in raw:  # the common case: one unbroken run
-        cut, streams = _strip_prefixes(raw)
-        stop = _closed_at(raw, cut)
+        cut, stream = _strip_prefixes(raw)
+        stop = _closed_at(raw, cut) if _may_close(raw) else len(raw)
         first = start + cut
         return CleanLine(
             text=raw[cut:stop],
             start=first,
             end=start + stop if cut < stop else first,
-            stream=" ".join(streams),
+            stream=stream,
             prefix=raw[:cut],
             line_no=line_no,
             pieces=((0, first),),
         )
     clean, pieces = _strip_ansi(raw, start)
-    cut, streams = _strip_prefixes(clean)
+    cut, stream = _strip_prefixes(clean)
     stop = _closed_at(clean, cut)
     kept = [(index - cut, original) for index, original in pieces if cut < index < stop]
     first = _offset_in(pieces, cut)
@@ -190,11 +201,18 @@ def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
         text=clean[cut:stop],
         start=first,
         end=_offset_in(pieces, stop - 1) + 1 if cut < stop else first,
-        stream=" ".join(streams),
+        stream=stream,
         prefix=clean[:cut],
         line_no=line_no,
         pieces=((0, first), *kept),
     )
+
+
+def _may_close(clean: str) -> bool:
+    """Whether `_closed_at` may find anything to remove: each thing it removes ends the line
+    with one of these characters, or follows a rich box's border. Most lines of a log have
+    none, and are spared the call."""
+    return clean.endswith(_CLOSERS) or "│" in clean
 
 
 def _closed_at(clean: str, cut: int) -> int:
@@ -208,7 +226,7 @@ def _closed_at(clean: str, cut: int) -> int:
     repeated = clean.rfind(" [repeated ", cut)
     if repeated >= 0 and _RAY_REPEATED.fullmatch(clean, repeated):
         stop = repeated
-    if "│" in clean[:cut]:
+    if clean.find("│", 0, cut) >= 0:
         body = clean[cut:stop].rstrip()
         if body.endswith("│"):
             stop = cut + len(body[:-1].rstrip())
@@ -249,30 +267,24 @@ def _run_start(piece: tuple[int, int]) -> int:
     return piece[0]
 
 
-def _first_match(patterns: Sequence[re.Pattern[str]], text: str, at: int) -> re.Match[str] | None:
-    """The match of the first pattern that matches ``text`` exactly at ``at``."""
-    for pattern in patterns:
-        match = pattern.match(text, at)
-        if match:
-            return match
-    return None
-
-
-def _strip_prefixes(clean: str) -> tuple[int, list[str]]:
-    """Length of the known prefixes at the start of ``clean``, and the stream tags among them.
+def _strip_prefixes(clean: str) -> tuple[int, str]:
+    """Length of the known prefixes at the start of ``clean``, and the stream tags among them
+    (joined by spaces: the line's stream).
 
     Only the shapes listed above are removed, and only at the very start of the line (or right
     after another prefix), so a message that itself starts with a bracket keeps it.
     """
+    match = _ANY_PREFIX.match(clean)
+    if match is None:  # most lines of a traceback
+        return 0, ""
     cut = 0
     streams: list[str] = []
     for _ in range(MAX_PREFIXES):
-        if _ANY_PREFIX.match(clean, cut) is None:
-            break
-        match = _first_match(_PREFIXES, clean, cut)
         if match is None:
             break
-        if "tag" in match.re.groupindex:
-            streams.append(match["tag"])
+        tag = _TAG_OF.get(match.lastgroup or "")
+        if tag is not None:
+            streams.append(match[tag])
         cut = match.end()
-    return cut, streams
+        match = _ANY_PREFIX.match(clean, cut)
+    return cut, " ".join(streams)

@@ -50,9 +50,9 @@ from app.matching.rank import (
 )
 from app.matching.result import ExceptionOut, FrameOut, MatchOut, MatchResult, ScoreComponent
 from app.matching.traceback import ParsedException, parse_exceptions
-from app.records import locations
+from app.records import derived, locations
 from app.records import service as records
-from app.records.summary import summarize
+from app.records.summary import RecordSummary, summarize
 from app.store.tables import Record
 
 DEFAULT_MATCHES = 10
@@ -116,6 +116,11 @@ class Matcher:
         """The index, brought up to the store's dataset version unless another thread is
         at it already: then this call answers with the index as it is. The first load
         waits, as there is nothing to answer with before it."""
+        return self.index_at(session)[0]
+
+    def index_at(self, session: Session) -> tuple[PatternIndex, str]:
+        """The index as `index` gives it, and the store's dataset version it was asked at:
+        what the match reads of the store is kept under that version."""
         version = self._saw(records.dataset_version(session))
         if self._index is None:
             with self._lock:
@@ -130,7 +135,7 @@ class Matcher:
                 finally:
                     self._lock.release()
         assert self._index is not None
-        return self._index
+        return self._index, version
 
     def class_graph(self) -> ClassGraph:
         """The harvested releases' exception classes (app.classes); current as of the last
@@ -449,10 +454,10 @@ def match_text(
         )
     # Following the store's writes (a harvest adds thousands of patterns) is the store's
     # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
-    index = matcher.index(session)
+    index, version = matcher.index_at(session)
     try:
         with deadline.within(matcher.deadline_s), matcher.slot():
-            return _match(matcher, index, session, text, limit)
+            return _match(matcher, index, version, session, text, limit)
     except deadline.DeadlineExceeded as error:
         raise AppError(
             503,
@@ -479,26 +484,68 @@ def match_texts(
         return [match_text(matcher, session, text, limit) for text in texts]
 
 
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """What a match needs of one record, gathered once per dataset version: its ranking
+    view, where its site is in each release and its summary (not the whole document: the
+    memo holds thousands). Reading them per request cost most of a match on the default
+    store with its older releases (a record there has up to forty locations)."""
+
+    candidate: Candidate
+    locations: list[locations.Location]
+    summary: RecordSummary
+
+
+def _known_records(session: Session, version: str, record_ids: set[str]) -> dict[str, _Known]:
+    """The records with these ids that exist at `version`, by id: those not kept yet in one
+    query each for the records and their locations, however many there are."""
+
+    def gather(keys: list[tuple[str, str]]) -> dict[tuple[str, str], _Known | None]:
+        stored = records.get_records(session, [record_id for _, record_id in keys])
+        located = locations.record_locations(session, stored)
+        return {key: _known(stored.get(key[1]), located.get(key[1], [])) for key in keys}
+
+    keys = [(_KNOWN, record_id) for record_id in sorted(record_ids)]
+    kept = derived.memo.get_many(session, version, keys, gather)
+    return {key[1]: known for key, known in kept.items() if known is not None}
+
+
+_KNOWN = "match record"
+
+
+def _known(stored: records.StoredRecord | None, known: list[locations.Location]) -> _Known | None:
+    if stored is None:
+        return None
+    candidate = candidate_from(stored.record, stored.review_state, stored.gone_in, known)
+    return _Known(candidate, known, summarize(stored))
+
+
+def _history(session: Session, version: str, known: _Known) -> list[str]:
+    """The record's release history in one line per package, kept per dataset version."""
+
+    def compute() -> list[str]:
+        harvested = derived.memo.get(
+            session, version, ("harvested releases",), lambda: locations.harvested_releases(session)
+        )
+        message = known.summary.error_message
+        history = locations.release_history(session, message, known.locations, harvested)
+        return [item.text for item in history]
+
+    return derived.memo.get(session, version, ("match history", known.summary.id), compute)
+
+
 def _match(
-    matcher: Matcher, index: PatternIndex, session: Session, text: str, limit: int
+    matcher: Matcher, index: PatternIndex, version: str, session: Session, text: str, limit: int
 ) -> MatchResult:
-    stored: dict[str, records.StoredRecord] = {}
-    known: dict[str, list[locations.Location]] = {}
+    known: dict[str, _Known] = {}
 
     def lookup(record_ids: set[str]) -> dict[str, Candidate]:
-        stored.update(records.get_records(session, record_ids))
-        known.update(locations.record_locations(session, stored))
-        return {
-            record_id: candidate_from(
-                item.record, item.review_state, item.gone_in, known.get(record_id, ())
-            )
-            for record_id, item in stored.items()
-        }
+        known.update(_known_records(session, version, record_ids - known.keys()))
+        return {record_id: item.candidate for record_id, item in known.items()}
 
     exceptions, ranked = find_matches(
         index, text, lookup, matcher.raise_sites(), matcher.class_graph()
     )
-    harvested = locations.harvested_releases(session) if ranked else []
     truncated = len(ranked) > limit
     matches = []
     for match in ranked[:limit]:
@@ -515,17 +562,9 @@ def _match(
                     ScoreComponent(id=part.id, points=part.points, hint=part.hint)
                     for part in match.components
                 ],
-                record=summarize(stored[match.id]),
-                same_message=[summarize(stored[other]) for other in match.same_message],
-                history=[
-                    item.text
-                    for item in locations.release_history(
-                        session,
-                        stored[match.id].record.error_message,
-                        known.get(match.id, ()),
-                        harvested,
-                    )
-                ],
+                record=known[match.id].summary,
+                same_message=[known[other].summary for other in match.same_message],
+                history=_history(session, version, known[match.id]),
             )
         )
     explained = {match.exception_index for match in matches if match.exception_index is not None}

@@ -14,7 +14,7 @@ re-exports it for everyone else.
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from sqlalchemy import select
@@ -28,6 +28,7 @@ MEMO_ENTRIES = 20_000  # about a record page's worth each; bounds the memory on 
 VERSION_QUERY = select(col(DatasetState.value)).where(col(DatasetState.key) == VERSION_KEY)
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 def dataset_version(session: Session) -> str:
@@ -55,25 +56,46 @@ class Memo:
 
     def get(self, session: Session, version: str, key: Hashable, compute: Callable[[], T]) -> T:
         """The value of `key` at `version` of the session's store, computed if not kept."""
+        return self.get_many(session, version, [key], lambda _: {key: compute()})[key]
+
+    def get_many(
+        self,
+        session: Session,
+        version: str,
+        keys: Iterable[K],
+        compute: Callable[[list[K]], Mapping[K, T]],
+    ) -> dict[K, T]:
+        """The values of `keys` at `version`; those not kept are computed by one call of
+        `compute` with the missing keys (one query for all of a match's candidates, not one
+        each), which answers a value for every key it is given."""
         store = str(session.connection().engine.url)
-        slot = (store, version, key)
+        found: dict[K, T] = {}
+        missing: list[K] = []
         with self._lock:
-            if slot in self._values:
-                self._values.move_to_end(slot)
-                return self._values[slot]
-        value = compute()
+            for key in keys:
+                slot = (store, version, key)
+                if slot in self._values:
+                    self._values.move_to_end(slot)
+                    found[key] = self._values[slot]
+                else:
+                    missing.append(key)
+        if not missing:
+            return found
+        computed = compute(missing)
+        found.update(computed)
         with self._lock:
             newest = self._versions.get(store)
             if newest is not None and version < newest:
-                return value  # a reader of an older snapshot: its value is not kept
+                return found  # a reader of an older snapshot: its values are not kept
             if newest != version:
                 self._versions[store] = version
                 for stale in [s for s in self._values if s[0] == store]:
                     del self._values[stale]
-            self._values[slot] = value
+            for key, value in computed.items():
+                self._values[store, version, key] = value
             while len(self._values) > self.entries:
                 self._values.popitem(last=False)
-        return value
+        return found
 
     def clear(self) -> None:
         """Forget every value (a store replaced under the same URL, as tests do)."""

@@ -6,13 +6,13 @@ FREE_BUFFERS_ID = "c53f6de81577a6bc"
 VMM_SLICE = "CUDA VMM pool has no occupied slice at control offset 4096"
 VMM_SLICE_ID = "edc4df790b100979"
 
-_ENGINE = "\x1b[1;36m(EngineCore_DP0 pid=4242)\x1b[0;0m "
-_ERROR = _ENGINE + "ERROR 11-30 10:00:09 [core.py:710] "
+ENGINE_PREFIX = "\x1b[1;36m(EngineCore_DP0 pid=4242)\x1b[0;0m "
+_ERROR = ENGINE_PREFIX + "ERROR 11-30 10:00:09 [core.py:710] "
 
 VLLM_LOG = (
     "INFO 11-30 10:00:01 [__init__.py:239] Automatically detected platform cuda.\n"
     "\x1b[32mINFO\x1b[0m 11-30 10:00:02 [api_server.py:1805] vLLM API server version 0.33.0\n"
-    + _ENGINE
+    + ENGINE_PREFIX
     + "INFO 11-30 10:00:05 [core.py:75] Initializing a V1 LLM engine (v0.33.0)\n"
     + "".join(
         _ERROR + line + "\n"

@@ -1,0 +1,61 @@
+"""The memo of what depends only on the store: values kept per dataset version, computed
+together for the keys not kept, dropped once the store moves on."""
+
+from sqlmodel import Session
+
+from app.records.derived import Memo
+
+
+def test_only_the_missing_keys_are_computed_in_one_call(session: Session) -> None:
+    memo = Memo()
+    calls: list[list[str]] = []
+
+    def compute(keys: list[str]) -> dict[str, str]:
+        calls.append(keys)
+        return {key: key.upper() for key in keys}
+
+    assert memo.get_many(session, "v1", ["a", "b"], compute) == {"a": "A", "b": "B"}
+    assert memo.get_many(session, "v1", ["a", "b", "c", "d"], compute) == {
+        "a": "A",
+        "b": "B",
+        "c": "C",
+        "d": "D",
+    }
+    assert calls == [["a", "b"], ["c", "d"]]
+    assert memo.get_many(session, "v1", ["d", "a"], compute) == {"d": "D", "a": "A"}
+    assert len(calls) == 2
+
+
+def test_a_newer_version_computes_again_and_an_older_one_is_not_kept(session: Session) -> None:
+    memo = Memo()
+    seen: list[tuple[str, str]] = []
+
+    def at(version: str):
+        def compute(keys: list[str]) -> dict[str, str]:
+            seen.extend((version, key) for key in keys)
+            return {key: f"{key}@{version}" for key in keys}
+
+        return compute
+
+    assert memo.get_many(session, "v1", ["a"], at("v1")) == {"a": "a@v1"}
+    assert memo.get_many(session, "v2", ["a"], at("v2")) == {"a": "a@v2"}
+    # a reader still on the older snapshot gets its own value, which is not kept
+    assert memo.get_many(session, "v1", ["a"], at("v1")) == {"a": "a@v1"}
+    assert memo.get_many(session, "v1", ["a"], at("v1")) == {"a": "a@v1"}
+    assert memo.get(session, "v2", "a", lambda: "recomputed") == "a@v2"
+    assert seen == [("v1", "a"), ("v2", "a"), ("v1", "a"), ("v1", "a")]
+
+
+def test_the_least_recently_used_value_goes_first(session: Session) -> None:
+    memo = Memo(entries=2)
+    computed: list[str] = []
+
+    def compute(keys: list[str]) -> dict[str, str]:
+        computed.extend(keys)
+        return {key: key for key in keys}
+
+    memo.get_many(session, "v1", ["a", "b"], compute)
+    memo.get_many(session, "v1", ["a"], compute)  # a is used again: b is the oldest
+    memo.get_many(session, "v1", ["c"], compute)
+    memo.get_many(session, "v1", ["a", "b"], compute)
+    assert computed == ["a", "b", "c", "b"]
