@@ -28,9 +28,9 @@ def free_buffer():
 
 for step in range(3):
     print(f"step {{step}}", flush=True)
-    time.sleep(0.05)
+    time.sleep(0.2)  # the relay of each pipe has this long to pass it on, on a loaded machine
     print(f"warn {{step}}", file=sys.stderr, flush=True)
-    time.sleep(0.05)
+    time.sleep(0.2)
 sys.stdout.buffer.write(b"raw \\xff\\xfe bytes\\r\\n")
 sys.stdout.flush()
 threading.Thread(target=free_buffer).start()
