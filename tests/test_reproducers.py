@@ -24,6 +24,8 @@ pytestmark = pytest.mark.network  # downloads from the package index
 REPRODUCERS = PROJECT_ROOT / "reproducers"
 RECORDS = PROJECT_ROOT / "data" / "records"
 CPU_IDS = ["c53f6de81577a6bc", "b6bab2e17ae18394"]
+# torch's records: their reproducers run the installed torch the reproducers extra pins
+TORCH_IDS = ["e778062eb5812858"]
 CUDA_ID = "edc4df790b100979"
 PROTOCOL_KEYS = {
     "id",
@@ -96,6 +98,26 @@ def test_cpu_reproducer_passes(record_id: str) -> None:
     assert result["torch"]
     assert_raised_the_record(record_id, result["trigger"])
     assert result["fix"]["status"] == "passed", result["fix"]
+
+
+@pytest.mark.parametrize("record_id", TORCH_IDS)
+def test_torch_reproducer_passes_on_the_pinned_torch(record_id: str) -> None:
+    code, result = cpu_run(record_id)
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert result.keys() >= PROTOCOL_KEYS
+    assert (result["id"], result["device"], result["stubbed"]) == (record_id, "cpu", [])
+    assert (result["target"]["package"], result["target"]["version"]) == ("torch", "2.13.0")
+    assert result["torch"].startswith("2.13.0")
+    assert_raised_the_record(record_id, result["trigger"])
+    for check in result["extra"].values():
+        assert_raised_the_record(record_id, check)
+    assert result["fix"]["status"] == "passed", result["fix"]
+
+
+def test_optimizer_fix_trains_every_weight_and_each_way_to_empty_raises() -> None:
+    _, result = cpu_run("e778062eb5812858")
+    assert result["fix"]["state"] == {"param_groups": 1, "params": 4, "changed": 4}
+    assert sorted(result["extra"]) == ["all_frozen", "consumed_generator"]
 
 
 def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
