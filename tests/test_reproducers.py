@@ -25,7 +25,7 @@ REPRODUCERS = PROJECT_ROOT / "reproducers"
 RECORDS = PROJECT_ROOT / "data" / "records"
 CPU_IDS = ["c53f6de81577a6bc", "b6bab2e17ae18394"]
 # torch's records: their reproducers run the installed torch the reproducers extra pins
-TORCH_IDS = ["e778062eb5812858"]
+TORCH_IDS = ["e778062eb5812858", "540081589474d830"]
 CUDA_ID = "edc4df790b100979"
 PROTOCOL_KEYS = {
     "id",
@@ -118,6 +118,19 @@ def test_optimizer_fix_trains_every_weight_and_each_way_to_empty_raises() -> Non
     _, result = cpu_run("e778062eb5812858")
     assert result["fix"]["state"] == {"param_groups": 1, "params": 4, "changed": 4}
     assert sorted(result["extra"]) == ["all_frozen", "consumed_generator"]
+
+
+def test_state_dict_fix_loads_every_key_and_each_mismatch_raises() -> None:
+    _, result = cpu_run("540081589474d830")
+    state = result["fix"]["state"]
+    assert (state["missing"], state["unexpected"], len(state["loaded_keys"])) == (0, 0, 4)
+    extra = result["extra"]
+    assert '"module.fc.weight"' in result["trigger"]["message"]
+    assert (
+        'Unexpected key(s) in state_dict: "state_dict", "epoch"'
+        in (extra["whole_checkpoint"]["message"])
+    )
+    assert "size mismatch for fc.weight" in extra["other_head"]["message"]
 
 
 def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
