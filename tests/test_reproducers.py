@@ -25,7 +25,7 @@ REPRODUCERS = PROJECT_ROOT / "reproducers"
 RECORDS = PROJECT_ROOT / "data" / "records"
 CPU_IDS = ["c53f6de81577a6bc", "b6bab2e17ae18394"]
 # torch's records: their reproducers run the installed torch the reproducers extra pins
-TORCH_IDS = ["e778062eb5812858", "540081589474d830", "54f572eb27be7a91"]
+TORCH_IDS = ["e778062eb5812858", "540081589474d830", "54f572eb27be7a91", "ae806459feb15e4f"]
 CUDA_ID = "edc4df790b100979"
 PROTOCOL_KEYS = {
     "id",
@@ -136,6 +136,12 @@ def test_state_dict_fix_loads_every_key_and_each_mismatch_raises() -> None:
 def test_cpu_build_fix_runs_the_model_on_the_cpu() -> None:
     _, result = cpu_run("54f572eb27be7a91")
     assert result["fix"]["state"] == {"device": "cpu", "cuda_build": None, "output": [3, 2]}
+
+
+def test_map_location_fix_loads_the_gpu_checkpoint_on_the_cpu() -> None:
+    _, result = cpu_run("ae806459feb15e4f")
+    state = result["fix"]["state"]
+    assert (state["recorded_location"], state["loaded_on"]) == ("cuda:0", ["cpu"])
 
 
 def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
