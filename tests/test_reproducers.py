@@ -25,7 +25,13 @@ REPRODUCERS = PROJECT_ROOT / "reproducers"
 RECORDS = PROJECT_ROOT / "data" / "records"
 CPU_IDS = ["c53f6de81577a6bc", "b6bab2e17ae18394"]
 # torch's records: their reproducers run the installed torch the reproducers extra pins
-TORCH_IDS = ["e778062eb5812858", "540081589474d830", "54f572eb27be7a91", "ae806459feb15e4f"]
+TORCH_IDS = [
+    "e778062eb5812858",
+    "540081589474d830",
+    "54f572eb27be7a91",
+    "ae806459feb15e4f",
+    "cb43aea2096bc452",
+]
 CUDA_ID = "edc4df790b100979"
 PROTOCOL_KEYS = {
     "id",
@@ -142,6 +148,13 @@ def test_map_location_fix_loads_the_gpu_checkpoint_on_the_cpu() -> None:
     _, result = cpu_run("ae806459feb15e4f")
     state = result["fix"]["state"]
     assert (state["recorded_location"], state["loaded_on"]) == ("cuda:0", ["cpu"])
+
+
+def test_process_group_fix_answers_as_a_group_of_one() -> None:
+    _, result = cpu_run("cb43aea2096bc452")
+    state = result["fix"]["state"]
+    assert (state["world_size"], state["rank"], state["all_reduce"]) == (1, 0, 3.0)
+    assert sorted(result["extra"]) == ["barrier", "sampler"]
 
 
 def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
