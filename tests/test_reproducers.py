@@ -157,6 +157,12 @@ def test_process_group_fix_answers_as_a_group_of_one() -> None:
     assert sorted(result["extra"]) == ["barrier", "sampler"]
 
 
+def test_guarded_script_fix_reads_every_batch_through_spawned_workers() -> None:
+    _, result = cpu_run("b4c6f8367947604b")
+    assert result["fix"]["state"] == {"context": "spawn", "num_workers": 1, "total": 140}
+    assert "exited unexpectedly" in result["extra"]["worker_killed"]["message"]
+
+
 def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
     _, result = cpu_run("c53f6de81577a6bc")
     assert result["fix"]["state"] == {"inuse_count": 0, "free_buffers": 4}
