@@ -163,6 +163,21 @@ def test_guarded_script_fix_reads_every_batch_through_spawned_workers() -> None:
     assert "exited unexpectedly" in result["extra"]["worker_killed"]["message"]
 
 
+def test_lora_rank_reproducer_passes_with_only_the_config_stubbed() -> None:
+    record_id = "b8498370b74baa60"
+    code, result = cpu_run(record_id)
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert (result["target"]["package"], result["target"]["version"]) == ("vllm", "0.33.0")
+    assert result["stubbed"] == ["vllm.config.lora:LoRAConfig"]
+    assert_raised_the_record(record_id, result["trigger"])
+    assert_raised_the_record(record_id, result["extra"]["rank_pattern"])
+    assert (
+        "LoRA rank 64 is greater than max_lora_rank 16."
+        in result["extra"]["rank_pattern"]["message"]
+    )
+    assert result["fix"]["state"] == {"adapter_rank": 32, "max_lora_rank": 32, "scaling": 0.5}
+
+
 def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
     _, result = cpu_run("c53f6de81577a6bc")
     assert result["fix"]["state"] == {"inuse_count": 0, "free_buffers": 4}
