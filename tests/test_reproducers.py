@@ -178,6 +178,13 @@ def test_lora_rank_reproducer_passes_with_only_the_config_stubbed() -> None:
     assert result["fix"]["state"] == {"adapter_rank": 32, "max_lora_rank": 32, "scaling": 0.5}
 
 
+def test_rendezvous_names_the_first_missing_variable_and_the_launcher_set_fixes_it() -> None:
+    _, result = cpu_run("be86eef068c68cc6")
+    assert result["trigger"]["captures"] == {"env_var": "RANK"}
+    assert result["extra"]["no_master"]["captures"] == {"env_var": "MASTER_ADDR"}
+    assert result["fix"]["state"] == {"init_method": "env://", "world_size": 1, "rank": 0}
+
+
 def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
     _, result = cpu_run("c53f6de81577a6bc")
     assert result["fix"]["state"] == {"inuse_count": 0, "free_buffers": 4}
