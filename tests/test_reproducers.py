@@ -33,6 +33,7 @@ TORCH_IDS = [
     "cb43aea2096bc452",
 ]
 CUDA_ID = "edc4df790b100979"
+TORCH_CUDA_ID = "f95fc6ac2ef0baeb"  # torch raises it only where CUDA is
 PROTOCOL_KEYS = {
     "id",
     "target",
@@ -216,6 +217,15 @@ def test_cuda_reproducer_is_skipped_without_cuda() -> None:
     assert "sglang.srt.runtime_context:get_parallel" in result["stubbed"]
 
 
+def test_forked_cuda_reproducer_is_skipped_without_cuda() -> None:
+    if cuda_available():
+        pytest.skip("CUDA is available: test_forked_cuda_reproducer_passes covers this machine")
+    code, result = run(f"{TORCH_CUDA_ID}.py")
+    assert (code, result["status"]) == (EXIT_CODES["skipped"], "skipped"), result
+    assert (result["device"], result["trigger"], result["fix"]) == ("cuda", None, None)
+    assert (result["target"]["package"], result["target"]["version"]) == ("torch", "2.13.0")
+
+
 def test_device_bundle_stands_in_for_the_download(tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     code, made = run(f"{CUDA_ID}.py", "--bundle", str(bundle))
@@ -258,6 +268,14 @@ def test_cuda_reproducer_passes() -> None:
     state = result["fix"]["state"]
     assert state["occupied_chunks"] == 0
     assert state["available_chunks"] == [[0, state["allocation_size"]]]
+
+
+@pytest.mark.gpu
+def test_forked_cuda_reproducer_passes() -> None:
+    code, result = run(f"{TORCH_CUDA_ID}.py")
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert_raised_the_record(TORCH_CUDA_ID, result["trigger"])
+    assert result["fix"]["state"] == {"context": "spawn", "results": [2.0, 4.0, 6.0]}
 
 
 @pytest.mark.gpu
