@@ -186,6 +186,11 @@ def test_rendezvous_names_the_first_missing_variable_and_the_launcher_set_fixes_
     assert result["fix"]["state"] == {"init_method": "env://", "world_size": 1, "rank": 0}
 
 
+def test_rpc_fix_gets_the_remote_result_back() -> None:
+    _, result = cpu_run("13b7b8ef9a21ba45")
+    assert result["fix"]["state"] == {"worker": "worker0", "result": 2.0}
+
+
 def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
     _, result = cpu_run("c53f6de81577a6bc")
     assert result["fix"]["state"] == {"inuse_count": 0, "free_buffers": 4}
