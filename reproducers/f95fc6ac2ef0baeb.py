@@ -3,16 +3,19 @@ CUDA with multiprocessing, you must use the 'spawn' start method".
 
 torch marks a process forked from a parent that had initialised CUDA, and
 torch.cuda._lazy_init raises there on the child's first CUDA use. The trigger initialises
-CUDA in this process and maps a CUDA computation over a pool of forked workers, as
-multiprocessing does by default on Linux; the pool re-raises the worker's RuntimeError here,
-with the worker's traceback as its cause. The fix creates the same pool from the spawn
-context: each worker initialises CUDA itself and the results come back.
+CUDA and forks, as multiprocessing does by default on Linux; the forked child goes on as the
+reproducer (the parent only waits for it and exits with its status), so the error is raised
+in this process, with torch's own frames, by the child's first CUDA computation.
+The fix, run in that same forked child, maps the computation over a pool from the spawn
+context: each worker starts a fresh interpreter, initialises CUDA itself, and the results
+come back.
 
 Needs CUDA: the CPU-only build of torch cannot re-initialise what it does not have (its
 bad-fork check is always false), so the script declares the cuda device only.
 """
 
 import multiprocessing
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -45,15 +48,17 @@ def _initialise_cuda_here(module: ModuleType) -> None:
 
 
 def trigger(module: ModuleType, _device: str) -> None:
-    """CUDA initialised here, then a pool of forked workers uses it."""
+    """CUDA initialised here, then a fork; the child makes the first CUDA call."""
     _initialise_cuda_here(module)
-    with multiprocessing.get_context("fork").Pool(2) as pool:
-        pool.map(double_on_gpu, INPUTS)
+    child = os.fork()
+    if child:  # the parent: the child reports the result and its exit status is ours
+        _, status = os.waitpid(child, 0)
+        os._exit(os.waitstatus_to_exitcode(status))
+    double_on_gpu(1.0)
 
 
-def fix(module: ModuleType, _device: str) -> dict:
-    """The same pool from the spawn context: workers initialise CUDA themselves."""
-    _initialise_cuda_here(module)
+def fix(_module: ModuleType, _device: str) -> dict:
+    """A pool from the spawn context: fresh workers initialise CUDA themselves."""
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         results = pool.map(double_on_gpu, INPUTS)
     require(results == [2 * value for value in INPUTS], f"the workers returned {results}")
