@@ -8,10 +8,12 @@ the loop again, and dies at start (multiprocessing refuses to start a process wh
 module is still being imported, pointing at its "Safe importing of main module" advice). The
 script runs as the main module through runpy, as `python train.py` would run it. The extra scenario
 is a worker killed by SIGKILL, as the kernel's OOM killer ends one. The fix is the same
-script with its entry point guarded: the workers only import it and every batch arrives.
+script with its entry point guarded, run as `python train.py` in a fresh interpreter: the
+workers only import it and every batch arrives.
 """
 
 import runpy
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,9 +34,12 @@ DEVICES = ("cpu",)
 DATASET = """\
 import os
 import signal
+import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
+KILL_AFTER_S = 1.0
 
 
 class Squares(Dataset):
@@ -46,6 +51,7 @@ class Squares(Dataset):
 
     def __getitem__(self, index):
         if index == self.kill_at:
+            time.sleep(KILL_AFTER_S)  # the main process is waiting for this batch by then
             os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does to a worker
         return torch.tensor([index * index])
 
@@ -55,9 +61,10 @@ def total(dataset, context):
     return sum(int(batch.sum()) for batch in loader)
 """
 UNGUARDED = DATASET + '\n\nTOTAL = total(Squares(), "spawn")\n'
-GUARDED = DATASET + '\n\nif __name__ == "__main__":\n    TOTAL = total(Squares(), "spawn")\n'
-KILLED = DATASET + '\n\nif __name__ == "__main__":\n    TOTAL = total(Squares(kill_at=3), "fork")\n'
+GUARDED = DATASET + '\n\nif __name__ == "__main__":\n    print(total(Squares(), "spawn"))\n'
+KILLED = DATASET + '\n\nif __name__ == "__main__":\n    TOTAL = total(Squares(kill_at=0), "fork")\n'
 SQUARES_TOTAL = sum(index * index for index in range(8))
+FIX_TIMEOUT_S = 240
 
 
 def _run_as_main(source: str) -> dict:
@@ -79,8 +86,20 @@ def trigger_killed(_module: ModuleType, _device: str) -> None:
 
 
 def fix(_module: ModuleType, _device: str) -> dict:
-    """The entry point under `if __name__ == "__main__":`; workers only import the script."""
-    total = _run_as_main(GUARDED)["TOTAL"]
+    """The entry point under `if __name__ == "__main__":`, run as `python train.py` in a
+    fresh interpreter; its spawned workers only import the script."""
+    with tempfile.TemporaryDirectory(prefix="errkb-dataloader-") as folder:
+        script = Path(folder, "train.py")
+        script.write_text(GUARDED, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=FIX_TIMEOUT_S,
+            check=False,
+        )
+    require(done.returncode == 0, f"train.py exited {done.returncode}: {done.stderr[-500:]}")
+    total = int(done.stdout.split()[-1])
     require(total == SQUARES_TOTAL, f"the batches sum to {total}, not {SQUARES_TOTAL}")
     return {"context": "spawn", "num_workers": 1, "total": total}
 
