@@ -7,7 +7,6 @@ Tests marked `postgresql_only` exercise what only PostgreSQL has (concurrent wri
 are skipped without it; tests marked `sqlite_only` are about SQLite's own locking.
 """
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from app.config import Settings
 from app.main import create_app
 from app.store.engine import open_store
 from tests.helpers import accuracy, postgres, served
-from tests.helpers.records import DATA_DIR
+from tests.helpers.records import DATA_DIR, curated_records
 from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
 
 
@@ -105,7 +104,7 @@ def client(make_client: Callable[..., TestClient]) -> TestClient:
 @pytest.fixture
 def seed_records() -> dict[str, dict]:
     """The records of data/, by id."""
-    return {p.stem: json.loads(p.read_text()) for p in DATA_DIR.glob("*.json")}
+    return curated_records()
 
 
 @pytest.fixture

@@ -7,7 +7,21 @@ from fastapi.testclient import TestClient
 
 from app.search import query as search_query
 from app.search import service as search
-from tests.helpers.records import HOSTILE_QUERIES, SEED_001, SEED_002, SEED_002_ERROR, make_record
+from tests.helpers.records import (
+    HOSTILE_QUERIES,
+    SEED_001,
+    SEED_002,
+    SEED_002_ERROR,
+    SEED_FILES,
+    SEED_IDS,
+    make_record,
+)
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient]) -> TestClient:
+    """A client on the three seed records: these tests name what each query finds among them."""
+    return make_client(*SEED_FILES)
 
 
 def _ids(body: dict) -> list[str]:
@@ -105,7 +119,7 @@ def test_an_error_line_is_matched_first(client: TestClient) -> None:
 
 def test_an_empty_query_lists_recent_records(client: TestClient) -> None:
     body = client.get("/api/search").json()
-    assert body["total"] == 3
+    assert body["total"] == len(SEED_IDS)
     assert {item["matchedBy"] for item in body["items"]} == {"recent"}
 
 

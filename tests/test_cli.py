@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from app.cli import app
 from app.matching.rank import RANKING_VERSION
-from tests.helpers.records import DATA_DIR
+from tests.helpers.records import DATA_DIR, curated_records
 
 runner = CliRunner()
 
@@ -31,9 +31,10 @@ def test_db_upgrade() -> None:
 def test_import_prints_counts_and_is_idempotent() -> None:
     first = runner.invoke(app, ["import", str(DATA_DIR)])
     assert first.exit_code == 0, first.output
-    assert "created 3, updated 0, unchanged 0, rejected 0" in first.output
+    curated = len(curated_records())
+    assert f"created {curated}, updated 0, unchanged 0, rejected 0" in first.output
     second = runner.invoke(app, ["import", str(DATA_DIR)])
-    assert "created 0, updated 0, unchanged 3, rejected 0" in second.output
+    assert f"created 0, updated 0, unchanged {curated}, rejected 0" in second.output
 
 
 @pytest.mark.usefixtures("database")
@@ -79,7 +80,8 @@ def test_importing_data_skips_the_schema_and_says_so() -> None:
     assert result.exit_code == 0, result.output
     assert "skipped" in result.output
     assert "record.schema.json" in result.output
-    assert "created 3, updated 0, unchanged 0, rejected 0" in result.output
+    curated = len(curated_records())
+    assert f"created {curated}, updated 0, unchanged 0, rejected 0" in result.output
 
 
 @pytest.mark.usefixtures("database")
@@ -95,11 +97,12 @@ def test_export_round_trip(tmp_path, monkeypatch) -> None:
     first = tmp_path / "first.jsonl"
     assert runner.invoke(app, ["export", "--out", str(first)]).exit_code == 0
     monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'empty.db'}")
-    assert "created 3" in runner.invoke(app, ["import", str(first)]).output
+    curated = len(curated_records())
+    assert f"created {curated}" in runner.invoke(app, ["import", str(first)]).output
     second = tmp_path / "second.jsonl"
     runner.invoke(app, ["export", "--out", str(second)])
     assert first.read_bytes() == second.read_bytes()
-    assert len(first.read_text().splitlines()) == 3
+    assert len(first.read_text().splitlines()) == curated
 
 
 def test_export_takes_the_api_filters(database) -> None:

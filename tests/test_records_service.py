@@ -9,7 +9,7 @@ from app.config import Settings
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
-from tests.helpers.records import DATA_DIR
+from tests.helpers.records import DATA_DIR, curated_records
 
 
 def _write_jsonl(path: Path, rows: list) -> Path:
@@ -18,11 +18,16 @@ def _write_jsonl(path: Path, rows: list) -> Path:
 
 
 def test_import_counts_and_idempotency(session: Session, seed_records, tmp_path: Path) -> None:
+    curated = len(curated_records())
     first = records.import_paths(session, [DATA_DIR])
-    assert (first.counts.created, first.counts.updated, first.counts.unchanged) == (3, 0, 0)
+    assert (first.counts.created, first.counts.updated, first.counts.unchanged) == (curated, 0, 0)
     version = records.dataset_version(session)
     second = records.import_paths(session, [DATA_DIR])
-    assert (second.counts.created, second.counts.updated, second.counts.unchanged) == (0, 0, 3)
+    assert (second.counts.created, second.counts.updated, second.counts.unchanged) == (
+        0,
+        0,
+        curated,
+    )
     assert records.dataset_version(session) == version
 
     changed = dict(seed_records["b6bab2e17ae18394"], severity="warning")
@@ -50,9 +55,9 @@ def test_partial_import_keeps_the_valid_records(session, tmp_path, seed_records)
     path = _write_jsonl(tmp_path / "mixed.jsonl", rows)
     report = records.import_paths(session, [path], partial=True)
     assert report.written
-    assert report.counts.created == 3
+    assert report.counts.created == len(seed_records)
     [rejection] = report.rejected
-    assert rejection.position == "line 4"
+    assert rejection.position == f"line {len(seed_records) + 1}"
     assert "severity" in rejection.reason
     assert records.get_record(session, "00000000000000aa") is None
 
@@ -80,7 +85,7 @@ def test_export_import_export_is_byte_identical(session, tmp_path: Path) -> None
 
     other = Settings(database_url=f"sqlite:///{tmp_path / 'other.db'}")
     with unit_of_work(open_store(other)) as fresh:
-        assert records.import_paths(fresh, [exported]).counts.created == 3
+        assert records.import_paths(fresh, [exported]).counts.created == len(curated_records())
         second = "".join(records.export_lines(fresh))
     assert first.encode() == second.encode()
     assert [json.loads(line)["id"] for line in first.splitlines()] == sorted(

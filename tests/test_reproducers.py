@@ -24,7 +24,16 @@ pytestmark = pytest.mark.network  # downloads from the package index
 REPRODUCERS = PROJECT_ROOT / "reproducers"
 RECORDS = PROJECT_ROOT / "data" / "records"
 CPU_IDS = ["c53f6de81577a6bc", "b6bab2e17ae18394"]
+# torch's records: their reproducers run the installed torch the reproducers extra pins
+TORCH_IDS = [
+    "e778062eb5812858",
+    "540081589474d830",
+    "54f572eb27be7a91",
+    "ae806459feb15e4f",
+    "cb43aea2096bc452",
+]
 CUDA_ID = "edc4df790b100979"
+TORCH_CUDA_ID = "f95fc6ac2ef0baeb"  # torch raises it only where CUDA is
 PROTOCOL_KEYS = {
     "id",
     "target",
@@ -98,6 +107,90 @@ def test_cpu_reproducer_passes(record_id: str) -> None:
     assert result["fix"]["status"] == "passed", result["fix"]
 
 
+@pytest.mark.parametrize("record_id", TORCH_IDS)
+def test_torch_reproducer_passes_on_the_pinned_torch(record_id: str) -> None:
+    code, result = cpu_run(record_id)
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert result.keys() >= PROTOCOL_KEYS
+    assert (result["id"], result["device"], result["stubbed"]) == (record_id, "cpu", [])
+    assert (result["target"]["package"], result["target"]["version"]) == ("torch", "2.13.0")
+    assert result["torch"].startswith("2.13.0")
+    assert_raised_the_record(record_id, result["trigger"])
+    for check in result["extra"].values():
+        assert_raised_the_record(record_id, check)
+    assert result["fix"]["status"] == "passed", result["fix"]
+
+
+def test_optimizer_fix_trains_every_weight_and_each_way_to_empty_raises() -> None:
+    _, result = cpu_run("e778062eb5812858")
+    assert result["fix"]["state"] == {"param_groups": 1, "params": 4, "changed": 4}
+    assert sorted(result["extra"]) == ["all_frozen", "consumed_generator"]
+
+
+def test_state_dict_fix_loads_every_key_and_each_mismatch_raises() -> None:
+    _, result = cpu_run("540081589474d830")
+    state = result["fix"]["state"]
+    assert (state["missing"], state["unexpected"], len(state["loaded_keys"])) == (0, 0, 4)
+    extra = result["extra"]
+    assert '"module.fc.weight"' in result["trigger"]["message"]
+    assert (
+        'Unexpected key(s) in state_dict: "state_dict", "epoch"'
+        in (extra["whole_checkpoint"]["message"])
+    )
+    assert "size mismatch for fc.weight" in extra["other_head"]["message"]
+
+
+def test_cpu_build_fix_runs_the_model_on_the_cpu() -> None:
+    _, result = cpu_run("54f572eb27be7a91")
+    assert result["fix"]["state"] == {"device": "cpu", "cuda_build": None, "output": [3, 2]}
+
+
+def test_map_location_fix_loads_the_gpu_checkpoint_on_the_cpu() -> None:
+    _, result = cpu_run("ae806459feb15e4f")
+    state = result["fix"]["state"]
+    assert (state["recorded_location"], state["loaded_on"]) == ("cuda:0", ["cpu"])
+
+
+def test_process_group_fix_answers_as_a_group_of_one() -> None:
+    _, result = cpu_run("cb43aea2096bc452")
+    state = result["fix"]["state"]
+    assert (state["world_size"], state["rank"], state["all_reduce"]) == (1, 0, 3.0)
+    assert sorted(result["extra"]) == ["barrier", "sampler"]
+
+
+def test_guarded_script_fix_reads_every_batch_through_spawned_workers() -> None:
+    _, result = cpu_run("b4c6f8367947604b")
+    assert result["fix"]["state"] == {"context": "spawn", "num_workers": 1, "total": 140}
+    assert "exited unexpectedly" in result["extra"]["worker_killed"]["message"]
+
+
+def test_lora_rank_reproducer_passes_with_only_the_config_stubbed() -> None:
+    record_id = "b8498370b74baa60"
+    code, result = cpu_run(record_id)
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert (result["target"]["package"], result["target"]["version"]) == ("vllm", "0.33.0")
+    assert result["stubbed"] == ["vllm.config.lora:LoRAConfig"]
+    assert_raised_the_record(record_id, result["trigger"])
+    assert_raised_the_record(record_id, result["extra"]["rank_pattern"])
+    assert (
+        "LoRA rank 64 is greater than max_lora_rank 16."
+        in result["extra"]["rank_pattern"]["message"]
+    )
+    assert result["fix"]["state"] == {"adapter_rank": 32, "max_lora_rank": 32, "scaling": 0.5}
+
+
+def test_rendezvous_names_the_first_missing_variable_and_the_launcher_set_fixes_it() -> None:
+    _, result = cpu_run("be86eef068c68cc6")
+    assert result["trigger"]["captures"] == {"env_var": "RANK"}
+    assert result["extra"]["no_master"]["captures"] == {"env_var": "MASTER_ADDR"}
+    assert result["fix"]["state"] == {"init_method": "env://", "world_size": 1, "rank": 0}
+
+
+def test_rpc_fix_gets_the_remote_result_back() -> None:
+    _, result = cpu_run("13b7b8ef9a21ba45")
+    assert result["fix"]["state"] == {"worker": "worker0", "result": 2.0}
+
+
 def test_hf3fs_fix_returns_every_buffer_and_two_pools_trigger_too() -> None:
     _, result = cpu_run("c53f6de81577a6bc")
     assert result["fix"]["state"] == {"inuse_count": 0, "free_buffers": 4}
@@ -127,6 +220,15 @@ def test_cuda_reproducer_is_skipped_without_cuda() -> None:
     assert result["target"]["classes"] == ["CudaVmmMemoryPool", "CudaVmmTensorTransportProxy"]
     assert "sglang.srt.managers.schedule_batch:MultimodalDataItem" in result["stubbed"]
     assert "sglang.srt.runtime_context:get_parallel" in result["stubbed"]
+
+
+def test_forked_cuda_reproducer_is_skipped_without_cuda() -> None:
+    if cuda_available():
+        pytest.skip("CUDA is available: test_forked_cuda_reproducer_passes covers this machine")
+    code, result = run(f"{TORCH_CUDA_ID}.py")
+    assert (code, result["status"]) == (EXIT_CODES["skipped"], "skipped"), result
+    assert (result["device"], result["trigger"], result["fix"]) == ("cuda", None, None)
+    assert (result["target"]["package"], result["target"]["version"]) == ("torch", "2.13.0")
 
 
 def test_device_bundle_stands_in_for_the_download(tmp_path: Path) -> None:
@@ -171,6 +273,14 @@ def test_cuda_reproducer_passes() -> None:
     state = result["fix"]["state"]
     assert state["occupied_chunks"] == 0
     assert state["available_chunks"] == [[0, state["allocation_size"]]]
+
+
+@pytest.mark.gpu
+def test_forked_cuda_reproducer_passes() -> None:
+    code, result = run(f"{TORCH_CUDA_ID}.py")
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert_raised_the_record(TORCH_CUDA_ID, result["trigger"])
+    assert result["fix"]["state"] == {"context": "spawn", "results": [2.0, 4.0, 6.0]}
 
 
 @pytest.mark.gpu

@@ -285,3 +285,37 @@ def test_a_real_sdist_is_fetched_from_the_index() -> None:
     root = RELEASES.ensure_unpacked("vllm", "0.12.0")
     assert (root / "vllm" / "sampling_params.py").is_file()
     assert RELEASES.github_repo("vllm", "0.12.0") == "vllm-project/vllm"
+
+
+def test_torch_target_is_the_installed_pinned_release(cache: Path) -> None:
+    """torch's compiled core is not in its Python sources: its reproducers import the torch
+    the reproducers extra installed, and nothing is downloaded or unpacked for it."""
+    code = f"""if True:
+        import json
+        from pathlib import Path
+        from app.reproducers.upstream import Upstream
+        releases = Upstream(Path({str(cache)!r}))
+        module = releases.load_module("torch", "2.13.0", "torch.optim.optimizer")
+        root = releases.release_root("torch", "2.13.0")
+        print(json.dumps({{"file": module.__file__, "root": str(root),
+                          "bundled": len(releases.copy_loaded_files("torch", "2.13.0", root))}}))
+    """
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    import torch
+
+    site = Path(torch.__file__).resolve().parents[1]
+    assert Path(loaded["file"]).resolve() == site / "torch" / "optim" / "optimizer.py"
+    assert Path(loaded["root"]) == site
+    assert loaded["bundled"] == 0
+    assert not cache.exists()
+
+
+def test_installed_release_other_than_the_pin_is_refused(releases: Upstream) -> None:
+    with pytest.raises(upstream.UpstreamError) as caught:
+        releases.load_module("torch", "2.12.0", "torch.optim.optimizer")
+    assert "but the reproducer pins 2.12.0" in str(caught.value)
+    with pytest.raises(upstream.UpstreamError) as caught:
+        releases.installed_root("errkb-not-installed", "1.0")
+    assert "errkb-not-installed==1.0 is not installed" in str(caught.value)

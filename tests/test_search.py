@@ -19,19 +19,21 @@ from app.store import postgres, sqlite
 from app.store.engine import make_engine, upgrade
 from tests.helpers.old_store import insert_at_revision
 from tests.helpers.records import (
-    DATA_DIR,
     HOSTILE_QUERIES,
     SEED_001,
     SEED_002,
     SEED_002_ERROR,
+    SEED_FILES,
+    SEED_IDS,
     make_record,
 )
 
 
 @pytest.fixture
 def seeded(session: Session) -> Session:
-    """The test session, holding the records of data/."""
-    assert import_paths(session, [DATA_DIR]).written
+    """The test session, holding the three seed records of data/ (the queries below name what
+    each finds among them)."""
+    assert import_paths(session, list(SEED_FILES)).written
     return session
 
 
@@ -266,7 +268,7 @@ def test_an_error_line_puts_the_record_the_matcher_finds_first(
 
 def test_an_empty_query_lists_recent_records(seeded: Session) -> None:
     results = search.search(seeded, "  ")
-    assert results.total == 3
+    assert results.total == len(SEED_IDS)
     assert {hit.matched_by for hit in results.hits} == {fts.RECENT}
     filtered = search.search(seeded, "", RecordFilters(tag="cuda"))
     assert _ids(filtered) == [SEED_002]

@@ -117,7 +117,7 @@ def check_drift(settings: Settings, stored: StoredRecord) -> DriftOutcome | None
     if record.line_number is None or record.source_code_start is None:
         return None
     package, version = info.target["package"], info.target["version"]
-    root = Upstream(settings.cache_dir).ensure_unpacked(package, version)
+    root = Upstream(settings.cache_dir).release_root(package, version)
     path = _release_file(root, record.file_path)
     if path is None:
         return DriftOutcome(stored.id, package, version, "gone", None, "file not in the release")

@@ -4,6 +4,9 @@ Reproducers prove records against the real upstream code, which is never copied 
 repo: the release's source distribution (vLLM's is a tenth of its wheel), or its
 wheel when it has none, is fetched into the cache directory (`Upstream(settings.cache_dir)`),
 its Python sources are unpacked once, and only the modules a reproducer targets are imported.
+A project whose compiled core is not in its Python sources (torch; `installed` in
+app/upstreams) is run as installed from the index by the `reproducers` extra, and refused
+unless the installed version is the one the reproducer pins.
 The same unpacked tree serves the harvest of raise sites (`ensure_unpacked`, `project_urls`,
 `github_repo`) and the drift check.
 
@@ -30,6 +33,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from app import upstreams
 
 WHEELS_DIR = "wheels"
 SDISTS_DIR = "sdists"
@@ -74,6 +79,12 @@ class Stub:
         if attr.startswith("__"):
             raise AttributeError(attr)
         raise StubUsedError(f"{self._qualname}.{attr} is stubbed by errkb and must not be used")
+
+
+def _runs_installed(name: str) -> bool:
+    """Whether reproducers run this package as installed rather than unpacked."""
+    project = upstreams.BY_PACKAGE.get(name)
+    return project is not None and project.installed
 
 
 def _release(name: str, version: str) -> str:
@@ -370,6 +381,31 @@ class Upstream:
         """`owner/name` of the first GitHub URL in the release's metadata."""
         return github_repo_of(self.project_urls(name, version))
 
+    def installed_root(self, name: str, version: str) -> Path:
+        """The folder holding the installed package `name`, which must be release `version`.
+
+        A local version label is ignored (torch's `2.13.0+cpu` is release 2.13.0); another
+        release, or none installed, is an UpstreamError: a reproducer never runs a release
+        other than the one it pins.
+        """
+        try:
+            distribution = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError as exc:
+            raise UpstreamError(
+                f"{name}=={version} is not installed (the reproducers extra installs it)"
+            ) from exc
+        if distribution.version.split("+")[0] != version:
+            raise UpstreamError(
+                f"{name} {distribution.version} is installed, but the reproducer pins {version}"
+            )
+        return Path(str(distribution.locate_file(""))).resolve()
+
+    def release_root(self, name: str, version: str) -> Path:
+        """Where the release's package folder lies: installed or unpacked, as its project says."""
+        if _runs_installed(name):
+            return self.installed_root(name, version)
+        return self.ensure_unpacked(name, version)
+
     def load_module(
         self,
         name: str,
@@ -384,14 +420,17 @@ class Upstream:
         the target and whatever it imports then run unmodified. `stubs` maps a module to names
         that the target imports but the tested classes never use: each becomes a `Stub`, set on
         the module if it is already registered (an emptied parent package), else on a stand-in
-        module that replaces the real one. Any failure is an UpstreamError with its cause.
+        module that replaces the real one. A project run as installed (torch) is imported as it
+        is, parents included, once its installed version is checked. Any failure is an
+        UpstreamError with its cause.
         """
-        root = self.ensure_unpacked(name, version)
-        parts = module.split(".")
-        for depth in range(1, len(parts)):
-            qualname = ".".join(parts[:depth])
-            if qualname not in sys.modules:
-                _empty_package(qualname, root.joinpath(*parts[:depth]))
+        root = self.release_root(name, version)
+        if not _runs_installed(name):
+            parts = module.split(".")
+            for depth in range(1, len(parts)):
+                qualname = ".".join(parts[:depth])
+                if qualname not in sys.modules:
+                    _empty_package(qualname, root.joinpath(*parts[:depth]))
         for stub_module, names in (stubs or {}).items():
             holder = sys.modules.get(stub_module) or _stub_module(stub_module)
             for stub_name in names:
@@ -411,8 +450,11 @@ class Upstream:
 
         Run after `load_module`, it makes a bundle with the cache directory's layout (only
         what the target needs, plus the dist-info), so a GPU machine without network runs the
-        same reproducer with ERRKB_CACHE_DIR pointing at the bundle. Returns the copied files.
+        same reproducer with ERRKB_CACHE_DIR pointing at the bundle. Returns the copied files;
+        none for a project run as installed, which that machine installs itself.
         """
+        if _runs_installed(name):
+            return []
         root = self.unpacked_dir(name, version)
         files = {
             path

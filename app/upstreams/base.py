@@ -61,6 +61,10 @@ class UpstreamProject:
     parameters_are_settings: bool = False
     """Whether the raising function's own parameters are what its users type (a library
     called directly, like `torch.optim.Adam(lr=...)`), rather than internal plumbing."""
+    installed: bool = False
+    """Whether reproducers run the release installed in this environment (the version the
+    `reproducers` extra pins) instead of its sources unpacked from the index: a package whose
+    compiled core is not in its Python sources (torch) cannot be imported from those."""
 
     entry_points: tuple[EntryPoint, ...] = ()
     """The functions its users call to reach code (the callers graph stops there)."""

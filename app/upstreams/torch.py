@@ -1,5 +1,6 @@
 """PyTorch (pytorch/pytorch): harvested on demand (`errkb harvest torch==2.13.0`), the
-release the reproducers pin; its `torch._check*` functions raise when a condition fails."""
+release the reproducers pin and run as installed; its `torch._check*` functions raise when a
+condition fails."""
 
 from app.upstreams.base import UpstreamProject
 
@@ -10,6 +11,7 @@ PROJECT = UpstreamProject(
     # torch/__init__.py: the exception each check raises when its condition is false.
     parameters_are_settings=True,
     public_api_entry_points=True,
+    installed=True,
     checks={
         "torch._check": "RuntimeError",
         "torch._check_index": "IndexError",

@@ -14,6 +14,18 @@ SEEDS_DIR = Path(__file__).parent.parent / "fixtures" / "seeds"
 SEED_001 = "b6bab2e17ae18394"
 SEED_002 = "edc4df790b100979"
 SEED_002_ERROR = "RuntimeError: CUDA VMM pool has no occupied slice at control offset 4096"
+SEED_IDS = (SEED_001, "c53f6de81577a6bc", SEED_002)
+SEED_FILES = tuple(DATA_DIR / f"{record_id}.json" for record_id in sorted(SEED_IDS))
+"""The three records of data/ that the seed site explains: search and ranking tests are written
+against exactly these, whatever else data/ holds."""
+
+
+def curated_records() -> dict[str, dict]:
+    """The records of data/, by id: what a store that imported data/ holds (it grows as
+    records are curated, so tests count it instead of naming a number)."""
+    return {p.stem: json.loads(p.read_text()) for p in sorted(DATA_DIR.glob("*.json"))}
+
+
 HOSTILE_QUERIES = [
     "\u02bc",  # letters that unaccent turns into an apostrophe
     "don\u02bct \u02b9x\u02b9 \u02bbokina \u02c8stress \u0149",
