@@ -22,7 +22,6 @@ import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,11 +30,11 @@ from fastapi.testclient import TestClient
 from app.config import PROJECT_ROOT
 from app.records.locations import short_class
 from tests.helpers import accuracy
+from tests.helpers.real_pastes import load_cases
 
 # The store harvests releases downloaded from the package index.
 pytestmark = pytest.mark.network
 
-CASES_DIR = Path(__file__).parent / "fixtures" / "real_pastes"
 ARTIFACT = PROJECT_ROOT / "test-artifacts" / "real_pastes.json"
 PROJECTS = frozenset({"vllm", "sglang", "torch"})
 SHAPES = frozenset(
@@ -158,7 +157,6 @@ KNOWN_MISSES: dict[str, str] = {
     "vllm-118-cuda-no-kernel-image-enginecore-rtx50.json": THIRD_CONFIDENT,
     "vllm-119-model-does-not-exist-json-404.json": RESPONSE,
     "vllm-120-model-does-not-exist-openai-404.json": RESPONSE,
-    "vllm-121-transformers-rope-scaling-runpod.json": THIRD_CONFIDENT,
     "vllm-122-rope-scaling-keyerror-type-title.json": NO_RAISE,
     "vllm-123-bf16-not-supported-awq-2023-title.json": MOVED,
     "vllm-124-bf16-not-supported-gptq-cpu-warning.json": MOVED,
@@ -181,11 +179,7 @@ KNOWN_MISSES: dict[str, str] = {
     "vllm-158-bnb-load-format-qlora-first-letter-cut.json": CUT,
     "vllm-159-task-embedding-not-supported-title.json": MOVED,
     "vllm-165-arch-not-supported-mllama-message.json": MOVED,
-    "vllm-167-ray-creation-task-worker-use-ray-openrlhf.json": THIRD_CONFIDENT,
     "vllm-168-llmengine-no-attribute-model-executor-openrlhf.json": NO_RAISE,
-    "vllm-170-xinference-asyncengineargs-limit-mm-per-prompt.json": THIRD_CONFIDENT,
-    "vllm-172-uvicorn-config-unexpected-kwarg-rank0.json": THIRD_CONFIDENT,
-    "vllm-173-engineargs-num-scheduler-steps-headerless.json": THIRD_CONFIDENT,
     "vllm-174-engineargs-enable-prompt-adapter-gaudi.json": THIRD_CONFIDENT,
     "vllm-177-chunked-prefill-prefix-caching-openvino-repr.json": NOT_HARVESTED,
     "vllm-178-keyerror-invalid-tool-call-parser-openai-apiserver.json": MOVED,
@@ -209,7 +203,6 @@ KNOWN_MISSES: dict[str, str] = {
     "sglang-033-vllm-input-metadata-missing.json": THIRD_CONFIDENT,
     "sglang-035-weight-sync-module-missing-verl.json": THIRD_CONFIDENT,
     "torch-001-dynamo-cudagenerator-current-seed-capture.json": CPP,
-    "torch-002-cuda-op-not-permitted-capturing.json": CPP,
     "torch-007-unexpected-key-old-keyerror.json": NO_ANSWER,
     "torch-012-default-pg-not-initialized-backticks.json": OTHER_FIRST,
     "torch-013-default-pg-not-initialized-lowercase.json": OTHER_FIRST,
@@ -230,12 +223,9 @@ KNOWN_MISSES: dict[str, str] = {
     "torch-038-backward-twice-buffers-freed.json": CPP,
     "torch-039-backward-twice-fence.json": CPP,
     "torch-041-oom-json-through-sglang.json": CPP,
-    "torch-042-cuda-error-oom-set-stream.json": CPP,
     "torch-043-oom-capacty-typo-msg.json": CPP,
     "torch-044-oom-vllm-engine-log.json": CPP,
-    "torch-046-illegal-memory-ray-verl.json": CPP,
     "torch-047-illegal-memory-msg.json": CPP,
-    "torch-050-cuda-invalid-argument-ray-sglang.json": CPP,
     "torch-051-logit-bias-index-out-of-bounds.json": CPP,
     "torch-056-optim-empty-params-stderr-prefix.json": OTHER_FIRST,
     "torch-057-optim-empty-params-repro-env.json": OTHER_FIRST,
@@ -247,16 +237,12 @@ KNOWN_MISSES: dict[str, str] = {
     "torch-074-spawn-old-exception-sigkill-tqdm.json": OTHER_FIRST,
     "torch-076-oom-olmocr-bash-fence.json": CPP,
     "vllm-150-triton-fp8e4nv-assert-cuda-arch.json": THIRD_CONFIDENT,
+    "vllm-185-arch-not-supported-llama-title.json": SIMILAR_FIRST,
+    "vllm-186-arch-not-supported-llamamodel-prose-title.json": GLUED,
+    "sglang-036-global-server-args-not-set.json": MOVED,
+    "sglang-037-unsupported-arch-llava-qwen-title.json": NOT_HARVESTED,
 }
 """Case file -> why errkb misses it today (top-1). Shrink it as matching improves."""
-
-
-def load_cases() -> dict[str, dict[str, Any]]:
-    """Every case of the corpus, by file name."""
-    return {
-        path.name: json.loads(path.read_text(encoding="utf-8"))
-        for path in sorted(CASES_DIR.glob("*.json"))
-    }
 
 
 def test_every_case_is_well_formed() -> None:
