@@ -1,6 +1,7 @@
 """Real pastes copied verbatim from public issue threads (tests/fixtures/real_pastes), posted
 as they are to /api/match over the accuracy tests' store (the current vLLM, SGLang and torch
-and two older vLLM releases).
+and two older vLLM releases) and the older releases the pastes come from (the last patch of
+every vLLM minor back to 0.2, and of the SGLang releases the cases name: accuracy.OLDER).
 
 The project's other corpora are errors triggered here and reshaped by known transforms;
 people paste something else (older releases, wrappers, log prefixes, cut messages), so this
@@ -407,10 +408,10 @@ def print_report(figures: dict[str, Any]) -> None:
         print(f"  {count:4d}  {reason}")
 
 
-def test_real_pastes_find_their_raise_site(harvested: accuracy.Harvested) -> None:
+def test_real_pastes_find_their_raise_site(harvested_history: accuracy.Harvested) -> None:
     pytest.importorskip("torch", reason="the store harvests the installed torch")
     cases = load_cases()
-    judge = Judge(harvested.client)
+    judge = Judge(harvested_history.client)
     verdicts = {name: judge.verdict(case) for name, case in cases.items()}
     figures = report(cases, verdicts)
     ARTIFACT.parent.mkdir(exist_ok=True)
