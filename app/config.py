@@ -164,7 +164,7 @@ class Settings(BaseSettings):
         description="Older releases harvested in the background once the server is ready "
         "when it harvests on start: each adds where its raise sites are in that "
         "release, and a draft for each message it raised that the newer release no longer "
-        "has. Default: the older minor releases of the last year of vLLM and SGLang.",
+        "has. Default: the older releases of vLLM back to 0.2 and SGLang back to 0.1.",
     )
     harvest_on_start: bool = Field(
         default=False,

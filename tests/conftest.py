@@ -30,6 +30,18 @@ def harvested(tmp_path_factory: pytest.TempPathFactory) -> accuracy.Harvested:
     return accuracy.harvested_store(tmp_path_factory.mktemp("harvested"))
 
 
+@pytest.fixture(scope="session")
+def harvested_history(
+    harvested: accuracy.Harvested, tmp_path_factory: pytest.TempPathFactory
+) -> accuracy.Harvested:
+    """The shared store and the older releases real pastes come from (accuracy.OLDER), in
+    a copy of its own: the real-paste measure answers as the default serve does once its
+    older releases are in, and the other tests keep the store they were written for."""
+    return accuracy.harvested_store(
+        tmp_path_factory.mktemp("history"), accuracy.OLDER, start_from=harvested.database
+    )
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run the tests that use the store once per engine (only SQLite without PostgreSQL)."""
     if "store_engine" in metafunc.fixturenames:

@@ -6,7 +6,11 @@ frames), the same error with another class, under a server's log, as a bare line
 and a log line that mentions a record without an exception around it.
 """
 
+import json
 import math
+import re
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -18,6 +22,7 @@ from app.matching.rank import (
     FILE_INNERMOST,
     FRAMES_MARGIN,
     FULL_MESSAGE,
+    RAISED_ELSEWHERE,
     RANKING_VERSION,
     REVIEWED_BONUS,
     SAME_FUNCTION,
@@ -27,6 +32,8 @@ from app.matching.rank import (
     _frames_first,
     total,
 )
+from tests.helpers.real_pastes import case
+from tests.helpers.records import make_record
 
 SEED_002 = "edc4df790b100979"
 SEED_002_MESSAGE = "CUDA VMM pool has no occupied slice at control offset 4096"
@@ -165,3 +172,118 @@ def test_openapi_documents_the_components_and_the_ranking_version(client: TestCl
     assert set(schemas["ScoreComponent"]["required"]) == {"id", "points", "hint"}
     batch = schemas["BatchResult"]["properties"]["results"]["items"]
     assert batch == {"$ref": "#/components/schemas/MatchResult"}
+
+
+# What the real-paste measure calls a confident answer: half a perfect match.
+CONFIDENT = 50.0
+ROPE_SCALING = (
+    "`rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {rope_scaling}"
+)
+TRANSFORMERS_LLAMA = "src/transformers/models/llama/configuration_llama.py"
+
+
+def _records(folder: Path, *records: dict) -> list[Path]:
+    """Record files to import, one a record."""
+    paths = []
+    for record in records:
+        path = folder / f"{record['id']}.json"
+        path.write_text(json.dumps(record), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _site(number: int, template: str, error_class: str, repo: str, file_path: str) -> dict:
+    """A record raising `template` ({name} placeholders) at a site of `repo`."""
+    pattern = re.sub(r"\\\{\w+\\\}", "(.+)", re.escape(template))
+    return make_record(
+        number,
+        template,
+        messagePattern=pattern,
+        errorClass=error_class,
+        repo=repo,
+        filePath=file_path,
+    )
+
+
+def _match(client: TestClient, text: str, record_id: str) -> dict:
+    body = client.post("/api/match", json={"text": text}, params={"limit": 10}).json()
+    [found] = [match for match in body["matches"] if match["id"] == record_id]
+    return found
+
+
+def test_a_paste_without_a_class_neither_agrees_nor_differs(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """A real paste of a message alone, in backticks (no class in front): the class says
+    nothing, so it scores as the same message with its class less the class's points."""
+    paste = case("torch-011-reinit-cuda-forked-noclass.json")["paste"]
+    message = paste.strip().strip("`")
+    record = _site(1, message, "RuntimeError", "pytorch/pytorch", "torch/cuda/__init__.py")
+    client = make_client(*_records(tmp_path, record))
+    alone = _match(client, paste, record["id"])
+    points = {part["id"]: part["points"] for part in alone["components"]}
+    assert points["class.unknown"] == 0
+    assert "class.differs" not in points
+    with_class = _match(client, f"RuntimeError: {message}\n", record["id"])
+    assert alone["score"] == with_class["score"] - CLASS_AGREES
+
+
+def test_a_record_elsewhere_than_where_the_paste_raised_is_only_a_possibility(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """A real vLLM log whose ValueError transformers raised: SGLang's copy of the message
+    (configs/nanbeige.py) is in no frame, so it is no confident answer; the record of the
+    raising file is."""
+    paste = case("vllm-121-transformers-rope-scaling-runpod.json")["paste"]
+    copy = _site(
+        1, ROPE_SCALING, "ValueError", "sgl-project/sglang", "python/sglang/srt/configs/nanbeige.py"
+    )
+    raiser = _site(2, ROPE_SCALING, "ValueError", "huggingface/transformers", TRANSFORMERS_LLAMA)
+    only_copy = make_client(*_records(tmp_path, copy))
+    elsewhere = _match(only_copy, paste, copy["id"])
+    points = {part["id"]: part["points"] for part in elsewhere["components"]}
+    assert points["frames.raised-elsewhere"] == RAISED_ELSEWHERE
+    assert elsewhere["components"][0]["points"] == FULL_MESSAGE  # the same text in full
+    assert elsewhere["score"] < CONFIDENT
+    (tmp_path / "both").mkdir()
+    both = make_client(*_records(tmp_path / "both", copy, raiser))
+    top = both.post("/api/match", json={"text": paste}).json()["matches"][0]
+    assert top["id"] == raiser["id"]
+    assert top["score"] >= CONFIDENT
+    assert "frames.raised-elsewhere" not in {part["id"] for part in top["components"]}
+
+
+def test_a_worker_error_re_raised_by_the_standard_library_is_not_raised_elsewhere(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """multiprocessing re-raises a worker's exception in the parent: the innermost frame is
+    the standard library's, which makes no exception of its own."""
+    message = "Cannot re-initialize CUDA in forked subprocess"
+    record = _site(1, message, "RuntimeError", "pytorch/pytorch", "torch/cuda/__init__.py")
+    client = make_client(*_records(tmp_path, record))
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/run.py", line 9, in <module>\n'
+        "    pool.map(work, range(4))\n"
+        '  File "/usr/lib/python3.10/multiprocessing/pool.py", line 771, in get\n'
+        "    raise self._value\n"
+        f"RuntimeError: {message}\n"
+    )
+    found = _match(client, paste, record["id"])
+    assert "frames.raised-elsewhere" not in {part["id"] for part in found["components"]}
+
+
+def test_a_whole_message_match_is_not_put_below_a_located_record_of_another_message() -> None:
+    """The frames locate a record whose template does not fit the message (the site raised
+    something else in another release); a record whose pattern matches the whole message
+    outranks it, and is not put below it."""
+    site = Component("site.raised-here-other-message", 14, "raised at the record's site")
+    located = Match("a" * 16, 0.0, 0, {}, components=[site, Component("frames.file", 12, "")])
+    located.score, located.in_frames, located.message_points = total(located.components), True, 14
+    hint = "pattern matches the whole exception message"
+    parts = [Component("message.full", FULL_MESSAGE, hint), Component("class.agrees", 15, "")]
+    literal = Match("b" * 16, total(parts), 0, {}, components=parts)
+    literal.message_points = FULL_MESSAGE
+    _frames_first([located, literal])
+    assert literal.score == FULL_MESSAGE + 15 > located.score
+    assert "rank.below-frames" not in {part.id for part in literal.components}

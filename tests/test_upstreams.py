@@ -6,6 +6,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 from sqlmodel import Session
 
 from app import upstreams
@@ -53,6 +54,24 @@ def test_the_settings_take_their_releases_from_the_projects() -> None:
     assert "transformers==5.24.0" in settings.older_releases
     assert settings.older_releases[0] == "vllm==0.32.0"
     assert len(settings.older_releases) == len(set(settings.older_releases))
+
+
+@pytest.mark.parametrize(
+    ("project", "minors", "oldest"),
+    [
+        (upstreams.BY_REPO[VLLM], [(0, minor) for minor in range(2, 33)], "0.2.7"),
+        (upstreams.BY_REPO[SGLANG], [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5)], "0.1.26"),
+    ],
+)
+def test_older_releases_reach_back_to_the_first_releases_people_paste_from(
+    project: upstreams.UpstreamProject, minors: list[tuple[int, int]], oldest: str
+) -> None:
+    """Real pastes come from every release people still run (vLLM 0.2 of 2023, SGLang 0.1):
+    each minor release has its last patch harvested, newest first."""
+    versions = [Version(spec.partition("==")[2]) for spec in project.older_releases]
+    assert versions == sorted(versions, reverse=True)
+    assert str(versions[-1]) == oldest
+    assert sorted({version.release[:2] for version in versions}) == minors
 
 
 def test_where_a_repository_keeps_its_package() -> None:

@@ -38,6 +38,10 @@ SPECIFICITY_MAX, SPECIFICITY_PER_POINT = 15, 4
 CLASS_AGREES, CLASS_DIFFERS = 15, -15
 CLASS_RELATED = 6  # a subclass or superclass: renamed or refined between releases
 FILE_IN_FRAMES, FILE_INNERMOST, SAME_LINE = 12, 6, 6
+# Raised in code no frame of the record's file is in: the innermost frame is where a
+# traceback's exception was raised, so a record elsewhere is at most a copy of the message
+# (transformers' or pydantic's text in a vLLM model, a site that moved): a possibility only.
+RAISED_ELSEWHERE = -30
 SAME_FUNCTION = 4
 REPO_AGREES, REPO_DIFFERS = 5, -5
 LAST_EXCEPTION, ROOT_CAUSE = 4, 4
@@ -53,10 +57,13 @@ RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees n
 NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-01"
+RANKING_VERSION = "2026-12-01.2"
 POINTS_DIGITS = 2
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}")
+# The standard library's files (`/usr/lib/python3.10/runpy.py`, `C:\Python39\lib\x.py`):
+# where a worker's exception is re-raised (multiprocessing, concurrent.futures), not made.
+_STDLIB = re.compile(r"[/\\]lib[/\\](?:python[0-9.]*[/\\])?[\w.]+(?:[/\\][\w.]+)*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +134,7 @@ class Match:
     components: list[Component] = field(default_factory=list)
     reviewed: bool = False
     in_frames: bool = False  # it explains the message and a frame is in its file
+    message_points: float = 0.0  # what its message component gave: how well the text agrees
     same_message: list[str] = field(default_factory=list)  # ids raising the same message
 
 
@@ -235,7 +243,9 @@ def _context_score(
     tally = _Tally()
     recorded = short_class(candidate.error_class)
     related = relation(exception.error_class, recorded, graph)
-    if recorded == exception.error_class:
+    if not exception.error_class:
+        tally.add("class.unknown", 0, "the paste names no exception class")
+    elif recorded == exception.error_class:
         tally.add("class.agrees", CLASS_AGREES, f"exception class {exception.error_class} agrees")
     elif candidate.error_class in RUN_TIME_CLASSES:
         tally.add("class.run-time", 0, "the record's class is decided at run time")
@@ -272,6 +282,12 @@ def _context_score(
                 tally.add("frames.line-moved", 0, hint)
             if frame.function in candidate.functions:
                 tally.add("frames.function", SAME_FUNCTION, f"in function {frame.function}")
+        elif _makes_exceptions(frames[-1]):
+            hint = (
+                f"raised in {frames[-1].file}, and no frame is in the record's file: "
+                "at most a copy of its message"
+            )
+            tally.add("frames.raised-elsewhere", RAISED_ELSEWHERE, hint)
     repos = {repo for frame in frames if (repo := frame_repo(frame))}
     if candidate.repo in repos:
         tally.add("repo.agrees", REPO_AGREES, f"frames come from {candidate.repo}")
@@ -318,6 +334,16 @@ def _frames_in_files(candidate: Candidate, frames: Sequence[Frame]) -> list[Fram
     files = candidate.files | ({candidate.file_path} if candidate.file_path else set())
     suffixes = [path_suffixes(file) for file in sorted(files)]
     return [frame for frame in frames if any(_frame_in_file(frame, s) for s in suffixes)]
+
+
+def _makes_exceptions(frame: Frame) -> bool:
+    """Whether an innermost frame is where its exception was made: any code but the
+    standard library's re-raising of another process's or thread's error, and a file that
+    is no file (`<frozen runpy>`, `<string>`)."""
+    path = frame.file
+    if path.startswith("<"):
+        return False
+    return "-packages" in path or _STDLIB.search(path) is None
 
 
 def _frames_agree(candidate: Candidate, exception: ParsedException) -> bool:
@@ -416,6 +442,7 @@ def rank(
         tally.count(_specificity(specificity), said=False)
         captures = _captures(candidate, found) if explains else {}
         match = _finish(candidate, tally, exception_index if on_message else None, captures)
+        match.message_points = tally.components[0].points
         match.in_frames = (
             explains
             and exception_index is not None
@@ -433,6 +460,7 @@ def rank(
         tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
         tally.count(_specificity(partial.covered), said=False)
         match = _finish(candidate, tally, exception_index, dict(partial.captures))
+        match.message_points = tally.components[0].points
         match.in_frames = _frames_agree(candidate, exception)
         keep(match)
     for record_id, exception_index in raised_at:
@@ -457,6 +485,7 @@ def rank(
         names = _PLACEHOLDER.findall(candidate.error_message)
         captures = {names[0]: exception.message} if record_id not in index and names else {}
         match = _finish(candidate, tally, exception_index, captures)
+        match.message_points = site.points
         match.in_frames = True
         keep(match)
     ranked = _frames_first(list(best.values()))
@@ -470,19 +499,31 @@ def _order(match: Match) -> tuple[float, bool, str]:
 def _frames_first(matches: list[Match]) -> list[Match]:
     """Below the lowest-scored record that explains an exception from a file in its frames,
     every other record of that exception: another repository's, or a file no frame is in,
-    must not win on a generic message."""
+    must not win on a generic message.
+
+    Except a record whose pattern matches the whole message when no record of the frames'
+    files does: the frames then only locate a site whose message changed (or one line of
+    it), and the paste's literal text is the stronger clue: the site moved to a file the
+    frames do not name (an older release's), or the frames are a wrapper's.
+    """
     floors: dict[int, float] = {}
+    located_message: dict[int, float] = {}
     for match in matches:
         if match.in_frames and match.exception_index is not None:
             index = match.exception_index
             floors[index] = min(floors.get(index, match.score), match.score)
+            located_message[index] = max(located_message.get(index, 0.0), match.message_points)
     for match in matches:
-        floor = floors.get(match.exception_index) if match.exception_index is not None else None
-        if floor is not None and not match.in_frames and match.score >= floor:
-            hint = "ranked below the records raised in the files of the traceback's frames"
-            tally = _Tally(match.components, match.reasons)
-            tally.add("rank.below-frames", floor - FRAMES_MARGIN - match.score, hint)
-            match.score = total(match.components)
+        at = match.exception_index
+        floor = floors.get(at) if at is not None else None
+        if at is None or floor is None or match.in_frames or match.score < floor:
+            continue
+        if match.message_points >= FULL_MESSAGE > located_message[at]:
+            continue
+        hint = "ranked below the records raised in the files of the traceback's frames"
+        tally = _Tally(match.components, match.reasons)
+        tally.add("rank.below-frames", floor - FRAMES_MARGIN - match.score, hint)
+        match.score = total(match.components)
     return matches
 
 

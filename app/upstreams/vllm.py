@@ -9,11 +9,13 @@ PROJECT = UpstreamProject(
     repo="vllm-project/vllm",
     distribution="vllm",
     current_release="vllm==0.33.0",
-    # The last patch of each minor release of the year before 0.33.0, newest first.
+    # The last patch of each minor release before 0.33.0, back to 0.2 (2023): people still
+    # run them, and paste their messages and raise sites. Newest first.
     older_releases=releases(
         "vllm",
         "0.32.0 0.31.0 0.30.0 0.29.0 0.28.0 0.27.1 0.26.0 0.25.1 0.24.0 0.23.0 0.22.1 0.21.0 "
-        "0.20.2 0.19.1 0.18.1 0.17.1 0.16.0 0.15.1 0.14.1 0.13.0 0.12.0",
+        "0.20.2 0.19.1 0.18.1 0.17.1 0.16.0 0.15.1 0.14.1 0.13.0 0.12.0 0.11.2 0.10.2 0.9.2 "
+        "0.8.5.post1 0.7.3 0.6.6.post1 0.5.5 0.4.3 0.3.3 0.2.7",
     ),
     # "INFO 08-14 12:00:01 [core.py:710] ", and before 0.7 without the bracket.
     log_prefix=re.compile(

@@ -4,6 +4,7 @@ first answer, over a store harvested from the same release, points at that line.
 
 import json
 import linecache
+import sqlite3
 import subprocess
 import sys
 import traceback
@@ -19,6 +20,7 @@ from app.config import PROJECT_ROOT, Settings
 from app.harvest import drafts
 from app.main import create_app
 from app.store.engine import unit_of_work
+from app.upstreams.base import releases
 from tests.helpers.releases import RELEASES
 
 Site = tuple[str, int]
@@ -105,19 +107,40 @@ older vLLM releases. Each test scores its own errors over all of it, as a
 service that serves them all would answer."""
 
 
+OLDER = (
+    *releases("vllm", "0.11.2 0.10.2 0.9.2 0.8.5.post1 0.7.3 0.6.6.post1 0.5.5 0.4.3 0.3.3 0.2.7"),
+    *releases(
+        "sglang",
+        "0.5.5.post3 0.5.3.post3 0.5.1.post3 0.4.9.post6 0.4.6.post5 0.4.3.post4 0.4.0.post2 "
+        "0.1.26",
+    ),
+)
+"""The older releases real pastes come from, added to HARVESTED for the real-paste measure:
+the last patch of every vLLM minor before 0.12 (back to 0.2, 2023), and of the SGLang
+releases the cases name. Each is one of the default serve's older releases."""
+
+
 @dataclass
 class Harvested:
     """A service over the store, and what each release's harvest found and stored."""
 
     client: TestClient
     results: dict[str, tuple[drafts.harvest.HarvestResult, drafts.DraftCounts]]
+    database: Path
 
 
-def harvested_store(folder: Path, specs: tuple[str, ...] = HARVESTED) -> Harvested:
+def harvested_store(
+    folder: Path, specs: tuple[str, ...] = HARVESTED, start_from: Path | None = None
+) -> Harvested:
     """A service whose store holds the drafts harvested from these releases, in order
-    (specs that `drafts.resolve_release` takes)."""
+    (specs that `drafts.resolve_release` takes); `start_from`: a copy of that SQLite store
+    is harvested into, so that a larger store does not harvest the shared releases again."""
+    database = folder / "errkb.db"
+    if start_from is not None:
+        with sqlite3.connect(start_from) as source, sqlite3.connect(database) as copy:
+            source.backup(copy)
     settings = Settings(
-        database_url=f"sqlite:///{folder / 'errkb.db'}",
+        database_url=f"sqlite:///{database}",
         cache_dir=folder,
         older_releases=[],
         paste_budget_bytes=0,  # thousands of pastes from one client: the measure is matching
@@ -129,7 +152,7 @@ def harvested_store(folder: Path, specs: tuple[str, ...] = HARVESTED) -> Harvest
             results[spec] = drafts.harvest_release(
                 session, drafts.resolve_release(spec, releases=RELEASES)
             )
-    return Harvested(TestClient(app), results)
+    return Harvested(TestClient(app), results, database)
 
 
 @dataclass
