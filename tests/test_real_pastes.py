@@ -7,6 +7,9 @@ The project's other corpora are errors triggered here and reshaped by known tran
 people paste something else (older releases, wrappers, log prefixes, cut messages), so this
 corpus is the measure that counts. `pytest -s` prints top-1, top-3, no answer and confident
 wrong per project and per shape, and the figures go to test-artifacts/real_pastes.json.
+Of the right first answers it also prints the share whose record's explanation names a
+setting, upstream's advice or a release that changed it ("explained"), and the share that
+names an entry point reaching the raise site ("reached").
 
 A case is right when the answer's record raises the case's class (or a class renamed or
 refined from it) and one of its locations, in any harvested release, is the case's raising
@@ -231,6 +234,8 @@ class Verdict:
     answered: bool
     confident_wrong: bool
     answer: str  # the first answer's record, for the report
+    explained: bool = False  # a right first answer's record names a setting, advice or change
+    reached: bool = False  # a right first answer whose record names an entry point
 
 
 @dataclass
@@ -274,7 +279,19 @@ class Judge:
             return Verdict(not confident, not confident, bool(matches), confident, answer)
         hits = [self.right(case, match) for match in matches]
         top1 = hits[:1] == [True]
-        return Verdict(top1, any(hits), bool(matches), confident and not top1, answer)
+        explanation = self.document(matches[0]["id"]).get("explanation") if top1 else None
+        return Verdict(
+            top1,
+            any(hits),
+            bool(matches),
+            confident and not top1,
+            answer,
+            explained=bool(
+                explanation
+                and (explanation["settings"] or explanation["advice"] or explanation["changes"])
+            ),
+            reached=bool(explanation and explanation["entryPoints"]),
+        )
 
 
 def _same_file(path: str, raising_file: str) -> bool:
@@ -321,6 +338,8 @@ class Tally:
     top3: int = 0
     no_answer: int = 0
     confident_wrong: int = 0
+    explained: int = 0
+    reached: int = 0
 
     def add(self, verdict: Verdict) -> None:
         self.cases += 1
@@ -328,14 +347,20 @@ class Tally:
         self.top3 += verdict.top3
         self.no_answer += not verdict.answered
         self.confident_wrong += verdict.confident_wrong
+        self.explained += verdict.explained
+        self.reached += verdict.reached
 
     def row(self, label: str) -> str:
         def rate(count: int) -> str:
             return f"{count:4d} {count / self.cases:6.1%}"
 
+        def of_right(count: int) -> str:
+            return f"{count / self.top1:6.1%}" if self.top1 else "     -"
+
         return (
             f"{label:<30}{self.cases:6d}  {rate(self.top1)}  {rate(self.top3)}  "
-            f"{rate(self.no_answer)}  {rate(self.confident_wrong)}"
+            f"{rate(self.no_answer)}  {rate(self.confident_wrong)}  "
+            f"{of_right(self.explained):>9}  {of_right(self.reached):>9}"
         )
 
 
@@ -358,6 +383,7 @@ def report(cases: dict[str, dict[str, Any]], verdicts: dict[str, Verdict]) -> di
 def print_report(figures: dict[str, Any]) -> None:
     columns = ("top-1", "top-3", "no answer", "conf. wrong")
     header = f"{'':<30}{'cases':>6}" + "".join(f"  {column:>11}" for column in columns)
+    header += f"  {'explained':>9}  {'reached':>9}"  # shares of the right first answers
     print(f"\nreal pastes (confident: score >= {CONFIDENT_SCORE:.0f})\n{header}")
     for group, tally in figures["groups"].items():
         print(Tally(**tally).row(group))
