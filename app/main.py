@@ -21,7 +21,7 @@ from app.api.responses import with_problem_details
 from app.config import Settings, get_settings
 from app.curation.hits import HitCounter
 from app.errors import PROBLEM_MEDIA, AppError
-from app.matching.service import Matcher
+from app.matching.matcher import Matcher
 from app.ops.follow import follow
 from app.ops.logs import configure_logging
 from app.ops.metrics import Metrics

@@ -209,7 +209,7 @@ def bench_service(database: Path, rows) -> None:
             sys.executable,
             "-c",
             "from sqlmodel import Session; from app.config import get_settings; "
-            "from app.store.engine import open_store; from app.matching.service import Matcher; "
+            "from app.store.engine import open_store; from app.matching.matcher import Matcher; "
             "s = get_settings(); e = open_store(s); "
             "Matcher(e, s.cache_dir, s.max_paste_bytes).index(Session(e))",
         ],

@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.config import PROJECT_ROOT, Settings
 from app.harvest import drafts
-from app.matching.service import Matcher, match_text
+from app.matching.matcher import Matcher
+from app.matching.service import match_text
 from app.records import service as records
 from app.reproducers.upstream import Upstream
 from app.store.engine import open_store

@@ -25,7 +25,8 @@ from app.harvest import drafts as stored_drafts
 from app.harvest.collect import extract_module
 from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.matching.index import PatternError, check_pattern
-from app.matching.service import Matcher, match_text
+from app.matching.matcher import Matcher
+from app.matching.service import match_text
 from app.records.locations import matched_by_location
 
 TORCH_REF = "v2.13.0"

@@ -10,7 +10,7 @@ from sqlalchemy import update
 from sqlmodel import Session
 
 from app.config import Settings
-from app.matching.service import Matcher
+from app.matching.matcher import Matcher
 from app.ops.follow import follow
 from app.records import service as records
 from app.store.engine import open_store

@@ -356,7 +356,7 @@ def wrapped_store(tmp_path_factory: pytest.TempPathFactory):
 
     from app.config import Settings
     from app.harvest import drafts
-    from app.matching.service import Matcher
+    from app.matching.matcher import Matcher
     from app.store.engine import open_store, unit_of_work
 
     folder = tmp_path_factory.mktemp("wrapped")

@@ -7,20 +7,12 @@ import time
 import pytest
 
 from app.errors import AppError
+from app.matching.matcher import Matcher
 from app.matching.rank import RANKING_VERSION
 from app.matching.result import MatchResult
-from app.matching.service import (
-    DEADLINE_RETRY_AFTER_S,
-    MAX_CAPTURE_CHARS,
-    MAX_EXCEPTIONS,
-    MAX_FRAMES,
-    MAX_MESSAGE_CHARS,
-    Matcher,
-    match_text,
-    match_texts,
-)
+from app.matching.service import DEADLINE_RETRY_AFTER_S, match_text, match_texts
 from app.records import service as records
-from app.store.engine import unit_of_work
+from tests.helpers.matching import data_store
 from tests.helpers.real_errors import (
     SEED_CLASSES,
     SEED_TRACEBACKS,
@@ -28,22 +20,12 @@ from tests.helpers.real_errors import (
     program_traceback,
     reproducer_traceback,
 )
-from tests.helpers.records import DATA_DIR
 
 
 @pytest.fixture
 def store(settings):
-    """A session and matcher on a store holding data/."""
-    matcher_settings = settings
-    with unit_of_work(records_engine(settings)) as session:
-        records.import_paths(session, [DATA_DIR])
-        yield session, Matcher(session.get_bind(), matcher_settings.cache_dir, 1 << 20)
-
-
-def records_engine(settings):
-    from app.store.engine import open_store
-
-    return open_store(settings)
+    with data_store(settings) as opened:
+        yield opened
 
 
 @pytest.mark.parametrize("record_id", sorted(SEED_TRACEBACKS))
@@ -99,32 +81,6 @@ def test_frames_in_the_records_file_decide_between_equal_messages(store, tmp_pat
     )
 
 
-def test_the_index_follows_writes(store) -> None:
-    session, matcher = store
-    line = "ValueError: flux capacitor overloaded at 88 mph"
-    assert match_text(matcher, session, line).matches == []
-    record = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record.model_dump())
-    record |= {
-        "id": "00000000000000f1",
-        "errorClass": "ValueError",
-        "errorMessage": "flux capacitor overloaded at {speed} mph",
-        "messagePattern": "flux capacitor overloaded at (.+?) mph",
-    }
-    records.write_records(session, [record])
-    session.commit()
-    [match] = match_text(matcher, session, line).matches
-    assert match.id == "00000000000000f1"
-    assert match.captures == {"speed": "88"}
-    records.write_records(session, [record | {"messagePattern": "flux capacitor melted"}])
-    session.commit()
-    assert match_text(matcher, session, line).matches == []
-    records.write_records(session, [record])
-    session.commit()
-    records.delete_record(session, "00000000000000f1")
-    session.commit()
-    assert match_text(matcher, session, line).matches == []
-
-
 def test_a_match_shows_the_record_as_last_written(store) -> None:
     """What a match shows of a record is kept per dataset version: a write shows at once."""
     session, matcher = store
@@ -139,15 +95,6 @@ def test_a_match_shows_the_record_as_last_written(store) -> None:
     assert again.id == first.id
     assert "kept-per-version" in again.record.tags
     assert again.record.tags != first.record.tags
-
-
-def test_a_cached_index_is_reused_by_a_new_matcher(store) -> None:
-    session, matcher = store
-    line = reproducer_traceback("c53f6de81577a6bc")
-    assert match_text(matcher, session, line).matches[0].id == "c53f6de81577a6bc"
-    assert matcher._cache_path.exists()
-    again = Matcher(session.get_bind(), matcher._cache_path.parent.parent, 1 << 20)
-    assert match_text(again, session, line).matches[0].id == "c53f6de81577a6bc"
 
 
 def test_an_oversized_paste_is_413(store) -> None:
@@ -231,57 +178,6 @@ def test_little_literal_text_needs_frames_in_the_records_file(store) -> None:
 # --- hostile pastes and patterns ----------------------------------------------------
 
 
-def _widget_record(session, record_id: str, pattern: str) -> dict:
-    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record.model_dump())
-    return base | {
-        "id": record_id,
-        "errorClass": "ValueError",
-        "errorMessage": "widget {name} exploded",
-        "messagePattern": pattern,
-    }
-
-
-def test_a_stored_catch_all_pattern_is_left_out(store) -> None:
-    """A pattern stored before its limit existed (straight into the store, past validation)
-    must neither claim every paste nor stop the matcher."""
-    session, matcher = store
-    line = reproducer_traceback("c53f6de81577a6bc")
-    assert match_text(matcher, session, line).matches[0].id == "c53f6de81577a6bc"
-    records.write_records(session, [_widget_record(session, "00000000000000c1", ".*")])
-    session.commit()
-    result = match_text(matcher, session, line)
-    assert "00000000000000c1" not in {m.id for m in result.matches}
-    assert result.matches[0].id == "c53f6de81577a6bc"
-
-
-def test_replies_are_capped_and_say_so(store) -> None:
-    session, matcher = store
-    many = "\n".join(f"ValueError: bad value {n}" for n in range(MAX_EXCEPTIONS + 50))
-    result = match_text(matcher, session, many)
-    assert len(result.exceptions) == MAX_EXCEPTIONS
-    assert result.truncated
-    assert [e.index for e in result.exceptions] == list(range(MAX_EXCEPTIONS))
-
-    frames = "".join(f'  File "/srv/f{n}.py", line {n}, in f{n}\n    f()\n' for n in range(150))
-    deep = f"Traceback (most recent call last):\n{frames}RuntimeError: {'x' * 5000}\n"
-    [exception] = match_text(matcher, session, deep).exceptions
-    assert len(exception.frames) == MAX_FRAMES
-    assert exception.frames[-1].file == "/srv/f149.py"  # the innermost are kept
-    assert len(exception.message) == MAX_MESSAGE_CHARS
-
-    records.write_records(
-        session, [_widget_record(session, "00000000000000c2", r"widget (?P<name>\w+) exploded")]
-    )
-    session.commit()
-    capture = match_text(matcher, session, f"ValueError: widget {'w' * 1000} exploded")
-    [match] = capture.matches
-    assert match.captures == {"name": "w" * MAX_CAPTURE_CHARS}
-    assert capture.truncated
-
-    small = match_text(matcher, session, reproducer_traceback("c53f6de81577a6bc"))
-    assert not small.truncated
-
-
 def test_a_batch_is_limited_like_one_paste(store) -> None:
     session, matcher = store
     half = "ValueError: x\n" * ((1 << 20) // 28 + 1)
@@ -308,16 +204,3 @@ def test_a_match_past_its_deadline_stops_with_a_503(store, tmp_path) -> None:
     assert caught.value.status == 503
     assert caught.value.retry_after_s == DEADLINE_RETRY_AFTER_S
     assert "ERRKB_MATCH_DEADLINE_S" in caught.value.detail
-
-
-def test_a_match_waits_for_its_turn_within_its_deadline(store, tmp_path) -> None:
-    session, _ = store
-    line = reproducer_traceback("c53f6de81577a6bc")
-    one = Matcher(session.get_bind(), tmp_path, 1 << 20, deadline_s=0.2, concurrency=1)
-    with one.slot():  # another match is computing
-        started = time.monotonic()
-        with pytest.raises(AppError) as caught:
-            match_text(one, session, line)
-        assert time.monotonic() - started >= 0.2
-    assert caught.value.status == 503
-    assert match_text(one, session, line).matches[0].id == "c53f6de81577a6bc"  # its turn

@@ -14,7 +14,8 @@ from sqlmodel import Session
 from app.config import Settings
 from app.harvest import drafts
 from app.main import create_app
-from app.matching.service import Matcher, match_text
+from app.matching.matcher import Matcher
+from app.matching.service import match_text
 from app.records import locations
 from app.records import service as records
 from app.records.model import ErrorRecord

@@ -7,7 +7,7 @@ from sqlmodel import Session
 
 from app.config import Settings
 from app.errors import AppError
-from app.matching.service import Matcher
+from app.matching.matcher import Matcher
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.records.service import import_paths, write_records

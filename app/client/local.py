@@ -19,7 +19,8 @@ from app.api.search import search_page
 from app.client.http import ClientError
 from app.config import PROJECT_ROOT, Settings
 from app.errors import AppError
-from app.matching.service import Matcher, match_text
+from app.matching.matcher import Matcher
+from app.matching.service import match_text
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters

@@ -2,43 +2,24 @@
 
 `match_text` is the one code path behind POST /api/match, the paste box of the web pages,
 `errkb match` and the search page's error-line boost (docs/architecture.md: pasted text ->
-logtext -> traceback -> index -> rank). `Matcher` keeps the pattern index of the store
-and follows its writes: it compares the dataset version on each call and adds what
-changed, and it caches the built index on disk by dataset version, so a restart loads it
-instead of compiling every pattern again.
-
-A request runs under the matcher's deadline and its reply is capped: a paste of a
-hundred thousand exception lines answers with the first `MAX_EXCEPTIONS` of them (those that
-the shown matches explain first) and `truncated: true`, not with a reply ten times its size.
-
-Several processes may share one store (workers, or replicas on PostgreSQL): each
-notices another's write by the dataset version, on its next match or from app.ops.follow in
-the background, and finds what changed by the records' content hashes, not by clocks that
-may differ between machines. A request never waits for another thread's sync: it answers
-with the index as it is, and `freshness` tells how far behind that is.
+logtext -> traceback -> index -> rank), with the index of a `Matcher` (app.matching.matcher).
+A request runs under the matcher's deadline, and its reply is capped (app.matching.reply).
 """
 
-import hashlib
-import threading
-import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from sqlalchemy import Engine, select
-from sqlmodel import Session, col
+from sqlmodel import Session
 
-from app import classes
 from app.classes import ClassGraph
 from app.errors import AppError
 from app.matching import deadline
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
+from app.matching.matcher import Matcher, RaiseSites
 from app.matching.origin import log_repos
 from app.matching.partial import second_chance
-from app.matching.patterns import PatternError
 from app.matching.rank import (
     RANKING_VERSION,
     Candidate,
@@ -48,286 +29,19 @@ from app.matching.rank import (
     rank,
     unquoted,
 )
-from app.matching.result import ExceptionOut, FrameOut, MatchOut, MatchResult, ScoreComponent
+from app.matching.reply import capped_captures, exception_out, shown_exceptions
+from app.matching.result import MatchOut, MatchResult, ScoreComponent
 from app.matching.traceback import ParsedException, parse_exceptions
 from app.records import derived, locations
 from app.records import service as records
 from app.records.summary import RecordSummary, summarize
-from app.store.tables import Record
 
 DEFAULT_MATCHES = 10
 MAX_MATCHES = 100
-MAX_EXCEPTIONS = 100  # exceptions in one reply
-MAX_FRAMES = 100  # frames of one exception in a reply, the innermost
-MAX_MESSAGE_CHARS = 4000  # of one exception's message in a reply (errorMessage's maxLength)
-MAX_CAPTURE_CHARS = 256  # of one captured value in a reply
 DEADLINE_RETRY_AFTER_S = 5
 MAX_PASTE_LINES = 100_000
 """Lines a paste may have: each costs ~10 us to clean and parse whatever it holds, so a
 mebibyte of newlines took 8 s; real logs of a mebibyte have 10k-30k lines."""
-REBUILD_AFTER_PENDING = 200  # patterns matched the slow way before the engine takes them in
-
-
-RaiseSites = dict[tuple[str, int], list[tuple[str, str]]]
-"""(file name, line) -> (record id, the record's filePath) of the sites raising there."""
-
-
-@dataclass(frozen=True, slots=True)
-class Freshness:
-    """How the match index stands against the store: the dataset version it holds, the
-    store's, and for how long it has been behind (0 when current)."""
-
-    index_version: str | None
-    dataset_version: str
-    behind_s: float
-
-    @property
-    def stale(self) -> bool:
-        return self.index_version != self.dataset_version
-
-
-class Matcher:
-    """The store's message patterns in a PatternIndex that follows every write; a match
-    stops after `deadline_s` seconds, and at most `concurrency` compute at once (None: no
-    limit to either)."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        cache_dir: Path,
-        max_paste_bytes: int,
-        deadline_s: float | None = None,
-        concurrency: int | None = None,
-    ) -> None:
-        self.max_paste_bytes = max_paste_bytes
-        self.deadline_s = deadline_s
-        self._slots = threading.BoundedSemaphore(concurrency) if concurrency else None
-        self._cache_path = cache_dir / "index" / f"{_database_key(engine)}.idx"
-        self._index: PatternIndex | None = None
-        self._version: str | None = None
-        self._hashes: dict[str, str] = {}  # record id -> content hash, as indexed
-        self._sites: RaiseSites = {}
-        self._classes: ClassGraph = {}
-        self._lock = threading.Lock()
-        self._behind_since: float | None = None  # when a newer dataset version was seen
-        self._seen: str | None = None  # the store's dataset version as last read
-
-    def index(self, session: Session) -> PatternIndex:
-        """The index, brought up to the store's dataset version unless another thread is
-        at it already: then this call answers with the index as it is. The first load
-        waits, as there is nothing to answer with before it."""
-        return self.index_at(session)[0]
-
-    def index_at(self, session: Session) -> tuple[PatternIndex, str]:
-        """The index as `index` gives it, and the store's dataset version it was asked at:
-        what the match reads of the store is kept under that version."""
-        version = self._saw(records.dataset_version(session))
-        if self._index is None:
-            with self._lock:
-                if self._index is None:
-                    self._sync(session, version)
-        elif version != self._version:
-            self._notice_behind()
-            if self._lock.acquire(blocking=False):
-                try:
-                    if version != self._version:
-                        self._sync(session, version)
-                finally:
-                    self._lock.release()
-        assert self._index is not None
-        return self._index, version
-
-    def class_graph(self) -> ClassGraph:
-        """The harvested releases' exception classes (app.classes); current as of the last
-        `index()` call."""
-        return self._classes
-
-    def refresh(self, engine: Engine) -> bool:
-        """Bring a loaded index up to the store, waiting for the lock (app.ops.follow, off the
-        request path); True when it synced."""
-        with Session(engine) as session:
-            version = self._saw(records.dataset_version(session))
-            if self._index is None or version == self._version:
-                return False
-            self._notice_behind()
-            with self._lock:
-                if version == self._version:
-                    return False
-                self._sync(session, version)
-        return True
-
-    def freshness(self, dataset_version: str) -> Freshness:
-        """How the index stands against this dataset version (read by the caller)."""
-        self._saw(dataset_version)
-        if dataset_version == self._version:
-            return Freshness(self._version, dataset_version, 0.0)
-        self._notice_behind()
-        since = self._behind_since  # a sync may clear it meanwhile
-        behind = time.monotonic() - since if since is not None else 0.0
-        return Freshness(self._version, dataset_version, behind)
-
-    def last_freshness(self) -> Freshness | None:
-        """How the index stands against the dataset version last read from the store (by a
-        match, the follower's poll or /readyz), from memory alone: for /healthz, which must
-        answer when the database or its pool does not. None before any read."""
-        seen = self._seen
-        return None if seen is None else self.freshness(seen)
-
-    def _saw(self, dataset_version: str) -> str:
-        self._seen = dataset_version
-        return dataset_version
-
-    def raise_sites(self) -> RaiseSites:
-        """Where each record's site raises, for finding records by the innermost frame;
-        current as of the last `index()` call."""
-        return self._sites
-
-    @property
-    def patterns(self) -> int:
-        """Patterns in the index; 0 before it is loaded (asking must not load it)."""
-        return len(self._index) if self._index is not None else 0
-
-    @contextmanager
-    def slot(self) -> Iterator[None]:
-        """One of the `concurrency` places to compute a match, waited for until the match
-        deadline at most: a few CPU-bound matches at a time, so that the rest of
-        the server (/healthz, pages, writes) still gets the GIL."""
-        if self._slots is None:
-            yield
-            return
-        while True:
-            wait = deadline.remaining()
-            if self._slots.acquire(timeout=-1 if wait is None else wait):
-                break
-            deadline.check()  # raises once the wait has used up the deadline
-        try:
-            yield
-        finally:
-            self._slots.release()
-
-    def _notice_behind(self) -> None:
-        if self._behind_since is None:
-            self._behind_since = time.monotonic()
-
-    def _sync(self, session: Session, version: str) -> None:
-        if self._index is None:
-            cached = PatternIndex.load(self._cache_path, version)
-            if cached is not None:
-                hashes = _hashes(session)
-                # Another process may have written between the two reads (PostgreSQL reads
-                # each statement afresh): then the hashes are newer than the saved index.
-                if records.dataset_version(session) == version:
-                    self._index, self._hashes = cached, hashes
-            if self._index is None:
-                rows = _patterns(session)
-                indexed = [(i, p) for i, p, _ in rows if not locations.matched_by_location(p)]
-                self._index = PatternIndex(indexed)
-                self._save(version)
-                self._hashes = {record_id: digest for record_id, _, digest in rows}
-        elif self._apply_changes(session):
-            self._save(version)
-        self._sites = _raise_sites(session)
-        self._classes = classes.class_graph(session)
-        self._version, self._behind_since = version, None
-
-    def _apply_changes(self, session: Session) -> bool:
-        """Add what was written since the last sync, drop what was deleted; True if any.
-
-        Changes are found by content hash: a record written on another machine, or in a
-        transaction that committed long after it began, is found all the same."""
-        assert self._index is not None
-        current = _hashes(session)
-        changed = [i for i, digest in current.items() if self._hashes.get(i) != digest]
-        gone = self._hashes.keys() - current.keys()
-        for start in range(0, len(changed), records.SQL_CHUNK):
-            chunk = changed[start : start + records.SQL_CHUNK]
-            statement = select(col(Record.id), col(Record.message_pattern)).where(
-                col(Record.id).in_(chunk)
-            )
-            for record_id, pattern in session.execute(statement):
-                if locations.matched_by_location(pattern):
-                    self._index.remove(record_id)  # found by its raise site only
-                    continue
-                try:
-                    self._index.add(record_id, pattern)
-                except PatternError as error:  # stored before its limit existed
-                    self._index.remove(record_id)
-                    self._index.rejected[record_id] = error
-        for record_id in gone:
-            if record_id in self._index:
-                self._index.remove(record_id)
-        self._hashes = current
-        if len(changed) >= REBUILD_AFTER_PENDING:
-            self._index.rebuild()
-        return bool(changed) or bool(gone)
-
-    def _save(self, version: str) -> None:
-        assert self._index is not None
-        self._cache_path.parent.mkdir(parents=True, exist_ok=True)
-        self._index.save(self._cache_path, version)
-
-
-def _database_key(engine: Engine) -> str:
-    """A cache file name per database, so two stores never share an index."""
-    url = engine.url.render_as_string(hide_password=False)
-    return hashlib.sha256(url.encode()).hexdigest()[:16]
-
-
-def _patterns(session: Session) -> list[tuple[str, str, str]]:
-    statement = select(col(Record.id), col(Record.message_pattern), col(Record.content_hash))
-    return [tuple(row) for row in session.execute(statement)]
-
-
-def _hashes(session: Session) -> dict[str, str]:
-    return dict(session.execute(select(col(Record.id), col(Record.content_hash))).all())
-
-
-def _raise_sites(session: Session) -> RaiseSites:
-    """Every known raise line of every record: as written, and in each harvested release."""
-    sites: RaiseSites = {}
-    written = select(col(Record.id), col(Record.file_path), col(Record.line_number))
-    rows = [*session.execute(written).all(), *locations.known_lines(session)]
-    for record_id, file_path, line in rows:
-        if file_path and line is not None:
-            entry = (record_id, file_path)
-            at = sites.setdefault((file_path.rpartition("/")[2], line), [])
-            if entry not in at:
-                at.append(entry)
-    return sites
-
-
-def _exception_out(exception: ParsedException) -> tuple[ExceptionOut, bool]:
-    """The exception as the reply shows it, and whether a cap shortened it."""
-    frames = exception.frames[-MAX_FRAMES:]
-    out = ExceptionOut(
-        index=exception.index,
-        error_class=exception.error_class,
-        qualified_class=exception.qualified_class,
-        message=exception.message[:MAX_MESSAGE_CHARS],
-        frames=[FrameOut(file=f.file, line=f.line, function=f.function) for f in frames],
-        cause_index=exception.cause_index,
-        span=exception.span,
-        message_spans=list(exception.message_line_spans),
-    )
-    shortened = len(frames) < len(exception.frames) or len(out.message) < len(exception.message)
-    return out, shortened
-
-
-def _shown_exceptions(
-    exceptions: Sequence[ParsedException], explained: set[int]
-) -> list[ParsedException]:
-    """At most MAX_EXCEPTIONS, in paste order: those the shown matches explain, then the
-    first of the rest."""
-    if len(exceptions) <= MAX_EXCEPTIONS:
-        return list(exceptions)
-    shown = [e for e in exceptions if e.index in explained]
-    shown += [e for e in exceptions if e.index not in explained][: MAX_EXCEPTIONS - len(shown)]
-    return sorted(shown, key=lambda e: e.index)
-
-
-def _capped_captures(captures: dict[str, str | None]) -> tuple[dict[str, str | None], bool]:
-    capped = {k: v[:MAX_CAPTURE_CHARS] if v else v for k, v in captures.items()}
-    return capped, capped != captures
 
 
 class _Regions:
@@ -549,7 +263,7 @@ def _match(
     truncated = len(ranked) > limit
     matches = []
     for match in ranked[:limit]:
-        captures, shortened = _capped_captures(match.captures)
+        captures, shortened = capped_captures(match.captures)
         truncated |= shortened
         matches.append(
             MatchOut(
@@ -568,11 +282,11 @@ def _match(
             )
         )
     explained = {match.exception_index for match in matches if match.exception_index is not None}
-    shown = _shown_exceptions(exceptions, explained)
+    shown = shown_exceptions(exceptions, explained)
     truncated |= len(shown) < len(exceptions)
     exceptions_out = []
     for exception in shown:
-        out, shortened = _exception_out(exception)
+        out, shortened = exception_out(exception)
         truncated |= shortened
         exceptions_out.append(out)
     return MatchResult(

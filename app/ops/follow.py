@@ -13,7 +13,7 @@ import threading
 
 from sqlalchemy import Engine
 
-from app.matching.service import Matcher
+from app.matching.matcher import Matcher
 
 log = logging.getLogger(__name__)
 

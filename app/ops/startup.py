@@ -23,7 +23,7 @@ from sqlmodel import Session
 from app import store
 from app.config import Settings
 from app.harvest import drafts
-from app.matching.service import Matcher
+from app.matching.matcher import Matcher
 from app.ops import heap
 from app.ops.metrics import Metrics
 from app.ops.readiness import Readiness

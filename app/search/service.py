@@ -32,7 +32,8 @@ from sqlmodel import Session, col
 from app import cursor as cursor_codec
 from app import store
 from app.errors import AppError
-from app.matching.service import Matcher, match_text
+from app.matching.matcher import Matcher
+from app.matching.service import match_text
 from app.records import service as records
 from app.records.filters import NO_FILTERS, RecordFilters, filtered, record_condition
 from app.records.service import StoredRecord
