@@ -19,6 +19,7 @@ from app import store
 from app.store.tables import (
     DatasetState,
     DriftCheck,
+    GeneratedReproducer,
     Hit,
     Record,
     RecordAlias,
@@ -38,6 +39,7 @@ TABLES: tuple[Table, ...] = tuple(
         RecordLocation,
         RecordAlias,
         ReproducerRun,
+        GeneratedReproducer,
         DriftCheck,
         Hit,
         DatasetState,

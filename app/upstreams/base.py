@@ -46,6 +46,14 @@ class UpstreamProject:
     """Whether the raising function's own parameters are what its users type (a library
     called directly, like `torch.optim.Adam(lr=...)`), rather than internal plumbing."""
 
+    cpu_requirements: tuple[str, ...] = ()
+    """Requirements of a release (names; the release pins the versions) its modules import on
+    CPU beyond the reproducers' own environment; installed into the release's cached
+    environment for the generated reproducers (GPU kernels and the serving stack left out)."""
+    plain_values: dict[str, str] = field(default_factory=dict)
+    """Python source that builds a plain value for a required parameter of this name, for
+    generated reproducers (`params` of torch's optimizers: one tensor to optimise)."""
+
     def flag_classes_match(self, name: str) -> bool:
         """Whether a class of `flag_sources` holds command-line flags."""
         return self.flag_classes is None or self.flag_classes.fullmatch(name) is not None

@@ -133,6 +133,7 @@ def _record_page(
         "code": next((loc.context for loc in reversed(view.locations) if loc.context), None),
         "related": view.related,
         "reproducer": view.reproducer,
+        "generated": view.generated,
         "runs": view.runs,
         "drift": view.drift,
         "explanation": view.explanation,
