@@ -140,7 +140,21 @@ _ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
 }
 _BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.Match)
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-_GENERIC_VALUES: tuple[Any, ...] = (0, 1, -1, 0.5, -1.0, 2, "", "errkb-invalid", None, [], [0])
+_GENERIC_VALUES: tuple[Any, ...] = (
+    0,
+    1,
+    -1,
+    0.5,
+    -1.0,
+    2,
+    "",
+    "errkb-invalid",
+    None,
+    True,
+    False,
+    [],
+    [0],
+)
 _DATACLASS_DECORATORS = frozenset({"dataclass", "config", "dataclasses.dataclass"})
 _MODEL_BASES = frozenset({"BaseModel", "Struct", "msgspec.Struct"})
 _ANNOTATION_TYPES: tuple[tuple[frozenset[str], tuple[type, ...]], ...] = (
@@ -717,9 +731,9 @@ def _call_plan(
         if unknown:
             raise _Unsupported(Reason.REQUIRED)
         return _CallPlan(None, node.name, "function", extra, function.positional_only)
-    if "classmethod" in decorators:
+    if "classmethod" in decorators and attrs:
         raise _Unsupported(Reason.UNREACHABLE)
-    if "staticmethod" in decorators:
+    if decorators & {"staticmethod", "classmethod"}:
         if unknown:
             raise _Unsupported(Reason.REQUIRED)
         return _CallPlan(cls.name, node.name, "static", extra, function.positional_only)
@@ -729,17 +743,41 @@ def _call_plan(
         if unknown:
             raise _Unsupported(Reason.REQUIRED)
         return _CallPlan(cls.name, node.name, "constructor", extra, function.positional_only)
-    if not params and not function.required and _runs_on_construction(cls, node):
+    wraps = _pydantic(function.module, cls)  # it turns a validator's ValueError into its own
+    if attrs & _methods(cls):
+        raise _Unsupported(Reason.COMPUTED)  # a property or method, not state to set
+    if not params and not function.required and not wraps and _runs_on_construction(cls, node):
         fields = _fields(cls)
         if fields is not None and attrs <= set(fields) and not any(fields.values()):
             return _CallPlan(cls.name, node.name, "fields")
     if "property" in decorators:
         return _CallPlan(cls.name, node.name, "property")
-    if node.name.startswith("__") and node.name.endswith("__"):
+    if node.name != "__post_init__" and node.name.startswith("__") and node.name.endswith("__"):
         raise _Unsupported(Reason.UNREACHABLE)
     if unknown:
         raise _Unsupported(Reason.REQUIRED)
     return _CallPlan(cls.name, node.name, "direct", extra, function.positional_only)
+
+
+def _methods(cls: ast.ClassDef) -> set[str]:
+    """Names the class defines as functions (properties included)."""
+    return {m.name for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _pydantic(module: ast.Module, cls: ast.ClassDef) -> bool:
+    """Whether the class is a pydantic model or dataclass: its constructor reports an error
+    raised in a validator as pydantic's ValidationError, not as the error the site raises."""
+    imports = any(
+        (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pydantic"))
+        or (isinstance(node, ast.Import) and any(a.name == "pydantic" for a in node.names))
+        for node in module.body
+    )
+    bases = {ast.unparse(base) for base in cls.bases}
+    decorators = _decorator_names(cls)
+    return "config" in decorators or (  # vLLM's @config makes a pydantic dataclass
+        imports
+        and bool(decorators & _DATACLASS_DECORATORS or bases & {"BaseModel", "pydantic.BaseModel"})
+    )
 
 
 def _runs_on_construction(cls: ast.ClassDef, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -110,14 +110,15 @@ def draft_sites(
     drafts: list[_Draft] = []
     seen: set[str] = set()
     for row in session.execute(statement):
-        if row.id in seen or row.id in skipped or "==" not in row.release:
+        release = _release_of(row.release)
+        if row.id in seen or row.id in skipped or release is None:
             continue
         prefix = upstreams.path_prefix(row.repo)
         in_package = row.file_path.removeprefix(prefix)
         if paths and not any(in_package.startswith(path) for path in paths):
             continue
         seen.add(row.id)
-        package, _, version = row.release.partition("==")
+        package, version = release
         site = SiteSpec(
             record_id=row.id,
             error_class=row.error_class,
@@ -131,6 +132,20 @@ def draft_sites(
         if limit is not None and len(drafts) >= limit:
             break
     return drafts
+
+
+def _release_of(release: str) -> tuple[str, str] | None:
+    """(package, version) of a harvested release: `vllm==0.33.0`, or a source folder of a
+    known upstream at a version tag (`pytorch/pytorch@v2.13.0`); None for another folder."""
+    if "==" in release:
+        package, _, version = release.partition("==")
+        return package, version
+    repo, _, ref = release.partition("@")
+    project = upstreams.BY_REPO.get(repo)
+    version = ref.removeprefix("v")
+    if project is None or not version[:1].isdigit():
+        return None
+    return project.distribution, version
 
 
 def release_root(releases: upstream.Upstream, package: str, version: str) -> Path:
