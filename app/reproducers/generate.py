@@ -196,10 +196,12 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
         raise _Unsupported(Reason.NO_SOURCE)
     tree = ast.parse(source)
     raise_node, function = _locate(tree, site.line)
-    conditions, guard = _path(function.node.body, raise_node)
+    conditions, around = _path(function.node.body, raise_node)
+    guard = around[-1] if around else None
     assertion = isinstance(raise_node, ast.Assert)
     if isinstance(raise_node, ast.Assert):  # `assert test`: the guard is the test being false
         conditions, guard = [*conditions, (raise_node.test, False)], len(conditions)
+        around = [*around, guard]
     if guard is None:
         raise _Unsupported(Reason.NO_GUARD)
     guard_test = conditions[guard][0]
@@ -207,6 +209,8 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
     if not assertion and guard_lines[0] <= site.line <= guard_lines[1]:
         raise _Unsupported(Reason.ONE_LINE)
     subjects = _subjects(guard_test, function, raise_node)
+    enclosing = [conditions[index][0] for index in reversed(around) if index != guard]
+    subjects += _path_subjects(enclosing, subjects, function, raise_node)
     trigger, fix = _solve(conditions, guard, subjects, function)
     call = _call_plan(function, subjects, known_values)
     trigger_call = call.render(trigger)
@@ -326,14 +330,15 @@ def _is_static(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _path(
     body: Sequence[ast.stmt], target: ast.stmt
-) -> tuple[list[tuple[ast.expr, bool]], int | None]:
-    """The conditions (test, must be true) on the way to `target`, and the index of the
-    innermost `if` around it (the guard); raises when a loop or block is in the way."""
+) -> tuple[list[tuple[ast.expr, bool]], list[int]]:
+    """The conditions (test, must be true) on the way to `target`, and the indexes of the
+    `if`s around it, outermost first (the last is the guard); raises when a loop or block is
+    in the way."""
     found = _conditions(body, target)
     if found is None:
         raise _Unsupported(Reason.NOT_A_RAISE)
     around = [index for index, (_test, _truth, own) in enumerate(found) if own]
-    return [(test, truth) for test, truth, _own in found], (around[-1] if around else None)
+    return [(test, truth) for test, truth, _own in found], around
 
 
 def _conditions(
@@ -377,6 +382,28 @@ def _subjects(guard: ast.expr, function: _Function, target: ast.stmt) -> list[_S
     if len(subjects) > MAX_SUBJECTS:
         raise _Unsupported(Reason.TOO_MANY)
     return subjects
+
+
+def _path_subjects(
+    enclosing: list[ast.expr],
+    chosen: list[_Subject],
+    function: _Function,
+    target: ast.stmt,
+) -> list[_Subject]:
+    """What the tests of the `if`s around the guard read (innermost first), where they read
+    only parameters and `self.x` the function does not rebind (`if fused:` around
+    `if differentiable:`), within the search's limit: the search chooses those values too.
+    Earlier `if ...: raise` checks are left to the defaults."""
+    assigned = _assigned_before(function.node, target)
+    more: list[_Subject] = []
+    for test in enclosing:
+        for subject in _reads(test, function) or []:
+            bound = f"self.{subject.name}" if subject.attr else subject.name
+            if subject in chosen or subject in more or bound in assigned:
+                continue
+            if len(chosen) + len(more) < MAX_SUBJECTS:
+                more.append(subject)
+    return more
 
 
 def _reads(test: ast.expr, function: _Function) -> list[_Subject] | None:
@@ -854,6 +881,7 @@ TARGET = Target(
     version={site.version!r},
     module={site.module!r},
     classes={classes!r},
+    package_inits=True,
 )
 DEVICES = ("cpu",)
 SITE = GuardedSite(

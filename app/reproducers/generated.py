@@ -318,7 +318,7 @@ releases = Upstream(Settings().cache_dir)
 package, version, *modules = sys.argv[1:]
 for module in modules:
     try:
-        load_target(releases, Target(package, version, module, ()))
+        load_target(releases, Target(package, version, module, (), package_inits=True))
         error = None
     except Exception as exc:
         error = str(exc.__cause__ or exc).splitlines()[0][:200] if str(exc) else type(exc).__name__

@@ -56,6 +56,9 @@ class Target:
     module: str
     classes: tuple[str, ...]
     stubs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Run the __init__ of the packages below the top one, as a plain import does (generated
+    # scripts, with the release's environment); the top package's never runs.
+    package_inits: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The result's "target" object."""
@@ -183,7 +186,13 @@ def load_target(releases: upstream.Upstream, target: Target) -> ModuleType:
     environment = releases.environment_dir(target.package, target.version)
     if environment.is_dir() and str(environment) not in sys.path:
         sys.path.append(str(environment))
-    return releases.load_module(target.package, target.version, target.module, target.stubs)
+    return releases.load_module(
+        target.package,
+        target.version,
+        target.module,
+        target.stubs,
+        package_inits=target.package_inits,
+    )
 
 
 def require(condition: bool, detail: str) -> None:

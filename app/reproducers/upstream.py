@@ -471,11 +471,14 @@ class Upstream:
         version: str,
         module: str,
         stubs: Mapping[str, Sequence[str]] | None = None,
+        package_inits: bool = False,
     ) -> ModuleType:
         """Import `module` from the release without running its parent packages' __init__.
 
         vLLM's and SGLang's package __init__ files import the whole serving stack, so every
-        parent of the target is registered as an empty package pointing into the unpacked tree;
+        parent of the target is registered as an empty package pointing into the unpacked tree
+        (with `package_inits`, only the top one: the others import as usual, since a package
+        __init__ run late, for a name asked of it, can meet its submodules half imported);
         the target and whatever it imports then run unmodified. `stubs` maps a module to names
         that the target imports but the tested classes never use: each becomes a `Stub`, set on
         the module if it is already registered (an emptied parent package), else on a stand-in
@@ -485,7 +488,7 @@ class Upstream:
         parts = module.split(".")
         for depth in range(1, len(parts)):
             qualname = ".".join(parts[:depth])
-            if qualname not in sys.modules:
+            if qualname not in sys.modules and (depth == 1 or not package_inits):
                 _empty_package(qualname, root.joinpath(*parts[:depth]))
         for stub_module, names in (stubs or {}).items():
             holder = sys.modules.get(stub_module) or _stub_module(stub_module)
