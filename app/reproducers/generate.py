@@ -19,6 +19,7 @@ code: the scripts are verified on the real release by `app.reproducers.runner`.
 """
 
 import ast
+import functools
 import itertools
 import operator
 import re
@@ -194,7 +195,7 @@ def generate(
 def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str]) -> Generated:
     if source is None:
         raise _Unsupported(Reason.NO_SOURCE)
-    tree = ast.parse(source)
+    tree = _parsed(source)
     raise_node, function = _locate(tree, site.line)
     conditions, around = _path(function.node.body, raise_node)
     guard = around[-1] if around else None
@@ -226,6 +227,13 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
         direct_state=call.direct_state,
         script=script,
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(source: str) -> ast.Module:
+    """A file's tree, parsed once for all its sites (drafts come in file order; the trees
+    are only read)."""
+    return ast.parse(source)
 
 
 def _locate(tree: ast.Module, line: int) -> tuple[ast.Raise | ast.Assert, _Function]:
