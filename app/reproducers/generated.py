@@ -10,7 +10,9 @@ probe per release, so a module that cannot be imported on CPU is counted once pe
 without a subprocess each. Nothing counts as verified unless its run passed.
 """
 
+import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -152,8 +154,6 @@ def release_root(releases: upstream.Upstream, package: str, version: str) -> Pat
     """The folder holding the release's package: the installed distribution when it is that
     release, else the unpacked release."""
     if upstream.installed_version(package) == version:
-        import importlib.metadata
-
         return Path(str(importlib.metadata.distribution(package).locate_file("")))
     return releases.ensure_unpacked(package, version)
 
@@ -303,8 +303,6 @@ def _stored(
 
 def _environment(settings: Settings) -> dict[str, str]:
     """What a script's subprocess needs: errkb's own package on its path, the cache."""
-    import os
-
     path = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p)
     return os.environ | {"PYTHONPATH": path, "ERRKB_CACHE_DIR": str(settings.cache_dir)}
 
