@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LINTED := app tests bench migrations reproducers
 
-.PHONY: serve test test-fast lint bench
+.PHONY: serve test test-fast lint bench verify-generated
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/mypy app
+
+# Generate a reproducer for every draft the generator handles and run each on its release.
+verify-generated: $(VENV)/.test-installed
+	nice -n 10 $(BIN)/errkb verify --generated --workers 2
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/bench_api.py

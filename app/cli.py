@@ -438,6 +438,28 @@ def verify_command(
         str, typer.Option(help="cpu, cuda, or auto (each reproducer's own first device).")
     ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    generated: Annotated[
+        bool,
+        typer.Option(
+            "--generated",
+            help="Generate reproducers from the drafts' raise sites, store them with the "
+            "records, run them on the real release and print the figures per project.",
+        ),
+    ] = False,
+    repo: Annotated[
+        str | None, typer.Option(help="With --generated: only this repository's records.")
+    ] = None,
+    path: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="With --generated: only files under this path of the package "
+            "(vllm/config/); repeat for more."
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="With --generated: try at most this many drafts.")
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, help="With --generated: scripts run at once.")] = 1,
 ) -> None:
     """Run reproducers against the real upstream code and store each run."""
     from app.reproducers import runner
@@ -445,6 +467,10 @@ def verify_command(
     if device not in ("auto", "cpu", "cuda"):
         raise typer.BadParameter("must be cpu, cuda or auto", param_hint="--device")
     settings = _settings(ctx)
+    if generated:
+        raise typer.Exit(
+            verify_generated(settings, record_ids or [], repo, path or [], limit, workers, as_json)
+        )
     try:
         outcomes = runner.verify(open_store(settings), settings, record_ids or [], device)
     except ValueError as error:
@@ -459,6 +485,57 @@ def verify_command(
                 f"{outcome.duration_s:6.1f} s  {outcome.reason}"
             )
     raise typer.Exit(runner.exit_status(outcomes))
+
+
+def verify_generated(
+    settings: Settings,
+    record_ids: list[str],
+    repo: str | None,
+    paths: list[str],
+    limit: int | None,
+    workers: int,
+    as_json: bool,
+) -> int:
+    """Generate (unless record ids are named: those run as stored), verify, print figures.
+
+    Exits 0: a generated script that fails is a draft without a reproducer, not a broken
+    build; the figures say how many."""
+    from app.reproducers import generated
+
+    engine = open_store(settings)
+    figures: dict[str, generated.ProjectFigures] = {}
+    if not record_ids:
+        made, figures = generated.generate_scripts(engine, settings, repo, paths, limit)
+        record_ids = [script.record_id for script in made]
+    if record_ids:
+        outcomes, figures = generated.verify_scripts(engine, settings, record_ids, workers, figures)
+    else:
+        outcomes = []
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "projects": [figure.as_json() for figure in figures.values()],
+                    "runs": [verify_json(outcome) for outcome in outcomes],
+                },
+                indent=2,
+            )
+        )
+        return 0
+    for outcome in outcomes:
+        typer.echo(
+            f"{outcome.record_id}  {outcome.status:<7}  {outcome.duration_s:6.1f} s  "
+            f"{outcome.reason[:120]}"
+        )
+    for figure in figures.values():
+        typer.echo(
+            f"{figure.repo}: tried {figure.tried}, generated {figure.generated}, run "
+            f"{figure.run}, verified {figure.verified}; generate {figure.generate_s:.1f} s, "
+            f"verify {figure.verify_s:.1f} s"
+        )
+        for reason, count in figure.reasons.most_common():
+            typer.echo(f"  {count:6d}  {reason}")
+    return 0
 
 
 def verify_json(outcome: "RunOutcome") -> dict:

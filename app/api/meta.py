@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import Field
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
@@ -61,6 +62,10 @@ class StatsCharts(ApiModel):
     hits_per_day: list[HitsOfDay]
     most_hit: list[QueueItemOut]
     reproducers: list[ReproducerStatusOut]
+    reproducer_counts: dict[str, int] = Field(
+        description="Curated reproducers, generated ones, and generated ones whose latest run "
+        "passed on the real release (verified)."
+    )
     drift_per_release: dict[str, dict[str, int]]
     dataset_version: str
 
@@ -75,6 +80,7 @@ def stats_charts_out(overview: stats.Overview) -> StatsCharts:
             ReproducerStatusOut.model_validate(status, from_attributes=True)
             for status in overview.reproducers
         ],
+        reproducer_counts=overview.reproducer_counts,
         drift_per_release=overview.drift_per_release,
         dataset_version=overview.dataset_version,
     )

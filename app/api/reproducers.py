@@ -3,11 +3,11 @@
 from fastapi import APIRouter
 
 from app.api.responses import problems
-from app.api.schemas import ReproducerOut, reproducer_out
+from app.api.schemas import ReproducerOut, generated_reproducer_out, reproducer_out
 from app.config import PROJECT_ROOT
 from app.errors import not_found
 from app.records import service as records
-from app.reproducers import drift, runner
+from app.reproducers import drift, generated, runner
 from app.serving.deps import SessionDep, SettingsDep
 
 router = APIRouter(prefix="/api/errors", tags=["reproducers"], responses=problems(404, 422))
@@ -15,11 +15,16 @@ router = APIRouter(prefix="/api/errors", tags=["reproducers"], responses=problem
 
 @router.get("/{record_id}/reproducer", response_model=ReproducerOut)
 def read_reproducer(session: SessionDep, settings: SettingsDep, record_id: str) -> ReproducerOut:
-    """The reproducer script of a record, its target, devices, recent runs and drift."""
+    """The reproducer script of a record (curated, or generated from its raise site), its
+    target, devices, recent runs and drift."""
     if records.get_record(session, record_id) is None:
         raise not_found(f"record {record_id}")
     info = runner.reproducer_info(settings, record_id)
-    if info is None:
-        raise not_found(f"a reproducer for record {record_id}")
     runs = runner.latest_runs(session, record_id)
-    return reproducer_out(info, runs, drift.latest_drift(session, record_id), PROJECT_ROOT)
+    latest_drift = drift.latest_drift(session, record_id)
+    if info is not None:
+        return reproducer_out(info, runs, latest_drift, PROJECT_ROOT)
+    stored = generated.stored_script(session, record_id)
+    if stored is None:
+        raise not_found(f"a reproducer for record {record_id}")
+    return generated_reproducer_out(stored, runs, latest_drift)

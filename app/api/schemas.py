@@ -15,7 +15,7 @@ from app.records.service import Page, Stats
 from app.records.summary import RecordSummary, summarize
 from app.reproducers.runner import ReproducerInfo
 from app.serving.views import RecordView
-from app.store.tables import DriftCheck, ReproducerRun
+from app.store.tables import DriftCheck, GeneratedReproducer, ReproducerRun
 from app.wire import ApiModel
 
 
@@ -132,6 +132,9 @@ def record_document_json(view: RecordView, root: Path) -> str:
         "links": record_links(stored.id).model_dump(by_alias=True),
         "related": [item.model_dump(by_alias=True) for item in related],
         "reproducer": _script(view.reproducer, root) if view.reproducer else None,
+        "generated": generated_out(view.generated).model_dump(mode="json", by_alias=True)
+        if view.generated
+        else None,
         "runs": [run_out(run).model_dump(mode="json", by_alias=True) for run in view.runs],
         "drift": drift_out(view.drift).model_dump(mode="json", by_alias=True)
         if view.drift
@@ -187,11 +190,28 @@ class DriftOut(ApiModel):
     checked_at: datetime
 
 
+class GeneratedOut(ApiModel):
+    """A reproducer generated from the raise site: the call that raises the record's error,
+    the call that does not, and whether it sets state directly instead of constructing."""
+
+    trigger_call: str
+    fix_call: str
+    direct_state: bool
+    package: str
+    version: str
+    generated_at: datetime
+
+
 class ReproducerOut(ApiModel):
-    """GET /api/errors/{id}/reproducer: the script, its target and devices, recent runs."""
+    """GET /api/errors/{id}/reproducer: the script, its target and devices, recent runs.
+
+    `script` is the curated script's path in the project, or, when `generated` is true, the
+    generated script's text (it is stored with the record); `calls` shows what it runs."""
 
     record_id: str
     script: str
+    generated: bool = False
+    calls: GeneratedOut | None = None
     target: dict[str, Any]
     devices: list[str]
     runs: list[ReproducerRunOut]
@@ -221,6 +241,7 @@ class RecordDocument(ApiModel):
     links: RecordLinks
     related: list[RelatedOut]
     reproducer: str | None  # the script, relative to the project
+    generated: GeneratedOut | None  # a reproducer generated from the raise site
     runs: list[ReproducerRunOut]
     drift: DriftOut | None
     explanation: Explanation | None
@@ -229,6 +250,27 @@ class RecordDocument(ApiModel):
 def _script(info: ReproducerInfo, root: Path) -> str:
     script = info.script
     return str(script.relative_to(root) if script.is_relative_to(root) else script)
+
+
+def generated_out(row: GeneratedReproducer) -> GeneratedOut:
+    """The API shape of a generated reproducer's calls."""
+    return GeneratedOut.model_validate(row, from_attributes=True)
+
+
+def generated_reproducer_out(
+    row: GeneratedReproducer, runs: list[ReproducerRun], drift: DriftCheck | None
+) -> ReproducerOut:
+    """The API shape of a generated reproducer, its recent runs and latest drift check."""
+    return ReproducerOut(
+        record_id=row.record_id,
+        script=row.script,
+        generated=True,
+        calls=generated_out(row),
+        target={"package": row.package, "version": row.version, "module": row.module},
+        devices=["cpu"],
+        runs=[run_out(run) for run in runs],
+        drift=drift_out(drift) if drift else None,
+    )
 
 
 def run_out(run: ReproducerRun) -> ReproducerRunOut:

@@ -16,7 +16,7 @@ from app.config import Settings
 from app.curation.hits import RECORD, TEMPLATE, today
 from app.curation.queue import UNEXPLAINED, QueueItem, curation_queue
 from app.records import service as records
-from app.reproducers import runner
+from app.reproducers import generated, runner
 from app.store.tables import DriftCheck, Hit, Record
 
 DEFAULT_DAYS = 30
@@ -45,6 +45,7 @@ class Overview:
     hits_per_day: dict[date, dict[str, int]]
     most_hit: list[QueueItem]
     reproducers: list[ReproducerStatus]
+    reproducer_counts: dict[str, int]  # curated, generated, verified (generated that passed)
     drift_per_release: dict[str, dict[str, int]]
     dataset_version: str
 
@@ -123,6 +124,10 @@ def overview(session: Session, settings: Settings, days: int = DEFAULT_DAYS) -> 
         hits_per_day=_hits_per_day(session, days),
         most_hit=curation_queue(session, limit=MOST_HIT).items,
         reproducers=_reproducers(session, settings),
+        reproducer_counts={
+            "curated": len(runner.all_reproducers(settings)),
+            **generated.verified_counts(session),
+        },
         drift_per_release=_drift_per_release(session),
         dataset_version=records.dataset_version(session),
     )

@@ -17,11 +17,12 @@ import platform
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
 from app.config import Settings
@@ -42,18 +43,17 @@ Fix = Callable[[ModuleType, str], dict[str, Any]]
 
 @dataclass(frozen=True)
 class Target:
-    """The upstream release, module and classes a reproducer exercises.
-
-    `stubs` maps a module to names the target imports but the tested classes never use
-    (see app.reproducers.upstream.Upstream.load_module); the result lists them, so a reader
-    knows what was fake.
-    """
+    """The upstream release, module and classes a reproducer exercises; `stubs` (listed in the
+    result, so a reader knows what was fake) as Upstream.load_module takes them."""
 
     package: str
     version: str
     module: str
     classes: tuple[str, ...]
     stubs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The names a module imports that its tested classes never use; and whether packages below
+    # the top one run their __init__ as in a plain import (generated scripts) or stay empty.
+    package_inits: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The result's "target" object."""
@@ -241,7 +241,7 @@ def main(
     }
     try:
         record = expected_record(settings.data_dir, record_id)
-        module = releases.load_module(target.package, target.version, target.module, target.stubs)
+        module = load_target(releases, target)
         result["torch"] = getattr(sys.modules.get("torch"), "__version__", None)
         if args.bundle is not None:
             files = releases.copy_loaded_files(target.package, target.version, args.bundle)
@@ -269,3 +269,121 @@ def _finish(result: dict[str, Any], start: float) -> int:
     sys.stdout.flush()
     print(json.dumps(result), flush=True)
     return EXIT_CODES[result["status"]]
+
+
+TraceFunction = Callable[[FrameType, str, Any], Any]
+
+
+class SiteNotReached(AssertionError):
+    """A generated trigger raised, but not from the record's raise statement."""
+
+
+@dataclass(frozen=True)
+class GuardedSite:
+    """Where a generated reproducer's raise is: the function, the raise statement's line and
+    the lines of the `if` test that guards it, in the target module's file."""
+
+    function: str
+    raise_line: int
+    guard_lines: tuple[int, int]
+    assertion: bool = False  # an `assert`: its own line is the guard
+
+    def raised_here(self, exc: BaseException, filename: str | None) -> bool:
+        """Whether `exc` was raised by this site's statement (its traceback's frame of the
+        function is at the statement's line)."""
+        frame_line = None
+        tb = exc.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_name == self.function and code.co_filename == filename:
+                frame_line = tb.tb_lineno
+            tb = tb.tb_next
+        return frame_line == self.raise_line
+
+
+@contextmanager
+def _lines_run(site: GuardedSite, module: ModuleType) -> Iterator[set[int]]:
+    """The lines of `site.function` (in the target module's file) that run inside the block."""
+    filename = module.__file__
+    lines: set[int] = set()
+
+    def local(frame: FrameType, event: str, _arg: Any) -> TraceFunction:
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return local
+
+    def on_call(frame: FrameType, _event: str, _arg: Any) -> TraceFunction | None:
+        code = frame.f_code
+        return local if code.co_name == site.function and code.co_filename == filename else None
+
+    previous = sys.gettrace()
+    sys.settrace(on_call)
+    try:
+        yield lines
+    finally:
+        sys.settrace(previous)
+
+
+def trigger_scenario(site: GuardedSite, scenario: Trigger) -> Trigger:
+    """A generated trigger: its error counts only when the record's own statement raised it."""
+
+    def run(module: ModuleType, device: str) -> object:
+        try:
+            return scenario(module, device)
+        except Exception as exc:
+            if site.raised_here(exc, module.__file__) or isinstance(exc, ENVIRONMENT_ERRORS):
+                raise
+            raise SiteNotReached(
+                f"the statement at line {site.raise_line} did not raise; the call raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    return run
+
+
+def fix_scenario(site: GuardedSite, scenario: Trigger, call: str) -> Fix:
+    """A generated fix: the guard ran, was false, and the raise statement never ran.
+
+    An error raised after the guard (a later check of the same call) is reported in the
+    state, not hidden: the record's error is what the fix must not raise."""
+
+    def run(module: ModuleType, device: str) -> dict[str, Any]:
+        raised, here = None, False
+        with _lines_run(site, module) as lines:
+            try:
+                scenario(module, device)
+            except ENVIRONMENT_ERRORS:
+                raise
+            except Exception as exc:
+                raised = f"{type(exc).__name__}: {exc}"
+                here = site.raised_here(exc, module.__file__)
+        first, last = site.guard_lines
+        require(
+            any(first <= line <= last for line in lines),
+            f"the guard (line {first}) never ran; the call raised {raised or 'nothing'}",
+        )
+        require(not here, f"the statement at line {site.raise_line} still raised: {raised}")
+        require(
+            site.assertion or site.raise_line not in lines,
+            f"the raise at line {site.raise_line} still ran",
+        )
+        return {"call": call, "guardRan": True, "raiseRan": False, "raisedAfterGuard": raised}
+
+    return run
+
+
+def load_target(releases: upstream.Upstream, target: Target) -> ModuleType:
+    """The target module from the release (`Upstream.load_module`: torch as installed, at
+    the version it pins; others unpacked), with its cached environment of pure-Python
+    requirements after everything else on the path when one was made
+    (`Upstream.ensure_environment`)."""
+    environment = releases.environment_dir(target.package, target.version)
+    if environment.is_dir() and str(environment) not in sys.path:
+        sys.path.append(str(environment))
+    return releases.load_module(
+        target.package,
+        target.version,
+        target.module,
+        target.stubs,
+        package_inits=target.package_inits,
+    )

@@ -125,13 +125,24 @@ def _last_json_line(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def run_reproducer(settings: Settings, info: ReproducerInfo, device: str) -> RunOutcome:
-    """Run one reproducer script in its own process group, bounded by the timeout."""
+def run_reproducer(
+    settings: Settings,
+    info: ReproducerInfo,
+    device: str,
+    data_dir: Path | None = None,
+    timeout_s: float | None = None,
+    environment: dict[str, str] | None = None,
+) -> RunOutcome:
+    """Run one reproducer script in its own process group, bounded by the timeout.
+
+    A generated script reads its record from `data_dir` (the record is a draft, not a file
+    of data/), runs under a shorter `timeout_s`, and with errkb on its path (`environment`)."""
     started_at = datetime.now(UTC)
     before = _shm_entries()
-    env = os.environ | {
+    timeout = timeout_s if timeout_s is not None else settings.reproducer_timeout_s
+    env = (environment if environment is not None else dict(os.environ)) | {
         "ERRKB_CACHE_DIR": str(settings.cache_dir),
-        "ERRKB_DATA_DIR": str(settings.data_dir),
+        "ERRKB_DATA_DIR": str(data_dir or settings.data_dir),
     }
     command = [sys.executable, str(info.script), "--device", device]
     start = time.perf_counter()
@@ -144,7 +155,7 @@ def run_reproducer(settings: Settings, info: ReproducerInfo, device: str) -> Run
         start_new_session=True,
     )
     try:
-        output, _ = process.communicate(timeout=settings.reproducer_timeout_s)
+        output, _ = process.communicate(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
@@ -154,7 +165,7 @@ def run_reproducer(settings: Settings, info: ReproducerInfo, device: str) -> Run
     leaked = _remove_leaked_shm(before)
     result = None if timed_out else _last_json_line(output)
     if timed_out:
-        status, reason = "error", f"timed out after {settings.reproducer_timeout_s:g} s"
+        status, reason = "error", f"timed out after {timeout:g} s"
     elif result is None:
         status, reason = "error", f"exited with {process.returncode} and printed no result"
     else:

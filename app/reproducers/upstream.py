@@ -46,6 +46,7 @@ DOWNLOAD_CHUNK = 1 << 20
 SDIST_SKIPPED = frozenset({"tests", "benchmarks", "examples", "docs", "tools", ".buildkite"})
 SRC_LAYOUT = "src"  # the folder a src-layout sdist keeps its package in
 UNPACKED_DIR = "unpacked"
+ENVS_DIR = "envs"  # pure-Python requirements of a release, installed for its reproducers
 LOCKS_DIR = "locks"
 PIP_TIMEOUT_S = 600
 _GITHUB_REPO = re.compile(r"https?://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?(?:[/#?]|$)")
@@ -213,10 +214,33 @@ def github_repo_of(urls: dict[str, str]) -> str | None:
 
 
 def _empty_package(qualname: str, folder: Path) -> ModuleType:
-    """A package module whose __init__ never runs, searched in `folder` for submodules."""
+    """A package module whose __init__ runs only when a name is asked of it, searched in
+    `folder` for submodules.
+
+    Importing a submodule never runs the package's __init__ (vLLM's imports the whole serving
+    stack); a target that imports a name from its package (`from vllm.config import
+    ModelConfig`) gets it from the real __init__, run then, once, in the package's namespace.
+    """
     spec = importlib.machinery.ModuleSpec(qualname, None, is_package=True)
     spec.submodule_search_locations = [str(folder)]
     module = importlib.util.module_from_spec(spec)
+    init = folder / "__init__.py"
+
+    def run_init_for(attr: str) -> object:
+        namespace = module.__dict__
+        if attr.startswith("__") or namespace.get("__getattr__") is not run_init_for:
+            raise AttributeError(f"module {qualname!r} has no attribute {attr!r}")
+        del namespace["__getattr__"]  # once: the __init__ may define its own
+        if init.is_file():
+            namespace["__file__"] = str(init)
+            exec(compile(init.read_text(encoding="utf-8"), str(init), "exec"), namespace)
+        if attr in namespace:
+            return namespace[attr]
+        if callable(namespace.get("__getattr__")):
+            return namespace["__getattr__"](attr)
+        raise AttributeError(f"module {qualname!r} has no attribute {attr!r}")
+
+    module.__dict__["__getattr__"] = run_init_for
     sys.modules[qualname] = module
     parent, _, child = qualname.rpartition(".")
     if parent:
@@ -229,6 +253,15 @@ def _stub_module(qualname: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[qualname] = module
     return module
+
+
+def installed_version(name: str) -> str | None:
+    """The version of an installed distribution without its local label (`2.13.0+cpu` ->
+    `2.13.0`), or None when it is not installed."""
+    try:
+        return importlib.metadata.version(name).split("+")[0]
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 class Upstream:
@@ -363,6 +396,68 @@ class Upstream:
                 raise UpstreamError(f"unpacking {archive.name} failed: {exc}") from exc
         return target
 
+    def environment_dir(self, name: str, version: str) -> Path:
+        """Where `ensure_environment` installs a release's requirements."""
+        return self.cache_dir / ENVS_DIR / _release(name, version)
+
+    def requirements(self, name: str, version: str) -> list[str]:
+        """The release's own requirements (no extras) that apply to this interpreter."""
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        distribution = importlib.metadata.PathDistribution(self._dist_info(name, version))
+        found = []
+        for line in distribution.requires or []:
+            try:
+                requirement = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                found.append(str(requirement))
+        return found
+
+    def ensure_environment(self, name: str, version: str, wanted: Sequence[str]) -> Path:
+        """A folder with those of the release's requirements named in `wanted` (and what they
+        need) installed by pip, at the versions the release asks for: what its modules import
+        on CPU beyond this interpreter's own packages (torch, numpy). Made once, under the
+        release's lock, into a temporary folder renamed when complete; reproducer scripts put
+        it last on their path (`app.reproducers.kit.load_target`)."""
+        target = self.environment_dir(name, version)
+        if target.is_dir() or not wanted:
+            return target
+        names = {_normalized(w) for w in wanted}
+        specs = [
+            spec
+            for spec in self.requirements(name, version)
+            if _normalized(re.split(r"[\s<>=!~;\[(]", spec, maxsplit=1)[0]) in names
+        ]
+        with self._locked(name, version):
+            if target.is_dir():
+                return target
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+            command = [sys.executable, "-m", "pip", "install", "--quiet"]
+            command += ["--disable-pip-version-check", "--only-binary=:all:", "--target", str(tmp)]
+            try:
+                done = subprocess.run(
+                    [*command, *specs],
+                    capture_output=True,
+                    text=True,
+                    timeout=PIP_TIMEOUT_S,
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise UpstreamError(f"pip install for {name}=={version} failed: {exc}") from exc
+            if done.returncode != 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                raise UpstreamError(
+                    f"pip install for {name}=={version} failed (exit {done.returncode}): "
+                    + " | ".join(tail)
+                )
+            tmp.rename(target)
+        return target
+
     def _dist_info(self, name: str, version: str) -> Path:
         root = self.ensure_unpacked(name, version)
         found = sorted(root.glob("*.dist-info"))
@@ -412,11 +507,14 @@ class Upstream:
         version: str,
         module: str,
         stubs: Mapping[str, Sequence[str]] | None = None,
+        package_inits: bool = False,
     ) -> ModuleType:
         """Import `module` from the release without running its parent packages' __init__.
 
         vLLM's and SGLang's package __init__ files import the whole serving stack, so every
-        parent of the target is registered as an empty package pointing into the unpacked tree;
+        parent of the target is registered as an empty package pointing into the unpacked tree
+        (with `package_inits`, only the top one: the others import as usual, since a package
+        __init__ run late, for a name asked of it, can meet its submodules half imported);
         the target and whatever it imports then run unmodified. `stubs` maps a module to names
         that the target imports but the tested classes never use: each becomes a `Stub`, set on
         the module if it is already registered (an emptied parent package), else on a stand-in
@@ -429,7 +527,7 @@ class Upstream:
             parts = module.split(".")
             for depth in range(1, len(parts)):
                 qualname = ".".join(parts[:depth])
-                if qualname not in sys.modules:
+                if qualname not in sys.modules and (depth == 1 or not package_inits):
                     _empty_package(qualname, root.joinpath(*parts[:depth]))
         for stub_module, names in (stubs or {}).items():
             holder = sys.modules.get(stub_module) or _stub_module(stub_module)

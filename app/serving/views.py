@@ -15,11 +15,11 @@ from app.records import service as records
 from app.records.explanation import Explanation, record_explanation
 from app.records.locations import History, Location
 from app.records.service import StoredRecord
-from app.reproducers import drift, runner
+from app.reproducers import drift, generated, runner
 from app.reproducers.runner import ReproducerInfo
 from app.search import related
 from app.search.related import RelatedRecord
-from app.store.tables import DriftCheck, ReproducerRun
+from app.store.tables import DriftCheck, GeneratedReproducer, ReproducerRun
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,7 @@ class RecordView:
     history: list[History]  # the releases that raise its message, per package
     related: list[RelatedRecord]
     reproducer: ReproducerInfo | None
+    generated: GeneratedReproducer | None  # a script generated from the raise site
     runs: list[ReproducerRun]  # newest first
     drift: DriftCheck | None  # the latest check
     explanation: Explanation | None  # what the code says: settings, advice, changes
@@ -54,6 +55,7 @@ def record_view(session: Session, settings: Settings, stored: StoredRecord) -> R
         history=history,
         related=related_records,
         reproducer=_reproducer(settings, stored.id),
+        generated=generated.stored_script(session, stored.id),
         runs=runner.latest_runs(session, stored.id),
         drift=drift.latest_drift(session, stored.id),
         explanation=explanation,

@@ -19,6 +19,7 @@ from app import store
 from app.store.tables import (
     DatasetState,
     DriftCheck,
+    GeneratedReproducer,
     Hit,
     HitTotal,
     Record,
@@ -39,6 +40,7 @@ TABLES: tuple[Table, ...] = tuple(
         RecordLocation,
         RecordAlias,
         ReproducerRun,
+        GeneratedReproducer,
         DriftCheck,
         Hit,
         HitTotal,

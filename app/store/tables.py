@@ -133,6 +133,26 @@ class ReproducerRun(SQLModel, table=True):
     started_at: datetime
 
 
+class GeneratedReproducer(SQLModel, table=True):
+    """A reproducer generated from a record's raise site (app.reproducers.generate): kept
+    with the record, its runs stored as ReproducerRun rows like a curated one's."""
+
+    __tablename__ = "generated_reproducers"
+    __table_args__ = (Index("ix_generated_reproducers_package", "package", "record_id"),)
+
+    record_id: str = Field(
+        sa_column=Column(Text, ForeignKey("records.id", ondelete="CASCADE"), primary_key=True)
+    )
+    package: str
+    version: str
+    module: str
+    trigger_call: str = Field(sa_column=Column(Text, nullable=False))
+    fix_call: str = Field(sa_column=Column(Text, nullable=False))
+    direct_state: bool = Field(sa_column=Column(Boolean, nullable=False))
+    script: str = Field(sa_column=Column(Text, nullable=False))
+    generated_at: datetime
+
+
 class DriftCheck(SQLModel, table=True):
     """Where a record's raise site stands in an upstream release (`errkb drift`)."""
 

@@ -19,4 +19,5 @@ PROJECT = UpstreamProject(
         "torch._check_type": "TypeError",
         "torch._check_not_implemented": "NotImplementedError",
     },
+    plain_values={"params": "[torch.nn.Parameter(torch.zeros(2))]"},
 )

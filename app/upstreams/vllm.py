@@ -77,4 +77,13 @@ PROJECT = UpstreamProject(
             "POST /v1/completions",
         ),
     ),
+    # What vllm/config, sampling_params, engine/arg_utils and lora import on CPU.
+    cpu_requirements=tuple(
+        (
+            "tqdm cbor2 pyzmq huggingface_hub transformers tokenizers safetensors cloudpickle "
+            "pybase64 blake3 cachetools aiohttp openai pillow prometheus_client orjson "
+            "partial-json-parser pyyaml jsonschema einops ijson setproctitle sentencepiece "
+            "tiktoken py-cpuinfo lark python-json-logger requests psutil oss-harmony"
+        ).split()
+    ),
 )

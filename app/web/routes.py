@@ -141,6 +141,7 @@ def _record_page(
         ),
         "related": view.related,
         "reproducer": view.reproducer,
+        "generated": view.generated,
         "runs": view.runs,
         "drift": view.drift,
         "explanation": view.explanation,

@@ -1,0 +1,923 @@
+"""Reproducer scripts generated from a raise site and the condition that guards it.
+
+For a draft whose raise statement sits in a function or method of a module of its release,
+the function is read again from the release's source (AST), the conditions on the way to the
+raise are collected (the `if` tests around it, and the earlier `if ...: return|raise` that
+must be false), and a bounded search over candidate values taken from the guard's literals
+finds values that make the guard true (the trigger) and values that make it false while the
+path to it stays the same (the fix). The call that reaches the function is, in order of
+preference: the public constructor or function with those values as keyword arguments; the
+constructor of a dataclass-like class whose fields the guard reads, when the guarded method
+runs on construction; else the object made without its __init__ (`cls.__new__(cls)`), only
+the attributes the guard reads set, and the method called ("state set directly, not through
+the constructor").
+
+Everything a guard may read is a parameter, an attribute of `self`, or a module constant;
+anything else (locals computed in the function, calls, other objects) and every other shape
+of site gets no script, and the reason is counted (`Reason`). Nothing here runs upstream
+code: the scripts are verified on the real release by `app.reproducers.runner`.
+"""
+
+import ast
+import functools
+import itertools
+import operator
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+MAX_SUBJECTS = 3  # values the search chooses at once
+MAX_CANDIDATES = 24  # values tried per subject
+MAX_COMBINATIONS = 20_000  # guard evaluations per site: the search's budget
+DIRECT_STATE_NOTE = "state set directly, not through the constructor"
+
+
+class Reason(StrEnum):
+    """Why a site gets no generated script."""
+
+    NO_SOURCE = "the source file is not in the release"
+    MODULE_LEVEL = "raised at module level, outside a function"
+    NESTED = "raised in a nested function or class"
+    NOT_A_RAISE = "not a raise or assert statement (a check call or a raising helper)"
+    IN_BLOCK = "raised inside a loop, try, with or match block"
+    NO_GUARD = "no condition guards the raise"
+    GUARD_SHAPE = "the guard is not a comparison, membership, None or truth test of values"
+    COMPUTED = "the guard reads a local computed in the function, or another object"
+    TOO_MANY = "the guard reads more values than the search chooses at once"
+    UNSOLVED = "no candidate values make the guard true, or false again"
+    REQUIRED = "the call needs arguments the guard does not decide"
+    ONE_LINE = "the guard and the raise share one line"
+    UNREACHABLE = "the function cannot be called from outside (closure, class method state)"
+
+
+@dataclass(frozen=True, slots=True)
+class SiteSpec:
+    """A draft's raise site: where it is, what it raises, and in which release."""
+
+    record_id: str
+    error_class: str
+    package: str
+    version: str
+    module: str  # dotted import name of the file
+    line: int
+    function: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Generated:
+    """A generated reproducer: its script and the two calls it makes."""
+
+    record_id: str
+    package: str
+    version: str
+    module: str
+    trigger_call: str
+    fix_call: str
+    direct_state: bool
+    script: str
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A site the generator cannot handle, and why."""
+
+    record_id: str
+    reason: Reason
+
+
+class _Unsupported(Exception):
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class _Subject:
+    """A value the guard reads: a parameter (`attr` None) or `self.<attr>`."""
+
+    name: str
+    attr: bool = False
+
+    def text(self) -> str:
+        return f"self.{self.name}" if self.attr else self.name
+
+
+@dataclass(slots=True)
+class _Function:
+    """The function around the raise, its class and the module's constants."""
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    cls: ast.ClassDef | None
+    module: ast.Module
+    constants: dict[str, Any]
+    params: dict[str, ast.arg] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> literal default
+    required: list[str] = field(default_factory=list)  # parameters without a default
+    positional_only: set[str] = field(default_factory=set)
+
+
+_NO_VALUE = object()
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+_ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.Match)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_GENERIC_VALUES: tuple[Any, ...] = (
+    0,
+    1,
+    -1,
+    0.5,
+    -1.0,
+    2,
+    "",
+    "errkb-invalid",
+    None,
+    True,
+    False,
+    [],
+    [0],
+)
+_DATACLASS_DECORATORS = frozenset({"dataclass", "config", "dataclasses.dataclass"})
+_MODEL_BASES = frozenset({"BaseModel", "Struct", "msgspec.Struct"})
+_ANNOTATION_TYPES: tuple[tuple[frozenset[str], tuple[type, ...]], ...] = (
+    (frozenset({"int"}), (int,)),
+    (frozenset({"float"}), (float, int)),
+    (frozenset({"str", "Literal"}), (str,)),
+    (frozenset({"bool"}), (bool,)),
+    (frozenset({"list", "List", "Sequence", "tuple", "Tuple"}), (list,)),
+    (frozenset({"None", "Optional"}), (type(None),)),
+)
+_ON_CONSTRUCTION = frozenset({"__init__", "__post_init__"})
+_VALIDATOR_DECORATORS = frozenset({"model_validator", "field_validator"})
+
+
+def module_name(file_path: str, prefix: str = "") -> str:
+    """`vllm/config/cache.py` -> `vllm.config.cache` (a package's `__init__` is the package)."""
+    path = file_path.removeprefix(prefix).removesuffix(".py")
+    parts = path.split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def generate(
+    site: SiteSpec, source: str | None, known_values: Mapping[str, str]
+) -> Generated | Skipped:
+    """A script for one site, or why there is none.
+
+    `known_values` maps a parameter name to Python source that builds a plain value for it
+    (torch's optimizers need `params`), from the upstream's module."""
+    try:
+        return _generate(site, source, known_values)
+    except _Unsupported as unsupported:
+        return Skipped(site.record_id, unsupported.reason)
+
+
+def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str]) -> Generated:
+    if source is None:
+        raise _Unsupported(Reason.NO_SOURCE)
+    tree = _parsed(source)
+    raise_node, function = _locate(tree, site.line)
+    conditions, around = _path(function.node.body, raise_node)
+    guard = around[-1] if around else None
+    assertion = isinstance(raise_node, ast.Assert)
+    if isinstance(raise_node, ast.Assert):  # `assert test`: the guard is the test being false
+        conditions, guard = [*conditions, (raise_node.test, False)], len(conditions)
+        around = [*around, guard]
+    if guard is None:
+        raise _Unsupported(Reason.NO_GUARD)
+    guard_test = conditions[guard][0]
+    guard_lines = (guard_test.lineno, guard_test.end_lineno or guard_test.lineno)
+    if not assertion and guard_lines[0] <= site.line <= guard_lines[1]:
+        raise _Unsupported(Reason.ONE_LINE)
+    subjects = _subjects(guard_test, function, raise_node)
+    enclosing = [conditions[index][0] for index in reversed(around) if index != guard]
+    subjects += _path_subjects(enclosing, subjects, function, raise_node)
+    trigger, fix = _solve(conditions, guard, subjects, function)
+    call = _call_plan(function, subjects, known_values)
+    trigger_call = call.render(trigger)
+    fix_call = call.render(fix)
+    script = _script(site, function, call, trigger, fix, guard_test, guard_lines, assertion)
+    return Generated(
+        record_id=site.record_id,
+        package=site.package,
+        version=site.version,
+        module=site.module,
+        trigger_call=trigger_call,
+        fix_call=fix_call,
+        direct_state=call.direct_state,
+        script=script,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(source: str) -> ast.Module:
+    """A file's tree, parsed once for all its sites (drafts come in file order; the trees
+    are only read)."""
+    return ast.parse(source)
+
+
+def _locate(tree: ast.Module, line: int) -> tuple[ast.Raise | ast.Assert, _Function]:
+    """The raise (or assert) statement on `line` and the function (and class) it is in."""
+    chain: list[ast.AST] = []
+
+    def walk(node: ast.AST, parents: list[ast.AST]) -> bool:
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.stmt | ast.expr | ast.excepthandler):
+                continue
+            if child.lineno <= line <= (child.end_lineno or child.lineno):
+                if isinstance(child, ast.stmt) and child.lineno == line and not chain:
+                    chain.extend([*parents, child])
+                    return True
+                if walk(child, [*parents, child]):
+                    return True
+        return False
+
+    walk(tree, [])
+    if not chain:
+        raise _Unsupported(Reason.NOT_A_RAISE)
+    statement = chain[-1]
+    if not (isinstance(statement, ast.Raise) and statement.exc is not None) and not isinstance(
+        statement, ast.Assert
+    ):
+        raise _Unsupported(Reason.NOT_A_RAISE)
+    scopes = [
+        n for n in chain if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    ]
+    if not scopes or not isinstance(scopes[-1], ast.FunctionDef | ast.AsyncFunctionDef):
+        raise _Unsupported(Reason.MODULE_LEVEL)
+    if len(scopes) > 2 or (len(scopes) == 2 and not isinstance(scopes[0], ast.ClassDef)):
+        raise _Unsupported(Reason.NESTED)
+    node = scopes[-1]
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    if isinstance(node, ast.AsyncFunctionDef):
+        raise _Unsupported(Reason.UNREACHABLE)
+    cls = scopes[0] if len(scopes) == 2 else None
+    assert cls is None or isinstance(cls, ast.ClassDef)
+    function = _Function(node, cls, tree, _module_constants(tree))
+    _read_parameters(function)
+    return statement, function
+
+
+def _module_constants(tree: ast.Module) -> dict[str, Any]:
+    """Module-level names bound once to a literal (`_VALID = ("a", "b")`)."""
+    found: dict[str, Any] = {}
+    bound: dict[str, int] = {}
+    for statement in tree.body:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign):
+            targets, value = [statement.target], statement.value
+        for target in targets:
+            if isinstance(target, ast.Name):
+                bound[target.id] = bound.get(target.id, 0) + 1
+                literal = _literal(value) if value is not None else _NO_VALUE
+                if literal is not _NO_VALUE:
+                    found[target.id] = literal
+    return {name: value for name, value in found.items() if bound[name] == 1}
+
+
+def _literal(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NO_VALUE
+
+
+def _read_parameters(function: _Function) -> None:
+    args = function.node.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    pairs = list(zip(positional, defaults, strict=True))
+    pairs += list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    for index, (arg, default) in enumerate(pairs):
+        if index == 0 and function.cls is not None and not _is_static(function.node):
+            continue  # self or cls
+        function.params[arg.arg] = arg
+        if default is None:
+            function.required.append(arg.arg)
+        else:
+            literal = _literal(default)
+            if literal is not _NO_VALUE:
+                function.defaults[arg.arg] = literal
+    function.positional_only = {arg.arg for arg in args.posonlyargs}
+
+
+def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> set[str]:
+    names = set()
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        names.add(ast.unparse(target))
+    return names
+
+
+def _is_static(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return "staticmethod" in _decorator_names(node)
+
+
+def _path(
+    body: Sequence[ast.stmt], target: ast.stmt
+) -> tuple[list[tuple[ast.expr, bool]], list[int]]:
+    """The conditions (test, must be true) on the way to `target`, and the indexes of the
+    `if`s around it, outermost first (the last is the guard); raises when a loop or block is
+    in the way."""
+    found = _conditions(body, target)
+    if found is None:
+        raise _Unsupported(Reason.NOT_A_RAISE)
+    around = [index for index, (_test, _truth, own) in enumerate(found) if own]
+    return [(test, truth) for test, truth, _own in found], around
+
+
+def _conditions(
+    body: Sequence[ast.stmt], target: ast.stmt
+) -> list[tuple[ast.expr, bool, bool]] | None:
+    """(test, truth, around the target) for each condition before `target` in `body`."""
+    conditions: list[tuple[ast.expr, bool, bool]] = []
+    for statement in body:
+        if statement is target:
+            return conditions
+        if isinstance(statement, ast.If):
+            for branch, truth in ((statement.body, True), (statement.orelse, False)):
+                inner = _conditions(branch, target)
+                if inner is not None:
+                    return [*conditions, (statement.test, truth, True), *inner]
+            if not statement.orelse and isinstance(statement.body[-1], _EXITS):
+                conditions.append((statement.test, False, False))
+        elif any(node is target for node in ast.walk(statement)):
+            if isinstance(statement, _BLOCKS):
+                raise _Unsupported(Reason.IN_BLOCK)
+            raise _Unsupported(Reason.NESTED)
+    return None
+
+
+def _subjects(guard: ast.expr, function: _Function, target: ast.stmt) -> list[_Subject]:
+    """What the guard's own test reads, checked to be parameters, `self.x` or constants.
+
+    Other conditions on the way that read something else are left to the real code (they
+    must hold for it to get here, and the run shows whether they do)."""
+    subjects = _reads(guard, function)
+    if subjects is None:
+        raise _Unsupported(Reason.COMPUTED)
+    if not subjects:
+        raise _Unsupported(Reason.GUARD_SHAPE)
+    assigned = _assigned_before(function.node, target)
+    if any(
+        (s.attr and f"self.{s.name}" in assigned) or (not s.attr and s.name in assigned)
+        for s in subjects
+    ):
+        raise _Unsupported(Reason.COMPUTED)
+    if len(subjects) > MAX_SUBJECTS:
+        raise _Unsupported(Reason.TOO_MANY)
+    return subjects
+
+
+def _path_subjects(
+    enclosing: list[ast.expr],
+    chosen: list[_Subject],
+    function: _Function,
+    target: ast.stmt,
+) -> list[_Subject]:
+    """What the tests of the `if`s around the guard read (innermost first), where they read
+    only parameters and `self.x` the function does not rebind (`if fused:` around
+    `if differentiable:`), within the search's limit: the search chooses those values too.
+    Earlier `if ...: raise` checks are left to the defaults."""
+    assigned = _assigned_before(function.node, target)
+    more: list[_Subject] = []
+    for test in enclosing:
+        for subject in _reads(test, function) or []:
+            bound = f"self.{subject.name}" if subject.attr else subject.name
+            if subject in chosen or subject in more or bound in assigned:
+                continue
+            if len(chosen) + len(more) < MAX_SUBJECTS:
+                more.append(subject)
+    return more
+
+
+def _reads(test: ast.expr, function: _Function) -> list[_Subject] | None:
+    """The subjects a test reads, in order; None when it reads anything else."""
+    found: list[_Subject] = []
+    method = function.cls is not None and not _is_static(function.node)
+    first = function.node.args.args[0].arg if method and function.node.args.args else None
+    ok = True
+
+    def visit(node: ast.expr) -> None:
+        nonlocal ok
+        if isinstance(node, ast.Name):
+            if node.id in function.params:
+                subject = _Subject(node.id)
+            elif node.id in function.constants or node.id in ("None", "True", "False", "len"):
+                return
+            else:
+                ok = False
+                return
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == first
+            and first is not None
+        ):
+            subject = _Subject(node.attr, attr=True)
+        elif isinstance(node, ast.Call):
+            if not (
+                isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
+            ):
+                ok = False
+                return
+            visit(node.args[0])
+            return
+        elif isinstance(node, ast.Constant):
+            return
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+            if _literal(node) is _NO_VALUE:
+                ok = False
+            return
+        elif isinstance(node, ast.Compare | ast.BoolOp | ast.UnaryOp | ast.BinOp):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    visit(child)
+            return
+        else:
+            ok = False
+            return
+        if subject not in found:
+            found.append(subject)
+
+    visit(test)
+    return found if ok else None
+
+
+def _assigned_before(node: ast.FunctionDef | ast.AsyncFunctionDef, target: ast.stmt) -> set[str]:
+    """Names and `self.x` bound in the function before the raise."""
+    names: set[str] = set()
+    for statement in ast.walk(node):
+        if not isinstance(statement, ast.stmt) or statement.lineno >= target.lineno:
+            continue
+        targets: list[ast.expr] = []
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif (
+            isinstance(statement, ast.AugAssign | ast.AnnAssign) and statement.value is not None
+        ) or isinstance(statement, ast.For | ast.AsyncFor):
+            targets = [statement.target]
+        for bound in targets:
+            for part in ast.walk(bound):
+                if isinstance(part, ast.Name):
+                    names.add(part.id)
+                elif isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name):
+                    names.add(f"self.{part.attr}")
+    for walrus in ast.walk(node):
+        if isinstance(walrus, ast.NamedExpr) and walrus.lineno < target.lineno:
+            names.add(walrus.target.id)
+    return names
+
+
+class _Evaluation(Exception):
+    """A guard cannot be judged for these values (a type error, or an unknown shape)."""
+
+
+def _evaluate(node: ast.expr, values: Mapping[_Subject, Any], constants: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if _Subject(node.id) in values:
+            return values[_Subject(node.id)]
+        if node.id in constants:
+            return constants[node.id]
+        raise _Evaluation(node.id)
+    if isinstance(node, ast.Attribute):
+        subject = _Subject(node.attr, attr=True)
+        if subject in values:
+            return values[subject]
+        raise _Evaluation(node.attr)
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        literal = _literal(node)
+        if literal is _NO_VALUE:
+            raise _Evaluation("collection")
+        return literal
+    if isinstance(node, ast.UnaryOp):
+        operand = _evaluate(node.operand, values, constants)
+        if isinstance(node.op, ast.Not):
+            return not operand
+        if isinstance(node.op, ast.USub):
+            return -operand
+        raise _Evaluation("unary")
+    if isinstance(node, ast.BoolOp):
+        results = (_evaluate(value, values, constants) for value in node.values)
+        return all(results) if isinstance(node.op, ast.And) else any(results)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left = _evaluate(node.left, values, constants)
+        right = _evaluate(node.right, values, constants)
+        return _ARITHMETIC[type(node.op)](left, right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+        return len(_evaluate(node.args[0], values, constants))
+    if isinstance(node, ast.Compare):
+        left = _evaluate(node.left, values, constants)
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right = _evaluate(comparator, values, constants)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    raise _Evaluation(type(node).__name__)
+
+
+def _holds(
+    conditions: Sequence[tuple[ast.expr, bool]],
+    values: Mapping[_Subject, Any],
+    constants: Mapping[str, Any],
+) -> bool | None:
+    """Whether every condition has its truth for these values; None when one cannot be
+    judged here (it reads what the search does not choose: the real code decides)."""
+    judged = True
+    for test, truth in conditions:
+        try:
+            if bool(_evaluate(test, values, constants)) != truth:
+                return False
+        except _Evaluation:
+            judged = False
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, AttributeError):
+            return False
+    return True if judged else None
+
+
+def _candidates(subject: _Subject, tests: Sequence[ast.expr], function: _Function) -> list[Any]:
+    """Values to try for one subject: its default, the guard's literals and their
+    neighbours, then plain values; only of the types its annotation allows, when it has one."""
+    literals: list[Any] = []
+    for test in tests:
+        for node in ast.walk(test):
+            value = _NO_VALUE
+            if isinstance(node, ast.Constant | ast.Tuple | ast.List | ast.Set | ast.UnaryOp):
+                value = _literal(node)
+            elif isinstance(node, ast.Name) and node.id in function.constants:
+                value = function.constants[node.id]
+            if value is not _NO_VALUE:
+                literals.append(value)
+    found: list[Any] = []
+
+    def add(value: Any) -> None:
+        if not any(type(value) is type(seen) and value == seen for seen in found):
+            found.append(value)
+
+    default = function.defaults.get(subject.name, _NO_VALUE)
+    if default is not _NO_VALUE:
+        add(default)
+    for value in literals:
+        if isinstance(value, bool) or value is None:
+            add(value)
+        elif isinstance(value, int | float):
+            for near in (value - 1, value + 1, value, value - 0.5, value + 0.5, value * 2):
+                add(type(value)(near) if isinstance(value, float) else near)
+        elif isinstance(value, str):
+            add(value)
+            add(f"{value}-errkb")
+        elif isinstance(value, tuple | list | set | frozenset | dict):
+            members = list(value)
+            for member in members[:4]:
+                add(member)
+            if members and all(isinstance(m, str) for m in members):
+                add("errkb-invalid")
+            numbers = [m for m in members if isinstance(m, int | float) and not isinstance(m, bool)]
+            if numbers:
+                add(max(numbers) + 1)
+            add(list(range(len(members) + 1)))
+    for value in _GENERIC_VALUES:
+        add(value)
+    allowed = _allowed_types(_annotation(subject, function))
+    typed = [value for value in found if isinstance(value, allowed)] if allowed else found
+    return (typed or found)[:MAX_CANDIDATES]
+
+
+def _annotation(subject: _Subject, function: _Function) -> str | None:
+    """The annotation of a parameter, or of a class field for `self.x`, as source."""
+    if not subject.attr:
+        arg = function.params.get(subject.name)
+        return ast.unparse(arg.annotation) if arg is not None and arg.annotation else None
+    for member in function.cls.body if function.cls else []:
+        if (
+            isinstance(member, ast.AnnAssign)
+            and isinstance(member.target, ast.Name)
+            and member.target.id == subject.name
+        ):
+            return ast.unparse(member.annotation)
+    return None
+
+
+def _allowed_types(annotation: str | None) -> tuple[type, ...]:
+    """The plain types an annotation admits, read from its words; () when unknown."""
+    if not annotation:
+        return ()
+    words = set(re.findall(r"[A-Za-z_]+", annotation))
+    if words & {"Any", "object", "Callable", "TypeVar"}:
+        return ()
+    allowed: list[type] = []
+    for names, kinds in _ANNOTATION_TYPES:
+        if words & names:
+            allowed.extend(kinds)
+    return tuple(allowed)
+
+
+def _solve(
+    conditions: list[tuple[ast.expr, bool]],
+    guard: int,
+    subjects: list[_Subject],
+    function: _Function,
+) -> tuple[dict[_Subject, Any], dict[_Subject, Any]]:
+    """Trigger values (every condition as on the way to the raise) and fix values (the
+    guard's own test false, the rest unchanged), by bounded search in candidate order."""
+    test, truth = conditions[guard]
+    tests = [test, *(other for other, _truth in conditions if other is not test)]
+    choices = [_candidates(subject, tests, function) for subject in subjects]
+    fix_conditions = [*conditions[:guard], (test, not truth), *conditions[guard + 1 :]]
+    trigger = _search(subjects, choices, conditions, guard, function.constants)
+    if trigger is None:
+        raise _Unsupported(Reason.UNSOLVED)
+    fix = _fix_search(subjects, choices, fix_conditions, guard, function, trigger)
+    if fix is None:
+        raise _Unsupported(Reason.UNSOLVED)
+    return trigger, fix
+
+
+def _combinations(choices: list[list[Any]]) -> Iterator[tuple[Any, ...]]:
+    return itertools.islice(itertools.product(*choices), MAX_COMBINATIONS)
+
+
+def _search(
+    subjects: list[_Subject],
+    choices: list[list[Any]],
+    conditions: Sequence[tuple[ast.expr, bool]],
+    guard: int,
+    constants: Mapping[str, Any],
+) -> dict[_Subject, Any] | None:
+    """The first values for which no condition is false and the guard is judged."""
+    for combination in _combinations(choices):
+        values = dict(zip(subjects, combination, strict=True))
+        if _holds(conditions, values, constants) is not False and _holds(
+            conditions[guard : guard + 1], values, constants
+        ):
+            return values
+    return None
+
+
+def _fix_search(
+    subjects: list[_Subject],
+    choices: list[list[Any]],
+    conditions: Sequence[tuple[ast.expr, bool]],
+    guard: int,
+    function: _Function,
+    trigger: dict[_Subject, Any],
+) -> dict[_Subject, Any] | None:
+    """The fix changes as few values of the trigger as it can; a subject's default first."""
+    for changed in range(1, len(subjects) + 1):
+        for chosen in itertools.combinations(range(len(subjects)), changed):
+            options = [choices[i] if i in chosen else [trigger[s]] for i, s in enumerate(subjects)]
+            found = _search(subjects, options, conditions, guard, function.constants)
+            if found is not None:
+                return found
+    return None
+
+
+@dataclass(slots=True)
+class _CallPlan:
+    """How the script reaches the function with chosen values."""
+
+    cls: str | None
+    function: str
+    kind: str  # function | constructor | fields | direct | static | property
+    extra: dict[str, str] = field(default_factory=dict)  # required parameters, as source
+    positional_only: set[str] = field(default_factory=set)
+
+    @property
+    def direct_state(self) -> bool:
+        return self.kind in ("direct", "property")
+
+    def render(self, values: Mapping[_Subject, Any]) -> str:
+        """The call as one line a reader can type (the script runs the same)."""
+        arguments = self._arguments(values)
+        if self.kind == "function":
+            return f"{self.function}({arguments})"
+        if self.kind in ("constructor", "fields"):
+            return f"{self.cls}({arguments})"
+        if self.kind == "static":
+            return f"{self.cls}.{self.function}({arguments})"
+        state = ", ".join(f"{s.name}={v!r}" for s, v in values.items() if s.attr)
+        reach = f".{self.function}" if self.kind == "property" else f".{self.function}({arguments})"
+        return f"{self.cls} with {state} ({DIRECT_STATE_NOTE}){reach}"
+
+    def _arguments(self, values: Mapping[_Subject, Any]) -> str:
+        keyword = self.kind == "fields"
+        given = {s.name: repr(v) for s, v in values.items() if s.attr == keyword}
+        merged = {**self.extra, **given}
+        positional = [merged.pop(n) for n in list(merged) if n in self.positional_only]
+        return ", ".join([*positional, *(f"{n}={v}" for n, v in merged.items())])
+
+    def statements(self, values: Mapping[_Subject, Any]) -> list[str]:
+        """The body of the scenario function, reaching the function with `values`."""
+        arguments = self._arguments(values)
+        if self.kind == "function":
+            return [f"return module.{self.function}({arguments})"]
+        if self.kind in ("constructor", "fields"):
+            return [f"return module.{self.cls}({arguments})"]
+        if self.kind == "static":
+            return [f"return module.{self.cls}.{self.function}({arguments})"]
+        lines = [f"obj = module.{self.cls}.__new__(module.{self.cls})  # {DIRECT_STATE_NOTE}"]
+        lines += [
+            f"object.__setattr__(obj, {s.name!r}, {v!r})" for s, v in values.items() if s.attr
+        ]
+        if self.kind == "property":
+            lines.append(f"return obj.{self.function}")
+        else:
+            lines.append(f"return obj.{self.function}({arguments})")
+        return lines
+
+
+def _call_plan(
+    function: _Function, subjects: list[_Subject], known: Mapping[str, str]
+) -> _CallPlan:
+    node, cls = function.node, function.cls
+    params = {s.name for s in subjects if not s.attr}
+    attrs = {s.name for s in subjects if s.attr}
+    missing = [name for name in function.required if name not in params]
+    unknown = [name for name in missing if name not in known]
+    extra = {name: known[name] for name in missing if name in known}
+    decorators = _decorator_names(node)
+    if cls is None:
+        if unknown:
+            raise _Unsupported(Reason.REQUIRED)
+        return _CallPlan(None, node.name, "function", extra, function.positional_only)
+    if "classmethod" in decorators and attrs:
+        raise _Unsupported(Reason.UNREACHABLE)
+    if decorators & {"staticmethod", "classmethod"}:
+        if unknown:
+            raise _Unsupported(Reason.REQUIRED)
+        return _CallPlan(cls.name, node.name, "static", extra, function.positional_only)
+    if node.name == "__init__":
+        if attrs:
+            raise _Unsupported(Reason.COMPUTED)
+        if unknown:
+            raise _Unsupported(Reason.REQUIRED)
+        return _CallPlan(cls.name, node.name, "constructor", extra, function.positional_only)
+    wraps = _pydantic(function.module, cls)  # it turns a validator's ValueError into its own
+    if attrs & _methods(cls):
+        raise _Unsupported(Reason.COMPUTED)  # a property or method, not state to set
+    if not params and not function.required and not wraps and _runs_on_construction(cls, node):
+        fields = _fields(cls)
+        if fields is not None and attrs <= set(fields) and not any(fields.values()):
+            return _CallPlan(cls.name, node.name, "fields")
+    if "property" in decorators:
+        return _CallPlan(cls.name, node.name, "property")
+    if node.name != "__post_init__" and node.name.startswith("__") and node.name.endswith("__"):
+        raise _Unsupported(Reason.UNREACHABLE)
+    if unknown:
+        raise _Unsupported(Reason.REQUIRED)
+    return _CallPlan(cls.name, node.name, "direct", extra, function.positional_only)
+
+
+def _methods(cls: ast.ClassDef) -> set[str]:
+    """Names the class defines as functions (properties included)."""
+    return {m.name for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _pydantic(module: ast.Module, cls: ast.ClassDef) -> bool:
+    """Whether the class is a pydantic model or dataclass: its constructor reports an error
+    raised in a validator as pydantic's ValidationError, not as the error the site raises."""
+    imports = any(
+        (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pydantic"))
+        or (isinstance(node, ast.Import) and any(a.name == "pydantic" for a in node.names))
+        for node in module.body
+    )
+    bases = {ast.unparse(base) for base in cls.bases}
+    decorators = _decorator_names(cls)
+    return "config" in decorators or (  # vLLM's @config makes a pydantic dataclass
+        imports
+        and bool(decorators & _DATACLASS_DECORATORS or bases & {"BaseModel", "pydantic.BaseModel"})
+    )
+
+
+def _runs_on_construction(cls: ast.ClassDef, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether constructing the class runs this method: it is __post_init__, a validator,
+    or called as `self.<name>()` from __init__ or __post_init__."""
+    if node.name in _ON_CONSTRUCTION or _decorator_names(node) & _VALIDATOR_DECORATORS:
+        return True
+    for member in cls.body:
+        if isinstance(member, ast.FunctionDef) and member.name in _ON_CONSTRUCTION:
+            for call in ast.walk(member):
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == node.name
+                    and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == "self"
+                ):
+                    return True
+    return False
+
+
+def _fields(cls: ast.ClassDef) -> dict[str, bool] | None:
+    """Field -> whether it is required, for a dataclass-like class; None for another class."""
+    bases = {ast.unparse(base) for base in cls.bases}
+    if not (_decorator_names(cls) & _DATACLASS_DECORATORS or bases & _MODEL_BASES):
+        return None
+    fields: dict[str, bool] = {}
+    for member in cls.body:
+        if isinstance(member, ast.AnnAssign) and isinstance(member.target, ast.Name):
+            if "ClassVar" in ast.unparse(member.annotation) or "InitVar" in ast.unparse(
+                member.annotation
+            ):
+                continue
+            fields[member.target.id] = member.value is None
+    return fields
+
+
+def _script(
+    site: SiteSpec,
+    function: _Function,
+    call: _CallPlan,
+    trigger: Mapping[_Subject, Any],
+    fix: Mapping[_Subject, Any],
+    guard: ast.expr,
+    guard_lines: tuple[int, int],
+    assertion: bool,
+) -> str:
+    qualname = f"{function.cls.name}.{function.node.name}" if function.cls else function.node.name
+    classes = (function.cls.name,) if function.cls else (function.node.name,)
+    how = DIRECT_STATE_NOTE if call.direct_state else "through the public call"
+    trigger_body = "\n".join(f"    {line}" for line in call.statements(trigger))
+    fix_body = "\n".join(f"    {line}" for line in call.statements(fix))
+    guard_text = ast.unparse(guard).replace('"""', "'''").replace("\\", "\\\\")
+    imports = "import sys\n"
+    if any("torch." in value for value in call.extra.values()):
+        imports += "\nimport torch\n"
+    statement = "assert" if assertion else "raise"
+    release = f"{site.package} {site.version}"
+    guard_shown = f"not {guard_text}" if assertion else guard_text
+    return f'''"""Generated reproducer for record {site.record_id} ({site.error_class}).
+
+The {statement} in {qualname} ({site.module}, line {site.line}) of {release}
+is guarded by `{guard_shown}`.
+The trigger makes the guard true; the fix makes it false, the rest the same.
+Generated by errkb from the release's source, {how}.
+"""
+
+{imports}
+from app.reproducers.kit import GuardedSite, Target, fix_scenario, main, trigger_scenario
+
+RECORD_ID = {site.record_id!r}
+TARGET = Target(
+    package={site.package!r},
+    version={site.version!r},
+    module={site.module!r},
+    classes={classes!r},
+    package_inits=True,
+)
+DEVICES = ("cpu",)
+SITE = GuardedSite(
+    function={function.node.name!r},
+    raise_line={site.line},
+    guard_lines={guard_lines!r},
+    assertion={assertion!r},
+)
+TRIGGER_CALL = {call.render(trigger)!r}
+FIX_CALL = {call.render(fix)!r}
+
+
+def trigger(module, _device):
+{trigger_body}
+
+
+def fix(module, _device):
+{fix_body}
+
+
+if __name__ == "__main__":
+    sys.exit(
+        main(
+            RECORD_ID,
+            TARGET,
+            DEVICES,
+            trigger_scenario(SITE, trigger),
+            fix_scenario(SITE, fix, FIX_CALL),
+        )
+    )
+'''

@@ -1,0 +1,438 @@
+"""Generated reproducers in bulk: which drafts to try, their scripts stored with the records,
+their verification on the real release, and the figures of both.
+
+`generate_scripts` reads each draft's raise site from its release (the unpacked release, or
+the installed distribution when it is that release) and stores a script for every site the
+generator handles (app.reproducers.generate), counting the reasons of the rest.
+`verify_scripts` runs the stored scripts the way the curated ones run (app.reproducers.runner:
+one subprocess each, with a time limit, runs stored beside the record), after one import
+probe per release, so a module that cannot be imported on CPU is counted once per script
+without a subprocess each. Nothing counts as verified unless its run passed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, and_, delete, func, select
+from sqlmodel import Session, col
+
+from app import upstreams
+from app.config import PROJECT_ROOT, Settings
+from app.reproducers import generate, runner, upstream
+from app.reproducers.generate import Generated, SiteSpec
+from app.store.engine import unit_of_work
+from app.store.tables import GeneratedReproducer, Record, RecordLocation, ReproducerRun
+
+GENERATED_TIMEOUT_S = 60.0  # one generated script: a constructor call, twice
+PROBE_TIMEOUT_S = 600.0  # importing every target module of a release, one after the other
+NOT_IMPORTABLE = "the module cannot be imported on CPU"
+
+
+@dataclass(slots=True)
+class ProjectFigures:
+    """Per upstream project: drafts tried, scripts generated, runs, verified, the reasons
+    for the rest, and the time each step took."""
+
+    repo: str
+    tried: int = 0
+    generated: int = 0
+    run: int = 0
+    verified: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    generate_s: float = 0.0
+    verify_s: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        """The figures as `errkb verify --generated --json` prints them."""
+        return {
+            "repo": self.repo,
+            "tried": self.tried,
+            "generated": self.generated,
+            "run": self.run,
+            "verified": self.verified,
+            "reasons": dict(self.reasons.most_common()),
+            "generateS": round(self.generate_s, 1),
+            "verifyS": round(self.verify_s, 1),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    site: SiteSpec
+    repo: str
+    file_path: str
+
+
+def draft_sites(
+    session: Session,
+    repo: str | None = None,
+    paths: Sequence[str] = (),
+    limit: int | None = None,
+    exclude: Iterable[str] = (),
+) -> list[_Draft]:
+    """The records to try, in file and line order: each at its own raise site, in the
+    release a location of it was harvested from (`name==version`), a prefix of `paths`
+    when any are given; `exclude` (records with a curated reproducer) left out."""
+    statement = (
+        select(
+            col(Record.id),
+            col(Record.repo),
+            col(Record.error_class),
+            col(Record.file_path),
+            col(Record.line_number),
+            col(RecordLocation.release),
+            col(RecordLocation.function),
+        )
+        .join(
+            RecordLocation,
+            and_(
+                col(RecordLocation.record_id) == col(Record.id),
+                col(RecordLocation.file_path) == col(Record.file_path),
+                col(RecordLocation.line_number) == col(Record.line_number),
+                col(RecordLocation.gone).is_(False),
+            ),
+        )
+        .order_by(col(Record.repo), col(Record.file_path), col(Record.line_number), col(Record.id))
+    )
+    if repo:
+        statement = statement.where(col(Record.repo) == repo)
+    skipped = set(exclude)
+    drafts: list[_Draft] = []
+    seen: set[str] = set()
+    for row in session.execute(statement):
+        release = _release_of(row.release)
+        if row.id in seen or row.id in skipped or release is None:
+            continue
+        prefix = upstreams.path_prefix(row.repo)
+        in_package = row.file_path.removeprefix(prefix)
+        if paths and not any(in_package.startswith(path) for path in paths):
+            continue
+        seen.add(row.id)
+        package, version = release
+        site = SiteSpec(
+            record_id=row.id,
+            error_class=row.error_class,
+            package=package,
+            version=version,
+            module=generate.module_name(row.file_path, prefix),
+            line=row.line_number,
+            function=row.function,
+        )
+        drafts.append(_Draft(site, row.repo, row.file_path))
+        if limit is not None and len(drafts) >= limit:
+            break
+    return drafts
+
+
+def _release_of(release: str) -> tuple[str, str] | None:
+    """(package, version) of a harvested release: `vllm==0.33.0`, or a source folder of a
+    known upstream at a version tag (`pytorch/pytorch@v2.13.0`); None for another folder."""
+    if "==" in release:
+        package, _, version = release.partition("==")
+        return package, version
+    repo, _, ref = release.partition("@")
+    project = upstreams.BY_REPO.get(repo)
+    version = ref.removeprefix("v")
+    if project is None or not version[:1].isdigit():
+        return None
+    return project.distribution, version
+
+
+def generate_scripts(
+    engine: Engine,
+    settings: Settings,
+    repo: str | None = None,
+    paths: Sequence[str] = (),
+    limit: int | None = None,
+) -> tuple[list[Generated], dict[str, ProjectFigures]]:
+    """Generate and store a script for each draft the generator handles; figures per repo."""
+    releases = upstream.Upstream(settings.cache_dir)
+    curated = {info.record_id for info in runner.all_reproducers(settings)}
+    with Session(engine) as session:
+        drafts = draft_sites(session, repo, paths, limit, curated)
+    figures: dict[str, ProjectFigures] = {}
+    sources: dict[tuple[str, str, str], str | None] = {}
+    made: list[Generated] = []
+    for draft in drafts:
+        start = time.perf_counter()
+        project = upstreams.BY_REPO.get(draft.repo)
+        figure = figures.setdefault(draft.repo, ProjectFigures(draft.repo))
+        figure.tried += 1
+        site = draft.site
+        key = (site.package, site.version, draft.file_path)
+        if key not in sources:
+            sources[key] = _source(releases, site.package, site.version, draft)
+        known = project.plain_values if project else {}
+        outcome = generate.generate(site, sources[key], known)
+        if isinstance(outcome, Generated):
+            made.append(outcome)
+            figure.generated += 1
+        else:
+            figure.reasons[outcome.reason.value] += 1
+        figure.generate_s += time.perf_counter() - start
+    now = datetime.now(UTC)
+    tried = [draft.site.record_id for draft in drafts]
+    with unit_of_work(engine) as session:
+        for chunk in range(0, len(tried), 500):
+            ids = tried[chunk : chunk + 500]
+            session.execute(
+                delete(GeneratedReproducer).where(col(GeneratedReproducer.record_id).in_(ids))
+            )
+        for generated in made:
+            session.add(
+                GeneratedReproducer(
+                    record_id=generated.record_id,
+                    package=generated.package,
+                    version=generated.version,
+                    module=generated.module,
+                    trigger_call=generated.trigger_call,
+                    fix_call=generated.fix_call,
+                    direct_state=generated.direct_state,
+                    script=generated.script,
+                    generated_at=now,
+                )
+            )
+    return made, figures
+
+
+def _source(releases: upstream.Upstream, package: str, version: str, draft: _Draft) -> str | None:
+    prefix = upstreams.path_prefix(draft.repo)
+    try:
+        path = releases.release_root(package, version) / draft.file_path.removeprefix(prefix)
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+    except (OSError, UnicodeDecodeError, upstream.UpstreamError):
+        return None
+
+
+def stored_script(session: Session, record_id: str) -> GeneratedReproducer | None:
+    """The generated reproducer of a record, or None."""
+    return session.get(GeneratedReproducer, record_id)
+
+
+def verify_scripts(
+    engine: Engine,
+    settings: Settings,
+    record_ids: Sequence[str],
+    workers: int = 1,
+    figures: dict[str, ProjectFigures] | None = None,
+) -> tuple[list[runner.RunOutcome], dict[str, ProjectFigures]]:
+    """Run the stored scripts of these records on their real release and store each run.
+
+    Each release gets its cached environment first (`Upstream.ensure_environment`), and
+    its target modules one import probe; the scripts of importable modules then run
+    `workers` at a time, each in its own subprocess."""
+    figures = figures if figures is not None else {}
+    with Session(engine) as session:
+        rows = _stored(session, record_ids)
+    releases = upstream.Upstream(settings.cache_dir)
+    importable: dict[tuple[str, str, str], str | None] = {}
+    by_release: dict[tuple[str, str], set[str]] = {}
+    for row, _repo, _document in rows:
+        by_release.setdefault((row.package, row.version), set()).add(row.module)
+    for (package, version), modules in by_release.items():
+        start = time.perf_counter()
+        failures = _probe(settings, releases, package, version, sorted(modules))
+        importable.update({(package, version, m): failures.get(m) for m in modules})
+        share = (time.perf_counter() - start) / max(1, len(rows))
+        for _row, repo, _document in rows:
+            figures.setdefault(repo, ProjectFigures(repo)).verify_s += share
+    runnable = []
+    for row, repo, document in rows:
+        failure = importable[(row.package, row.version, row.module)]
+        if failure is not None:
+            figures.setdefault(repo, ProjectFigures(repo)).reasons[
+                f"{NOT_IMPORTABLE} ({failure})"
+            ] += 1
+        else:
+            runnable.append((row, repo, document))
+    outcomes: list[runner.RunOutcome] = []
+    with tempfile.TemporaryDirectory(prefix="errkb-generated-") as folder:
+        scratch = Path(folder)
+
+        def run(item: tuple[GeneratedReproducer, str, str]) -> tuple[str, runner.RunOutcome]:
+            row, repo, document = item
+            return repo, _run_one(settings, scratch, row, document)
+
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for repo, outcome in pool.map(run, runnable):
+                with unit_of_work(engine) as session:
+                    runner.store_run(session, outcome)
+                figure = figures.setdefault(repo, ProjectFigures(repo))
+                figure.run += 1
+                figure.verify_s += outcome.duration_s / max(1, workers)
+                if outcome.status == "passed":
+                    figure.verified += 1
+                else:
+                    figure.reasons[failure_reason(outcome)] += 1
+                outcomes.append(outcome)
+    return outcomes, figures
+
+
+def _stored(
+    session: Session, record_ids: Sequence[str]
+) -> list[tuple[GeneratedReproducer, str, str]]:
+    statement = (
+        select(GeneratedReproducer, col(Record.repo), col(Record.document))
+        .join(Record, col(Record.id) == col(GeneratedReproducer.record_id))
+        .order_by(col(Record.repo), col(Record.file_path), col(Record.line_number))
+    )
+    if record_ids:
+        statement = statement.where(col(GeneratedReproducer.record_id).in_(list(record_ids)))
+    return [(row[0], row[1], row[2]) for row in session.execute(statement)]
+
+
+def _environment(settings: Settings) -> dict[str, str]:
+    """What a script's subprocess needs: errkb's own package on its path, the cache."""
+    path = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p)
+    return os.environ | {"PYTHONPATH": path, "ERRKB_CACHE_DIR": str(settings.cache_dir)}
+
+
+_PROBE = """
+import json, sys
+from app.reproducers.kit import Target, load_target
+from app.reproducers.upstream import Upstream
+from app.config import Settings
+releases = Upstream(Settings().cache_dir)
+package, version, *modules = sys.argv[1:]
+for module in modules:
+    try:
+        load_target(releases, Target(package, version, module, (), package_inits=True))
+        error = None
+    except Exception as exc:
+        error = str(exc.__cause__ or exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    print(json.dumps({"module": module, "error": error}), flush=True)
+"""
+
+
+def _probe(
+    settings: Settings,
+    releases: upstream.Upstream,
+    package: str,
+    version: str,
+    modules: list[str],
+) -> dict[str, str]:
+    """The modules of a release that cannot be imported on CPU, each with the first line of
+    why. One process imports them one after the other; when it dies, the next one goes on
+    from the module after the one it died in."""
+    project = upstreams.BY_PACKAGE.get(package)
+    failures: dict[str, str] = {}
+    try:
+        if project is not None and upstream.installed_version(package) != version:
+            releases.ensure_environment(package, version, project.cpu_requirements)
+    except upstream.UpstreamError as error:
+        return dict.fromkeys(modules, f"environment: {error}")
+    pending = list(modules)
+    while pending:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _PROBE, package, version, *pending],
+                capture_output=True,
+                text=True,
+                timeout=PROBE_TIMEOUT_S,
+                env=_environment(settings),
+                check=False,
+            )
+            output = done.stdout
+        except subprocess.TimeoutExpired as expired:
+            output = (expired.stdout or b"").decode() if isinstance(expired.stdout, bytes) else ""
+        answered = set()
+        for line in output.splitlines():
+            try:
+                answer = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(answer, dict) and answer.get("module") in pending:
+                answered.add(answer["module"])
+                if answer["error"]:
+                    failures[answer["module"]] = answer["error"]
+        rest = [module for module in pending if module not in answered]
+        if rest:
+            failures[rest[0]] = "the import ended the process"
+            rest = rest[1:]
+        pending = rest
+    return failures
+
+
+def _run_one(
+    settings: Settings, scratch: Path, row: GeneratedReproducer, document: str
+) -> runner.RunOutcome:
+    """Run one stored script as a file of its own, its record beside it for the checks."""
+    folder = scratch / row.record_id
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / f"{row.record_id}.py"
+    script.write_text(row.script, encoding="utf-8")
+    (folder / f"{row.record_id}.json").write_text(document, encoding="utf-8")
+    info = runner.ReproducerInfo(
+        row.record_id,
+        script,
+        {"package": row.package, "version": row.version, "module": row.module},
+        ("cpu",),
+    )
+    return runner.run_reproducer(
+        settings,
+        info,
+        "cpu",
+        data_dir=folder,
+        timeout_s=GENERATED_TIMEOUT_S,
+        environment=_environment(settings),
+    )
+
+
+def failure_reason(outcome: runner.RunOutcome) -> str:
+    """A run that did not pass, in one of a few words, for the figures."""
+    result = outcome.result or {}
+    if result.get("trigger") is None:
+        reason = outcome.reason
+        if "importing" in reason:
+            return NOT_IMPORTABLE
+        if "timed out" in reason:
+            return "timed out"
+        return f"error: {reason[:80]}"
+    for check in ("trigger", "fix"):
+        part = result.get(check) or {}
+        if part.get("status") != "passed":
+            detail = str(part.get("detail", ""))
+            if "SiteNotReached" in detail or "raised SiteNotReached" in detail:
+                return f"{check}: the call raised before reaching the site"
+            if "raised nothing" in detail:
+                return f"{check}: raised nothing"
+            if "the record says" in detail:
+                return f"{check}: raised another class"
+            if "does not match" in detail:
+                return f"{check}: the message does not match the pattern"
+            if "never ran" in detail:
+                return f"{check}: the guard never ran"
+            return f"{check}: {detail[:60]}"
+    return outcome.status
+
+
+def verified_counts(session: Session) -> dict[str, int]:
+    """Records with a generated script, and those whose latest run passed."""
+    generated = session.execute(select(func.count()).select_from(GeneratedReproducer)).scalar_one()
+    latest = (
+        select(col(ReproducerRun.record_id), func.max(ReproducerRun.id).label("last"))
+        .join(
+            GeneratedReproducer,
+            col(GeneratedReproducer.record_id) == col(ReproducerRun.record_id),
+        )
+        .group_by(col(ReproducerRun.record_id))
+        .subquery()
+    )
+    verified = session.execute(
+        select(func.count())
+        .select_from(ReproducerRun)
+        .join(latest, col(ReproducerRun.id) == latest.c.last)
+        .where(col(ReproducerRun.status) == "passed")
+    ).scalar_one()
+    return {"generated": int(generated), "verified": int(verified)}

@@ -1,0 +1,91 @@
+"""Reproducer scripts generated from raise sites: real drafts of real releases, and the
+shapes of site the generator refuses, each with its reason."""
+
+import ast
+
+import pytest
+from sqlmodel import Session
+
+from app.reproducers import generate, generated
+from app.reproducers.generate import Generated, Reason, SiteSpec, Skipped
+from app.upstreams import torch as torch_upstream
+from tests.helpers import generated as helper
+
+DIRECT_STATE_SOURCE = """
+class Pool:
+    def __init__(self, device):
+        self.device = device
+        self.capacity = 0
+
+    def reserve(self, size):
+        if size > self.capacity:
+            raise ValueError(f"size {size} is over the capacity {self.capacity}")
+        return size
+"""
+LOCAL_SOURCE = """
+def split(total, parts):
+    each = total // parts
+    if each < 1:
+        raise ValueError("too many parts")
+"""
+
+
+def _site(line: int, function: str) -> SiteSpec:
+    return SiteSpec("00000000000000aa", "ValueError", "demo", "1.0", "demo.pool", line, function)
+
+
+def test_a_method_whose_state_the_constructor_does_not_take_sets_it_directly_and_says_so():
+    made = generate.generate(_site(9, "reserve"), DIRECT_STATE_SOURCE, {})
+    assert isinstance(made, Generated)
+    assert made.direct_state
+    assert generate.DIRECT_STATE_NOTE in made.trigger_call
+    assert "object.__setattr__(obj, 'capacity'" in made.script
+    ast.parse(made.script)  # the script is Python
+    # both calls pass the same `size` or differ only in what decides the guard
+    trigger_size = int(made.trigger_call.split("reserve(size=")[1].rstrip(")"))
+    fix_size = int(made.fix_call.split("reserve(size=")[1].rstrip(")"))
+    assert trigger_size > 0 >= fix_size or trigger_size > fix_size
+
+
+def test_a_guard_on_a_computed_local_gets_no_script_and_says_why():
+    skipped = generate.generate(_site(5, "split"), LOCAL_SOURCE, {})
+    assert skipped == Skipped("00000000000000aa", Reason.COMPUTED)
+
+
+def test_a_missing_source_is_a_reason_not_a_crash():
+    assert generate.generate(_site(5, "split"), None, {}).reason is Reason.NO_SOURCE
+
+
+@pytest.mark.network
+def test_sampling_params_drafts_of_vllm_become_constructor_calls(settings, tmp_path):
+    """The real drafts of vllm 0.33.0's sampling_params.py: the temperature check is
+    reached through the public constructor with a negative temperature, its fix with one
+    the check accepts."""
+    engine = helper.harvested_store(settings, tmp_path, helper.VLLM_SAMPLING)
+    made, figures = generated.generate_scripts(engine, settings, paths=["vllm/sampling_params"])
+    figure = figures["vllm-project/vllm"]
+    assert figure.tried == figure.generated + sum(figure.reasons.values())
+    assert figure.generated >= 10
+    calls = {script.trigger_call: script for script in made}
+    temperature = [c for c in calls if c.startswith("SamplingParams(temperature=")]
+    assert temperature, sorted(calls)
+    value = float(temperature[0].split("=")[1].rstrip(")"))
+    fix = float(calls[temperature[0]].fix_call.split("=")[1].rstrip(")"))
+    assert value < 0 <= fix
+    assert not calls[temperature[0]].direct_state
+    with Session(engine) as session:
+        stored = generated.stored_script(session, calls[temperature[0]].record_id)
+    assert stored is not None
+    assert stored.script == calls[temperature[0]].script
+
+
+@pytest.mark.network
+def test_torch_optimizers_get_their_params_from_the_upstream_module(settings, tmp_path):
+    engine = helper.harvested_store(settings, tmp_path, helper.TORCH_SGD)
+    made, _figures = generated.generate_scripts(engine, settings, paths=["torch/optim/sgd"])
+    learning_rate = [
+        m for m in made if "lr=" in m.trigger_call and m.trigger_call.startswith("SGD")
+    ]
+    assert learning_rate
+    assert torch_upstream.PROJECT.plain_values["params"] in learning_rate[0].trigger_call
+    assert "import torch" in learning_rate[0].script
