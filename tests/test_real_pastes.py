@@ -7,9 +7,9 @@ The project's other corpora are errors triggered here and reshaped by known tran
 people paste something else (older releases, wrappers, log prefixes, cut messages), so this
 corpus is the measure that counts. `pytest -s` prints top-1, top-3, no answer and confident
 wrong per project and per shape, and the figures go to test-artifacts/real_pastes.json.
-Of the right first answers it also prints the share whose record's explanation names a
-setting, upstream's advice or a release that changed it ("explained"), and the share that
-names an entry point reaching the raise site ("reached").
+Of the cases whose right record comes first (third-party cases aside) it also prints the
+share whose explanation names a setting, upstream's advice or a release that changed it
+("explained"), and the share that names an entry point reaching the raise site ("reached").
 
 A case is right when the answer's record raises the case's class (or a class renamed or
 refined from it) and one of its locations, in any harvested release, is the case's raising
@@ -234,8 +234,9 @@ class Verdict:
     answered: bool
     confident_wrong: bool
     answer: str  # the first answer's record, for the report
-    explained: bool = False  # a right first answer's record names a setting, advice or change
-    reached: bool = False  # a right first answer whose record names an entry point
+    record_first: bool = False  # the right record comes first (not a third-party case)
+    explained: bool = False  # and its explanation names a setting, advice or a change
+    reached: bool = False  # and its explanation names an entry point
 
 
 @dataclass
@@ -286,6 +287,7 @@ class Judge:
             bool(matches),
             confident and not top1,
             answer,
+            record_first=top1,
             explained=bool(
                 explanation
                 and (explanation["settings"] or explanation["advice"] or explanation["changes"])
@@ -338,6 +340,7 @@ class Tally:
     top3: int = 0
     no_answer: int = 0
     confident_wrong: int = 0
+    record_first: int = 0
     explained: int = 0
     reached: int = 0
 
@@ -347,6 +350,7 @@ class Tally:
         self.top3 += verdict.top3
         self.no_answer += not verdict.answered
         self.confident_wrong += verdict.confident_wrong
+        self.record_first += verdict.record_first
         self.explained += verdict.explained
         self.reached += verdict.reached
 
@@ -355,7 +359,7 @@ class Tally:
             return f"{count:4d} {count / self.cases:6.1%}"
 
         def of_right(count: int) -> str:
-            return f"{count / self.top1:6.1%}" if self.top1 else "     -"
+            return f"{count / self.record_first:6.1%}" if self.record_first else "     -"
 
         return (
             f"{label:<30}{self.cases:6d}  {rate(self.top1)}  {rate(self.top3)}  "
@@ -383,7 +387,7 @@ def report(cases: dict[str, dict[str, Any]], verdicts: dict[str, Verdict]) -> di
 def print_report(figures: dict[str, Any]) -> None:
     columns = ("top-1", "top-3", "no answer", "conf. wrong")
     header = f"{'':<30}{'cases':>6}" + "".join(f"  {column:>11}" for column in columns)
-    header += f"  {'explained':>9}  {'reached':>9}"  # shares of the right first answers
+    header += f"  {'explained':>9}  {'reached':>9}"  # shares of the right records first
     print(f"\nreal pastes (confident: score >= {CONFIDENT_SCORE:.0f})\n{header}")
     for group, tally in figures["groups"].items():
         print(Tally(**tally).row(group))
