@@ -20,7 +20,7 @@ from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
-from tests.helpers.records import DATA_DIR
+from tests.helpers.records import DATA_DIR, SEED_FILES
 
 SHORT_LOCK_S = 0.2
 FIRST = """
@@ -153,7 +153,7 @@ def test_seed_records_claim_their_site_and_win_ties(session: Session, tmp_path: 
 
 
 def test_draft_state_in_the_api(make_client, tmp_path: Path) -> None:
-    client = make_client(DATA_DIR)
+    client = make_client(*SEED_FILES)  # three reviewed records beside the three drafts
     with unit_of_work(client.app.state.engine) as session:
         drafts.harvest_release(session, _release(tmp_path / "src", FIRST, "v1"))
     listing = client.get("/api/errors", params={"reviewState": "draft"}).json()
