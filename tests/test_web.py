@@ -15,7 +15,7 @@ from app.store.tables import ReproducerRun
 from app.web import render
 from app.web.routes import STATIC_DIR
 from tests.helpers.pages import RECORD_SECTIONS
-from tests.helpers.records import SEED_001, SEED_002, SEED_002_ERROR, make_record
+from tests.helpers.records import SEED_001, SEED_002, SEED_002_ERROR, SEED_FILES, make_record
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 WCAG_AA = 4.5
@@ -64,8 +64,8 @@ def _page(response) -> _Page:
     return page
 
 
-def test_home_page_has_the_box_recent_records_and_stats(client: TestClient) -> None:
-    response = client.get("/")
+def test_home_page_has_the_box_recent_records_and_stats(make_client) -> None:
+    response = make_client(*SEED_FILES).get("/")  # the seeds, the newest records here
     assert response.status_code == 200
     page = _page(response)
     assert (1, "Explain an error") in page.headings
