@@ -36,6 +36,7 @@ sys.stdout.flush()
 threading.Thread(target=free_buffer).start()
 time.sleep(0.3)
 print("after the thread", flush=True)
+time.sleep(0.2)  # an unbuffered print writes its newline apart: stderr must not come between
 free_buffer()
 """
 
@@ -80,6 +81,38 @@ def test_output_passes_through_unchanged_and_each_error_is_explained_once(
     assert stderr.index("errkb: ") > first_traceback
 
 
+def test_an_explanation_waits_for_the_end_of_the_commands_unfinished_line(
+    errkb_server: str, tmp_path: Path
+) -> None:
+    """The explanation is ready while the command is halfway through a stderr line: it comes
+    after that line, which stays whole."""
+    script = _script(
+        tmp_path,
+        f"""
+        import sys, time, traceback
+        try:
+            raise RuntimeError({FREE_BUFFERS!r})
+        except RuntimeError:
+            traceback.print_exc()
+        sys.stderr.write("progress: 50%")
+        sys.stderr.flush()
+        time.sleep(3)  # the explanation arrives meanwhile
+        sys.stderr.write(" ... 100%\\n")
+        sys.stderr.flush()
+        """,
+    )
+    run = subprocess.run(
+        _errkb_run([sys.executable, str(script)]),
+        capture_output=True,
+        env=client_env(ERRKB_SERVER=errkb_server),
+        timeout=RUN_S,
+    )
+    lines = run.stderr.decode().splitlines()
+    assert "progress: 50% ... 100%" in lines, lines
+    explained = lines.index(f"errkb: RuntimeError: {FREE_BUFFERS} (vllm-project/vllm)")
+    assert explained > lines.index("progress: 50% ... 100%")
+
+
 def _is_explanation(line: str) -> bool:
     return line.startswith(("errkb: ", "  see: ", "  fix: ", "  reproduce"))
 
@@ -98,7 +131,10 @@ def test_both_pipes_keep_their_order_when_they_share_a_terminal(
     lines = run.stdout.decode("utf-8", "replace").splitlines()
     steps = [line for line in lines if line.startswith(("step", "warn", "after the thread"))]
     assert steps == ["step 0", "warn 0", "step 1", "warn 1", "step 2", "warn 2", "after the thread"]
-    explained = lines.index(f"errkb: RuntimeError: {FREE_BUFFERS} (vllm-project/vllm)")
+    explanation = f"errkb: RuntimeError: {FREE_BUFFERS} (vllm-project/vllm)"
+    assert explanation in lines, lines
+    assert "Exception in thread Thread-1 (free_buffer):" in lines, lines
+    explained = lines.index(explanation)
     assert lines.index("Exception in thread Thread-1 (free_buffer):") < explained
     assert run.returncode == 1
 

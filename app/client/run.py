@@ -6,7 +6,7 @@ process's own stdout or stderr at once (raw bytes, no buffering, no decoding) an
 hands a copy to the watcher; the watcher cuts lines into error chunks (app.client.watch); the
 explainer asks the server or the local store about each chunk and prints what it learns.
 Nothing the command writes ever waits on the watcher or on the network. An explanation is
-written between two writes of the command, never inside one.
+written between two lines of the command, never inside one.
 
 The exit status is the command's, or 128+N when a signal N ended it, as a shell reports it;
 SIGTERM and SIGINT sent to `errkb run` reach the command (SIGINT from a terminal already
@@ -33,13 +33,19 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM)
 
 
 class _Output:
-    """This process's stdout and stderr, written whole and in turn by several threads."""
+    """This process's stdout and stderr, written whole and in turn by several threads.
+
+    errkb's own lines go to stderr only where the command's stderr is at the start of a
+    line: one that arrives while the command is halfway through a line (a read can end
+    anywhere) waits for that line's end, or for the command's stderr to close."""
 
     def __init__(self, out_fd: int, err_fd: int) -> None:
         self.fds = {"stdout": out_fd, "stderr": err_fd}
         self.lock = threading.Lock()
         self.line_open = {"stdout": False, "stderr": False}
         self.closed: set[str] = set()
+        self.ended: set[str] = set()
+        self.notes: list[bytes] = []
 
     def write(self, name: str, data: bytes) -> None:
         """Copy the command's bytes; a closed pipe (`| head`) drops them, the command runs on."""
@@ -52,21 +58,37 @@ class _Output:
                 self.closed.add(name)
                 return
             self.line_open[name] = not data.endswith(b"\n")
+            if name == "stderr" and not self.line_open[name]:
+                self._write_notes()
 
     def note(self, text: str) -> None:
-        """errkb's own lines on stderr, starting on a line of their own."""
+        """errkb's own lines on stderr, on lines of their own."""
         with self.lock:
-            if "stderr" in self.closed:
-                return
-            data = text.encode("utf-8", "replace")
-            if self.line_open["stderr"]:  # the command's unfinished line stays its own
-                data = b"\n" + data
-            try:
-                _write_all(self.fds["stderr"], data)
-            except BrokenPipeError:
-                self.closed.add("stderr")
-                return
-            self.line_open["stderr"] = False
+            self.notes.append(text.encode("utf-8", "replace"))
+            if not self.line_open["stderr"] or "stderr" in self.ended:
+                self._write_notes()
+
+    def end(self, name: str) -> None:
+        """The command closed this pipe: notes waiting for its unfinished line go out now."""
+        with self.lock:
+            self.ended.add(name)
+            if name == "stderr":
+                self._write_notes()
+
+    def _write_notes(self) -> None:
+        if not self.notes or "stderr" in self.closed:
+            self.notes.clear()
+            return
+        data = b"".join(self.notes)
+        self.notes.clear()
+        if self.line_open["stderr"]:  # the command's unfinished last line stays its own
+            data = b"\n" + data
+        try:
+            _write_all(self.fds["stderr"], data)
+        except BrokenPipeError:
+            self.closed.add("stderr")
+            return
+        self.line_open["stderr"] = False
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -159,6 +181,7 @@ def _copy(pipe: IO[bytes], name: str, output: _Output, watcher: _Watcher) -> Non
         while data := os.read(pipe.fileno(), READ_BYTES):  # what is there, not a full buffer
             output.write(name, data)
             watcher.reads.put((name, data))
+    output.end(name)
     watcher.reads.put((name, None))
 
 
