@@ -32,6 +32,7 @@ import uvicorn
 from app.config import PROJECT_ROOT, Settings
 from app.main import create_app
 from app.records.service import DRAFT, import_paths, write_records
+from app.reproducers import runner
 from app.store.engine import unit_of_work
 from tests.helpers.pages import RECORD_SECTIONS
 from tests.helpers.records import DATA_DIR, SEED_FILES
@@ -412,8 +413,8 @@ def test_stats_page_draws_its_charts_with_and_without_javascript(browser, page, 
     # today: one stack, its reviewed and its unexplained parts
     assert page.locator("#hits svg rect.rect").evaluate_all(drawn) == 2
     assert "ValueError: no shard at <path>" in page.locator("#most-hit svg").text_content()
-    scripts = list((PROJECT_ROOT / "reproducers").glob("*.py"))
-    assert page.locator("#reproducers tbody tr").count() == len(scripts)  # one row per script
+    scripts = runner.all_reproducers(Settings())  # one row per script of reproducers/
+    assert page.locator("#reproducers tbody tr").count() == len(scripts)
     _screenshot(page, "stats")
     _every_chart_is_drawn_in_colour(page)
     page.set_viewport_size(PHONE)
