@@ -134,7 +134,8 @@ def _catchers(error_class: str, bases: dict[str, tuple[str, ...]]) -> set[str]:
     return names | {"Exception", "BaseException"}
 
 
-def _link(repo: str, ref: str, file_path: str, line: int) -> str:
+def github_link(repo: str, ref: str, file_path: str, line: int) -> str:
+    """A line of a release's file on GitHub, pinned to the release's ref."""
     return f"https://github.com/{repo}/blob/{ref}/{file_path}#L{line}"
 
 
@@ -210,5 +211,5 @@ def _place(repo: str, ref: str, file_path: str, line: int, function: str | None)
         "filePath": file_path,
         "lineNumber": line,
         "function": function,
-        "githubUrl": _link(repo, ref, file_path, line),
+        "githubUrl": github_link(repo, ref, file_path, line),
     }

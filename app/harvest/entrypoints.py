@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.harvest.context import CallSite, find_call_sites
+from app.harvest.context import CallSite, find_call_sites, github_link
 from app.harvest.sites import Draft, ModuleFacts
 from app.upstreams.base import UpstreamProject
 
@@ -139,10 +139,6 @@ def _callers_graph(
     return graph
 
 
-def _link(repo: str, ref: str, file_path: str, line: int) -> str:
-    return f"https://github.com/{repo}/blob/{ref}/{file_path}#L{line}"
-
-
 class _Reach:
     """The nearest entry points above each raising function, searched once per function."""
 
@@ -195,7 +191,7 @@ class _Reach:
                     "ref": self.ref,
                     "filePath": (place or raised_at)[0],
                     "lineNumber": (place or raised_at)[1],
-                    "githubUrl": _link(self.repo, self.ref, *(place or raised_at)),
+                    "githubUrl": github_link(self.repo, self.ref, *(place or raised_at)),
                 },
             }
             for label, chain, place in self.above(start)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.harvest.context import github_link
 from app.harvest.entrypoints import add_entry_points
 from app.harvest.sites import Draft, ModuleFacts
 from app.upstreams.base import UpstreamProject
@@ -93,7 +94,7 @@ def _source(repo: str, ref: str, file_path: str, line: int) -> dict[str, Any]:
         "ref": ref,
         "filePath": file_path,
         "lineNumber": line,
-        "githubUrl": f"https://github.com/{repo}/blob/{ref}/{file_path}#L{line}",
+        "githubUrl": github_link(repo, ref, file_path, line),
     }
 
 
