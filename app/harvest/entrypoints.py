@@ -10,6 +10,7 @@ counts any public function of a public module as one.
 """
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -57,11 +58,17 @@ class _Classes:
     indentation: a class runs from `class X` to the next line that starts at column 0."""
 
     def __init__(self, source: str) -> None:
-        tops = [source.count("\n", 0, m.start()) + 1 for m in _TOP_LEVEL_LINE.finditer(source)]
+        breaks = [found.start() for found in re.finditer("\n", source)]
+
+        def line_at(offset: int) -> int:
+            return bisect_left(breaks, offset) + 1
+
+        tops = [line_at(found.start()) for found in _TOP_LEVEL_LINE.finditer(source)]
         self.spans = []
         for found in _CLASS_LINE.finditer(source):
-            first = source.count("\n", 0, found.start()) + 1
-            last = next((line - 1 for line in tops if line > first), source.count("\n") + 1)
+            first = line_at(found.start())
+            after = bisect_right(tops, first)
+            last = tops[after] - 1 if after < len(tops) else len(breaks) + 1
             self.spans.append((first, last, found[1]))
 
     def around(self, line: int) -> str | None:
