@@ -95,6 +95,12 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     pattern index, ranking), with this record as the only candidate: it passes when the
     traceback's last exception has the record's class and the record's messagePattern
     matches that exception's whole message. The traceback is kept in the result.
+
+    A message that starts on the line after the class, or that carries a child process's own
+    traceback (spawn's ProcessRaisedException, the elastic launcher's ChildFailedError), is
+    not what a parser reads as the last exception line: for such a message the raised object
+    itself must have the record's class and fully match the pattern, and the matcher must
+    still put this record first for the whole traceback.
     """
     record_id = record.id
     text = _format(exc)
@@ -111,6 +117,13 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
         and top.exception_index == last.index
         and index.match(record_id, last.message, full=True) is not None
     )
+    if not (class_ok and message_ok) and "\n" in str(exc):
+        class_ok = type(exc).__name__ == short_class(record.error_class)
+        message_ok = (
+            top is not None
+            and top.id == record_id
+            and index.match(record_id, str(exc), full=True) is not None
+        )
     if class_ok and message_ok:
         detail = f"raised {record.error_class}; the matcher finds this record for it"
     elif not class_ok:
