@@ -1,0 +1,63 @@
+"""Reproducer for record 7bfe411d3d58a9c0: "CUDA out of memory. Tried to allocate ...".
+
+Raised by the CUDA caching allocator when neither its cache nor the driver can meet a
+request. The process is capped with torch.cuda.set_per_process_memory_fraction (so the run
+does not depend on the GPU's size or on other users of it); the trigger allocates a workload
+twice the cap at once, as a too large batch or resolution asks for more than the card. The
+fix processes the same workload in chunks of a quarter of the cap and gets the same result.
+
+Needs CUDA: the allocator and the message exist only with a GPU, so the script declares the
+cuda device only and is skipped elsewhere.
+"""
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
+
+from app.reproducers.kit import Target, main, require
+
+RECORD_ID = "7bfe411d3d58a9c0"
+TARGET = Target(package="torch", version="2.13.0", module="torch.cuda.memory", classes=())
+DEVICES = ("cuda",)
+FRACTION = 0.02
+
+
+def _cap_bytes(module: ModuleType) -> int:
+    """Cap this process at FRACTION of the GPU; the cap in bytes."""
+    import torch
+
+    module.set_per_process_memory_fraction(FRACTION, 0)
+    total = torch.cuda.get_device_properties(0).total_memory
+    return int(total * FRACTION)
+
+
+def trigger(module: ModuleType, device: str) -> None:
+    """The whole workload at once: twice what the process may hold."""
+    import torch
+
+    items = 2 * _cap_bytes(module)
+    torch.ones(items, dtype=torch.uint8, device=device).sum()
+
+
+def fix(module: ModuleType, device: str) -> dict:
+    """The same workload in chunks of a quarter of the cap."""
+    import torch
+
+    cap = _cap_bytes(module)
+    items, chunk = 2 * cap, cap // 4
+    total, done = 0, 0
+    while done < items:
+        size = min(chunk, items - done)
+        total += int(torch.ones(size, dtype=torch.uint8, device=device).sum())
+        done += size
+    torch.cuda.empty_cache()
+    require(total == items, f"counted {total} of {items}")
+    peak = module.max_memory_allocated(0)
+    require(peak <= cap, f"peak {peak} bytes above the cap {cap}")
+    return {"items": items, "chunk": chunk, "peak_within_cap": True}
+
+
+if __name__ == "__main__":
+    sys.exit(main(RECORD_ID, TARGET, DEVICES, trigger, fix))
