@@ -23,9 +23,9 @@ def match_lines(result: dict[str, Any], headlines: dict[str, str] | None = None)
         lines.append("no record matches")
     for match in result["matches"]:
         record = match["record"]
-        where = (
-            f"{record['filePath']}:{record['lineNumber']}" if record["filePath"] else record["repo"]
-        )
+        where = record["filePath"] or record["repo"]
+        if record["filePath"] and record["lineNumber"]:
+            where += f":{record['lineNumber']}"  # a native (C++) record names its file only
         captures = ", ".join(f"{key}={value}" for key, value in match["captures"].items())
         lines.append(
             f"{match['score']:6.1f}  {record['id']}  {record['errorClass']}: "
