@@ -36,6 +36,7 @@ TORCH_IDS = [
     "7a726485251147db",
     "397e41bb37848de3",
     "c14fef0d76688b85",
+    "8ce26c639f5fd745",
 ]
 # torch's records raised in C++: no Python frame of torch raises them, so their
 # traceback ends in the Python call that entered the operator
