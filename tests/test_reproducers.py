@@ -50,6 +50,7 @@ NATIVE_IDS = [
     "c708be9e2bb6cbbd",  # DDP: expected to have finished reduction
     "ee88ccd366d16980",  # convolution: expected input to have 3 channels
     "5b688ef5d51e8fb6",  # the size of tensor a must match the size of tensor b
+    "a52aaca74f5932ff",  # expected input batch_size to match target batch_size
 ]
 CUDA_ID = "edc4df790b100979"
 TORCH_CUDA_ID = "f95fc6ac2ef0baeb"  # torch raises it only where CUDA is
