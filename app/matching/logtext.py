@@ -155,7 +155,16 @@ def clean_lines(text: str) -> list[CleanLine]:
     LF and CRLF end a line; so does a lone CR, because progress bars rewrite a line with it
     and each version is a line of its own in the paste. Stops at the match deadline.
     """
-    lines: list[CleanLine] = []
+    if "\r" not in text:  # most pastes: lines are what splitting at LF gives
+        lines: list[CleanLine] = []
+        start = 0
+        for number, raw in enumerate(text.split("\n")):
+            if number % deadline.CHECK_EVERY == 0:
+                deadline.check()
+            lines.append(_clean_line(raw, start, number))
+            start += len(raw) + 1
+        return lines
+    lines = []
     position = 0
     while True:
         if len(lines) % deadline.CHECK_EVERY == 0:
@@ -164,34 +173,27 @@ def clean_lines(text: str) -> list[CleanLine]:
         stop = len(text) if newline < 0 else newline
         begin = position
         while (carriage := text.find("\r", begin, stop)) >= 0:
-            lines.append(_clean_line(text, begin, carriage, len(lines)))
+            lines.append(_clean_line(text[begin:carriage], begin, len(lines)))
             begin = carriage + 1
             if len(lines) % deadline.CHECK_EVERY == 0:
                 deadline.check()
         if begin < stop or begin == position or newline < 0:
-            lines.append(_clean_line(text, begin, stop, len(lines)))
+            lines.append(_clean_line(text[begin:stop], begin, len(lines)))
         if newline < 0:
             return lines
         position = newline + 1
 
 
-def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
-    """Remove colour codes, then the known prefixes at the start of the line and what closes
-    them at its end (a code span's backtick, a fence, the right border of a rich box)."""
-    raw = text[start:end]
+def _clean_line(raw: str, start: int, line_no: int) -> CleanLine:
+    """Remove colour codes, then the known prefixes at the start of the line (``raw``, which
+    begins at ``start`` in the paste) and what closes them at its end (a code span's
+    backtick, a fence, the right border of a rich box)."""
     if "\x1b" not in raw and "\x9b" not in raw:  # the common case: one unbroken run
         cut, stream = _strip_prefixes(raw)
         stop = _closed_at(raw, cut) if _may_close(raw) else len(raw)
         first = start + cut
-        return CleanLine(
-            text=raw[cut:stop],
-            start=first,
-            end=start + stop if cut < stop else first,
-            stream=stream,
-            prefix=raw[:cut],
-            line_no=line_no,
-            pieces=((0, first),),
-        )
+        end = start + stop if cut < stop else first
+        return CleanLine(raw[cut:stop], first, end, stream, raw[:cut], line_no, ((0, first),))
     clean, pieces = _strip_ansi(raw, start)
     cut, stream = _strip_prefixes(clean)
     stop = _closed_at(clean, cut)
