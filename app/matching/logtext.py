@@ -37,7 +37,8 @@ _ZONE = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
 _DATE_TIME = rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}[T ]{_TIME}{_ZONE}"
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 
-# Every pattern consumes at least one character; a named group "tag" marks a stream.
+# Every pattern consumes at least one character; a named group "tag" marks a stream, and
+# no pattern has another capturing group (see _ANY_PREFIX).
 _PREFIXES = (
     # vLLM's and Ray's child-process tags: "(EngineCore_DP0 pid=1234) ",
     # "(RayWorkerWrapper pid=5678, ip=10.0.0.1) ", "(VllmWorker rank=0 pid=9) ", "(pid=5678) ".
@@ -98,15 +99,15 @@ _RAY_REPEATED = re.compile(
 _CLOSERS = ("`", "]", ")")
 
 # All of them in one alternation, tried in order as Python tries the branches: the first
-# that matches at the position wins, as if each were tried alone. Branch i is the group
-# "p<i>" and its stream tag the group "tag<i>"; one attempt per prefix, not one per shape.
+# that matches at the position wins, as if each were tried alone; one attempt per prefix,
+# not one per shape. A branch holds no capturing group but its stream tag ("tag<i>"), so a
+# match's last group names the tag of the shape that matched, if it has one. No group
+# wraps a branch: the engine then skips each branch whose first character does not fit.
 _ANY_PREFIX = re.compile(
     "|".join(
-        f"(?P<p{i}>{p.pattern.replace('(?P<tag>', f'(?P<tag{i}>')})"
-        for i, p in enumerate(_PREFIXES)
+        f"(?:{p.pattern.replace('(?P<tag>', f'(?P<tag{i}>')})" for i, p in enumerate(_PREFIXES)
     )
 )
-_TAG_OF = {f"p{i}": f"tag{i}" for i, p in enumerate(_PREFIXES) if "tag" in p.groupindex}
 
 
 @dataclass(slots=True)
@@ -276,17 +277,13 @@ def _strip_prefixes(clean: str) -> tuple[int, str]:
     Only the shapes listed above are removed, and only at the very start of the line (or right
     after another prefix), so a message that itself starts with a bracket keeps it.
     """
-    match = _ANY_PREFIX.match(clean)
-    if match is None:  # most lines of a traceback
-        return 0, ""
     cut = 0
     streams: list[str] = []
     for _ in range(MAX_PREFIXES):
-        if match is None:
-            break
-        tag = _TAG_OF.get(match.lastgroup or "")
-        if tag is not None:
-            streams.append(match[tag])
-        cut = match.end()
         match = _ANY_PREFIX.match(clean, cut)
+        if match is None:  # at once on most lines of a traceback
+            break
+        if match.lastgroup is not None:  # a shape that names the line's stream
+            streams.append(match[match.lastgroup])
+        cut = match.end()
     return cut, " ".join(streams)
