@@ -25,7 +25,7 @@ from app.matching.logtext import clean_lines
 from app.matching.traceback import (
     Frame,
     ParsedException,
-    _group_rows,
+    _every_row,
     _parse_lines,
     _parse_stream,
     parse_exceptions,
@@ -595,7 +595,7 @@ def assert_passing_over_finds_the_same(text: str) -> None:
         streams.setdefault(line.stream, []).append(line)
     cut_at = len(text) if text[-1:] not in ("\n", "\r", "") else -1
     for lines in streams.values():
-        every_line = _parse_stream(_group_rows(lines, cut_at), None)
+        every_line = _parse_stream(_every_row(lines, cut_at), None)
         assert _parse_lines(lines, cut_at) == every_line, text[:2000]
 
 

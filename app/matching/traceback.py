@@ -31,6 +31,10 @@ MAX_MESSAGE_LINES = 200
 MAX_WRAPPED_ROWS = 3
 """Rows one frame line may be wrapped into by a terminal and still be read as a frame."""
 
+DENSE_OPENERS = 4
+"""A stream where more than one line in this many may begin an exception has all its rows
+made at once (see _parse_lines)."""
+
 _HEADER = "Traceback (most recent call last):"
 _GROUP_HEADER = "Exception Group "
 _GROUP_OPENER = "+ " + _GROUP_HEADER
@@ -285,14 +289,19 @@ def _parse_lines(lines: Sequence[CleanLine], cut_at: int) -> list[_Draft]:
     Most lines of a large log can begin nothing: a line with none of `_MAY_OPEN` in it is
     neither a header, a frame, an exception line nor one that mentions an exception, so
     the parser goes straight to the next line that has one, and makes the rows of the
-    others only when a traceback or message it reads runs over them. Inside an exception
-    group a row depends on the rows above it (its margin), so a stream with a group has
-    all its rows made and looked at.
+    others only when a traceback or message it reads runs over them. Where most lines may
+    begin something (a flood of exception lines), every row is made at once: a list is
+    quicker to index than rows made on demand. Inside an exception group a row depends on
+    the rows above it (its margin), so a stream with a group has all its rows made and
+    looked at.
     """
     joined = "\n".join([line.text for line in lines])
     if _GROUP_OPENER in joined:
-        return _parse_stream(_group_rows(lines, cut_at), None)
-    return _parse_stream(_Rows(lines, cut_at), _openers(joined))
+        return _parse_stream(_every_row(lines, cut_at), None)
+    openers = _openers(joined)
+    if len(openers) * DENSE_OPENERS > len(lines):
+        return _parse_stream(_every_row(lines, cut_at), openers)
+    return _parse_stream(_Rows(lines, cut_at), openers)
 
 
 def _openers(joined: str) -> list[int]:
@@ -339,9 +348,9 @@ class _Rows(Sequence[_Row]):
         return row
 
 
-def _group_rows(lines: Sequence[CleanLine], cut_at: int) -> list[_Row]:
-    """Every row of a stream that holds an exception group, whose margins ("  | ",
-    "  +-+---") are removed from the opener's line on while rows keep them."""
+def _every_row(lines: Sequence[CleanLine], cut_at: int) -> list[_Row]:
+    """Every row of a stream, with the margins of an exception group ("  | ", "  +-+---")
+    removed from the group's opener on while rows keep them."""
     rows: list[_Row] = []
     group_column = -1
     for number, line in enumerate(lines):
