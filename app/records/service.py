@@ -206,8 +206,10 @@ def list_records(
     """A page of records in id order (stable under writes), with the total and next cursor.
 
     The total is counted once per dataset version and filters, not per page: counting reads
-    every record the filters let through, so on the default store with its older releases it
-    was most of a page's time, and every page of a listing asks the same total.
+    every record the filters let through, which made a page of the default store with its
+    older releases cost about twice a page of the small store, and every page of a listing
+    asks the same total. A harvest moves the version once, at its end: until then a page may
+    show records of its committed batches beside the total from before it.
     """
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_PAGE_SIZE}")
