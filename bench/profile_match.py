@@ -1,5 +1,5 @@
-"""Where a request's time goes: cProfile over the handlers of POST /api/match and
-GET /api/errors/{id}.
+"""Where a request's time goes: cProfile over the handlers of POST /api/match,
+GET /api/errors/{id} and a page of GET /api/errors (unfiltered and by repo).
 
 Run by hand, on a store made by `bench/bench_store.py` (or any SQLite store):
 
@@ -29,11 +29,15 @@ from sqlmodel import Session
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.api.errors import _document_response
+from app.api.schemas import record_page
 from app.config import Settings
 from app.main import create_app
 from app.matching.service import match_text
 from app.records import service as records
+from app.records.filters import RecordFilters
 from bench.bench_store import RECORD_ID, describe, pastes
+
+VLLM = "vllm-project/vllm"
 
 
 def main() -> None:
@@ -61,8 +65,19 @@ def main() -> None:
             assert stored is not None
             return _document_response(session, settings, stored).body
 
+    def listing(filters: RecordFilters) -> Callable[[], object]:
+        def call() -> object:
+            with Session(engine) as session:
+                page = records.list_records(session, filters, records.DEFAULT_PAGE_SIZE)
+                version = records.dataset_version(session)
+                return record_page(page, version).model_dump_json(by_alias=True)
+
+        return call
+
     calls = {f"POST /api/match, {label}": match(t.decode()) for label, t in pastes().items()}
     calls["GET /api/errors/{id}"] = get
+    calls["GET /api/errors?limit=50 (listing)"] = listing(RecordFilters())
+    calls[f"GET /api/errors?limit=50&repo={VLLM} (listing)"] = listing(RecordFilters(repo=VLLM))
     for label, call in calls.items():
         if args.only and not any(part in label for part in args.only):
             continue

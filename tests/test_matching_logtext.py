@@ -70,6 +70,7 @@ def originals(text: str, line: CleanLine) -> str:
         ("2026-08-19T18:34:30+0000 gpu-host vllm[8707]: boom", "boom", "vllm[8707]"),
         ("> boom", "boom", ""),
         ("> > boom", "boom", ""),
+        ("> [rank3]: boom", "boom", "rank3"),
         ("vllm-1  | ERROR 12-05 20:24:46 engine.py:366] boom", "boom", "vllm-1"),
     ],
 )

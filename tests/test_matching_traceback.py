@@ -21,12 +21,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.matching.logtext import clean_lines
 from app.matching.traceback import (
     Frame,
     ParsedException,
+    _every_row,
+    _parse_lines,
+    _parse_stream,
     parse_exceptions,
 )
 from tests.helpers.hostile import pastes as hostile_pastes
+from tests.helpers.pastes import TRANSFORMS
+from tests.helpers.real_pastes import load_cases
 
 SAMPLES = '''
 """Code that fails the way serving stacks do; each function name is one scenario."""
@@ -579,6 +585,42 @@ def test_never_raises_on_arbitrary_text(text: str) -> None:
 )
 def test_never_raises_on_traceback_fragments(text: str) -> None:
     check_invariants(text, parse_exceptions(text))
+
+
+def assert_passing_over_finds_the_same(text: str) -> None:
+    """The parser goes straight to the lines that may begin something: on each stream of
+    `text` it finds what it finds when it looks at every line."""
+    streams: dict[str, list] = {}
+    for line in clean_lines(text):
+        streams.setdefault(line.stream, []).append(line)
+    cut_at = len(text) if text[-1:] not in ("\n", "\r", "") else -1
+    for lines in streams.values():
+        every_line = _parse_stream(_every_row(lines, cut_at), None)
+        assert _parse_lines(lines, cut_at) == every_line, text[:2000]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(FRAGMENTS) | st.text(alphabet=st.characters(max_codepoint=127)),
+        max_size=40,
+    ).map("".join)
+)
+def test_the_lines_passed_over_begin_nothing_in_fragments(text: str) -> None:
+    assert_passing_over_finds_the_same(text)
+
+
+def test_the_lines_passed_over_begin_nothing_in_real_pastes() -> None:
+    """Every real paste, in every shape people paste it, alone and between log lines."""
+    log = "".join(
+        f"INFO 08-14 12:00:{n:02d} [metrics.py:{n}] Avg prompt throughput: {n} tokens/s\n"
+        for n in range(20)
+    )
+    for case in load_cases().values():
+        for transform in TRANSFORMS.values():
+            pasted = transform(case["paste"])
+            assert_passing_over_finds_the_same(pasted)
+            assert_passing_over_finds_the_same(log + pasted + "\n" + log)
 
 
 @pytest.mark.filterwarnings("ignore:Generating overly large repr")

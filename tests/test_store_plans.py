@@ -175,11 +175,14 @@ def wait_for_start_up(client: TestClient, within_s: float = 60.0) -> None:
 
 
 def statements_per_request(client: TestClient, record: dict) -> dict[str, int]:
-    """How many statements a match of the record's error and a GET of it send, once the
-    first of each has run (a new store version's values are computed once)."""
+    """How many statements a match of the record's error, a GET of it and a page of the
+    listing send, once the first of each has run (a new store version's values are
+    computed once). The listing's total is one of those values: a page after the first
+    counts no records."""
     requests = {
         "match": lambda: client.post("/api/match", content=synthetic_paste(record)),
         "get": lambda: client.get(f"/api/errors/{record['id']}"),
+        "listing": lambda: client.get("/api/errors?limit=50"),
     }
     engine = client.app.state.engine  # type: ignore[attr-defined]
     counts = {}
@@ -189,6 +192,8 @@ def statements_per_request(client: TestClient, record: dict) -> dict[str, int]:
         with captured(engine, everything=True) as statements:
             assert call().status_code == 200
         counts[name] = len(statements)
+        counted = [text for text, _ in statements if "count(" in text.lower()]
+        assert not counted, (name, counted)
     return counts
 
 
@@ -202,6 +207,31 @@ def test_queries_per_request_do_not_grow_with_the_store(settings: Settings, tmp_
             counts[size] = statements_per_request(client, stored[6])
     assert counts[50] == counts[2000], counts
     assert counts[50]["get"] <= 6, counts  # the record, the version, runs, drift
+    assert counts[50]["listing"] <= 4, counts  # the version, the page's ids, their records
     # the version alone (and SQLite's BEGIN): what a match reads of its candidates, their
     # locations and history, is kept per dataset version
     assert counts[50]["match"] <= 2, counts
+
+
+def test_a_write_counts_the_listing_again(
+    settings: Settings, tmp_path: Path, auth: dict[str, str]
+) -> None:
+    """The listing's total is kept per dataset version and filters; a write moves the
+    version, so the next page counts again and shows the record written, then deleted."""
+    with store_of(settings, tmp_path, 50) as (client, stored):
+        # another raise site: a record written at a draft's site would absorb the draft
+        record = dict(stored[0], id="00000000000000ff", filePath="vllm/written_later.py")
+        filters = f"limit=5&errorClass={record['errorClass']}"
+
+        def totals() -> tuple[int, int]:
+            every, some = client.get("/api/errors?limit=5"), client.get(f"/api/errors?{filters}")
+            assert every.status_code == some.status_code == 200, (every.text, some.text)
+            return every.json()["total"], some.json()["total"]
+
+        everything, same_class = totals()
+        assert totals() == (everything, same_class)  # kept: the same answer
+        created = client.post("/api/errors", json=record, headers=auth)
+        assert created.status_code == 201, created.text[:300]
+        assert totals() == (everything + 1, same_class + 1)
+        assert client.delete(f"/api/errors/{record['id']}", headers=auth).status_code == 204
+        assert totals() == (everything, same_class)

@@ -76,7 +76,7 @@ def read_errors(
 ) -> RecordPage:
     """List record summaries in a stable order, filtered, with the total and a cursor."""
     page = records.list_records(session, filters, limit, cursor)
-    return record_page(page, records.dataset_version(session))
+    return record_page(page, page.version)
 
 
 @router.get("/by-slug/{owner}/{repo}/{slug}", responses=_DOCUMENT)

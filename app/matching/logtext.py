@@ -37,7 +37,8 @@ _ZONE = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
 _DATE_TIME = rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}[T ]{_TIME}{_ZONE}"
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 
-# Every pattern consumes at least one character; a named group "tag" marks a stream.
+# Every pattern consumes at least one character; a named group "tag" marks a stream, and
+# no pattern has another capturing group (see _ANY_PREFIX).
 _PREFIXES = (
     # vLLM's and Ray's child-process tags: "(EngineCore_DP0 pid=1234) ",
     # "(RayWorkerWrapper pid=5678, ip=10.0.0.1) ", "(VllmWorker rank=0 pid=9) ", "(pid=5678) ".
@@ -98,15 +99,15 @@ _RAY_REPEATED = re.compile(
 _CLOSERS = ("`", "]", ")")
 
 # All of them in one alternation, tried in order as Python tries the branches: the first
-# that matches at the position wins, as if each were tried alone. Branch i is the group
-# "p<i>" and its stream tag the group "tag<i>"; one attempt per prefix, not one per shape.
+# that matches at the position wins, as if each were tried alone; one attempt per prefix,
+# not one per shape. A branch holds no capturing group but its stream tag ("tag<i>"), so a
+# match's last group names the tag of the shape that matched, if it has one. No group
+# wraps a branch: the engine then skips each branch whose first character does not fit.
 _ANY_PREFIX = re.compile(
     "|".join(
-        f"(?P<p{i}>{p.pattern.replace('(?P<tag>', f'(?P<tag{i}>')})"
-        for i, p in enumerate(_PREFIXES)
+        f"(?:{p.pattern.replace('(?P<tag>', f'(?P<tag{i}>')})" for i, p in enumerate(_PREFIXES)
     )
 )
-_TAG_OF = {f"p{i}": f"tag{i}" for i, p in enumerate(_PREFIXES) if "tag" in p.groupindex}
 
 
 @dataclass(slots=True)
@@ -155,7 +156,16 @@ def clean_lines(text: str) -> list[CleanLine]:
     LF and CRLF end a line; so does a lone CR, because progress bars rewrite a line with it
     and each version is a line of its own in the paste. Stops at the match deadline.
     """
-    lines: list[CleanLine] = []
+    if "\r" not in text:  # most pastes: lines are what splitting at LF gives
+        lines: list[CleanLine] = []
+        start = 0
+        for number, raw in enumerate(text.split("\n")):
+            if number % deadline.CHECK_EVERY == 0:
+                deadline.check()
+            lines.append(_clean_line(raw, start, number))
+            start += len(raw) + 1
+        return lines
+    lines = []
     position = 0
     while True:
         if len(lines) % deadline.CHECK_EVERY == 0:
@@ -164,34 +174,27 @@ def clean_lines(text: str) -> list[CleanLine]:
         stop = len(text) if newline < 0 else newline
         begin = position
         while (carriage := text.find("\r", begin, stop)) >= 0:
-            lines.append(_clean_line(text, begin, carriage, len(lines)))
+            lines.append(_clean_line(text[begin:carriage], begin, len(lines)))
             begin = carriage + 1
             if len(lines) % deadline.CHECK_EVERY == 0:
                 deadline.check()
         if begin < stop or begin == position or newline < 0:
-            lines.append(_clean_line(text, begin, stop, len(lines)))
+            lines.append(_clean_line(text[begin:stop], begin, len(lines)))
         if newline < 0:
             return lines
         position = newline + 1
 
 
-def _clean_line(text: str, start: int, end: int, line_no: int) -> CleanLine:
-    """Remove colour codes, then the known prefixes at the start of the line and what closes
-    them at its end (a code span's backtick, a fence, the right border of a rich box)."""
-    raw = text[start:end]
+def _clean_line(raw: str, start: int, line_no: int) -> CleanLine:
+    """Remove colour codes, then the known prefixes at the start of the line (``raw``, which
+    begins at ``start`` in the paste) and what closes them at its end (a code span's
+    backtick, a fence, the right border of a rich box)."""
     if "\x1b" not in raw and "\x9b" not in raw:  # the common case: one unbroken run
         cut, stream = _strip_prefixes(raw)
         stop = _closed_at(raw, cut) if _may_close(raw) else len(raw)
         first = start + cut
-        return CleanLine(
-            text=raw[cut:stop],
-            start=first,
-            end=start + stop if cut < stop else first,
-            stream=stream,
-            prefix=raw[:cut],
-            line_no=line_no,
-            pieces=((0, first),),
-        )
+        end = start + stop if cut < stop else first
+        return CleanLine(raw[cut:stop], first, end, stream, raw[:cut], line_no, ((0, first),))
     clean, pieces = _strip_ansi(raw, start)
     cut, stream = _strip_prefixes(clean)
     stop = _closed_at(clean, cut)
@@ -274,17 +277,13 @@ def _strip_prefixes(clean: str) -> tuple[int, str]:
     Only the shapes listed above are removed, and only at the very start of the line (or right
     after another prefix), so a message that itself starts with a bracket keeps it.
     """
-    match = _ANY_PREFIX.match(clean)
-    if match is None:  # most lines of a traceback
-        return 0, ""
     cut = 0
     streams: list[str] = []
     for _ in range(MAX_PREFIXES):
-        if match is None:
-            break
-        tag = _TAG_OF.get(match.lastgroup or "")
-        if tag is not None:
-            streams.append(match[tag])
-        cut = match.end()
         match = _ANY_PREFIX.match(clean, cut)
+        if match is None:  # at once on most lines of a traceback
+            break
+        if match.lastgroup is not None:  # a shape that names the line's stream
+            streams.append(match[match.lastgroup])
+        cut = match.end()
     return cut, " ".join(streams)

@@ -17,8 +17,10 @@ import ast
 import builtins
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from app.matching import deadline
 from app.matching.logtext import CleanLine, clean_lines
@@ -28,6 +30,10 @@ MAX_MESSAGE_LINES = 200
 
 MAX_WRAPPED_ROWS = 3
 """Rows one frame line may be wrapped into by a terminal and still be read as a frame."""
+
+DENSE_OPENERS = 4
+"""A stream where more than one line in this many may begin an exception has all its rows
+made at once (see _parse_lines)."""
 
 _HEADER = "Traceback (most recent call last):"
 _GROUP_HEADER = "Exception Group "
@@ -116,6 +122,22 @@ MIN_MESSAGE_ALNUM = 4  # a line alone with fewer letters, or fewer words, is no 
 MIN_MESSAGE_WORDS = 2
 _PYTEST_MARGIN = re.compile(r"E {3,16}(?=\S)")
 _DIGITS_AND_SPACES = str.maketrans("", "", "0123456789 \t")
+# What a line must hold to begin anything the parser reads, searched in the clean lines
+# joined by newlines with one more in front, so that "\n" opens a line and no other branch
+# crosses one: a chain separator, a header (plain, IPython's, rich's), a frame, an HTTP
+# error body, a warnings module line, a repr or a quoted mention of an exception, or a line
+# that is a name and a colon or a name alone (an exception line, after a pytest margin or
+# not). Each branch is looser than what it stands for, so a line without any is one the
+# parser would pass over; each begins with a fixed character, so the engine skips in C to
+# the next place where one may match.
+_NAME = r"[^\W\d][\w.]*"
+_LINE_END = r"[^\S\n]*(?=\n|\Z)"
+_MAY_OPEN = re.compile(
+    r"The above exception|During handling|most recent call last|File \"|message|\.py:[0-9]+: "
+    rf"|\"\){_LINE_END}|'\){_LINE_END}"
+    rf"|\"{_NAME}: |'{_NAME}: |`{_NAME}: |“{_NAME}: |\({_NAME}: |: {_NAME}: "
+    rf"|\n(?:E )?[^\S\n]*{_NAME}(?:\([\w.]+\))?(?::|{_LINE_END})"
+)
 
 # A bare line is only taken for an exception when its class name says so.
 _EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning", "Exit", "Interrupt")
@@ -174,7 +196,7 @@ def parse_exceptions(text: str, lines: Sequence[CleanLine] | None = None) -> lis
     for line in clean_lines(text) if lines is None else lines:
         streams.setdefault(line.stream, []).append(line)
     cut_at = len(text) if text[-1:] not in ("\n", "\r", "") else -1
-    drafts = [draft for lines in streams.values() for draft in _parse_stream(_rows(lines, cut_at))]
+    drafts = [draft for lines in streams.values() for draft in _parse_lines(lines, cut_at)]
     if not drafts:
         drafts = _message_alone([line for lines in streams.values() for line in lines])
     drafts.sort(key=lambda draft: draft.span)
@@ -260,47 +282,123 @@ class _Draft:
         )
 
 
-def _rows(lines: Sequence[CleanLine], cut_at: int) -> list[_Row]:
-    """Rows of one stream, with exception-group margins ("  | ", "  +-+---") removed;
-    ``cut_at`` is where the paste ends when it ends in the middle of a line, else -1."""
+def _parse_lines(lines: Sequence[CleanLine], cut_at: int) -> list[_Draft]:
+    """The exceptions of one stream; ``cut_at`` is where the paste ends when it ends in the
+    middle of a line, else -1.
+
+    Most lines of a large log can begin nothing: a line with none of `_MAY_OPEN` in it is
+    neither a header, a frame, an exception line nor one that mentions an exception, so
+    the parser goes straight to the next line that has one, and makes the rows of the
+    others only when a traceback or message it reads runs over them. Where most lines may
+    begin something (a flood of exception lines), every row is made at once: a list is
+    quicker to index than rows made on demand. Inside an exception group a row depends on
+    the rows above it (its margin), so a stream with a group has all its rows made and
+    looked at.
+    """
+    joined = "\n".join([line.text for line in lines])
+    if _GROUP_OPENER in joined:
+        return _parse_stream(_every_row(lines, cut_at), None)
+    openers = _openers(joined)
+    if len(openers) * DENSE_OPENERS > len(lines):
+        return _parse_stream(_every_row(lines, cut_at), openers)
+    return _parse_stream(_Rows(lines, cut_at), openers)
+
+
+def _openers(joined: str) -> list[int]:
+    """The numbers of the lines of ``joined`` (clean lines joined by newlines) that hold a
+    match of `_MAY_OPEN`: one search of the whole text, resumed at the line after each."""
+    subject = "\n" + joined
+    found: list[int] = []
+    number, counted, at = -1, 0, 0
+    while (match := _MAY_OPEN.search(subject, at)) is not None:
+        inside = match.end() - 1  # every branch ends inside the line it found
+        number += subject.count("\n", counted, inside + 1)
+        counted = inside + 1
+        found.append(number)
+        at = subject.find("\n", match.end())
+        if at < 0:
+            break
+    return found
+
+
+class _Rows(Sequence[_Row]):
+    """The rows of a stream without an exception group, each made when first asked for:
+    then a row depends on its own line alone."""
+
+    def __init__(self, lines: Sequence[CleanLine], cut_at: int) -> None:
+        self._lines = lines
+        self._cut_at = cut_at
+        self._made: dict[int, _Row] = {}
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    @overload
+    def __getitem__(self, number: int) -> _Row: ...
+
+    @overload
+    def __getitem__(self, number: slice) -> list[_Row]: ...
+
+    def __getitem__(self, number: int | slice) -> _Row | list[_Row]:
+        if isinstance(number, slice):
+            return [self[each] for each in range(*number.indices(len(self)))]
+        row = self._made.get(number)
+        if row is None:
+            row = self._made[number] = _row(self._lines[number], self._cut_at, -1)
+        return row
+
+
+def _every_row(lines: Sequence[CleanLine], cut_at: int) -> list[_Row]:
+    """Every row of a stream, with the margins of an exception group ("  | ", "  +-+---")
+    removed from the group's opener on while rows keep them."""
     rows: list[_Row] = []
     group_column = -1
     for number, line in enumerate(lines):
         if number % deadline.CHECK_EVERY == 0:
             deadline.check()
-        text = line.text.rstrip()
-        stripped = text.lstrip()
-        column = len(text) - len(stripped)
+        stripped = line.text.rstrip().lstrip()
         if group_column < 0 and stripped.startswith(_GROUP_OPENER):
-            group_column = column
-        col, margin, boundary = 0, "", False
-        if group_column >= 0 and stripped[:1] in ("+", "|"):
-            margin = "|"
-            boundary = stripped.startswith("+-")
-            col = column + (2 if stripped[1:2] == " " else 1)
-        else:
+            group_column = len(line.text.rstrip()) - len(stripped)
+        if stripped[:1] not in ("+", "|"):
             group_column = -1
-            pytest = _PYTEST_MARGIN.match(text) if text.startswith("E ") else None
-            if pytest:
-                col, margin = pytest.end(), "E"
-        body = text[col:]
-        rows.append(
-            _Row(
-                line=line,
-                col=col,
-                text=body,
-                indent=column if col == 0 else len(body) - len(body.lstrip()),
-                margin=margin,
-                nested=margin == "|" and column > group_column,
-                boundary=boundary,
-                cut=line.end == cut_at and bool(line.text),
-            )
-        )
+        rows.append(_row(line, cut_at, group_column))
     return rows
 
 
-def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
-    """All exceptions in one stream, with chained ones linked to their causes."""
+def _row(line: CleanLine, cut_at: int, group_column: int) -> _Row:
+    """The row of ``line``, inside an exception group when ``group_column`` is not -1 (the
+    column of the group's opener), else with any pytest margin removed."""
+    text = line.text.rstrip()
+    stripped = text.lstrip()
+    column = len(text) - len(stripped)
+    col, margin, boundary = 0, "", False
+    if group_column >= 0:
+        margin = "|"
+        boundary = stripped.startswith("+-")
+        col = column + (2 if stripped[1:2] == " " else 1)
+    else:
+        pytest = _PYTEST_MARGIN.match(text) if text.startswith("E ") else None
+        if pytest:
+            col, margin = pytest.end(), "E"
+    body = text[col:]
+    return _Row(
+        line=line,
+        col=col,
+        text=body,
+        indent=column if col == 0 else len(body) - len(body.lstrip()),
+        margin=margin,
+        nested=margin == "|" and column > group_column,
+        boundary=boundary,
+        cut=line.end == cut_at and bool(line.text),
+    )
+
+
+def _parse_stream(rows: Sequence[_Row], openers: Sequence[int] | None) -> list[_Draft]:
+    """All exceptions in one stream, with chained ones linked to their causes.
+
+    ``openers`` are the rows that may begin something (None: any row may); the others are
+    passed over unless a chain separator above waits for the exception it announces.
+    """
     drafts: list[_Draft] = []
     pending: tuple[_Draft | None, str] | None = None
     last_top: _Draft | None = None
@@ -310,6 +408,11 @@ def _parse_stream(rows: Sequence[_Row]) -> list[_Draft]:
         steps += 1
         if steps % deadline.CHECK_EVERY == 0:
             deadline.check()
+        if openers is not None and pending is None:
+            following = bisect_left(openers, at)
+            if following == len(openers):
+                break
+            at = openers[following]
         row = rows[at]
         if row.boundary or not row.text:
             at += 1
