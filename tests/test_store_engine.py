@@ -116,10 +116,10 @@ def test_eight_writers_lose_nothing_and_see_no_5xx(live_server) -> None:
     assert not [s for s in statuses if s >= 500], statuses
     assert sum(log.writes for log in logs) > WRITERS  # the writers did write
     expected = {rid: marker for log in logs for rid, marker in log.expected.items()}
-    assert stored_markers(database, list(expected)) == expected
+    assert stored_markers(f"sqlite:///{database}", list(expected)) == expected
     for rid in CONTESTED:
         outcomes = Counter(log.contested[rid] for log in logs)
         assert outcomes[201] == 1, (rid, outcomes)
         assert set(outcomes) <= {201, 409}, (rid, outcomes)
-    winners = stored_markers(database, CONTESTED)
+    winners = stored_markers(f"sqlite:///{database}", CONTESTED)
     assert all(marker and marker.startswith("contested by writer") for marker in winners.values())
