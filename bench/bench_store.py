@@ -17,7 +17,7 @@ Run by hand:
   and a 1 MB log ending in that traceback, GET /api/errors/{id}, GET /errors/{id}, a listing
   and a search; median and p99 on each store, and the ratio. Both servers run at once and
   take turns, in slices, so that a busy moment of the machine does not fall on one store.
-* Writes beside a harvest: 8 writer processes POST/PUT/DELETE records for
+* Writes beside a harvest: 8 writer threads POST/PUT/DELETE records for
   `--write-seconds` on a store of the curated records, first alone, then (in rounds, until
   it is over) while the server harvests `--writes-release` (vLLM 0.33.0) in the background;
   on SQLite, and on PostgreSQL too when ERRKB_TEST_POSTGRES_URL names a database. Statuses,
@@ -61,7 +61,7 @@ from bench.server import START_TIMEOUT_S, STOP_TIMEOUT_S, free_port
 from tests.helpers.load import LoadResult, drive, get, post_json
 from tests.helpers.logs import ENGINE_PREFIX, VLLM_LOG
 from tests.helpers.postgres import ENGINES, POSTGRESQL, fresh_schema
-from tests.helpers.writers import WriterLog, lost_writes, run_writers, total
+from tests.helpers.writers import WriterLog, lost_writes, run_writer_threads, total
 
 RECORD_ID = "c53f6de81577a6bc"  # curated, in both stores: "Attempted to free more buffers"
 LOG_BYTES = 1_000_000  # with its JSON escapes, under the 1 MiB body limit
@@ -233,43 +233,44 @@ def _merged(results: list[LoadResult]) -> LoadResult:
     )
 
 
-def writes_beside_harvest(seconds: float, release: str) -> None:
+def writes_beside_harvest(seconds: float, release: str, codes: dict[str, Path]) -> None:
     """8 writers POST/PUT/DELETE on a fresh store of the curated records, first with nothing
     else writing, then while the server harvests `release` in the background (as an older
     release, after readiness), on SQLite and, when ERRKB_TEST_POSTGRES_URL names a database,
-    on PostgreSQL: statuses, each write's time, and whether every acknowledged write holds."""
+    on PostgreSQL, served by the code of each checkout in `codes`: statuses, each write's
+    time, and whether every acknowledged write holds."""
     print(
         f"\n| {WRITERS} writers | acknowledged writes | writes/s | statuses | 5xx | "
         "write median / p99 / max ms | lost |"
     )
     print("|---|---|---|---|---|---|---|")
-    for engine in ENGINES:
-        for harvesting in (False, True):
-            with _fresh_store(engine) as url:
-                build_small_store(url)
-                settings = {"admin_token": WRITES_TOKEN}
-                if harvesting:
-                    settings |= {
-                        "harvest_on_start": "true",
-                        "default_releases": "[]",
-                        "older_releases": json.dumps([release]),
-                    }
-                with serving(url, **settings) as port:
-                    base = f"http://127.0.0.1:{port}"
-                    logs, background = _write_until_harvested(base, seconds, harvesting)
-                lost = lost_writes(url, logs)
-            done = total(logs)
-            elapsed = max(log.window[1] for log in logs) - min(log.window[0] for log in logs)
-            label = f"{engine}, " + (f"harvest of {release}" if harvesting else "no harvest")
-            print(
-                f"| {label} | {done.writes} | {done.writes / elapsed:.0f} | "
-                f"{dict(sorted(done.statuses.items()))} | {done.errors} | "
-                f"{done.median_s * 1000:.0f} / {done.p99_s * 1000:.0f} / "
-                f"{done.slowest_s * 1000:.0f} | {lost} |",
-                flush=True,
-            )
-            if background is not None:
-                print(f"|  harvest at the end: {background} |||||||")
+    runs = [(e, c, h) for e in ENGINES for c in sorted(codes) for h in (False, True)]
+    for engine, code, harvesting in runs:
+        with _fresh_store(engine) as url:
+            build_small_store(url)
+            settings = {"admin_token": WRITES_TOKEN}
+            if harvesting:
+                settings |= {
+                    "harvest_on_start": "true",
+                    "default_releases": "[]",
+                    "older_releases": json.dumps([release]),
+                }
+            with serving(url, root=codes[code], **settings) as port:
+                base = f"http://127.0.0.1:{port}"
+                logs, background = _write_until_harvested(base, seconds, harvesting)
+            lost = lost_writes(url, logs)
+        done = total(logs)
+        elapsed = max(log.window[1] for log in logs) - min(log.window[0] for log in logs)
+        label = f"{engine}, {code}, " + (f"harvest of {release}" if harvesting else "alone")
+        print(
+            f"| {label} | {done.writes} | {done.writes / elapsed:.0f} | "
+            f"{dict(sorted(done.statuses.items()))} | {done.errors} | "
+            f"{done.median_s * 1000:.0f} / {done.p99_s * 1000:.0f} / "
+            f"{done.slowest_s * 1000:.0f} | {lost} |",
+            flush=True,
+        )
+        if background is not None:
+            print(f"|  harvest at the end: {background} |||||||")
 
 
 def _write_until_harvested(
@@ -279,7 +280,7 @@ def _write_until_harvested(
     their logs, and the harvest's state at the end."""
     logs: list[WriterLog] = []
     for rounds in range(MAX_WRITE_ROUNDS):
-        logs += run_writers(base, WRITES_TOKEN, WRITERS, seconds, [], first=rounds * WRITERS)
+        logs += run_writer_threads(base, WRITES_TOKEN, WRITERS, seconds, first=rounds * WRITERS)
         if not harvesting:
             return logs, None
         background = httpx.get(f"{base}/readyz", timeout=30).json().get("background")
@@ -324,7 +325,8 @@ def main() -> None:
             build_full_store(args.full)
         hot_paths(args)
     if "writes" in args.sections:
-        writes_beside_harvest(args.write_seconds, args.writes_release)
+        codes = {"this": PROJECT_ROOT} | ({"baseline": args.baseline} if args.baseline else {})
+        writes_beside_harvest(args.write_seconds, args.writes_release, codes)
 
 
 def _uptime() -> str:

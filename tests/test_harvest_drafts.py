@@ -6,7 +6,6 @@ import sqlite3
 import textwrap
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -24,7 +23,7 @@ from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
 from tests.helpers.records import DATA_DIR, SEED_FILES
 from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
-from tests.helpers.writers import WriterLog, lost_writes, run_writer, total
+from tests.helpers.writers import WriterLog, lost_writes, run_writer_threads, total
 
 SHORT_LOCK_S = 0.2
 BACKGROUND_RELEASE = "sqlalchemy"  # installed: a real release harvested without a download
@@ -328,11 +327,10 @@ def test_writers_beside_a_background_harvest_get_no_503(settings, tmp_path: Path
     }
     logs: list[WriterLog] = []
     rounds = 0
-    with uvicorn_server(env, "/readyz") as base, ThreadPoolExecutor(WRITERS) as pool:
+    with uvicorn_server(env, "/readyz") as base:
         while rounds < MAX_WRITE_ROUNDS:
             first = rounds * WRITERS  # each round's writers write ids of their own
-            jobs = [(base, ADMIN_TOKEN, first + n, WRITE_ROUND_S, []) for n in range(WRITERS)]
-            logs += pool.map(lambda job: run_writer(*job), jobs)
+            logs += run_writer_threads(base, ADMIN_TOKEN, WRITERS, WRITE_ROUND_S, first)
             rounds += 1
             background = httpx.get(f"{base}/readyz").json()["background"]
             if not background["pending"]:
