@@ -23,7 +23,9 @@ Run by hand:
   on SQLite, and on PostgreSQL too when ERRKB_TEST_POSTGRES_URL names a database. Statuses,
   each write's time, and acknowledged writes missing from the store afterwards.
 * Throughput, `--workers` processes (uvicorn --workers), 64 connections: POST /api/match
-  (5 KB) and GET /api/errors/{id}; requests per second, median, p99, errors.
+  (5 KB) and GET /api/errors/{id}; requests per second, median, p99, errors; with wrk as
+  the load tool where it is installed (bench/wrk.py), and with `--baseline ROOT` the code
+  of another checkout served in turn with this one (the writes section too).
 
 Every level is bounded in time (`--seconds`) and in requests; servers listen on 127.0.0.1
 only and are stopped at the end.
