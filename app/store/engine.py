@@ -37,6 +37,7 @@ from alembic.config import Config
 from sqlalchemy import Connection, Engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Session, create_engine
 
 from app import store
@@ -113,6 +114,7 @@ def make_engine(
     event.listen(engine, "begin", partial(_begin_sqlite_transaction, writers, lock_timeout_s))
     event.listen(engine, "commit", partial(_end_sqlite_transaction, writers))
     event.listen(engine, "rollback", partial(_end_sqlite_transaction, writers))
+    event.listen(engine.pool, "checkin", partial(_give_back_abandoned_turn, writers))
     return engine
 
 
@@ -157,6 +159,16 @@ def _begin_sqlite_transaction(
 def _end_sqlite_transaction(writers: WriteQueue, connection: Connection) -> None:
     """Commit or rollback: a writer's turn ends (once, however many times it is called)."""
     if connection.info.pop(_IN_QUEUE, False):
+        writers.give_back()
+
+
+def _give_back_abandoned_turn(
+    writers: WriteQueue, _dbapi_connection: object, record: ConnectionPoolEntry
+) -> None:
+    """A connection back in the pool still holding a turn: its session was dropped without a
+    commit or rollback (the pool rolls it back itself, without the events above). Its turn
+    ends here, or every writer after it would wait for it in vain."""
+    if record.info.pop(_IN_QUEUE, False):
         writers.give_back()
 
 
