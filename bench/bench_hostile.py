@@ -92,7 +92,7 @@ def bench_writes(seconds: float) -> None:
             # from the first writer's first write to the last one's last (not process start)
             elapsed = max(log.window[1] for log in logs) - min(log.window[0] for log in logs)
             expected = {rid: m for log in logs for rid, m in log.expected.items()}
-            stored = stored_markers(Path(folder) / "bench.db", list(expected))
+            stored = stored_markers(f"sqlite:///{folder}/bench.db", list(expected))
             wrong = sum(stored[rid] != marker for rid, marker in expected.items())
             done = total(logs)
             print(

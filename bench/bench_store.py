@@ -17,10 +17,15 @@ Run by hand:
   and a 1 MB log ending in that traceback, GET /api/errors/{id}, GET /errors/{id}, a listing
   and a search; median and p99 on each store, and the ratio. Both servers run at once and
   take turns, in slices, so that a busy moment of the machine does not fall on one store.
-* Writes during a harvest: 8 writer processes POST/PUT/DELETE records for
-  `--write-seconds` while the server harvests vLLM 0.33.0 in the background; 503s counted.
+* Writes beside a harvest: 8 writer threads POST/PUT/DELETE records for
+  `--write-seconds` on a store of the curated records, first alone, then (in rounds, until
+  it is over) while the server harvests `--writes-release` (vLLM 0.33.0) in the background;
+  on SQLite, and on PostgreSQL too when ERRKB_TEST_POSTGRES_URL names a database. Statuses,
+  each write's time, and acknowledged writes missing from the store afterwards.
 * Throughput, `--workers` processes (uvicorn --workers), 64 connections: POST /api/match
-  (5 KB) and GET /api/errors/{id}; requests per second, median, p99, errors.
+  (5 KB) and GET /api/errors/{id}; requests per second, median, p99, errors; with wrk as
+  the load tool where it is installed (bench/wrk.py), and with `--baseline ROOT` the code
+  of another checkout served in turn with this one (the writes section too).
 
 Every level is bounded in time (`--seconds`) and in requests; servers listen on 127.0.0.1
 only and are stopped at the end.
@@ -52,11 +57,13 @@ from app.records import service as records
 from app.reproducers.upstream import Upstream
 from app.store.engine import open_store, unit_of_work
 from app.store.tables import Record, RecordLocation
+from bench import wrk
 from bench.bench_match import LOG_LINE, traceback_of
 from bench.server import START_TIMEOUT_S, STOP_TIMEOUT_S, free_port
 from tests.helpers.load import LoadResult, drive, get, post_json
 from tests.helpers.logs import ENGINE_PREFIX, VLLM_LOG
-from tests.helpers.writers import run_writers, total
+from tests.helpers.postgres import ENGINES, POSTGRESQL, fresh_schema
+from tests.helpers.writers import WriterLog, lost_writes, run_writer_threads, total
 
 RECORD_ID = "c53f6de81577a6bc"  # curated, in both stores: "Attempted to free more buffers"
 LOG_BYTES = 1_000_000  # with its JSON escapes, under the 1 MiB body limit
@@ -94,9 +101,9 @@ def build_full_store(path: Path) -> None:
     engine.dispose()
 
 
-def build_small_store(path: Path) -> None:
-    """The curated records only."""
-    settings = Settings(database_url=f"sqlite:///{path}")
+def build_small_store(url: str) -> None:
+    """The curated records only, in the store at `url`."""
+    settings = Settings(database_url=url)
     engine = open_store(settings)
     with unit_of_work(engine) as session:
         records.import_paths(session, [settings.data_dir])
@@ -140,12 +147,16 @@ def pastes() -> dict[str, bytes]:
 
 
 @contextmanager
-def serving(database: Path, workers: int = 1, **settings: str) -> Iterator[int]:
+def serving(
+    url: str, workers: int = 1, root: Path = PROJECT_ROOT, **settings: str
+) -> Iterator[int]:
     """uvicorn over the store (no import, no harvest unless `settings` say so), with
-    `workers` processes; its port once the match index is loaded."""
+    `workers` processes, running the code of the checkout at `root`; its port once the
+    match index is loaded."""
     port = free_port()
     env = os.environ | {
-        "ERRKB_DATABASE_URL": f"sqlite:///{database}",
+        "PYTHONPATH": str(root),
+        "ERRKB_DATABASE_URL": url,
         "ERRKB_HARVEST_ON_START": "false",
         "ERRKB_LOG_FORMAT": "text",
         "ERRKB_PASTE_BUDGET_BYTES": "0",  # one client sends every request: no budget per client
@@ -154,7 +165,7 @@ def serving(database: Path, workers: int = 1, **settings: str) -> Iterator[int]:
     command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     command += ["--no-access-log", "--workers", str(workers)]
-    process = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT)
+    process = subprocess.Popen(command, env=env, cwd=root)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         ready = 0
@@ -224,38 +235,72 @@ def _merged(results: list[LoadResult]) -> LoadResult:
     )
 
 
-def writes_during_harvest(seconds: float) -> None:
-    """8 writers POST/PUT/DELETE while the server harvests vLLM 0.33.0 in the background
-    (as an older release, after readiness): their statuses, and whether the harvest ran
-    the whole time."""
-    with tempfile.TemporaryDirectory() as folder:
-        database = Path(folder) / "writes.db"
-        build_small_store(database)
-        harvest = {
-            "harvest_on_start": "true",
-            "default_releases": "[]",
-            "older_releases": json.dumps([WRITES_RELEASE]),
-            "admin_token": WRITES_TOKEN,
-        }
-        with serving(database, **harvest) as port:
-            base = f"http://127.0.0.1:{port}"
-            logs = []
-            rounds = 0
-            while rounds < MAX_WRITE_ROUNDS:  # until the harvest is in, however long it takes
-                logs += run_writers(base, WRITES_TOKEN, WRITERS, seconds, [])
-                rounds += 1
-                background = httpx.get(f"{base}/readyz", timeout=30).json().get("background")
-                if not background or not background["pending"]:
-                    break
-    done = total(logs)
+def writes_beside_harvest(seconds: float, release: str, codes: dict[str, Path]) -> None:
+    """8 writers POST/PUT/DELETE on a fresh store of the curated records, first with nothing
+    else writing, then while the server harvests `release` in the background (as an older
+    release, after readiness), on SQLite and, when ERRKB_TEST_POSTGRES_URL names a database,
+    on PostgreSQL, served by the code of each checkout in `codes`: statuses, each write's
+    time, and whether every acknowledged write holds."""
     print(
-        f"\n| {WRITERS} writers for {seconds:.0f} s during a background harvest of "
-        f"{WRITES_RELEASE} | acknowledged writes | statuses | 5xx and transport errors |"
+        f"\n| {WRITERS} writers | acknowledged writes | writes/s | statuses | 5xx | "
+        "write median / p99 / max ms | lost |"
     )
-    print("|---|---|---|---|")
-    statuses = dict(sorted(done.statuses.items()))
-    print(f"| small store + harvest | {done.writes} | {statuses} | {done.errors} |")
-    print(f"\nharvest state at the end: {background}")
+    print("|---|---|---|---|---|---|---|")
+    runs = [(e, c, h) for e in ENGINES for c in sorted(codes) for h in (False, True)]
+    for engine, code, harvesting in runs:
+        with _fresh_store(engine) as url:
+            build_small_store(url)
+            settings = {"admin_token": WRITES_TOKEN}
+            if harvesting:
+                settings |= {
+                    "harvest_on_start": "true",
+                    "default_releases": "[]",
+                    "older_releases": json.dumps([release]),
+                }
+            with serving(url, root=codes[code], **settings) as port:
+                base = f"http://127.0.0.1:{port}"
+                logs, background = _write_until_harvested(base, seconds, harvesting)
+            lost = lost_writes(url, logs)
+        done = total(logs)
+        elapsed = max(log.window[1] for log in logs) - min(log.window[0] for log in logs)
+        label = f"{engine}, {code}, " + (f"harvest of {release}" if harvesting else "alone")
+        print(
+            f"| {label} | {done.writes} | {done.writes / elapsed:.0f} | "
+            f"{dict(sorted(done.statuses.items()))} | {done.errors} | "
+            f"{done.median_s * 1000:.0f} / {done.p99_s * 1000:.0f} / "
+            f"{done.slowest_s * 1000:.0f} | {lost} |",
+            flush=True,
+        )
+        if background is not None:
+            print(f"|  harvest at the end: {background} |||||||")
+
+
+def _write_until_harvested(
+    base: str, seconds: float, harvesting: bool
+) -> tuple[list[WriterLog], dict | None]:
+    """Rounds of the writers until the background harvest is over (one round without one);
+    their logs, and the harvest's state at the end."""
+    logs: list[WriterLog] = []
+    for rounds in range(MAX_WRITE_ROUNDS):
+        logs += run_writer_threads(base, WRITES_TOKEN, WRITERS, seconds, first=rounds * WRITERS)
+        if not harvesting:
+            return logs, None
+        background = httpx.get(f"{base}/readyz", timeout=30).json().get("background")
+        if not background or not background["pending"]:
+            return logs, background
+    return logs, background
+
+
+@contextmanager
+def _fresh_store(engine: str) -> Iterator[str]:
+    """The URL of an empty store of this engine: an SQLite file in a temporary folder, or a
+    schema of its own in the PostgreSQL database of ERRKB_TEST_POSTGRES_URL."""
+    if engine == POSTGRESQL:
+        with fresh_schema() as url:
+            yield url
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        yield f"sqlite:///{folder}/writes.db"
 
 
 def _load_cell(result: LoadResult | str) -> str:
@@ -273,21 +318,42 @@ def main() -> None:
     parser.add_argument("--skip-build", action="store_true")
     parser.add_argument("--sections", nargs="+", default=["latency", "load", "writes"])
     parser.add_argument("--write-seconds", type=float, default=20.0)
+    parser.add_argument("--writes-release", default=WRITES_RELEASE)
+    parser.add_argument("--baseline", type=Path, help="a checkout to compare throughput with")
     args = parser.parse_args()
-    if not args.skip_build:
-        build_full_store(args.full)
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{' '.join(sys.argv)}`, {_uptime()}")
+    if {"latency", "load"} & set(args.sections):
+        if not args.skip_build:
+            build_full_store(args.full)
+        hot_paths(args)
+    if "writes" in args.sections:
+        codes = {"this": PROJECT_ROOT} | ({"baseline": args.baseline} if args.baseline else {})
+        writes_beside_harvest(args.write_seconds, args.writes_release, codes)
+
+
+def _uptime() -> str:
+    """The machine's load average, as `uptime` prints it."""
+    return "load average " + ", ".join(f"{n:.2f}" for n in os.getloadavg())
+
+
+def hot_paths(args: argparse.Namespace) -> None:
+    """Latency and throughput of the hot paths on the small and the full store."""
     texts = pastes()
     requests = requests_of(texts)
     with tempfile.TemporaryDirectory() as folder:
         small = Path(folder) / "small.db"
-        build_small_store(small)
+        build_small_store(f"sqlite:///{small}")
         stores = {"small": small, "full": args.full}
-        print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{' '.join(sys.argv)}`")
+        if args.skip_build and not args.full.exists():  # measured on the small store alone
+            del stores["full"]
         for name, path in stores.items():
             print(f"- {name} store: {describe(path)}")
         if "latency" in args.sections:
             results = {}
-            with serving(small) as small_port, serving(args.full) as full_port:
+            with (
+                serving(f"sqlite:///{small}") as small_port,
+                serving(f"sqlite:///{args.full}") as full_port,
+            ):
                 ports = {"small": small_port, "full": full_port}
                 for request in requests.values():  # a fresh store answered slowly at first
                     for port in ports.values():
@@ -304,34 +370,44 @@ def main() -> None:
                     f"{b.median_ms:.2f} / {b.p99_ms:.2f} | {b.median_ms / a.median_ms:.2f}x |"
                 )
         if "load" in args.sections:
-            loads: dict[tuple[str, str], LoadResult | str] = {}
-            chosen = ["POST /api/match, 5 KB", "GET /api/errors/{id}"]
-            for name, path in stores.items():
-                with serving(path, args.workers) as port:
-                    for label in chosen:
-                        target = [("127.0.0.1", port)]
-                        drive(target, [requests[label]] * 200, 8, args.seconds)
-                        try:
-                            loads[name, label] = drive(
-                                target,
-                                [requests[label]] * LOAD_REQUESTS,
-                                LOAD_CONNECTIONS,
-                                args.seconds,
-                            )
-                        except RuntimeError as error:  # the load tool stops at a non-200
-                            loads[name, label] = str(error)
-            print(
-                f"\n| {args.workers} workers, c={LOAD_CONNECTIONS} | small req/s (median / p99 "
-                "ms) | full req/s (median / p99 ms) | ratio of req/s |"
-            )
-            print("|---|---|---|---|")
-            for label in chosen:
-                a, b = loads["small", label], loads["full", label]
-                stopped = isinstance(a, str) or isinstance(b, str)
-                ratio = "-" if stopped else f"{b.rps / a.rps:.2f}"
-                print(f"| {label} | {_load_cell(a)} | {_load_cell(b)} | {ratio} |")
-    if "writes" in args.sections:
-        writes_during_harvest(args.write_seconds)
+            throughput(args, stores, requests)
+
+
+def throughput(args: argparse.Namespace, stores: dict[str, Path], requests: dict) -> None:
+    """POST /api/match (5 KB) and GET /api/errors/{id} at LOAD_CONNECTIONS connections on
+    `--workers` processes, on each store; with `--baseline ROOT`, the code of that checkout
+    too, each store served by both in turn (baseline first), so both meet the same load of
+    the machine. wrk is the load tool where it is installed (bench/wrk.py)."""
+    codes = {"this": PROJECT_ROOT} | ({"baseline": args.baseline} if args.baseline else {})
+    tool = "wrk, 1 thread" if wrk.available() else "tests/helpers/load.py"
+    chosen = ["POST /api/match, 5 KB", "GET /api/errors/{id}"]
+    print(
+        f"\n{args.workers} workers, c={LOAD_CONNECTIONS}, {args.seconds:g} s a level, "
+        f"load tool: {tool}"
+    )
+    print(
+        "\n| store | code | "
+        + " | ".join(f"{label} req/s (median / p99 ms)" for label in chosen)
+        + " |"
+    )
+    print("|---|---|" + "---|" * len(chosen))
+    for name, path in stores.items():
+        for code, root in sorted(codes.items()):
+            cells = []
+            with serving(f"sqlite:///{path}", args.workers, root=root) as port:
+                for label in chosen:
+                    drive([("127.0.0.1", port)], [requests[label]] * 200, 8, WARM_UP_S)
+                    try:
+                        cells.append(_load_cell(_load(port, requests[label], args.seconds)))
+                    except RuntimeError as error:  # a non-2xx answer or a failed socket
+                        cells.append(f"stopped: {str(error)[:60]}")
+            print(f"| {name} | {code} | " + " | ".join(cells) + " |", flush=True)
+
+
+def _load(port: int, request: bytes, seconds: float) -> LoadResult:
+    if wrk.available():
+        return wrk.drive(port, request, LOAD_CONNECTIONS, seconds)
+    return drive([("127.0.0.1", port)], [request] * LOAD_REQUESTS, LOAD_CONNECTIONS, seconds)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import event
 from sqlmodel import Session
@@ -21,8 +22,15 @@ from app.records import service as records
 from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
 from tests.helpers.records import DATA_DIR, SEED_FILES
+from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
+from tests.helpers.writers import WriterLog, lost_writes, run_writer_threads, total
 
 SHORT_LOCK_S = 0.2
+BACKGROUND_RELEASE = "sqlalchemy"  # installed: a real release harvested without a download
+WRITERS = 8
+WRITE_ROUND_S = 1.0
+MAX_WRITE_ROUNDS = 120
+WRITE_WAIT_S = 2.0  # a write waiting longer is answered 503: one batch, then its turn, is less
 FIRST = """
 class Pool:
     def free(self, buffers):
@@ -298,3 +306,41 @@ def test_a_harvest_waits_its_turn_behind_other_writers(settings, tmp_path: Path)
     assert counts.created == sites
     with Session(engine) as session:
         assert drafts.is_harvested(session, release.spec)
+
+
+def test_writers_beside_a_background_harvest_get_no_503(settings, tmp_path: Path) -> None:
+    """8 writers POST, PUT and DELETE through a real server while it harvests a real
+    release (the installed SQLAlchemy: about 1,800 drafts, several batches) in the
+    background: none waits its whole (shortened) lock timeout, so none is answered 503 or
+    any 5xx, and every acknowledged write holds."""
+    with unit_of_work(open_store(settings)) as session:
+        assert records.import_paths(session, [DATA_DIR]).written
+    env = {
+        "ERRKB_DATABASE_URL": settings.database_url,
+        "ERRKB_ADMIN_TOKEN": ADMIN_TOKEN,
+        "ERRKB_CACHE_DIR": str(tmp_path / "served-cache"),
+        "ERRKB_HARVEST_ON_START": "true",
+        "ERRKB_DEFAULT_RELEASES": "[]",
+        "ERRKB_OLDER_RELEASES": json.dumps([BACKGROUND_RELEASE]),
+        "ERRKB_SETTLE_HEAP": "false",
+        "ERRKB_LOCK_TIMEOUT_S": str(WRITE_WAIT_S),
+    }
+    logs: list[WriterLog] = []
+    rounds = 0
+    with uvicorn_server(env, "/readyz") as base:
+        while rounds < MAX_WRITE_ROUNDS:
+            first = rounds * WRITERS  # each round's writers write ids of their own
+            logs += run_writer_threads(base, ADMIN_TOKEN, WRITERS, WRITE_ROUND_S, first)
+            rounds += 1
+            background = httpx.get(f"{base}/readyz").json()["background"]
+            if not background["pending"]:
+                break
+    assert (background["done"], background["failed"]) == (1, {}), background
+    assert rounds > 1, "the harvest was over before the first round of writes was"
+    done = total(logs)
+    assert done.errors == 0, done.statuses
+    assert done.writes > WRITERS
+    assert lost_writes(settings.database_url, logs) == 0
+    with Session(open_store(settings)) as session:
+        harvested = records.list_records(session, RecordFilters(repo="sqlalchemy/sqlalchemy"), 1)
+    assert harvested.total > 2 * drafts.HARVEST_BATCH

@@ -1,6 +1,7 @@
 """Tests for app.store.engine: how transactions begin, bounded lock waits, and concurrent writers
 against a real server."""
 
+import gc
 import time
 from collections import Counter
 
@@ -116,10 +117,23 @@ def test_eight_writers_lose_nothing_and_see_no_5xx(live_server) -> None:
     assert not [s for s in statuses if s >= 500], statuses
     assert sum(log.writes for log in logs) > WRITERS  # the writers did write
     expected = {rid: marker for log in logs for rid, marker in log.expected.items()}
-    assert stored_markers(database, list(expected)) == expected
+    assert stored_markers(f"sqlite:///{database}", list(expected)) == expected
     for rid in CONTESTED:
         outcomes = Counter(log.contested[rid] for log in logs)
         assert outcomes[201] == 1, (rid, outcomes)
         assert set(outcomes) <= {201, 409}, (rid, outcomes)
-    winners = stored_markers(database, CONTESTED)
+    winners = stored_markers(f"sqlite:///{database}", CONTESTED)
     assert all(marker and marker.startswith("contested by writer") for marker in winners.values())
+
+
+@pytest.mark.sqlite_only
+def test_a_dropped_write_session_gives_its_turn_back(settings: Settings) -> None:
+    """A write session dropped mid-transaction, without commit or rollback, does not keep
+    the next writer of the process waiting for a turn it will never give back."""
+    engine = open_store(settings.model_copy(update={"lock_timeout_s": 0.5}))
+    dropped = write_session(engine)
+    dropped.execute(text("SELECT 1"))  # begun: it holds the process's turn to write
+    del dropped
+    gc.collect()
+    with write_session(engine) as session:
+        assert session.execute(text("SELECT 1")).scalar_one() == 1

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
-from pathlib import Path
 
 import httpx
+from sqlalchemy import NullPool, create_engine, text
 
 from app.config import PROJECT_ROOT
 
@@ -52,6 +54,7 @@ class WriterLog:
     expected: dict[str, str | None] = field(default_factory=dict)  # id -> marker, None: absent
     contested: dict[str, int] = field(default_factory=dict)  # contested id -> POST status
     window: tuple[float, float] = (0.0, 0.0)  # time.time() when writing began and ended
+    seconds: list[float] = field(default_factory=list)  # each request's time, answer or not
 
 
 def run_writer(
@@ -69,11 +72,14 @@ def run_writer(
         def send(method: str, rid: str, marker: str | None) -> int | None:
             body = None if marker is None else probe_record(rid, marker)
             path = "/api/errors" if method == "POST" else f"/api/errors/{rid}"
+            sent = time.perf_counter()
             try:
                 response = client.request(method, path, json=body)
             except httpx.TransportError:
                 log.transport_errors += 1
                 return None
+            finally:
+                log.seconds.append(time.perf_counter() - sent)
             log.statuses[response.status_code] += 1
             if response.is_success:
                 log.writes += 1
@@ -125,6 +131,20 @@ def run_writers(
         return pool.map(_writer_main, jobs)
 
 
+def run_writer_threads(
+    base: str, token: str, writers: int, seconds: float, first: int = 0
+) -> list[WriterLog]:
+    """`writers` threads of this process writing at once, numbered from `first` (a later
+    round's writers must not reuse an earlier one's ids): as many
+    concurrent requests as processes make, without starting a process each (on a machine
+    at a load of 15, starting 8 took longer than the harvest they were to overlap)."""
+    with ThreadPoolExecutor(writers) as pool:
+        jobs = [
+            pool.submit(run_writer, base, token, first + n, seconds, []) for n in range(writers)
+        ]
+        return [job.result() for job in jobs]
+
+
 @dataclass(frozen=True)
 class WritersTotal:
     """What several writers did together: acknowledged writes, every status, and the 5xx
@@ -133,6 +153,9 @@ class WritersTotal:
     writes: int
     statuses: Counter[int]
     errors: int
+    median_s: float  # of every request's time
+    p99_s: float
+    slowest_s: float
 
 
 def total(logs: list[WriterLog]) -> WritersTotal:
@@ -140,17 +163,31 @@ def total(logs: list[WriterLog]) -> WritersTotal:
     statuses = sum((log.statuses for log in logs), Counter())
     errors = sum(count for status, count in statuses.items() if status >= 500)
     errors += sum(log.transport_errors for log in logs)
-    return WritersTotal(sum(log.writes for log in logs), statuses, errors)
+    seconds = sorted(s for log in logs for s in log.seconds) or [0.0]
+    p99 = seconds[min(len(seconds) - 1, int(len(seconds) * 0.99))]
+    median = statistics.median(seconds)
+    return WritersTotal(sum(log.writes for log in logs), statuses, errors, median, p99, seconds[-1])
 
 
-def stored_markers(database: Path, ids: list[str]) -> dict[str, str | None]:
-    """The documentation marker of each id in the store, None for an absent id (read with
-    sqlite3 directly, so the check does not go through the code under test)."""
-    import sqlite3
-
+def stored_markers(database_url: str, ids: list[str]) -> dict[str, str | None]:
+    """The documentation marker of each id in the store (SQLite or PostgreSQL), None for an
+    absent id (read with a plain SQL query, so the check does not go through the code under
+    test)."""
     found: dict[str, str | None] = dict.fromkeys(ids)
-    with sqlite3.connect(database) as connection:
-        for rid, document in connection.execute("SELECT id, document FROM records"):
-            if rid in found:
-                found[rid] = json.loads(document)["documentation"]
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            for rid, document in connection.execute(text("SELECT id, document FROM records")):
+                if rid in found:
+                    found[rid] = json.loads(document)["documentation"]
+    finally:
+        engine.dispose()
     return found
+
+
+def lost_writes(database_url: str, logs: list[WriterLog]) -> int:
+    """How many ids the store holds otherwise than the writers' acknowledged writes left them
+    (an acknowledged write missing, or a refused one there)."""
+    expected = {rid: marker for log in logs for rid, marker in log.expected.items()}
+    stored = stored_markers(database_url, list(expected))
+    return sum(stored[rid] != marker for rid, marker in expected.items())
