@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.matching.index import PatternIndex
 from app.matching.rank import (
     CLASS_AGREES,
     CLASS_DIFFERS,
@@ -27,11 +28,15 @@ from app.matching.rank import (
     REVIEWED_BONUS,
     SAME_FUNCTION,
     SAME_LINE,
+    Candidate,
     Component,
     Match,
     _frames_first,
     total,
 )
+from app.matching.service import find_matches
+from app.records.locations import message_template
+from app.upstreams import VLLM
 from tests.helpers.real_pastes import case
 from tests.helpers.records import make_record
 
@@ -287,3 +292,56 @@ def test_a_whole_message_match_is_not_put_below_a_located_record_of_another_mess
     _frames_first([located, literal])
     assert literal.score == FULL_MESSAGE + 15 > located.score
     assert "rank.below-frames" not in {part.id for part in literal.components}
+
+
+HEADS = (
+    "Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp})."
+)
+HEADS_PATTERN = (
+    r"Total number of attention heads \((.+?)\) must be divisible by tensor parallel size "
+    r"\((.+?)\)\."
+)
+
+
+def _heads_site(record_id: str, file_path: str, releases: set[str], gone: bool) -> Candidate:
+    """One site of vLLM's attention-heads check: vllm/config.py up to 0.10, the config
+    package's parallel.py since."""
+    return Candidate(
+        id=record_id,
+        repo=VLLM,
+        error_class="ValueError",
+        error_message=HEADS,
+        file_path=file_path,
+        line_number=300,
+        lines={300: ""},
+        functions=frozenset({"verify_with_parallel_config"}),
+        reviewed=False,
+        gone=gone,
+        files=frozenset({file_path}),
+        template=message_template(HEADS_PATTERN, HEADS),
+        releases=frozenset(releases),
+    )
+
+
+def test_a_release_the_paste_names_picks_the_site_it_raises_from() -> None:
+    """The same message from two files of two release ranges: nothing in a bare line tells
+    which, so both are one answer (the current site first); a release the paste names picks
+    that release's site, and the answer says so."""
+    old = _heads_site("0" * 16, "vllm/config.py", {"vllm==0.5.5", "vllm==0.6.6.post1"}, True)
+    new = _heads_site("1" * 16, "vllm/config/parallel.py", {"vllm==0.12.0", "vllm==0.33.0"}, False)
+    sites = {site.id: site for site in (old, new)}
+    index = PatternIndex([(old.id, HEADS_PATTERN), (new.id, HEADS_PATTERN)])
+    line = "ValueError: " + HEADS.format(heads=52, tp=8) + "\n"
+
+    def answer(text: str) -> list[Match]:
+        return find_matches(index, text, lambda ids: {i: sites[i] for i in ids})[1]
+
+    alone = answer(line)
+    assert [(m.id, m.same_message) for m in alone] == [(new.id, [old.id])]
+    named = answer("INFO 10-22 12:00:01 api_server.py:527] vLLM API server version 0.6.3\n" + line)
+    assert [m.id for m in named] == [old.id, new.id]
+    assert named[0].same_message == []
+    assert "the paste names vllm 0.6.3, whose site this is (0.5.5–0.6.6.post1)" in named[0].reasons
+    assert "release.differs" in {part.id for part in named[1].components}
+    newer = answer("INFO 10-22 12:00:01 api_server.py:527] vLLM API server version 0.34.0\n" + line)
+    assert newer[0].id == new.id

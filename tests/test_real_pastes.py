@@ -11,11 +11,12 @@ Of the cases whose right record comes first (third-party cases aside) it also pr
 share whose explanation names a setting, upstream's advice or a release that changed it
 ("explained"), and the share that names an entry point reaching the raise site ("reached").
 
-A case is right when the answer's record raises the case's class (or a class renamed or
-refined from it) and one of its locations, in any harvested release, is the case's raising
-file; a case without a known raising file is right when the record's pattern matches the
-message. A case raised by third-party code (transformers, pydantic, CUDA, NCCL) is right
-when nothing answers it, or nothing confident.
+A case is right when the answer's record (or one shown together with it as raising the same
+message, `sameMessage`) raises the case's class (or a class renamed or refined from it) and
+one of its locations, in any harvested release, is the case's raising file; a case without
+a known raising file is right when the record's pattern matches the message. A case raised
+by third-party code (transformers, pydantic, CUDA, NCCL) is right when nothing answers it,
+or nothing confident.
 
 The cases that fail today are listed in KNOWN_MISSES with the reason, so that a regression
 (a passing case that stops passing) fails the test while the misses stay visible; a known
@@ -268,6 +269,12 @@ class Judge:
                 return False
         return _message_agrees(document["record"].get("messagePattern"), case)
 
+    def right_together(self, case: dict[str, Any], match: dict[str, Any]) -> bool:
+        """The answer is right, or a record shown together with it as raising the same
+        message (nothing in the paste tells which) is."""
+        together = [{**match, "id": other["id"], "record": other} for other in match["sameMessage"]]
+        return any(self.right(case, answer) for answer in [match, *together])
+
     def verdict(self, case: dict[str, Any]) -> Verdict:
         response = self.client.post(
             "/api/match", json={"text": case["paste"]}, params={"limit": TOP}
@@ -278,7 +285,7 @@ class Judge:
         answer = _describe(matches[0]) if matches else "no answer"
         if case["thirdParty"]:
             return Verdict(not confident, not confident, bool(matches), confident, answer)
-        hits = [self.right(case, match) for match in matches]
+        hits = [self.right_together(case, match) for match in matches]
         top1 = hits[:1] == [True]
         explanation = self.document(matches[0]["id"]).get("explanation") if top1 else None
         return Verdict(

@@ -13,7 +13,7 @@ with. The text reasons say the same for a person and stay as they were.
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app import upstreams
@@ -44,10 +44,14 @@ FILE_IN_FRAMES, FILE_INNERMOST, SAME_LINE = 12, 6, 6
 RAISED_ELSEWHERE = -30
 SAME_FUNCTION = 4
 REPO_AGREES, REPO_DIFFERS = 5, -5
+# The paste names a release (`vLLM API server version 0.6.3`): a record whose site that
+# release raises against one it does not (the same message, moved from file to file).
+RELEASE_AGREES, RELEASE_DIFFERS = 6, -6
 LAST_EXCEPTION, ROOT_CAUSE = 4, 4
 # Being reviewed outweighs a line number: a draft that explains the text as well
 # only because a frame sits on its exact line must not push the explained record down.
 REVIEWED_BONUS, GONE_PENALTY = SAME_LINE + 1, -2
+GONE = "record.gone"
 FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are put
 # Found by where it raises: a fully dynamic message has nothing else to go by, and
 # a site raising at the very line of the innermost frame is strong evidence; a record whose
@@ -57,9 +61,10 @@ RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees n
 NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-01.2"
+RANKING_VERSION = "2026-12-01.3"
 POINTS_DIGITS = 2
 
+_MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}")
 # The standard library's files (`/usr/lib/python3.10/runpy.py`, `C:\Python39\lib\x.py`):
 # where a worker's exception is re-raised (multiprocessing, concurrent.futures), not made.
@@ -81,6 +86,7 @@ class Candidate:
     reviewed: bool
     gone: bool
     files: frozenset[str] = frozenset()  # its file in any known release
+    releases: frozenset[str] = frozenset()  # the `name==version` releases its site is in
     template: str = ""  # its message template: records raising the same one go together
 
 
@@ -163,6 +169,7 @@ def candidate_from(
         reviewed=review_state == "reviewed",
         gone=gone_in is not None,
         files=frozenset(path for path in files if path is not None),
+        releases=frozenset(loc.release for loc in known if not loc.gone and "==" in loc.release),
         template=message_template(record.message_pattern, record.error_message),
     )
 
@@ -238,6 +245,7 @@ def _context_score(
     causes: set[int],
     graph: ClassGraph,
     log_repos: frozenset[str],
+    log_versions: Mapping[str, str],
 ) -> _Tally:
     """Points from everything but the message: class, frames, function, repo, position."""
     tally = _Tally()
@@ -297,11 +305,48 @@ def _context_score(
     elif not frames and candidate.repo in log_repos:  # no frames: only the log names the repo
         hint = f"the log's format and paths point at {candidate.repo}"
         tally.add("repo.log", REPO_AGREES, hint)
+    if named := log_versions.get(candidate.repo):
+        clue = _release_clue(candidate, named)
+        if clue is not None:
+            tally.count(clue)
     if exception.index == last_index:
         tally.add("position.last", LAST_EXCEPTION, "last exception of the paste")
     if exception.cause_index is None and exception.index in causes:
         tally.add("position.root-cause", ROOT_CAUSE, "innermost cause of the chain")
     return tally
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    """`0.6.6.post1` -> (0, 6): releases of one minor raise from the same files, and
+    errkb harvests the last patch of each."""
+    found = _MINOR.match(version)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def _release_clue(candidate: Candidate, named: str) -> Component | None:
+    """Whether the release the paste names raises the record's site: it is within the
+    releases its site is in (or newer, for a site still there); None when the record has no
+    harvested release of that project to compare with."""
+    project = upstreams.BY_REPO.get(candidate.repo)
+    wanted = _minor(named)
+    if project is None or wanted is None:
+        return None
+    prefix = project.distribution + "=="
+    versions = sorted(
+        (minor, version)
+        for label in candidate.releases
+        if label.startswith(prefix)
+        and (minor := _minor(version := label.removeprefix(prefix))) is not None
+    )
+    if not versions:
+        return None
+    (first, oldest), (last, newest) = versions[0], versions[-1]
+    span = oldest if oldest == newest else f"{oldest}–{newest}"
+    if first <= wanted <= last or (wanted > last and not candidate.gone):
+        hint = f"the paste names {project.distribution} {named}, whose site this is ({span})"
+        return Component("release.agrees", RELEASE_AGREES, hint)
+    hint = f"the paste names {project.distribution} {named}; this site is in {span} only"
+    return Component("release.differs", RELEASE_DIFFERS, hint)
 
 
 def _partial_component(partial: Partial) -> Component:
@@ -364,7 +409,7 @@ def _finish(
     else:
         tally.add("record.draft", 0, "draft record: not yet reviewed")
     if candidate.gone:
-        tally.add("record.gone", GONE_PENALTY, "raise site gone in a newer release")
+        tally.add(GONE, GONE_PENALTY, "raise site gone in a newer release")
     return Match(
         candidate.id,
         total(tally.components),
@@ -392,6 +437,7 @@ def rank(
     partials: Sequence[tuple[str, int, Partial]] = (),
     graph: ClassGraph | None = None,
     log_repos: frozenset[str] = frozenset(),
+    log_versions: Mapping[str, str] | None = None,
 ) -> list[Match]:
     """Scored matches, best first, one per record.
 
@@ -402,13 +448,15 @@ def rank(
     `partials` are (record id, exception index, agreement) of templates that a message with
     no full match is a wrapped, cut or near copy of (app.matching.partial). `graph` holds
     the exception classes of the harvested releases, to tell related classes (app.classes);
-    `log_repos` the repositories the paste's log format names (app.matching.origin).
+    `log_repos` the repositories the paste's log format names, `log_versions` the release
+    of a repository it names (app.matching.origin).
 
     Then: for an exception with frames, a record that explains its message from a
     file some frame is in ranks above every record from elsewhere; and records that raise
     the same message with the same score go together under the first one.
     """
     graph = graph or BUILTIN_GRAPH
+    versions = log_versions or {}
     last_index = exceptions[-1].index if exceptions else -1
     causes = {e.cause_index for e in exceptions if e.cause_index is not None}
     best: dict[str, Match] = {}
@@ -429,7 +477,9 @@ def rank(
             message, found = _message_score(index, candidate, exception, line)
             explains = message.points >= FULL_LINE
             tally = _said(message)
-            tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
+            tally.extend(
+                _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
+            )
         else:
             found = None  # captures come from a message, never from a log or frame line
             explains = False
@@ -457,7 +507,9 @@ def rank(
         if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
             continue
         tally = _said(_partial_component(partial))
-        tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
+        tally.extend(
+            _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
+        )
         tally.count(_specificity(partial.covered), said=False)
         match = _finish(candidate, tally, exception_index, dict(partial.captures))
         match.message_points = tally.components[0].points
@@ -481,7 +533,9 @@ def rank(
                 "raised at the record's site, whose message is built at run time",
             )
         tally = _said(site)
-        tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
+        tally.extend(
+            _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
+        )
         names = _PLACEHOLDER.findall(candidate.error_message)
         captures = {names[0]: exception.message} if record_id not in index and names else {}
         match = _finish(candidate, tally, exception_index, captures)
@@ -530,7 +584,12 @@ def _frames_first(matches: list[Match]) -> list[Match]:
 def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
     """Records of one exception that raise the same message with the same class and score:
     nothing tells them apart, so they are shown together under the first ("the same message
-    is raised at ...") instead of one of them winning by chance."""
+    is raised at ...") instead of one of them winning by chance.
+
+    A site gone in the newest release scores a little less, yet that says nothing of the
+    release the paste came from: the same message raised from another file in an older
+    release goes with the current one unless a clue of the paste (frames, a release it names)
+    scored them apart."""
     kept: list[Match] = []
     first: dict[tuple[int | None, str, str, float], Match] = {}
     for match in matches:
@@ -539,7 +598,7 @@ def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> lis
             match.exception_index,
             short_class(candidate.error_class),
             candidate.template,
-            match.score,
+            total([part for part in match.components if part.id != GONE]),
         )
         if match.exception_index is None or not candidate.template or key not in first:
             first.setdefault(key, match)
