@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.classes import class_graph_of
 from app.matching.index import PatternIndex
 from app.matching.rank import (
     CLASS_AGREES,
@@ -345,3 +346,33 @@ def test_a_release_the_paste_names_picks_the_site_it_raises_from() -> None:
     assert "release.differs" in {part.id for part in named[1].components}
     newer = answer("INFO 10-22 12:00:01 api_server.py:527] vLLM API server version 0.34.0\n" + line)
     assert newer[0].id == new.id
+
+
+def test_a_bare_exception_over_a_refined_class_neither_agrees_nor_differs() -> None:
+    """torch raised `Exception("process 3 terminated with signal SIGKILL")` before it
+    refined the class to ProcessExitedException: a pasted root class tells nothing."""
+    message = "process {error_index} terminated with signal {name}"
+    pattern = r"process (.+?) terminated with signal (.+?)"
+    spawn = Candidate(
+        id="2" * 16,
+        repo="pytorch/pytorch",
+        error_class="ProcessExitedException",
+        error_message=message,
+        file_path="torch/multiprocessing/spawn.py",
+        line_number=192,
+        lines={192: ""},
+        functions=frozenset({"join"}),
+        reviewed=False,
+        gone=False,
+        files=frozenset({"torch/multiprocessing/spawn.py"}),
+        template=message_template(pattern, message),
+    )
+    graph = class_graph_of(
+        [("ProcessExitedException", ["ProcessException"]), ("ProcessException", ["Exception"])]
+    )
+    index = PatternIndex([(spawn.id, pattern)])
+    for pasted, component in [("Exception", "class.root"), ("KeyError", "class.differs")]:
+        text = f"{pasted}: process 3 terminated with signal SIGKILL\n"
+        (found,) = find_matches(index, text, lambda ids: dict.fromkeys(ids, spawn), graph=graph)[1]
+        parts = {part.id: part.points for part in found.components}
+        assert parts[component] == (0 if component == "class.root" else CLASS_DIFFERS)

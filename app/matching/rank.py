@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app import upstreams
-from app.classes import BUILTIN_GRAPH, ClassGraph, relation
+from app.classes import BUILTIN_GRAPH, ClassGraph, ancestors, relation
 from app.matching.index import Captures, PatternIndex
 from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
@@ -257,6 +257,15 @@ def _context_score(
         tally.add("class.agrees", CLASS_AGREES, f"exception class {exception.error_class} agrees")
     elif candidate.error_class in RUN_TIME_CLASSES:
         tally.add("class.run-time", 0, "the record's class is decided at run time")
+    elif exception.error_class in RUN_TIME_CLASSES and exception.error_class in ancestors(
+        recorded, graph
+    ):
+        hint = (
+            f"exception class {exception.error_class} is a superclass of {recorded}, which the "
+            "record raises: every error's class derives from it (older releases raised it "
+            "bare), so it neither agrees nor differs"
+        )
+        tally.add("class.root", 0, hint)
     elif related is not None:
         tally.add(
             "class.related",
