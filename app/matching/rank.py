@@ -142,6 +142,7 @@ class Match:
     in_frames: bool = False  # it explains the message and a frame is in its file
     message_points: float = 0.0  # what its message component gave: how well the text agrees
     same_message: list[str] = field(default_factory=list)  # ids raising the same message
+    literal: int = 0  # the literal characters of its pattern: the more specific wins a tie
 
 
 def candidate_from(
@@ -502,6 +503,7 @@ def rank(
         captures = _captures(candidate, found) if explains else {}
         match = _finish(candidate, tally, exception_index if on_message else None, captures)
         match.message_points = tally.components[0].points
+        match.literal = specificity
         match.in_frames = (
             explains
             and exception_index is not None
@@ -522,6 +524,7 @@ def rank(
         tally.count(_specificity(partial.covered), said=False)
         match = _finish(candidate, tally, exception_index, dict(partial.captures))
         match.message_points = tally.components[0].points
+        match.literal = partial.covered
         match.in_frames = _frames_agree(candidate, exception)
         keep(match)
     for record_id, exception_index in raised_at:
@@ -555,8 +558,12 @@ def rank(
     return _same_message(sorted(ranked, key=_order), candidates)
 
 
-def _order(match: Match) -> tuple[float, bool, str]:
-    return -match.score, not match.reviewed, match.id
+def _order(match: Match) -> tuple[float, bool, int, str]:
+    """Best first: the score; on a tie, a reviewed record, then the pattern with more
+    literal text (`The number of required GPUs exceeds ...` over the later
+    `The number of required {device_str}s exceeds ...` that the same message also fits:
+    specificity's points stop at 60 characters)."""
+    return -match.score, not match.reviewed, -match.literal, match.id
 
 
 def _frames_first(matches: list[Match]) -> list[Match]:
@@ -591,21 +598,22 @@ def _frames_first(matches: list[Match]) -> list[Match]:
 
 
 def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
-    """Records of one exception that raise the same message with the same class and score:
-    nothing tells them apart, so they are shown together under the first ("the same message
-    is raised at ...") instead of one of them winning by chance.
+    """Records of one exception that raise the same message with the same score: nothing
+    tells them apart, so they are shown together under the first ("the same message is
+    raised at ...") instead of one of them winning by chance. Their classes may differ (a
+    class refined between releases) where the paste names none, or one neither raises: a
+    pasted class one of them raises scores them apart.
 
     A site gone in the newest release scores a little less, yet that says nothing of the
     release the paste came from: the same message raised from another file in an older
     release goes with the current one unless a clue of the paste (frames, a release it names)
     scored them apart."""
     kept: list[Match] = []
-    first: dict[tuple[int | None, str, str, float], Match] = {}
+    first: dict[tuple[int | None, str, float], Match] = {}
     for match in matches:
         candidate = candidates[match.id]
         key = (
             match.exception_index,
-            short_class(candidate.error_class),
             candidate.template,
             total([part for part in match.components if part.id != GONE]),
         )
