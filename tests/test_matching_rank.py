@@ -376,3 +376,36 @@ def test_a_bare_exception_over_a_refined_class_neither_agrees_nor_differs() -> N
         (found,) = find_matches(index, text, lambda ids: dict.fromkeys(ids, spawn), graph=graph)[1]
         parts = {part.id: part.points for part in found.components}
         assert parts[component] == (0 if component == "class.root" else CLASS_DIFFERS)
+
+
+def test_a_generic_template_without_a_frame_in_its_file_is_a_possibility_only() -> None:
+    """`CUDA error: {error_message}` fits every CUDA error, most raised by the driver under
+    whatever called it: a bare line is no more than a possibility; a frame in its file makes
+    it the answer."""
+    message, pattern = "CUDA error: {error_message}", r"CUDA error: (?P<error_message>.+?)"
+    record = Candidate(
+        id="3" * 16,
+        repo="pytorch/pytorch",
+        error_class="RuntimeError",
+        error_message=message,
+        file_path="torch/cuda/_utils.py",
+        line_number=225,
+        lines={225: ""},
+        functions=frozenset({"_check_cuda"}),
+        reviewed=False,
+        gone=False,
+        files=frozenset({"torch/cuda/_utils.py"}),
+        template=message_template(pattern, message),
+    )
+    index = PatternIndex([(record.id, pattern)])
+    line = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    frame = (
+        "Traceback (most recent call last):\n"
+        '  File "/venv/site-packages/torch/cuda/_utils.py", line 225, in _check_cuda\n'
+        "    raise RuntimeError(f'CUDA error: {error_message}')\n"
+    )
+    (bare,) = find_matches(index, line, lambda ids: dict.fromkeys(ids, record))[1]
+    (framed,) = find_matches(index, frame + line, lambda ids: dict.fromkeys(ids, record))[1]
+    assert "message.generic" in {part.id for part in bare.components}
+    assert bare.score < 50 <= framed.score
+    assert "message.generic" not in {part.id for part in framed.components}

@@ -59,6 +59,10 @@ FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are
 RAISED_HERE_DYNAMIC, RAISED_HERE_OTHER_MESSAGE = 34, 14
 RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees nor differs
 NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
+# Fewer literal characters than this (`CUDA error: {error}`, `No module named {name}`): the
+# template fits messages that other code (the CUDA driver, the interpreter, another
+# project) raises in the same words, so without a frame in its file it is a possibility only.
+GENERIC_BELOW, GENERIC_TEMPLATE = 24, -20
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
 RANKING_VERSION = "2026-12-01.3"
@@ -370,6 +374,15 @@ def _partial_component(partial: Partial) -> Component:
     return Component(f"message.{partial.kind}", points, partial.reason())
 
 
+def _generic(literal_characters: int) -> Component:
+    """Points off a template too generic to name a site without a frame in its file."""
+    hint = (
+        f"a generic template ({literal_characters} literal characters) and no frame in its "
+        "file: other code raises the same words"
+    )
+    return Component("message.generic", GENERIC_TEMPLATE, hint)
+
+
 def _specificity(literal_characters: int) -> Component:
     """Points for how much fixed text the pattern holds: a generic template says little."""
     points = min(SPECIFICITY_MAX, literal_characters / SPECIFICITY_PER_POINT)
@@ -487,6 +500,8 @@ def rank(
             message, found = _message_score(index, candidate, exception, line)
             explains = message.points >= FULL_LINE
             tally = _said(message)
+            if specificity < GENERIC_BELOW and not _frames_agree(candidate, exception):
+                tally.count(_generic(specificity))
             tally.extend(
                 _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
             )
@@ -518,6 +533,8 @@ def rank(
         if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
             continue
         tally = _said(_partial_component(partial))
+        if partial.covered < GENERIC_BELOW and not _frames_agree(candidate, exception):
+            tally.count(_generic(partial.covered))
         tally.extend(
             _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
         )
@@ -597,6 +614,9 @@ def _frames_first(matches: list[Match]) -> list[Match]:
     return matches
 
 
+WHOLE = "\x00whole message"  # the key of the templates that match a whole message
+
+
 def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
     """Records of one exception that raise the same message with the same score: nothing
     tells them apart, so they are shown together under the first ("the same message is
@@ -612,9 +632,12 @@ def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> lis
     first: dict[tuple[int | None, str, float], Match] = {}
     for match in matches:
         candidate = candidates[match.id]
+        # Templates that both match the whole message are the same message to this paste,
+        # whatever else they may add elsewhere (an optional tail it does not show).
+        message = WHOLE if match.message_points >= FULL_MESSAGE else candidate.template
         key = (
             match.exception_index,
-            candidate.template,
+            message,
             total([part for part in match.components if part.id != GONE]),
         )
         if match.exception_index is None or not candidate.template or key not in first:
