@@ -409,3 +409,30 @@ def test_a_generic_template_without_a_frame_in_its_file_is_a_possibility_only() 
     assert "message.generic" in {part.id for part in bare.components}
     assert bare.score < 50 <= framed.score
     assert "message.generic" not in {part.id for part in framed.components}
+
+
+def test_a_message_in_the_interpreters_words_is_a_possibility_only() -> None:
+    """torch raises its own copy of the interpreter's wrong-call message: a bare
+    `EngineArgs.__init__() got an unexpected keyword argument 'x'` is Python's, raised at the
+    call, so torch's site is no more than a possibility."""
+    message = "{name}.__init__() got an unexpected keyword argument '{key}'"
+    pattern = r"(.+?)\.__init__\(\) got an unexpected keyword argument '(.+?)'"
+    record = Candidate(
+        id="4" * 16,
+        repo="pytorch/pytorch",
+        error_class="TypeError",
+        error_message=message,
+        file_path="torch/nn/modules/module.py",
+        line_number=488,
+        lines={488: ""},
+        functions=frozenset({"__init__"}),
+        reviewed=False,
+        gone=False,
+        files=frozenset({"torch/nn/modules/module.py"}),
+        template=message_template(pattern, message),
+    )
+    index = PatternIndex([(record.id, pattern)])
+    text = "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'enable_lora_x'\n"
+    (found,) = find_matches(index, text, lambda ids: dict.fromkeys(ids, record))[1]
+    assert "message.generic" in {part.id for part in found.components}
+    assert found.score < 50

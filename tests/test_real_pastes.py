@@ -83,7 +83,6 @@ CLASS_CHANGED = "class changed since (refined, or the raise became an assert)"
 BARE_ASSERT = "bare assert: the message is the assert's expression"
 NO_RAISE = "raised by the interpreter (a dict lookup, an attribute), not by a raise"
 CPP = "raised in a C++ kernel (TORCH_CHECK)"
-THIRD_CONFIDENT = "third-party error answered confidently by a site with a similar message"
 NO_FILE = "the case records no raising file, so no answer can be judged right"
 NO_ANSWER = "no answer: the case's release is not harvested here (another SGLang or torch release)"
 HELPER = (
@@ -106,7 +105,6 @@ KNOWN_MISSES: dict[str, str] = {
     "vllm-063-keyerror-weight-scale-qwen2-load-weights.json": NO_RAISE,
     "vllm-073-error-in-model-execution-flash-attn.json": NOT_HARVESTED,
     "vllm-078-engine-dead-error-api-router-dead-error.json": SIMILAR_FIRST,
-    "vllm-105-llamafactory-asyncengineargs-unexpected-kwarg.json": THIRD_CONFIDENT,
     "vllm-119-model-does-not-exist-json-404.json": RESPONSE,
     "vllm-120-model-does-not-exist-openai-404.json": RESPONSE,
     "vllm-122-rope-scaling-keyerror-type-title.json": NO_RAISE,
@@ -116,7 +114,6 @@ KNOWN_MISSES: dict[str, str] = {
     "vllm-135-chat-completions-not-supported-json.json": RESPONSE,
     "vllm-157-bitsandbytes-not-installed-sglang-frames.json": MOVED,
     "vllm-168-llmengine-no-attribute-model-executor-openrlhf.json": NO_RAISE,
-    "vllm-174-engineargs-enable-prompt-adapter-gaudi.json": THIRD_CONFIDENT,
     "sglang-001-nonetype-cpu-prepare-for-extend.json": NO_RAISE,
     "sglang-011-sgl-kernel-common-ops-ci.json": OTHER_PACKAGE,
     "sglang-012-sgl-kernel-common-ops-noclass.json": OTHER_PACKAGE,

@@ -62,7 +62,14 @@ NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the
 # Fewer literal characters than this (`CUDA error: {error}`, `No module named {name}`): the
 # template fits messages that other code (the CUDA driver, the interpreter, another
 # project) raises in the same words, so without a frame in its file it is a possibility only.
-GENERIC_BELOW, GENERIC_TEMPLATE = 24, -20
+GENERIC_BELOW, GENERIC_TEMPLATE = 24, -25
+# So is a message in the interpreter's own words, whatever the template's length: a record
+# that copies them (torch's `{name}() got an unexpected keyword argument '{arg}'`) is not
+# where a wrong call or a missing attribute was raised.
+_INTERPRETER_WORDS = re.compile(
+    r"\(\) (?:got an unexpected keyword argument|missing [0-9]+ required|takes [0-9]+ "
+    r"positional|got multiple values for) |' object has no attribute '"
+)
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
 RANKING_VERSION = "2026-12-01.3"
@@ -374,6 +381,11 @@ def _partial_component(partial: Partial) -> Component:
     return Component(f"message.{partial.kind}", points, partial.reason())
 
 
+def _generic_for(literal_characters: int, exception: ParsedException) -> bool:
+    """Whether a template is too generic to name a site without a frame in its file."""
+    return literal_characters < GENERIC_BELOW or bool(_INTERPRETER_WORDS.search(exception.message))
+
+
 def _generic(literal_characters: int) -> Component:
     """Points off a template too generic to name a site without a frame in its file."""
     hint = (
@@ -500,7 +512,7 @@ def rank(
             message, found = _message_score(index, candidate, exception, line)
             explains = message.points >= FULL_LINE
             tally = _said(message)
-            if specificity < GENERIC_BELOW and not _frames_agree(candidate, exception):
+            if _generic_for(specificity, exception) and not _frames_agree(candidate, exception):
                 tally.count(_generic(specificity))
             tally.extend(
                 _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
@@ -533,7 +545,7 @@ def rank(
         if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
             continue
         tally = _said(_partial_component(partial))
-        if partial.covered < GENERIC_BELOW and not _frames_agree(candidate, exception):
+        if _generic_for(partial.covered, exception) and not _frames_agree(candidate, exception):
             tally.count(_generic(partial.covered))
         tally.extend(
             _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
