@@ -20,6 +20,7 @@ from app.matching.service import match_text
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
+from app.reproducers.upstream import Upstream
 from app.store.engine import open_store, unit_of_work
 from tests.helpers.records import DATA_DIR, SEED_FILES
 from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
@@ -189,6 +190,23 @@ def test_installed_distribution_resolves_to_its_repo() -> None:
     assert release.ref.startswith("v2.")
     assert "+" not in release.ref
     assert release.scope == "torch/"
+
+
+def test_the_installed_torch_release_is_read_where_it_is(tmp_path: Path) -> None:
+    """`errkb serve` harvests torch==2.13.0 by default: the installed release is read in
+    place, nothing downloaded into the (empty) cache; another release would be."""
+    from importlib.metadata import version
+
+    pytest.importorskip("torch")
+    installed = version("torch").split("+")[0]
+    cache = Upstream(tmp_path)
+    release = drafts.resolve_release(f"torch=={installed}", releases=cache)
+    assert release.label == f"torch=={installed}"
+    assert (release.root / "torch" / "__init__.py").is_file()
+    assert release.scope == "torch/"
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(drafts.ReleaseError, match="needs the upstream cache"):
+        drafts.resolve_release("torch==0.0.1")
 
 
 def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:

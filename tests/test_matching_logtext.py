@@ -72,6 +72,8 @@ def originals(text: str, line: CleanLine) -> str:
         ("> > boom", "boom", ""),
         ("> [rank3]: boom", "boom", "rank3"),
         ("vllm-1  | ERROR 12-05 20:24:46 engine.py:366] boom", "boom", "vllm-1"),
+        # a tool relaying its child's streams
+        ("[training STDERR] boom", "boom", "training STDERR"),
     ],
 )
 def test_known_prefixes_are_stripped(raw: str, text: str, stream: str) -> None:
@@ -88,6 +90,7 @@ def test_known_prefixes_are_stripped(raw: str, text: str, stream: str) -> None:
         "[core.py:710] not after a level",
         "(not a process tag) text",
         "[rank0] no colon",
+        "[training] not a stream",
         "Information: INFO is not a level here",
         "error: lower-case words are messages",
         "08-14 12:00:01 a date alone",

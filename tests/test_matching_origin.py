@@ -3,7 +3,7 @@
 import pytest
 
 from app.matching.logtext import clean_lines
-from app.matching.origin import log_repos
+from app.matching.origin import log_repos, log_versions
 from app.upstreams import SGLANG, TORCH, VLLM
 
 
@@ -23,3 +23,24 @@ from app.upstreams import SGLANG, TORCH, VLLM
 )
 def test_log_format_and_paths_name_the_repo(text: str, repos: set[str]) -> None:
     assert log_repos(clean_lines(text)) == repos
+
+
+@pytest.mark.parametrize(
+    ("text", "versions"),
+    [
+        ("INFO 10-22 12:00:01 api_server.py:527] vLLM API server version 0.6.3", {VLLM: "0.6.3"}),
+        (
+            "INFO 01-01 12:00:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3.post1) "
+            "with config: model='x'",
+            {VLLM: "0.6.3.post1"},
+        ),
+        ("pip install sglang[all]==0.4.1.post7", {SGLANG: "0.4.1.post7"}),
+        ("vllm                              0.5.4", {VLLM: "0.5.4"}),
+        ("torch==2.13.0+cu128", {TORCH: "2.13.0"}),
+        ("vllm 0.6 is slow", {}),  # prose, not a pip list row
+        ("vllm==0.6.3 then vllm==0.7.1", {}),  # two releases name none
+        ("python -m sglang.launch_server --host 0.0.0.0", {}),
+    ],
+)
+def test_a_paste_names_the_release_it_came_from(text: str, versions: dict[str, str]) -> None:
+    assert log_versions(clean_lines(text)) == versions

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.classes import class_graph_of
+from app.matching.index import PatternIndex
 from app.matching.rank import (
     CLASS_AGREES,
     CLASS_DIFFERS,
@@ -27,11 +29,15 @@ from app.matching.rank import (
     REVIEWED_BONUS,
     SAME_FUNCTION,
     SAME_LINE,
+    Candidate,
     Component,
     Match,
     _frames_first,
     total,
 )
+from app.matching.service import find_matches
+from app.records.locations import message_template
+from app.upstreams import VLLM
 from tests.helpers.real_pastes import case
 from tests.helpers.records import make_record
 
@@ -287,3 +293,146 @@ def test_a_whole_message_match_is_not_put_below_a_located_record_of_another_mess
     _frames_first([located, literal])
     assert literal.score == FULL_MESSAGE + 15 > located.score
     assert "rank.below-frames" not in {part.id for part in literal.components}
+
+
+HEADS = (
+    "Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp})."
+)
+HEADS_PATTERN = (
+    r"Total number of attention heads \((.+?)\) must be divisible by tensor parallel size "
+    r"\((.+?)\)\."
+)
+
+
+def _heads_site(record_id: str, file_path: str, releases: set[str], gone: bool) -> Candidate:
+    """One site of vLLM's attention-heads check: vllm/config.py up to 0.10, the config
+    package's parallel.py since."""
+    return Candidate(
+        id=record_id,
+        repo=VLLM,
+        error_class="ValueError",
+        error_message=HEADS,
+        file_path=file_path,
+        line_number=300,
+        lines={300: ""},
+        functions=frozenset({"verify_with_parallel_config"}),
+        reviewed=False,
+        gone=gone,
+        files=frozenset({file_path}),
+        template=message_template(HEADS_PATTERN, HEADS),
+        releases=frozenset(releases),
+    )
+
+
+def test_a_release_the_paste_names_picks_the_site_it_raises_from() -> None:
+    """The same message from two files of two release ranges: nothing in a bare line tells
+    which, so both are one answer (the current site first); a release the paste names picks
+    that release's site, and the answer says so."""
+    old = _heads_site("0" * 16, "vllm/config.py", {"vllm==0.5.5", "vllm==0.6.6.post1"}, True)
+    new = _heads_site("1" * 16, "vllm/config/parallel.py", {"vllm==0.12.0", "vllm==0.33.0"}, False)
+    sites = {site.id: site for site in (old, new)}
+    index = PatternIndex([(old.id, HEADS_PATTERN), (new.id, HEADS_PATTERN)])
+    line = "ValueError: " + HEADS.format(heads=52, tp=8) + "\n"
+
+    def answer(text: str) -> list[Match]:
+        return find_matches(index, text, lambda ids: {i: sites[i] for i in ids})[1]
+
+    alone = answer(line)
+    assert [(m.id, m.same_message) for m in alone] == [(new.id, [old.id])]
+    named = answer("INFO 10-22 12:00:01 api_server.py:527] vLLM API server version 0.6.3\n" + line)
+    assert [m.id for m in named] == [old.id, new.id]
+    assert named[0].same_message == []
+    assert "the paste names vllm 0.6.3, whose site this is (0.5.5–0.6.6.post1)" in named[0].reasons
+    assert "release.differs" in {part.id for part in named[1].components}
+    newer = answer("INFO 10-22 12:00:01 api_server.py:527] vLLM API server version 0.34.0\n" + line)
+    assert newer[0].id == new.id
+
+
+def test_a_bare_exception_over_a_refined_class_neither_agrees_nor_differs() -> None:
+    """torch raised `Exception("process 3 terminated with signal SIGKILL")` before it
+    refined the class to ProcessExitedException: a pasted root class tells nothing."""
+    message = "process {error_index} terminated with signal {name}"
+    pattern = r"process (.+?) terminated with signal (.+?)"
+    spawn = Candidate(
+        id="2" * 16,
+        repo="pytorch/pytorch",
+        error_class="ProcessExitedException",
+        error_message=message,
+        file_path="torch/multiprocessing/spawn.py",
+        line_number=192,
+        lines={192: ""},
+        functions=frozenset({"join"}),
+        reviewed=False,
+        gone=False,
+        files=frozenset({"torch/multiprocessing/spawn.py"}),
+        template=message_template(pattern, message),
+    )
+    graph = class_graph_of(
+        [("ProcessExitedException", ["ProcessException"]), ("ProcessException", ["Exception"])]
+    )
+    index = PatternIndex([(spawn.id, pattern)])
+    for pasted, component in [("Exception", "class.root"), ("KeyError", "class.differs")]:
+        text = f"{pasted}: process 3 terminated with signal SIGKILL\n"
+        (found,) = find_matches(index, text, lambda ids: dict.fromkeys(ids, spawn), graph=graph)[1]
+        parts = {part.id: part.points for part in found.components}
+        assert parts[component] == (0 if component == "class.root" else CLASS_DIFFERS)
+
+
+def test_a_generic_template_without_a_frame_in_its_file_is_a_possibility_only() -> None:
+    """`CUDA error: {error_message}` fits every CUDA error, most raised by the driver under
+    whatever called it: a bare line is no more than a possibility; a frame in its file makes
+    it the answer."""
+    message, pattern = "CUDA error: {error_message}", r"CUDA error: (?P<error_message>.+?)"
+    record = Candidate(
+        id="3" * 16,
+        repo="pytorch/pytorch",
+        error_class="RuntimeError",
+        error_message=message,
+        file_path="torch/cuda/_utils.py",
+        line_number=225,
+        lines={225: ""},
+        functions=frozenset({"_check_cuda"}),
+        reviewed=False,
+        gone=False,
+        files=frozenset({"torch/cuda/_utils.py"}),
+        template=message_template(pattern, message),
+    )
+    index = PatternIndex([(record.id, pattern)])
+    line = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    frame = (
+        "Traceback (most recent call last):\n"
+        '  File "/venv/site-packages/torch/cuda/_utils.py", line 225, in _check_cuda\n'
+        "    raise RuntimeError(f'CUDA error: {error_message}')\n"
+    )
+    (bare,) = find_matches(index, line, lambda ids: dict.fromkeys(ids, record))[1]
+    (framed,) = find_matches(index, frame + line, lambda ids: dict.fromkeys(ids, record))[1]
+    assert "message.generic" in {part.id for part in bare.components}
+    assert bare.score < 50 <= framed.score
+    assert "message.generic" not in {part.id for part in framed.components}
+
+
+def test_a_message_in_the_interpreters_words_is_a_possibility_only() -> None:
+    """torch raises its own copy of the interpreter's wrong-call message: a bare
+    `EngineArgs.__init__() got an unexpected keyword argument 'x'` is Python's, raised at the
+    call, so torch's site is no more than a possibility."""
+    message = "{name}.__init__() got an unexpected keyword argument '{key}'"
+    pattern = r"(.+?)\.__init__\(\) got an unexpected keyword argument '(.+?)'"
+    record = Candidate(
+        id="4" * 16,
+        repo="pytorch/pytorch",
+        error_class="TypeError",
+        error_message=message,
+        file_path="torch/nn/modules/module.py",
+        line_number=488,
+        lines={488: ""},
+        functions=frozenset({"__init__"}),
+        reviewed=False,
+        gone=False,
+        files=frozenset({"torch/nn/modules/module.py"}),
+        template=message_template(pattern, message),
+    )
+    index = PatternIndex([(record.id, pattern)])
+    text = "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'enable_lora_x'\n"
+    (found,) = find_matches(index, text, lambda ids: dict.fromkeys(ids, record))[1]
+    assert "message.generic" in {part.id for part in found.components}
+    assert found.score < 50

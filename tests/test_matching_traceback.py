@@ -896,6 +896,18 @@ REAL_WRAPPED = {
         "max_num_scheduled_tokens is set to -1792 based on the speculative decoding settings, "
         "which does not allow any tokens to be scheduled.",
     ),
+    # https://github.com/vllm-project/vllm/issues/10517: a bare log ending in its message
+    "a bare log ending in a message": (
+        "Loading model weights took 14.9888 GB\n"
+        "# GPU blocks: 1478, # CPU blocks: 2048\n"
+        "The model's max seq len (29000) is larger than the maximum number of tokens that can "
+        "be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing "
+        "`max_model_len` when initializing the engine.\n",
+        "",
+        "The model's max seq len (29000) is larger than the maximum number of tokens that can "
+        "be stored in KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing "
+        "`max_model_len` when initializing the engine.",
+    ),
 }
 
 

@@ -3,6 +3,7 @@ transformers module as the proof that adding an upstream is adding one module.""
 
 import io
 import tarfile
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from packaging.version import Version
 from sqlmodel import Session
 
 from app import upstreams
-from app.config import Settings
+from app.config import PROJECT_ROOT, Settings
 from app.matching.logtext import clean_lines
 from app.matching.matcher import Matcher
 from app.matching.origin import log_repos
@@ -51,10 +52,18 @@ def test_each_project_is_known_by_one_package_and_one_repository() -> None:
 
 def test_the_settings_take_their_releases_from_the_projects() -> None:
     settings = Settings()
-    assert settings.default_releases == ["vllm==0.33.0", "sglang==0.5.23"]
+    assert settings.default_releases == ["vllm==0.33.0", "sglang==0.5.23", "torch==2.13.0"]
     assert "transformers==5.24.0" in settings.older_releases
     assert settings.older_releases[0] == "vllm==0.32.0"
     assert len(settings.older_releases) == len(set(settings.older_releases))
+
+
+def test_the_default_torch_is_the_release_the_reproducers_pin() -> None:
+    """Reproducers run the installed torch the `reproducers` extra pins; the default serve
+    knows the raise sites of that same release."""
+    extras = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
+    pinned = [r for r in extras["optional-dependencies"]["reproducers"] if r.startswith("torch")]
+    assert pinned == [upstreams.BY_REPO[TORCH].current_release]
 
 
 @pytest.mark.parametrize(

@@ -75,14 +75,15 @@ def resolve_release(
     releases: upstream.Upstream | None = None,
 ) -> Release:
     """`name==version` (downloaded into `releases`, the upstream cache the entry point
-    passes down), an installed distribution, or a source folder."""
+    passes down, unless it is the installed release of a project run as installed), an
+    installed distribution, or a source folder."""
     folder = Path(spec)
     if folder.is_dir():
         if not repo or not ref:
             raise ReleaseError(f"{spec}: a source folder needs --repo owner/name and --ref")
         return Release(spec, folder.resolve(), None, repo, ref, "", f"{repo}@{ref}")
     name, _, version = spec.partition("==")
-    if version:
+    if version and not _is_installed_release(name, version):
         if releases is None:
             raise ReleaseError(f"{spec}: downloading a release needs the upstream cache")
         try:
@@ -104,6 +105,14 @@ def resolve_release(
         raise ReleaseError(f"{spec}: no GitHub repository in its metadata; pass --repo")
     prefix = upstreams.path_prefix(found)
     return Release(spec, root, _package_dir(name), found, tag, prefix, f"{name}=={version}")
+
+
+def _is_installed_release(name: str, version: str) -> bool:
+    """Whether `name==version` is installed here and its project is run as installed
+    (torch): its files are then read where they are, not downloaded again (torch's wheel
+    is half a gigabyte, the same Python files)."""
+    project = next((p for p in upstreams.UPSTREAMS if p.distribution == name), None)
+    return project is not None and project.installed and upstream.installed_version(name) == version
 
 
 @dataclass(slots=True)

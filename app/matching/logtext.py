@@ -61,6 +61,8 @@ _PREFIXES = (
     ),
     # docker compose: "vllm-1  | ", "project_sglang_1 | "; the container is a stream.
     re.compile(r"(?P<tag>[A-Za-z0-9][\w.\-]{0,63}[-_][0-9]{1,4}) {1,32}\| ?"),
+    # A tool relaying a child process's streams: "[training STDERR] ", "[worker stdout] ".
+    re.compile(r"\[(?P<tag>[\w.\-]{1,32} (?:STDERR|STDOUT|stderr|stdout))\] ?"),
     # A quoted reply in an issue thread or a mail: "> ", "> > ".
     re.compile(r">(?: ?>){0,7} ?"),
     # Markdown around a pasted log: a fence ("```", "```python", alone on its line, or opening

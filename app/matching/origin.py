@@ -7,6 +7,10 @@ pid=1)`, `(VllmWorker rank=0 pid=9)`; SGLang writes `[2026-08-14 12:00:01 TP0]`;
 compose service or a journald unit is often named after the server; and log lines name
 source paths (`.../site-packages/vllm/...`). Two records with the same message in vLLM and in
 SGLang are then told apart without frames.
+
+A paste also names the release it came from, now and then: the server's banner (`vLLM API
+server version 0.6.3`), a requirement (`sglang==0.4.1`) or a `pip list` row. The same
+message raised from different files in different releases is then told apart by it.
 """
 
 import re
@@ -17,6 +21,15 @@ from app.matching.logtext import CleanLine
 
 MAX_LINES = 2000  # the first lines of a long log say as much as all of them
 
+_VERSION = r"v?(?P<version>[0-9]{1,3}\.[0-9]{1,4}(?:\.[0-9]{1,4})?(?:\.?post[0-9]{1,3})?)\b"
+# `vllm==0.6.3`, `sglang[all]==0.4.1`, and `pip list`'s `vllm    0.6.3` (the name alone before
+# two spaces or more: not prose's "vllm 0.6 is slow").
+_REQUIREMENT = re.compile(
+    r"(?:^|[\s\"'(`])(?P<name>"
+    + "|".join(project.distribution for project in upstreams.UPSTREAMS)
+    + r")(?:\[[\w,]{1,64}\])?(?:==| {2,64})"
+    + _VERSION
+)
 _PATH = re.compile(r"(?:^|[/\s\"'(])(" + "|".join(upstreams.BY_PACKAGE) + r")/[\w./]{1,512}\.py\b")
 
 
@@ -32,3 +45,19 @@ def log_repos(lines: Sequence[CleanLine]) -> frozenset[str]:
         for match in _PATH.finditer(line.text):
             found.add(upstreams.BY_PACKAGE[match[1]].repo)
     return frozenset(found)
+
+
+def log_versions(lines: Sequence[CleanLine]) -> dict[str, str]:
+    """The release of each repository that the paste names (repository -> version), where it
+    names one only: two versions of a project (a `pip list` beside a requirement) tell none."""
+    found: dict[str, set[str]] = {}
+    by_distribution = {project.distribution: project for project in upstreams.UPSTREAMS}
+    for line in lines[:MAX_LINES]:
+        text = line.prefix + line.text
+        for project in upstreams.UPSTREAMS:
+            if project.version_banner and (banner := project.version_banner.search(text)):
+                found.setdefault(project.repo, set()).add(banner["version"])
+        for named in _REQUIREMENT.finditer(text):
+            project = by_distribution[named["name"]]
+            found.setdefault(project.repo, set()).add(named["version"])
+    return {repo: versions.pop() for repo, versions in found.items() if len(versions) == 1}

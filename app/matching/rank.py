@@ -13,11 +13,11 @@ with. The text reasons say the same for a person and stay as they were.
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app import upstreams
-from app.classes import BUILTIN_GRAPH, ClassGraph, relation
+from app.classes import BUILTIN_GRAPH, ClassGraph, ancestors, relation
 from app.matching.index import Captures, PatternIndex
 from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
@@ -44,10 +44,14 @@ FILE_IN_FRAMES, FILE_INNERMOST, SAME_LINE = 12, 6, 6
 RAISED_ELSEWHERE = -30
 SAME_FUNCTION = 4
 REPO_AGREES, REPO_DIFFERS = 5, -5
+# The paste names a release (`vLLM API server version 0.6.3`): a record whose site that
+# release raises against one it does not (the same message, moved from file to file).
+RELEASE_AGREES, RELEASE_DIFFERS = 6, -6
 LAST_EXCEPTION, ROOT_CAUSE = 4, 4
 # Being reviewed outweighs a line number: a draft that explains the text as well
 # only because a frame sits on its exact line must not push the explained record down.
 REVIEWED_BONUS, GONE_PENALTY = SAME_LINE + 1, -2
+GONE = "record.gone"
 FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are put
 # Found by where it raises: a fully dynamic message has nothing else to go by, and
 # a site raising at the very line of the innermost frame is strong evidence; a record whose
@@ -55,11 +59,23 @@ FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are
 RAISED_HERE_DYNAMIC, RAISED_HERE_OTHER_MESSAGE = 34, 14
 RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees nor differs
 NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
+# Fewer literal characters than this (`CUDA error: {error}`, `No module named {name}`): the
+# template fits messages that other code (the CUDA driver, the interpreter, another
+# project) raises in the same words, so without a frame in its file it is a possibility only.
+GENERIC_BELOW, GENERIC_TEMPLATE = 24, -25
+# So is a message in the interpreter's own words, whatever the template's length: a record
+# that copies them (torch's `{name}() got an unexpected keyword argument '{arg}'`) is not
+# where a wrong call or a missing attribute was raised.
+_INTERPRETER_WORDS = re.compile(
+    r"\(\) (?:got an unexpected keyword argument|missing [0-9]+ required|takes [0-9]+ "
+    r"positional|got multiple values for) |' object has no attribute '"
+)
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-01.2"
+RANKING_VERSION = "2026-12-01.3"
 POINTS_DIGITS = 2
 
+_MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}")
 # The standard library's files (`/usr/lib/python3.10/runpy.py`, `C:\Python39\lib\x.py`):
 # where a worker's exception is re-raised (multiprocessing, concurrent.futures), not made.
@@ -81,6 +97,7 @@ class Candidate:
     reviewed: bool
     gone: bool
     files: frozenset[str] = frozenset()  # its file in any known release
+    releases: frozenset[str] = frozenset()  # the `name==version` releases its site is in
     template: str = ""  # its message template: records raising the same one go together
 
 
@@ -136,6 +153,7 @@ class Match:
     in_frames: bool = False  # it explains the message and a frame is in its file
     message_points: float = 0.0  # what its message component gave: how well the text agrees
     same_message: list[str] = field(default_factory=list)  # ids raising the same message
+    literal: int = 0  # the literal characters of its pattern: the more specific wins a tie
 
 
 def candidate_from(
@@ -163,6 +181,7 @@ def candidate_from(
         reviewed=review_state == "reviewed",
         gone=gone_in is not None,
         files=frozenset(path for path in files if path is not None),
+        releases=frozenset(loc.release for loc in known if not loc.gone and "==" in loc.release),
         template=message_template(record.message_pattern, record.error_message),
     )
 
@@ -238,6 +257,7 @@ def _context_score(
     causes: set[int],
     graph: ClassGraph,
     log_repos: frozenset[str],
+    log_versions: Mapping[str, str],
 ) -> _Tally:
     """Points from everything but the message: class, frames, function, repo, position."""
     tally = _Tally()
@@ -249,6 +269,15 @@ def _context_score(
         tally.add("class.agrees", CLASS_AGREES, f"exception class {exception.error_class} agrees")
     elif candidate.error_class in RUN_TIME_CLASSES:
         tally.add("class.run-time", 0, "the record's class is decided at run time")
+    elif exception.error_class in RUN_TIME_CLASSES and exception.error_class in ancestors(
+        recorded, graph
+    ):
+        hint = (
+            f"exception class {exception.error_class} is a superclass of {recorded}, which the "
+            "record raises: every error's class derives from it (older releases raised it "
+            "bare), so it neither agrees nor differs"
+        )
+        tally.add("class.root", 0, hint)
     elif related is not None:
         tally.add(
             "class.related",
@@ -297,11 +326,48 @@ def _context_score(
     elif not frames and candidate.repo in log_repos:  # no frames: only the log names the repo
         hint = f"the log's format and paths point at {candidate.repo}"
         tally.add("repo.log", REPO_AGREES, hint)
+    if named := log_versions.get(candidate.repo):
+        clue = _release_clue(candidate, named)
+        if clue is not None:
+            tally.count(clue)
     if exception.index == last_index:
         tally.add("position.last", LAST_EXCEPTION, "last exception of the paste")
     if exception.cause_index is None and exception.index in causes:
         tally.add("position.root-cause", ROOT_CAUSE, "innermost cause of the chain")
     return tally
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    """`0.6.6.post1` -> (0, 6): releases of one minor raise from the same files, and
+    errkb harvests the last patch of each."""
+    found = _MINOR.match(version)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def _release_clue(candidate: Candidate, named: str) -> Component | None:
+    """Whether the release the paste names raises the record's site: it is within the
+    releases its site is in (or newer, for a site still there); None when the record has no
+    harvested release of that project to compare with."""
+    project = upstreams.BY_REPO.get(candidate.repo)
+    wanted = _minor(named)
+    if project is None or wanted is None:
+        return None
+    prefix = project.distribution + "=="
+    versions = sorted(
+        (minor, version)
+        for label in candidate.releases
+        if label.startswith(prefix)
+        and (minor := _minor(version := label.removeprefix(prefix))) is not None
+    )
+    if not versions:
+        return None
+    (first, oldest), (last, newest) = versions[0], versions[-1]
+    span = oldest if oldest == newest else f"{oldest}–{newest}"
+    if first <= wanted <= last or (wanted > last and not candidate.gone):
+        hint = f"the paste names {project.distribution} {named}, whose site this is ({span})"
+        return Component("release.agrees", RELEASE_AGREES, hint)
+    hint = f"the paste names {project.distribution} {named}; this site is in {span} only"
+    return Component("release.differs", RELEASE_DIFFERS, hint)
 
 
 def _partial_component(partial: Partial) -> Component:
@@ -313,6 +379,20 @@ def _partial_component(partial: Partial) -> Component:
     else:
         points = NEAR_MESSAGE - NEAR_PER_WORD * partial.changed
     return Component(f"message.{partial.kind}", points, partial.reason())
+
+
+def _generic_for(literal_characters: int, exception: ParsedException) -> bool:
+    """Whether a template is too generic to name a site without a frame in its file."""
+    return literal_characters < GENERIC_BELOW or bool(_INTERPRETER_WORDS.search(exception.message))
+
+
+def _generic(literal_characters: int) -> Component:
+    """Points off a template too generic to name a site without a frame in its file."""
+    hint = (
+        f"a generic template ({literal_characters} literal characters) and no frame in its "
+        "file: other code raises the same words"
+    )
+    return Component("message.generic", GENERIC_TEMPLATE, hint)
 
 
 def _specificity(literal_characters: int) -> Component:
@@ -364,7 +444,7 @@ def _finish(
     else:
         tally.add("record.draft", 0, "draft record: not yet reviewed")
     if candidate.gone:
-        tally.add("record.gone", GONE_PENALTY, "raise site gone in a newer release")
+        tally.add(GONE, GONE_PENALTY, "raise site gone in a newer release")
     return Match(
         candidate.id,
         total(tally.components),
@@ -392,6 +472,7 @@ def rank(
     partials: Sequence[tuple[str, int, Partial]] = (),
     graph: ClassGraph | None = None,
     log_repos: frozenset[str] = frozenset(),
+    log_versions: Mapping[str, str] | None = None,
 ) -> list[Match]:
     """Scored matches, best first, one per record.
 
@@ -402,13 +483,15 @@ def rank(
     `partials` are (record id, exception index, agreement) of templates that a message with
     no full match is a wrapped, cut or near copy of (app.matching.partial). `graph` holds
     the exception classes of the harvested releases, to tell related classes (app.classes);
-    `log_repos` the repositories the paste's log format names (app.matching.origin).
+    `log_repos` the repositories the paste's log format names, `log_versions` the release
+    of a repository it names (app.matching.origin).
 
     Then: for an exception with frames, a record that explains its message from a
     file some frame is in ranks above every record from elsewhere; and records that raise
     the same message with the same score go together under the first one.
     """
     graph = graph or BUILTIN_GRAPH
+    versions = log_versions or {}
     last_index = exceptions[-1].index if exceptions else -1
     causes = {e.cause_index for e in exceptions if e.cause_index is not None}
     best: dict[str, Match] = {}
@@ -429,7 +512,11 @@ def rank(
             message, found = _message_score(index, candidate, exception, line)
             explains = message.points >= FULL_LINE
             tally = _said(message)
-            tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
+            if _generic_for(specificity, exception) and not _frames_agree(candidate, exception):
+                tally.count(_generic(specificity))
+            tally.extend(
+                _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
+            )
         else:
             found = None  # captures come from a message, never from a log or frame line
             explains = False
@@ -443,6 +530,7 @@ def rank(
         captures = _captures(candidate, found) if explains else {}
         match = _finish(candidate, tally, exception_index if on_message else None, captures)
         match.message_points = tally.components[0].points
+        match.literal = specificity
         match.in_frames = (
             explains
             and exception_index is not None
@@ -457,10 +545,15 @@ def rank(
         if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
             continue
         tally = _said(_partial_component(partial))
-        tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
+        if _generic_for(partial.covered, exception) and not _frames_agree(candidate, exception):
+            tally.count(_generic(partial.covered))
+        tally.extend(
+            _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
+        )
         tally.count(_specificity(partial.covered), said=False)
         match = _finish(candidate, tally, exception_index, dict(partial.captures))
         match.message_points = tally.components[0].points
+        match.literal = partial.covered
         match.in_frames = _frames_agree(candidate, exception)
         keep(match)
     for record_id, exception_index in raised_at:
@@ -481,7 +574,9 @@ def rank(
                 "raised at the record's site, whose message is built at run time",
             )
         tally = _said(site)
-        tally.extend(_context_score(candidate, exception, last_index, causes, graph, log_repos))
+        tally.extend(
+            _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
+        )
         names = _PLACEHOLDER.findall(candidate.error_message)
         captures = {names[0]: exception.message} if record_id not in index and names else {}
         match = _finish(candidate, tally, exception_index, captures)
@@ -492,8 +587,12 @@ def rank(
     return _same_message(sorted(ranked, key=_order), candidates)
 
 
-def _order(match: Match) -> tuple[float, bool, str]:
-    return -match.score, not match.reviewed, match.id
+def _order(match: Match) -> tuple[float, bool, int, str]:
+    """Best first: the score; on a tie, a reviewed record, then the pattern with more
+    literal text (`The number of required GPUs exceeds ...` over the later
+    `The number of required {device_str}s exceeds ...` that the same message also fits:
+    specificity's points stop at 60 characters)."""
+    return -match.score, not match.reviewed, -match.literal, match.id
 
 
 def _frames_first(matches: list[Match]) -> list[Match]:
@@ -527,19 +626,31 @@ def _frames_first(matches: list[Match]) -> list[Match]:
     return matches
 
 
+WHOLE = "\x00whole message"  # the key of the templates that match a whole message
+
+
 def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
-    """Records of one exception that raise the same message with the same class and score:
-    nothing tells them apart, so they are shown together under the first ("the same message
-    is raised at ...") instead of one of them winning by chance."""
+    """Records of one exception that raise the same message with the same score: nothing
+    tells them apart, so they are shown together under the first ("the same message is
+    raised at ...") instead of one of them winning by chance. Their classes may differ (a
+    class refined between releases) where the paste names none, or one neither raises: a
+    pasted class one of them raises scores them apart.
+
+    A site gone in the newest release scores a little less, yet that says nothing of the
+    release the paste came from: the same message raised from another file in an older
+    release goes with the current one unless a clue of the paste (frames, a release it names)
+    scored them apart."""
     kept: list[Match] = []
-    first: dict[tuple[int | None, str, str, float], Match] = {}
+    first: dict[tuple[int | None, str, float], Match] = {}
     for match in matches:
         candidate = candidates[match.id]
+        # Templates that both match the whole message are the same message to this paste,
+        # whatever else they may add elsewhere (an optional tail it does not show).
+        message = WHOLE if match.message_points >= FULL_MESSAGE else candidate.template
         key = (
             match.exception_index,
-            short_class(candidate.error_class),
-            candidate.template,
-            match.score,
+            message,
+            total([part for part in match.components if part.id != GONE]),
         )
         if match.exception_index is None or not candidate.template or key not in first:
             first.setdefault(key, match)

@@ -18,7 +18,7 @@ from app.matching import deadline
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
 from app.matching.matcher import Matcher, RaiseSites
-from app.matching.origin import log_repos
+from app.matching.origin import log_repos, log_versions
 from app.matching.partial import second_chance
 from app.matching.rank import (
     RANKING_VERSION,
@@ -129,7 +129,17 @@ def find_matches(
     partials = second_chance(index, exceptions, hits, len(text.rstrip()))
     wanted = {hit[0] for hit in hits} | {record_id for record_id, _ in raised_at}
     candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
-    ranked = rank(index, hits, candidates, exceptions, raised_at, partials, graph, log_repos(lines))
+    ranked = rank(
+        index,
+        hits,
+        candidates,
+        exceptions,
+        raised_at,
+        partials,
+        graph,
+        log_repos(lines),
+        log_versions(lines),
+    )
     return exceptions, ranked
 
 

@@ -821,12 +821,14 @@ def _read_warning(rows: Sequence[_Row], at: int, found: re.Match[str]) -> tuple[
 
 def _message_alone(lines: Sequence[CleanLine]) -> list[_Draft]:
     """A paste that is one line of message and nothing else (``max_num_scheduled_tokens is
-    set to -1792, ...``): an exception whose class is unknown (""), so that its message is
-    still matched as a message. Any other paste without an exception is a log."""
+    set to -1792, ...``), or a bare log whose last line is one (the log a server printed up
+    to its error, ``The model's max seq len (29000) is larger than ...``, with no logger's
+    prefix): an exception whose class is unknown (""), so that its message is still matched
+    as a message. Any other paste without an exception is a log."""
     filled = [line for line in lines if line.text.strip()]
-    if len(filled) != 1:
+    if not filled or (len(filled) > 1 and any(line.prefix for line in filled)):
         return []
-    line = filled[0]
+    line = filled[-1]
     text = line.text.rstrip()
     begin = _after_wrappers(text, len(text) - len(text.lstrip()))
     logged = bool(line.prefix.strip().strip("`")) and not text.startswith(

@@ -45,6 +45,9 @@ class UpstreamProject:
     """The prefix its own log lines carry, which names it in a paste without frames."""
     stream_names: re.Pattern[str] | None = None
     """Process, container or unit names that name it (`EngineCore`, `scheduler`)."""
+    version_banner: re.Pattern[str] | None = None
+    """A line its logs print with its version, the group `version` (`vLLM API server
+    version 0.6.3`); `NAME==VERSION` and a `pip list` row name any project's."""
     checks: dict[str, str] = field(default_factory=dict)
     """Functions that raise when their condition is false: name -> exception class."""
     settings_sources: tuple[str, ...] = ()

@@ -22,6 +22,12 @@ PROJECT = UpstreamProject(
         r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:]{8}(?: \[?[\w.]+:[0-9]+\])?"
     ),
     stream_names=re.compile(r"vllm|enginecore|apiserver", re.IGNORECASE),
+    # "vLLM API server version 0.6.3", "Initializing an LLM engine (v0.6.3) with config",
+    # "Initializing a V1 LLM engine (v0.8.5) with config", "vLLM version 0.9.1".
+    version_banner=re.compile(
+        r"(?:vLLM API server version |LLM engine \(|vLLM version:? )"
+        r"v?(?P<version>[0-9]{1,3}\.[0-9]{1,4}(?:\.[0-9]{1,4})?(?:\.?post[0-9]{1,3})?)\b"
+    ),
     settings_sources=("engine/arg_utils.py", "envs.py", "config"),
     flag_sources=("engine/arg_utils.py",),
     flag_classes=re.compile(r"(?:Async)?EngineArgs"),
