@@ -25,6 +25,7 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
+from app import upstreams
 from app.config import Settings
 from app.matching.index import PatternIndex
 from app.matching.rank import candidate_from, short_class
@@ -54,6 +55,10 @@ class Target:
     # The names a module imports that its tested classes never use; and whether packages below
     # the top one run their __init__ as in a plain import (generated scripts) or stay empty.
     package_inits: bool = False
+    # Whether the target imports more of its release than errkb's environment has (vLLM's
+    # config package: transformers, pyzmq, cbor2...): the project's `cpu_requirements` are
+    # then installed once, at the versions the release asks for, into the cached environment.
+    requirements: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The result's "target" object."""
@@ -376,7 +381,10 @@ def load_target(releases: upstream.Upstream, target: Target) -> ModuleType:
     """The target module from the release (`Upstream.load_module`: torch as installed, at
     the version it pins; others unpacked), with its cached environment of pure-Python
     requirements after everything else on the path when one was made
-    (`Upstream.ensure_environment`)."""
+    (`Upstream.ensure_environment`; made here first when the target asks for it)."""
+    if target.requirements:
+        project = upstreams.BY_PACKAGE[target.package]
+        releases.ensure_environment(target.package, target.version, project.cpu_requirements)
     environment = releases.environment_dir(target.package, target.version)
     if environment.is_dir() and str(environment) not in sys.path:
         sys.path.append(str(environment))
