@@ -27,7 +27,7 @@ from typing import Any
 
 from app import upstreams
 from app.config import Settings
-from app.matching.index import PatternIndex
+from app.matching.index import MAX_SUBJECT_CHARS, PatternIndex
 from app.matching.rank import candidate_from, short_class
 from app.matching.service import find_matches
 from app.records.model import ErrorRecord, parse_record
@@ -99,7 +99,8 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     The real formatted traceback goes through the same pipeline as a user's paste (parse,
     pattern index, ranking), with this record as the only candidate: it passes when the
     traceback's last exception has the record's class and the record's messagePattern
-    matches that exception's whole message. The traceback is kept in the result.
+    matches that exception's whole message, as far as the matcher reads it (`_matches_whole`).
+    The real formatted traceback is kept in the result.
     """
     record_id = record.id
     text = _format(exc)
@@ -114,7 +115,7 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
         and top is not None
         and top.id == record_id
         and top.exception_index == last.index
-        and index.match(record_id, last.message, full=True) is not None
+        and _matches_whole(index, record_id, last.message)
     )
     if class_ok and message_ok:
         detail = f"raised {record.error_class}; the matcher finds this record for it"
@@ -130,6 +131,18 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
         "captures": top.captures if top is not None and message_ok else {},
         "traceback": text,
     }
+
+
+def _matches_whole(index: PatternIndex, record_id: str, message: str) -> bool:
+    """Whether the record's pattern matches the whole message, as far as the matcher reads it.
+
+    The index reads a message's first MAX_SUBJECT_CHARS only, so a longer one (vLLM's list of
+    every supported architecture runs to 11,000 characters) is judged by a match that starts
+    at its beginning within them."""
+    if len(message) <= MAX_SUBJECT_CHARS:
+        return index.match(record_id, message, full=True) is not None
+    found = index.match(record_id, message)
+    return found is not None and found.span[0] == 0
 
 
 def _environment_error(exc: BaseException) -> dict:
