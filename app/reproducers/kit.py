@@ -234,11 +234,14 @@ def main(
     fix: Fix,
     extra_triggers: Mapping[str, Trigger] | None = None,
     argv: Sequence[str] | None = None,
+    hardware: Callable[[ModuleType, str], str | None] | None = None,
 ) -> int:
     """Run a reproducer from the command line; prints the result, returns the exit code.
 
     `extra_triggers` are further trigger scenarios from the record, each checked like the
-    trigger and reported under "extra". The script is an entry point: its settings
+    trigger and reported under "extra". `hardware` says why the device at hand cannot raise
+    the record's error (a check on old GPUs only), or None: the run is then skipped with
+    that reason, as for a missing device. The script is an entry point: its settings
     (ERRKB_DATA_DIR, ERRKB_CACHE_DIR, which the runner passes on) are read here.
     """
     args = _parse(argv)
@@ -266,6 +269,8 @@ def main(
             print(json.dumps({"id": record_id, "bundle": str(args.bundle), "files": len(files)}))
             return 0
         skip = _skip_reason(device, devices)
+        if skip is None and hardware is not None:
+            skip = hardware(module, device)
     except (OSError, ValueError, KeyError, *ENVIRONMENT_ERRORS) as exc:
         result.update(status="error", reason=f"{type(exc).__name__}: {exc}")
         return _finish(result, start)
