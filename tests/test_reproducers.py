@@ -16,6 +16,7 @@ import pytest
 import re2
 
 from app.config import PROJECT_ROOT
+from app.matching.index import MAX_SUBJECT_CHARS
 from app.reproducers.kit import EXIT_CODES
 from tests.helpers import real_errors
 
@@ -52,6 +53,20 @@ NATIVE_IDS = [
     "5b688ef5d51e8fb6",  # the size of tensor a must match the size of tensor b
     "a52aaca74f5932ff",  # expected input batch_size to match target batch_size
 ]
+# vLLM's checks of configuration, requests, memory and the engine client: their modules import
+# the release's CPU requirements (the cached environment), some of them with names stubbed.
+VLLM_CPU_IDS = [
+    "1eb47c1f07dd3282",
+    "2e818bedc5891ef6",
+    "274b6d05e5463e96",
+    "b6ab34616f9b786c",
+    "4491f40c75cd9d31",
+    "3fefc93fec466bb3",
+    "ed7295e6c6ddb9a3",
+    "a830e3eedb3d8df7",
+    "3216de0ca6c13343",
+]
+BF16_ID = "174e3825035699b3"  # raised only on a GPU below compute capability 8.0
 CUDA_ID = "edc4df790b100979"
 TORCH_CUDA_ID = "f95fc6ac2ef0baeb"  # torch raises it only where CUDA is
 TORCH_NATIVE_CUDA_IDS = ["e969721df7a93b42", "7bfe411d3d58a9c0"]  # same device; out of memory
@@ -143,6 +158,35 @@ def test_torch_reproducer_passes_on_the_pinned_torch(record_id: str) -> None:
     for check in result["extra"].values():
         assert_raised_the_record(record_id, check)
     assert result["fix"]["status"] == "passed", result["fix"]
+
+
+@pytest.mark.parametrize("record_id", VLLM_CPU_IDS)
+def test_vllm_reproducer_passes_on_the_release(record_id: str) -> None:
+    code, result = cpu_run(record_id)
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert (result["id"], result["device"]) == (record_id, "cpu")
+    assert (result["target"]["package"], result["target"]["version"]) == ("vllm", "0.33.0")
+    assert_raised_the_record(record_id, result["trigger"])
+    for check in result["extra"].values():
+        assert_raised_the_record(record_id, check)
+    assert result["fix"]["status"] == "passed", result["fix"]
+
+
+def test_architectures_message_longer_than_the_matcher_reads_is_the_record() -> None:
+    """vLLM lists every supported architecture: the message outgrows what the index reads."""
+    _, result = cpu_run("a830e3eedb3d8df7")
+    assert result["trigger"]["status"] == "passed", result["trigger"]
+    assert len(result["trigger"]["message"]) > MAX_SUBJECT_CHARS
+    assert result["trigger"]["message"].startswith("Model architectures ['TTLlamaForCausalLM']")
+
+
+def test_bfloat16_reproducer_is_skipped_where_bfloat16_runs() -> None:
+    code, result = run(f"{BF16_ID}.py")
+    if result["status"] == "passed":
+        pytest.skip("a GPU below compute capability 8.0 raised it: the reproducer passed")
+    assert (code, result["status"]) == (EXIT_CODES["skipped"], "skipped"), result
+    assert (result["trigger"], result["fix"]) == (None, None)
+    assert "needs a CUDA device" in result["reason"] or "supports bfloat16" in result["reason"]
 
 
 def test_optimizer_fix_trains_every_weight_and_each_way_to_empty_raises() -> None:

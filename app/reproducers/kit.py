@@ -25,8 +25,9 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
+from app import upstreams
 from app.config import Settings
-from app.matching.index import PatternIndex
+from app.matching.index import MAX_SUBJECT_CHARS, PatternIndex
 from app.matching.rank import candidate_from, short_class
 from app.matching.service import find_matches
 from app.records.model import ErrorRecord, parse_record
@@ -54,6 +55,10 @@ class Target:
     # The names a module imports that its tested classes never use; and whether packages below
     # the top one run their __init__ as in a plain import (generated scripts) or stay empty.
     package_inits: bool = False
+    # Whether the target imports more of its release than errkb's environment has (vLLM's
+    # config package: transformers, pyzmq, cbor2...): the project's `cpu_requirements` are
+    # then installed once, at the versions the release asks for, into the cached environment.
+    requirements: bool = False
 
     def describe(self) -> dict[str, Any]:
         """The result's "target" object."""
@@ -94,7 +99,8 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     The real formatted traceback goes through the same pipeline as a user's paste (parse,
     pattern index, ranking), with this record as the only candidate: it passes when the
     traceback's last exception has the record's class and the record's messagePattern
-    matches that exception's whole message. The traceback is kept in the result.
+    matches that exception's whole message, as far as the matcher reads it (`_matches_whole`).
+    The real formatted traceback is kept in the result.
 
     A message that starts on the line after the class, or that carries a child process's own
     traceback (spawn's ProcessRaisedException, the elastic launcher's ChildFailedError), is
@@ -115,14 +121,14 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
         and top is not None
         and top.id == record_id
         and top.exception_index == last.index
-        and index.match(record_id, last.message, full=True) is not None
+        and _matches_whole(index, record_id, last.message)
     )
     if not (class_ok and message_ok) and "\n" in str(exc):
         class_ok = type(exc).__name__ == short_class(record.error_class)
         message_ok = (
             top is not None
             and top.id == record_id
-            and index.match(record_id, str(exc), full=True) is not None
+            and _matches_whole(index, record_id, str(exc))
         )
     if class_ok and message_ok:
         detail = f"raised {record.error_class}; the matcher finds this record for it"
@@ -138,6 +144,18 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
         "captures": top.captures if top is not None and message_ok else {},
         "traceback": text,
     }
+
+
+def _matches_whole(index: PatternIndex, record_id: str, message: str) -> bool:
+    """Whether the record's pattern matches the whole message, as far as the matcher reads it.
+
+    The index reads a message's first MAX_SUBJECT_CHARS only, so a longer one (vLLM's list of
+    every supported architecture runs to 11,000 characters) is judged by a match that starts
+    at its beginning within them."""
+    if len(message) <= MAX_SUBJECT_CHARS:
+        return index.match(record_id, message, full=True) is not None
+    found = index.match(record_id, message)
+    return found is not None and found.span[0] == 0
 
 
 def _environment_error(exc: BaseException) -> dict:
@@ -229,11 +247,14 @@ def main(
     fix: Fix,
     extra_triggers: Mapping[str, Trigger] | None = None,
     argv: Sequence[str] | None = None,
+    hardware: Callable[[ModuleType, str], str | None] | None = None,
 ) -> int:
     """Run a reproducer from the command line; prints the result, returns the exit code.
 
     `extra_triggers` are further trigger scenarios from the record, each checked like the
-    trigger and reported under "extra". The script is an entry point: its settings
+    trigger and reported under "extra". `hardware` says why the device at hand cannot raise
+    the record's error (a check on old GPUs only), or None: the run is then skipped with
+    that reason, as for a missing device. The script is an entry point: its settings
     (ERRKB_DATA_DIR, ERRKB_CACHE_DIR, which the runner passes on) are read here.
     """
     args = _parse(argv)
@@ -261,6 +282,8 @@ def main(
             print(json.dumps({"id": record_id, "bundle": str(args.bundle), "files": len(files)}))
             return 0
         skip = _skip_reason(device, devices)
+        if skip is None and hardware is not None:
+            skip = hardware(module, device)
     except (OSError, ValueError, KeyError, *ENVIRONMENT_ERRORS) as exc:
         result.update(status="error", reason=f"{type(exc).__name__}: {exc}")
         return _finish(result, start)
@@ -389,7 +412,10 @@ def load_target(releases: upstream.Upstream, target: Target) -> ModuleType:
     """The target module from the release (`Upstream.load_module`: torch as installed, at
     the version it pins; others unpacked), with its cached environment of pure-Python
     requirements after everything else on the path when one was made
-    (`Upstream.ensure_environment`)."""
+    (`Upstream.ensure_environment`; made here first when the target asks for it)."""
+    if target.requirements:
+        project = upstreams.BY_PACKAGE[target.package]
+        releases.ensure_environment(target.package, target.version, project.cpu_requirements)
     environment = releases.environment_dir(target.package, target.version)
     if environment.is_dir() and str(environment) not in sys.path:
         sys.path.append(str(environment))
