@@ -126,9 +126,7 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     if not (class_ok and message_ok) and "\n" in str(exc):
         class_ok = type(exc).__name__ == short_class(record.error_class)
         message_ok = (
-            top is not None
-            and top.id == record_id
-            and _matches_whole(index, record_id, str(exc))
+            top is not None and top.id == record_id and _matches_whole(index, record_id, str(exc))
         )
     if class_ok and message_ok:
         detail = f"raised {record.error_class}; the matcher finds this record for it"
