@@ -1,16 +1,17 @@
-"""Generated scripts of one target module, each run in a child forked from a process that
-imported the module once.
+"""Generated scripts of one release, each run in a child forked from a process that
+imported the release once.
 
 A generated script spends nearly all its seconds importing torch, errkb's matcher and its
-target module, and thousands of them share a few hundred modules. The zygote (`Zygote`: a
-`python -c` process of the release's environment) imports those once and answers a line
-when ready, or the first line of why the module cannot be imported on CPU. Then, for each
-script it is sent, it forks a child that runs the script as `__main__`, as
+target module, and thousands of them share one release. The zygote (`Zygote`: a `python -c`
+process with the release's environment) imports the kit and the release's top package once
+and answers a line when ready, or the first line of why it cannot be imported on CPU. Then,
+for each script it is sent, it forks a child that runs the script as `__main__`, as
 `python script.py --device cpu` would, in a process group of its own, its output in a file,
 killed at the time limit. Nothing flows back into the zygote from a child but its exit
-status and the names of the modules it imported late (torch's optimizers import
-torch._dynamo on first use, 10 s): the zygote imports those too, so the next child finds
-them imported. Each script still runs in a process of its own, from the imported state.
+status and the names of the modules it imported (its target module, and what torch's
+optimizers import on first use, torch._dynamo, 10 s): the zygote imports those too, so the
+next child finds them imported; scripts come in module order. Each script still runs in a
+process of its own, from the imported state.
 """
 
 import contextlib
@@ -115,7 +116,8 @@ class Script:
 
 
 class Zygote:
-    """A process that imported one target module of a release; it forks a child per script.
+    """A process that imported a module of a release (its top package); it forks a child
+    per script.
 
     `error` is why the module could not be imported (no script then runs); each `run` is
     one child, its outcome shaped as `runner.run_reproducer` shapes a subprocess's."""

@@ -32,7 +32,7 @@ from app.store.engine import unit_of_work
 from app.store.tables import GeneratedReproducer, Record, RecordLocation, ReproducerRun
 
 GENERATED_TIMEOUT_S = 60.0  # one generated script: a constructor call, twice
-PROBE_TIMEOUT_S = 300.0  # importing one target module, torch and errkb's matcher with it
+PROBE_TIMEOUT_S = 300.0  # a zygote importing the release's top package and errkb's matcher
 NOT_IMPORTABLE = "the module cannot be imported on CPU"
 
 
@@ -227,33 +227,39 @@ def verify_scripts(
     """Run the stored scripts of these records on their real release and store each run.
 
     Each release gets its cached environment first (`Upstream.ensure_environment`); then
-    the scripts of each target module run in children forked from one process that
-    imported it (app.reproducers.forked), `workers` modules at a time. A module that cannot
-    be imported on CPU is counted once per script, with the first line of why."""
+    its scripts run in children forked from a process that imported the release's top
+    package (app.reproducers.forked), in module order, split into `workers` runs at once. A
+    target module that cannot be imported on CPU fails its scripts' runs, each counted with
+    that reason."""
     figures = figures if figures is not None else {}
     with Session(engine) as session:
         rows = _stored(session, record_ids)
     releases = upstream.Upstream(settings.cache_dir)
-    groups: dict[tuple[str, str, str], list[tuple[GeneratedReproducer, str, str]]] = {}
-    for item in rows:
-        groups.setdefault((item[0].package, item[0].version, item[0].module), []).append(item)
-    unprepared = {
-        (package, version): _prepare(releases, package, version) for package, version, _m in groups
-    }
+    by_release: dict[tuple[str, str], list[tuple[GeneratedReproducer, str, str]]] = {}
+    for item in sorted(rows, key=lambda item: item[0].module):
+        by_release.setdefault((item[0].package, item[0].version), []).append(item)
+    unprepared = {key: _prepare(releases, *key) for key in by_release}
+    shards = [
+        (key, part)
+        for key, items in by_release.items()
+        for part in _shards(items, max(1, workers))
+        if part
+    ]
     outcomes: list[runner.RunOutcome] = []
     with tempfile.TemporaryDirectory(prefix="errkb-generated-") as folder:
         scratch = Path(folder)
 
-        def run_group(key: tuple[str, str, str]) -> list[tuple[str, runner.RunOutcome | str]]:
-            package, version, _module = key
-            items = groups[key]
-            failure = unprepared[(package, version)]
+        def run_shard(
+            shard: tuple[tuple[str, str], list[tuple[GeneratedReproducer, str, str]]],
+        ) -> list[tuple[str, runner.RunOutcome | str]]:
+            key, items = shard
+            failure = unprepared[key]
             if failure is not None:
                 return [(repo, failure) for _row, repo, _document in items]
-            return _run_module(settings, scratch, key, items)
+            return _run_release(settings, scratch, key, items)
 
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for results in pool.map(run_group, list(groups)):
+            for results in pool.map(run_shard, shards):
                 for repo, outcome in results:
                     figure = figures.setdefault(repo, ProjectFigures(repo))
                     if isinstance(outcome, str):
@@ -271,6 +277,13 @@ def verify_scripts(
     return outcomes, figures
 
 
+def _shards(items: list[Any], count: int) -> list[list[Any]]:
+    """`count` runs of consecutive items, a module's scripts kept together where they can
+    be (the zygote imports a module once, for the next scripts of it)."""
+    size = -(-len(items) // count)
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
 def _prepare(releases: upstream.Upstream, package: str, version: str) -> str | None:
     """Install the release's cached environment of CPU requirements; why not, if it fails."""
     project = upstreams.BY_PACKAGE.get(package)
@@ -282,21 +295,21 @@ def _prepare(releases: upstream.Upstream, package: str, version: str) -> str | N
     return None
 
 
-def _run_module(
+def _run_release(
     settings: Settings,
     scratch: Path,
-    key: tuple[str, str, str],
+    key: tuple[str, str],
     items: list[tuple[GeneratedReproducer, str, str]],
 ) -> list[tuple[str, runner.RunOutcome | str]]:
-    """The scripts of one target module, each in a child of one zygote; a zygote that dies
-    is started again for the scripts after the one it died in."""
-    package, version, module = key
+    """Scripts of one release, each in a child of one zygote; a zygote that dies is started
+    again for the scripts after the one it died in."""
+    package, version = key
     results: list[tuple[str, runner.RunOutcome | str]] = []
     pending = list(items)
     while pending:
         start = time.perf_counter()
         with forked.Zygote(
-            package, version, module, _environment(settings), PROBE_TIMEOUT_S
+            package, version, package, _environment(settings), PROBE_TIMEOUT_S
         ) as zygote:
             if zygote.error is not None:
                 return results + [(repo, zygote.error) for _row, repo, _document in pending]
@@ -319,7 +332,7 @@ def _run_module(
                     results.append((repo, outcome))
                     break
                 outcome.duration_s = round(outcome.duration_s + import_s, 3)
-                import_s = 0.0  # the import counts once, with the module's first script
+                import_s = 0.0  # the zygote's import counts once, with its first script
                 results.append((repo, outcome))
     return results
 
@@ -359,7 +372,7 @@ def failure_reason(outcome: runner.RunOutcome) -> str:
     if result.get("trigger") is None:
         reason = outcome.reason
         if "importing" in reason:
-            return NOT_IMPORTABLE
+            return f"{NOT_IMPORTABLE} ({reason.partition(' failed: ')[2][:60]})"
         if "timed out" in reason:
             return "timed out"
         return f"error: {reason[:80]}"
