@@ -3,9 +3,9 @@ imported the release once.
 
 A generated script spends nearly all its seconds importing torch, errkb's matcher and its
 target module, and thousands of them share one release. The zygote (`Zygote`: a `python -c`
-process with the release's environment) imports the kit and the release's top package once
-and answers a line when ready, or the first line of why it cannot be imported on CPU. Then,
-for each script it is sent, it forks a child that runs the script as `__main__`, as
+process with the release's environment) imports the kit, torch and, for torch, its top
+package once, and answers a line when ready or the first line of why it cannot import them.
+Then, for each script it is sent, it forks a child that runs the script as `__main__`, as
 `python script.py --device cpu` would, in a process group of its own, its output in a file,
 killed at the time limit. Nothing flows back into the zygote from a child but its exit
 status and the names of the modules it imported (its target module, and what torch's
@@ -37,10 +37,15 @@ from app.config import Settings
 from app.reproducers import kit
 from app.reproducers.upstream import Upstream
 
-package, version, module = sys.argv[1:4]
+package, version, *module = sys.argv[1:]
 try:
-    kit.load_target(Upstream(Settings().cache_dir), kit.Target(package, version, module, (),
-                    package_inits=True))
+    import torch  # what every target imports; its own check (torch's version) stays the scripts'
+    releases = Upstream(Settings().cache_dir)
+    environment = releases.environment_dir(package, version)
+    if environment.is_dir():
+        sys.path.append(str(environment))
+    if module:
+        kit.load_target(releases, kit.Target(package, version, module[0], (), package_inits=True))
     answer = {"status": "ready"}
 except Exception as exc:
     cause = exc.__cause__ or exc
@@ -116,8 +121,9 @@ class Script:
 
 
 class Zygote:
-    """A process that imported a module of a release (its top package); it forks a child
-    per script.
+    """A process that imported torch and a module of a release (torch's own top package,
+    run as installed; none of an unpacked release, whose parents the scripts register as
+    they load); it forks a child per script.
 
     `error` is why the module could not be imported (no script then runs); each `run` is
     one child, its outcome shaped as `runner.run_reproducer` shapes a subprocess's."""
@@ -126,14 +132,14 @@ class Zygote:
         self,
         package: str,
         version: str,
-        module: str,
+        module: str | None,
         environment: dict[str, str],
         import_timeout_s: float,
     ) -> None:
         self.error: str | None = None
         self._pending = b""
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _ZYGOTE, package, version, module],
+            [sys.executable, "-c", _ZYGOTE, package, version, *([module] if module else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

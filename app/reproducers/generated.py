@@ -308,8 +308,10 @@ def _run_release(
     pending = list(items)
     while pending:
         start = time.perf_counter()
+        project = upstreams.BY_PACKAGE.get(package)
+        top = package if project is not None and project.installed else None
         with forked.Zygote(
-            package, version, package, _environment(settings), PROBE_TIMEOUT_S
+            package, version, top, _environment(settings), PROBE_TIMEOUT_S
         ) as zygote:
             if zygote.error is not None:
                 return results + [(repo, zygote.error) for _row, repo, _document in pending]
