@@ -78,6 +78,7 @@ PROJECT = UpstreamProject(
         ),
     ),
     # What vllm/config, sampling_params, engine/arg_utils and lora import on CPU.
+    keyword_suffixes={"VLLMValidationError": ("parameter", "value")},
     cpu_requirements=tuple(
         (
             "tqdm cbor2 pyzmq huggingface_hub transformers tokenizers safetensors cloudpickle "
