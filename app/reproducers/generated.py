@@ -10,6 +10,7 @@ probe per release, so a module that cannot be imported on CPU is counted once pe
 without a subprocess each. Nothing counts as verified unless its run passed.
 """
 
+import ast
 import os
 import tempfile
 import time
@@ -34,6 +35,7 @@ from app.store.tables import GeneratedReproducer, Record, RecordLocation, Reprod
 GENERATED_TIMEOUT_S = 60.0  # one generated script: a constructor call, twice
 PROBE_TIMEOUT_S = 300.0  # a zygote importing the release's top package and errkb's matcher
 NOT_IMPORTABLE = "the module cannot be imported on CPU"
+GPU_ONLY = "CUDA-only: marked for the GPU runner, not run on CPU"
 
 
 @dataclass(slots=True)
@@ -236,6 +238,9 @@ def verify_scripts(
         rows = _stored(session, record_ids)
     releases = upstream.Upstream(settings.cache_dir)
     by_release: dict[tuple[str, str], list[tuple[GeneratedReproducer, str, str]]] = {}
+    for item in [item for item in rows if "cpu" not in script_devices(item[0].script)]:
+        figures.setdefault(item[1], ProjectFigures(item[1])).reasons[GPU_ONLY] += 1
+    rows = [item for item in rows if "cpu" in script_devices(item[0].script)]
     for item in sorted(rows, key=lambda item: item[0].module):
         by_release.setdefault((item[0].package, item[0].version), []).append(item)
     unprepared = {key: _prepare(releases, *key) for key in by_release}
@@ -282,6 +287,18 @@ def _shards(items: list[Any], count: int) -> list[list[Any]]:
     be (the zygote imports a module once, for the next scripts of it)."""
     size = -(-len(items) // count)
     return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def script_devices(script: str) -> tuple[str, ...]:
+    """The devices a generated script declares (`DEVICES = ("cpu",)`)."""
+    for node in ast.parse(script).body:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "DEVICES"
+        ):
+            return tuple(ast.literal_eval(node.value))
+    return ()
 
 
 def _prepare(releases: upstream.Upstream, package: str, version: str) -> str | None:
