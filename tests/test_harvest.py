@@ -184,6 +184,23 @@ def test_vllm_validation_error_keywords_are_an_optional_suffix_of_the_pattern() 
     ):
         assert pattern.fullmatch(message), message
     assert not pattern.fullmatch("max_tokens must be at least 1, got 0. (other)")
+    # the same when the class's own __init__ builds the message (as in vllm/exceptions.py)
+    sites = extract_raises(
+        dedent(
+            """
+            class VLLMValidationError(ValueError):
+                def __init__(self, message, *, parameter=None, value=None):
+                    super().__init__(message)
+
+            def check(n):
+                if n < 1:
+                    raise VLLMValidationError(f"n must be at least 1, got {n}.", parameter="n")
+            """
+        )
+    )
+    (resolved,) = [site for site in sites if site.function == "check"]
+    assert resolved.message is not None
+    assert re.fullmatch(resolved.message.pattern, "n must be at least 1, got 0. (parameter=n)")
 
 
 def test_local_variable_assigned_before_the_raise() -> None:

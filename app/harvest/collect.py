@@ -578,11 +578,11 @@ def _call_message(call: ast.Call, env: Env) -> tuple[Message | None, SkipReason 
     if not call.args:  # `X(msg=...)`: the class builds its message, out of our sight
         return None, SkipReason.DYNAMIC_MESSAGE if call.keywords else SkipReason.NO_MESSAGE
     parts = parts_of(call.args[0], env)
-    suffix = _keyword_suffix(call)
+    suffix = keyword_suffix(call)
     return parts_message((*parts, suffix) if parts is not None and suffix else parts)
 
 
-def _keyword_suffix(call: ast.Call) -> Maybe | None:
+def keyword_suffix(call: ast.Call) -> Maybe | None:
     """` (parameter=..., value=...)`, which vLLM's VLLMValidationError appends to its message
     for the keywords given (a None value leaves its part out), optional: a server's answer
     shows the message without it."""
