@@ -94,7 +94,11 @@ for line in sys.stdin:
         with open(request["output"] + ".modules") as listing:
             for name in listing.read().split():
                 try:
-                    importlib.import_module(name)
+                    if name.split(".")[0] == package:  # its parents registered as the scripts do
+                        kit.load_target(releases, kit.Target(package, version, name, (),
+                                        package_inits=True))
+                    else:
+                        importlib.import_module(name)
                 except BaseException:
                     pass
     except OSError:
