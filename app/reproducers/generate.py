@@ -880,12 +880,15 @@ def _pydantic(module: ast.Module, cls: ast.ClassDef) -> bool:
 
 def _runs_on_construction(cls: ast.ClassDef, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether constructing the class runs this method: it is __post_init__, a validator,
-    or called as `self.<name>()` from __init__ or __post_init__."""
+    or called as `self.<name>()` by a statement of __init__'s or __post_init__'s own body
+    (one inside an `if` runs only when its condition holds: `_verify_greedy_sampling` only
+    for a greedy temperature, so the constructor's defaults never reach it)."""
     if node.name in _ON_CONSTRUCTION or _decorator_names(node) & _VALIDATOR_DECORATORS:
         return True
     for member in cls.body:
         if isinstance(member, ast.FunctionDef) and member.name in _ON_CONSTRUCTION:
-            for call in ast.walk(member):
+            calls = [s.value for s in member.body if isinstance(s, ast.Expr)]
+            for call in calls:
                 if (
                     isinstance(call, ast.Call)
                     and isinstance(call.func, ast.Attribute)
