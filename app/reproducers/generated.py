@@ -13,9 +13,10 @@ without a subprocess each. Nothing counts as verified unless its run passed.
 import ast
 import os
 import tempfile
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -254,31 +255,39 @@ def verify_scripts(
     with tempfile.TemporaryDirectory(prefix="errkb-generated-") as folder:
         scratch = Path(folder)
 
+        lock = threading.Lock()
+
+        def keep(repo: str, outcome: runner.RunOutcome | str) -> None:
+            """Count one script's outcome and store its run at once: a long verification
+            stopped halfway keeps the runs it made."""
+            with lock:
+                figure = figures.setdefault(repo, ProjectFigures(repo))
+                if isinstance(outcome, str):
+                    figure.reasons[f"{NOT_IMPORTABLE} ({outcome})"] += 1
+                    return
+                with unit_of_work(engine) as session:
+                    runner.store_run(session, outcome)
+                figure.run += 1
+                figure.verify_s += outcome.duration_s / max(1, workers)
+                if outcome.status == "passed":
+                    figure.verified += 1
+                else:
+                    figure.reasons[failure_reason(outcome)] += 1
+                outcomes.append(outcome)
+
         def run_shard(
             shard: tuple[tuple[str, str], list[tuple[GeneratedReproducer, str, str]]],
-        ) -> list[tuple[str, runner.RunOutcome | str]]:
+        ) -> None:
             key, items = shard
             failure = unprepared[key]
             if failure is not None:
-                return [(repo, failure) for _row, repo, _document in items]
-            return _run_release(settings, scratch, key, items)
+                for _row, repo, _document in items:
+                    keep(repo, failure)
+                return
+            _run_release(settings, scratch, key, items, keep)
 
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for results in pool.map(run_shard, shards):
-                for repo, outcome in results:
-                    figure = figures.setdefault(repo, ProjectFigures(repo))
-                    if isinstance(outcome, str):
-                        figure.reasons[f"{NOT_IMPORTABLE} ({outcome})"] += 1
-                        continue
-                    with unit_of_work(engine) as session:
-                        runner.store_run(session, outcome)
-                    figure.run += 1
-                    figure.verify_s += outcome.duration_s / max(1, workers)
-                    if outcome.status == "passed":
-                        figure.verified += 1
-                    else:
-                        figure.reasons[failure_reason(outcome)] += 1
-                    outcomes.append(outcome)
+            list(pool.map(run_shard, shards))
     return outcomes, figures
 
 
@@ -317,11 +326,12 @@ def _run_release(
     scratch: Path,
     key: tuple[str, str],
     items: list[tuple[GeneratedReproducer, str, str]],
-) -> list[tuple[str, runner.RunOutcome | str]]:
-    """Scripts of one release, each in a child of one zygote; a zygote that dies is started
-    again for the scripts after the one it died in."""
+    keep: Callable[[str, runner.RunOutcome | str], None],
+) -> None:
+    """Scripts of one release, each in a child of one zygote, each outcome handed to `keep`
+    as it comes; a zygote that dies is started again for the scripts after the one it died
+    in."""
     package, version = key
-    results: list[tuple[str, runner.RunOutcome | str]] = []
     pending = list(items)
     while pending:
         start = time.perf_counter()
@@ -331,29 +341,32 @@ def _run_release(
             package, version, top, _environment(settings), PROBE_TIMEOUT_S
         ) as zygote:
             if zygote.error is not None:
-                return results + [(repo, zygote.error) for _row, repo, _document in pending]
+                for _row, repo, _document in pending:
+                    keep(repo, zygote.error)
+                return
             import_s = time.perf_counter() - start
             while pending:
                 row, repo, document = pending.pop(0)
                 try:
                     outcome = zygote.run(_script_file(scratch, row, document), GENERATED_TIMEOUT_S)
                 except forked.ZygoteGone as gone:
-                    outcome = runner.RunOutcome(
-                        record_id=row.record_id,
-                        device="cpu",
-                        status="error",
-                        reason=f"no result: {gone}",
-                        duration_s=0.0,
-                        output_tail="",
-                        result=None,
-                        started_at=datetime.now(UTC),
+                    keep(
+                        repo,
+                        runner.RunOutcome(
+                            record_id=row.record_id,
+                            device="cpu",
+                            status="error",
+                            reason=f"no result: {gone}",
+                            duration_s=0.0,
+                            output_tail="",
+                            result=None,
+                            started_at=datetime.now(UTC),
+                        ),
                     )
-                    results.append((repo, outcome))
                     break
                 outcome.duration_s = round(outcome.duration_s + import_s, 3)
                 import_s = 0.0  # the zygote's import counts once, with its first script
-                results.append((repo, outcome))
-    return results
+                keep(repo, outcome)
 
 
 def _stored(
