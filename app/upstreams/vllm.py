@@ -84,7 +84,8 @@ PROJECT = UpstreamProject(
             "tqdm cbor2 pyzmq huggingface_hub transformers tokenizers safetensors cloudpickle "
             "pybase64 blake3 cachetools aiohttp openai pillow prometheus_client orjson "
             "partial-json-parser pyyaml jsonschema einops ijson setproctitle sentencepiece "
-            "tiktoken py-cpuinfo lark python-json-logger requests psutil oss-harmony xgrammar apache-tvm-ffi"
+            "tiktoken py-cpuinfo lark python-json-logger requests psutil oss-harmony xgrammar "
+            "apache-tvm-ffi"
         ).split()
     ),
 )
