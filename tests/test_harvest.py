@@ -162,6 +162,47 @@ def test_concatenation_makes_other_operands_placeholders() -> None:
     )
 
 
+def test_vllm_validation_error_keywords_are_an_optional_suffix_of_the_pattern() -> None:
+    site = _only(
+        """
+        if self.max_tokens < 1:
+            raise VLLMValidationError(
+                f"max_tokens must be at least 1, got {self.max_tokens}.",
+                parameter="max_tokens",
+                value=self.max_tokens,
+            )
+        """
+    )
+    assert site.message is not None
+    pattern = re.compile(site.message.pattern)
+    # str() of the error appends the keywords given, a None value left out; a server's
+    # answer shows the message alone
+    for message in (
+        "max_tokens must be at least 1, got 0. (parameter=max_tokens, value=0)",
+        "max_tokens must be at least 1, got -1. (parameter=max_tokens)",
+        "max_tokens must be at least 1, got -344.",
+    ):
+        assert pattern.fullmatch(message), message
+    assert not pattern.fullmatch("max_tokens must be at least 1, got 0. (other)")
+    # the same when the class's own __init__ builds the message (as in vllm/exceptions.py)
+    sites = extract_raises(
+        dedent(
+            """
+            class VLLMValidationError(ValueError):
+                def __init__(self, message, *, parameter=None, value=None):
+                    super().__init__(message)
+
+            def check(n):
+                if n < 1:
+                    raise VLLMValidationError(f"n must be at least 1, got {n}.", parameter="n")
+            """
+        )
+    )
+    (resolved,) = [site for site in sites if site.function == "check"]
+    assert resolved.message is not None
+    assert re.fullmatch(resolved.message.pattern, "n must be at least 1, got 0. (parameter=n)")
+
+
 def test_local_variable_assigned_before_the_raise() -> None:
     site = _only(
         """

@@ -29,6 +29,21 @@ def split(total, parts):
         raise ValueError("too many parts")
 """
 
+TYPED_SOURCE = """
+def scale(values: list[float], factor, name: str):
+    if not isinstance(factor, (int, float)):
+        raise TypeError(f"factor must be a number, got {type(factor).__name__}")
+    return [v * factor for v in values]
+"""
+
+CUDA_SOURCE = """
+def pin(device: str, size: int):
+    if device == "cuda":
+        if size < 1:
+            raise ValueError(f"size must be positive on CUDA, got {size}")
+    return size
+"""
+
 
 def _site(line: int, function: str) -> SiteSpec:
     return SiteSpec("00000000000000aa", "ValueError", "demo", "1.0", "demo.pool", line, function)
@@ -50,6 +65,29 @@ def test_a_method_whose_state_the_constructor_does_not_take_sets_it_directly_and
 def test_a_guard_on_a_computed_local_gets_no_script_and_says_why():
     skipped = generate.generate(_site(5, "split"), LOCAL_SOURCE, {})
     assert skipped == Skipped("00000000000000aa", Reason.COMPUTED)
+
+
+def test_a_type_check_gets_a_value_of_another_type_and_arguments_it_does_not_read_plain_values():
+    made = generate.generate(_site(4, "scale"), TYPED_SOURCE, {})
+    assert isinstance(made, Generated)
+    assert "values=[]" in made.trigger_call
+    assert "name=''" in made.trigger_call
+    namespace: dict = {}
+    exec(TYPED_SOURCE, namespace)
+    with pytest.raises(TypeError, match="factor must be a number"):
+        eval(made.trigger_call, namespace)
+    assert eval(made.fix_call, namespace) == []
+
+
+def test_a_site_behind_a_cuda_condition_is_generated_for_the_gpu_runner():
+    made = generate.generate(_site(5, "pin"), CUDA_SOURCE, {})
+    assert isinstance(made, Generated)
+    assert made.devices == ("cuda",)
+    assert "device='cuda'" in made.trigger_call
+    assert generated.script_devices(made.script) == ("cuda",)
+    assert "CUDA-only" in made.script
+    plain = generate.generate(_site(4, "scale"), TYPED_SOURCE, {})
+    assert generated.script_devices(plain.script) == ("cpu",)
 
 
 def test_a_missing_source_is_a_reason_not_a_crash():

@@ -577,7 +577,24 @@ def _call_message(call: ast.Call, env: Env) -> tuple[Message | None, SkipReason 
     """The message of `X(first_arg, ...)`, or why it has none we can match."""
     if not call.args:  # `X(msg=...)`: the class builds its message, out of our sight
         return None, SkipReason.DYNAMIC_MESSAGE if call.keywords else SkipReason.NO_MESSAGE
-    return parts_message(parts_of(call.args[0], env))
+    parts = parts_of(call.args[0], env)
+    suffix = keyword_suffix(call)
+    return parts_message((*parts, suffix) if parts is not None and suffix else parts)
+
+
+def keyword_suffix(call: ast.Call) -> Maybe | None:
+    """` (parameter=..., value=...)`, which vLLM's VLLMValidationError appends to its message
+    for the keywords given (a None value leaves its part out), optional: a server's answer
+    shows the message without it."""
+    name = ast.unparse(call.func).rsplit(".", 1)[-1]
+    keywords = upstreams.keyword_suffixes().get(name, ())
+    given = [k.arg for k in call.keywords if k.arg in keywords]
+    if not given:
+        return None
+    inner: list[Any] = [f"{given[0]}=", Field(given[0])]
+    for keyword in given[1:]:
+        inner.append(Maybe((f", {keyword}=", Field(keyword))))
+    return Maybe((" (", *inner, ")"))
 
 
 def scoped_factory(factories: dict[str, _Found], callee: str, scope: str | None) -> _Found | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from app.harvest.collect import CLASS_NAME, scoped_factory
+from app.harvest.collect import CLASS_NAME, keyword_suffix, scoped_factory
 from app.harvest.messages import parts_message, parts_of
 from app.harvest.parts import Env, Field, Parts
 from app.harvest.sites import UNKNOWN_CLASS, Factory, Message, ModuleFacts, RaiseSite, SkipReason
@@ -68,13 +68,14 @@ def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSit
     the end, so that the ids of the other sites do not depend on them)."""
     resolved = []
     for site in facts.sites:
-        if site.call is not None and site.env is not None:
-            outcome = _outcome(site.call, site.env, site.qualname, facts.factories, classes, 0)
+        if (call := site.call) is not None and site.env is not None:
+            outcome = _outcome(call, site.env, site.qualname, facts.factories, classes, 0)
             if outcome == (UNKNOWN_CLASS, None):
                 site = replace(site, error_class=None, message=None, skip=SkipReason.DYNAMIC_CLASS)
             elif outcome is not None:
                 error_class, parts = outcome
-                message, skip = parts_message(parts)
+                suffix = keyword_suffix(call)
+                message, skip = parts_message((*parts, suffix) if parts and suffix else parts)
                 site = replace(site, error_class=error_class, message=message, skip=skip)
         resolved.append(replace(site, call=None, env=None))
     for site in facts.helper_calls:

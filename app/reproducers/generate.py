@@ -32,6 +32,8 @@ MAX_SUBJECTS = 3  # values the search chooses at once
 MAX_CANDIDATES = 24  # values tried per subject
 MAX_COMBINATIONS = 20_000  # guard evaluations per site: the search's budget
 DIRECT_STATE_NOTE = "state set directly, not through the constructor"
+# A condition on the way to the raise that asks for CUDA: the script is for the GPU runner.
+_CUDA = re.compile(r"cuda", re.IGNORECASE)
 
 
 class Reason(StrEnum):
@@ -47,7 +49,6 @@ class Reason(StrEnum):
     COMPUTED = "the guard reads a local computed in the function, or another object"
     TOO_MANY = "the guard reads more values than the search chooses at once"
     UNSOLVED = "no candidate values make the guard true, or false again"
-    REQUIRED = "the call needs arguments the guard does not decide"
     ONE_LINE = "the guard and the raise share one line"
     UNREACHABLE = "the function cannot be called from outside (closure, class method state)"
 
@@ -77,6 +78,7 @@ class Generated:
     fix_call: str
     direct_state: bool
     script: str
+    devices: tuple[str, ...] = ("cpu",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +157,7 @@ _GENERIC_VALUES: tuple[Any, ...] = (
     False,
     [],
     [0],
+    {},
 )
 _DATACLASS_DECORATORS = frozenset({"dataclass", "config", "dataclasses.dataclass"})
 _MODEL_BASES = frozenset({"BaseModel", "Struct", "msgspec.Struct"})
@@ -166,6 +169,28 @@ _ANNOTATION_TYPES: tuple[tuple[frozenset[str], tuple[type, ...]], ...] = (
     (frozenset({"list", "List", "Sequence", "tuple", "Tuple"}), (list,)),
     (frozenset({"None", "Optional"}), (type(None),)),
 )
+# A required argument the guard does not read gets a plain value of its annotation's type.
+_PLACEHOLDERS: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"Tensor"}), "torch.zeros(2)"),
+    (frozenset({"list", "List", "Sequence", "Iterable"}), "[]"),
+    (frozenset({"tuple", "Tuple"}), "()"),
+    (frozenset({"dict", "Dict", "Mapping"}), "{}"),
+    (frozenset({"bool"}), "False"),
+    (frozenset({"int"}), "0"),
+    (frozenset({"float"}), "0.0"),
+    (frozenset({"str"}), "''"),
+)
+_TYPES: dict[str, type] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+    "set": set,
+    "bytes": bytes,
+}
 _ON_CONSTRUCTION = frozenset({"__init__", "__post_init__"})
 _VALIDATOR_DECORATORS = frozenset({"model_validator", "field_validator"})
 
@@ -216,7 +241,12 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
     call = _call_plan(function, subjects, known_values)
     trigger_call = call.render(trigger)
     fix_call = call.render(fix)
-    script = _script(site, function, call, trigger, fix, guard_test, guard_lines, assertion)
+    devices = (
+        ("cuda",) if any(_CUDA.search(ast.unparse(test)) for test, _ in conditions) else ("cpu",)
+    )
+    script = _script(
+        site, function, call, trigger, fix, guard_test, guard_lines, assertion, devices
+    )
     return Generated(
         record_id=site.record_id,
         package=site.package,
@@ -226,6 +256,7 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
         fix_call=fix_call,
         direct_state=call.direct_state,
         script=script,
+        devices=devices,
     )
 
 
@@ -439,9 +470,7 @@ def _reads(test: ast.expr, function: _Function) -> list[_Subject] | None:
         ):
             subject = _Subject(node.attr, attr=True)
         elif isinstance(node, ast.Call):
-            if not (
-                isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
-            ):
+            if not (_is_len(node) or _is_isinstance(node)):
                 ok = False
                 return
             visit(node.args[0])
@@ -465,6 +494,21 @@ def _reads(test: ast.expr, function: _Function) -> list[_Subject] | None:
 
     visit(test)
     return found if ok else None
+
+
+def _is_len(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
+
+
+def _is_isinstance(node: ast.Call) -> bool:
+    """`isinstance(x, int)` or `isinstance(x, (int, float))`: builtin types only."""
+    if not (
+        isinstance(node.func, ast.Name) and node.func.id == "isinstance" and len(node.args) == 2
+    ):
+        return False
+    kinds = node.args[1]
+    names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+    return all(isinstance(name, ast.Name) and name.id in _TYPES for name in names)
 
 
 def _assigned_before(node: ast.FunctionDef | ast.AsyncFunctionDef, target: ast.stmt) -> set[str]:
@@ -529,8 +573,13 @@ def _evaluate(node: ast.expr, values: Mapping[_Subject, Any], constants: Mapping
         left = _evaluate(node.left, values, constants)
         right = _evaluate(node.right, values, constants)
         return _ARITHMETIC[type(node.op)](left, right)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+    if isinstance(node, ast.Call) and _is_len(node):
         return len(_evaluate(node.args[0], values, constants))
+    if isinstance(node, ast.Call) and _is_isinstance(node):
+        kinds = node.args[1]
+        names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+        value = _evaluate(node.args[0], values, constants)
+        return isinstance(value, tuple(_TYPES[ast.unparse(name)] for name in names))
     if isinstance(node, ast.Compare):
         left = _evaluate(node.left, values, constants)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
@@ -604,9 +653,21 @@ def _candidates(subject: _Subject, tests: Sequence[ast.expr], function: _Functio
             add(list(range(len(members) + 1)))
     for value in _GENERIC_VALUES:
         add(value)
-    allowed = _allowed_types(_annotation(subject, function))
+    checked = any(  # a type check wants values of other types too
+        isinstance(node, ast.Call) and _is_isinstance(node) and _names(node.args[0], subject)
+        for test in tests
+        for node in ast.walk(test)
+    )
+    allowed = () if checked else _allowed_types(_annotation(subject, function))
     typed = [value for value in found if isinstance(value, allowed)] if allowed else found
     return (typed or found)[:MAX_CANDIDATES]
+
+
+def _names(node: ast.expr, subject: _Subject) -> bool:
+    """Whether `node` is the subject itself (`x`, or `self.x` for an attribute)."""
+    if subject.attr:
+        return isinstance(node, ast.Attribute) and node.attr == subject.name
+    return isinstance(node, ast.Name) and node.id == subject.name
 
 
 def _annotation(subject: _Subject, function: _Function) -> str | None:
@@ -759,24 +820,17 @@ def _call_plan(
     params = {s.name for s in subjects if not s.attr}
     attrs = {s.name for s in subjects if s.attr}
     missing = [name for name in function.required if name not in params]
-    unknown = [name for name in missing if name not in known]
-    extra = {name: known[name] for name in missing if name in known}
+    extra = {name: known.get(name) or _placeholder(function.params[name]) for name in missing}
     decorators = _decorator_names(node)
     if cls is None:
-        if unknown:
-            raise _Unsupported(Reason.REQUIRED)
         return _CallPlan(None, node.name, "function", extra, function.positional_only)
     if "classmethod" in decorators and attrs:
         raise _Unsupported(Reason.UNREACHABLE)
     if decorators & {"staticmethod", "classmethod"}:
-        if unknown:
-            raise _Unsupported(Reason.REQUIRED)
         return _CallPlan(cls.name, node.name, "static", extra, function.positional_only)
     if node.name == "__init__":
         if attrs:
             raise _Unsupported(Reason.COMPUTED)
-        if unknown:
-            raise _Unsupported(Reason.REQUIRED)
         return _CallPlan(cls.name, node.name, "constructor", extra, function.positional_only)
     wraps = _pydantic(function.module, cls)  # it turns a validator's ValueError into its own
     if attrs & _methods(cls):
@@ -789,9 +843,18 @@ def _call_plan(
         return _CallPlan(cls.name, node.name, "property")
     if node.name != "__post_init__" and node.name.startswith("__") and node.name.endswith("__"):
         raise _Unsupported(Reason.UNREACHABLE)
-    if unknown:
-        raise _Unsupported(Reason.REQUIRED)
     return _CallPlan(cls.name, node.name, "direct", extra, function.positional_only)
+
+
+def _placeholder(arg: ast.arg) -> str:
+    """A plain value for a required argument the guard does not read, from its annotation
+    (None when it has none, or names no plain type): the trigger must reach the raise with
+    it, and the run shows whether it does."""
+    words = set(re.findall(r"[A-Za-z_]+", ast.unparse(arg.annotation))) if arg.annotation else set()
+    for names, value in _PLACEHOLDERS:
+        if words & names:
+            return value
+    return "None"
 
 
 def _methods(cls: ast.ClassDef) -> set[str]:
@@ -817,12 +880,15 @@ def _pydantic(module: ast.Module, cls: ast.ClassDef) -> bool:
 
 def _runs_on_construction(cls: ast.ClassDef, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether constructing the class runs this method: it is __post_init__, a validator,
-    or called as `self.<name>()` from __init__ or __post_init__."""
+    or called as `self.<name>()` by a statement of __init__'s or __post_init__'s own body
+    (one inside an `if` runs only when its condition holds: `_verify_greedy_sampling` only
+    for a greedy temperature, so the constructor's defaults never reach it)."""
     if node.name in _ON_CONSTRUCTION or _decorator_names(node) & _VALIDATOR_DECORATORS:
         return True
     for member in cls.body:
         if isinstance(member, ast.FunctionDef) and member.name in _ON_CONSTRUCTION:
-            for call in ast.walk(member):
+            calls = [s.value for s in member.body if isinstance(s, ast.Expr)]
+            for call in calls:
                 if (
                     isinstance(call, ast.Call)
                     and isinstance(call.func, ast.Attribute)
@@ -859,6 +925,7 @@ def _script(
     guard: ast.expr,
     guard_lines: tuple[int, int],
     assertion: bool,
+    devices: tuple[str, ...],
 ) -> str:
     qualname = f"{function.cls.name}.{function.node.name}" if function.cls else function.node.name
     classes = (function.cls.name,) if function.cls else (function.node.name,)
@@ -872,12 +939,17 @@ def _script(
     statement = "assert" if assertion else "raise"
     release = f"{site.package} {site.version}"
     guard_shown = f"not {guard_text}" if assertion else guard_text
+    gpu = (
+        "\nCUDA-only: a condition on the way to the raise asks for CUDA; the GPU runner runs it."
+        if "cpu" not in devices
+        else ""
+    )
     return f'''"""Generated reproducer for record {site.record_id} ({site.error_class}).
 
 The {statement} in {qualname} ({site.module}, line {site.line}) of {release}
 is guarded by `{guard_shown}`.
 The trigger makes the guard true; the fix makes it false, the rest the same.
-Generated by errkb from the release's source, {how}.
+Generated by errkb from the release's source, {how}.{gpu}
 """
 
 {imports}
@@ -891,7 +963,7 @@ TARGET = Target(
     classes={classes!r},
     package_inits=True,
 )
-DEVICES = ("cpu",)
+DEVICES = {devices!r}
 SITE = GuardedSite(
     function={function.node.name!r},
     raise_line={site.line},

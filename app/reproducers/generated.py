@@ -10,14 +10,13 @@ probe per release, so a module that cannot be imported on CPU is counted once pe
 without a subprocess each. Nothing counts as verified unless its run passed.
 """
 
-import json
+import ast
 import os
-import subprocess
-import sys
 import tempfile
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,14 +28,15 @@ from sqlmodel import Session, col
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
-from app.reproducers import generate, runner, upstream
+from app.reproducers import forked, generate, runner, upstream
 from app.reproducers.generate import Generated, SiteSpec
 from app.store.engine import unit_of_work
 from app.store.tables import GeneratedReproducer, Record, RecordLocation, ReproducerRun
 
 GENERATED_TIMEOUT_S = 60.0  # one generated script: a constructor call, twice
-PROBE_TIMEOUT_S = 600.0  # importing every target module of a release, one after the other
+PROBE_TIMEOUT_S = 300.0  # a zygote importing the release's top package and errkb's matcher
 NOT_IMPORTABLE = "the module cannot be imported on CPU"
+GPU_ONLY = "CUDA-only: marked for the GPU runner, not run on CPU"
 
 
 @dataclass(slots=True)
@@ -229,46 +229,44 @@ def verify_scripts(
 ) -> tuple[list[runner.RunOutcome], dict[str, ProjectFigures]]:
     """Run the stored scripts of these records on their real release and store each run.
 
-    Each release gets its cached environment first (`Upstream.ensure_environment`), and
-    its target modules one import probe; the scripts of importable modules then run
-    `workers` at a time, each in its own subprocess."""
+    Each release gets its cached environment first (`Upstream.ensure_environment`); then
+    its scripts run in children forked from a process that imported the release's top
+    package (app.reproducers.forked), in module order, split into `workers` runs at once. A
+    target module that cannot be imported on CPU fails its scripts' runs, each counted with
+    that reason."""
     figures = figures if figures is not None else {}
     with Session(engine) as session:
         rows = _stored(session, record_ids)
     releases = upstream.Upstream(settings.cache_dir)
-    importable: dict[tuple[str, str, str], str | None] = {}
-    by_release: dict[tuple[str, str], set[str]] = {}
-    for row, _repo, _document in rows:
-        by_release.setdefault((row.package, row.version), set()).add(row.module)
-    for (package, version), modules in by_release.items():
-        start = time.perf_counter()
-        failures = _probe(settings, releases, package, version, sorted(modules))
-        importable.update({(package, version, m): failures.get(m) for m in modules})
-        share = (time.perf_counter() - start) / max(1, len(rows))
-        for _row, repo, _document in rows:
-            figures.setdefault(repo, ProjectFigures(repo)).verify_s += share
-    runnable = []
-    for row, repo, document in rows:
-        failure = importable[(row.package, row.version, row.module)]
-        if failure is not None:
-            figures.setdefault(repo, ProjectFigures(repo)).reasons[
-                f"{NOT_IMPORTABLE} ({failure})"
-            ] += 1
-        else:
-            runnable.append((row, repo, document))
+    by_release: dict[tuple[str, str], list[tuple[GeneratedReproducer, str, str]]] = {}
+    for item in [item for item in rows if "cpu" not in script_devices(item[0].script)]:
+        figures.setdefault(item[1], ProjectFigures(item[1])).reasons[GPU_ONLY] += 1
+    rows = [item for item in rows if "cpu" in script_devices(item[0].script)]
+    for item in sorted(rows, key=lambda item: item[0].module):
+        by_release.setdefault((item[0].package, item[0].version), []).append(item)
+    unprepared = {key: _prepare(releases, *key) for key in by_release}
+    shards = [
+        (key, part)
+        for key, items in by_release.items()
+        for part in _shards(items, max(1, workers))
+        if part
+    ]
     outcomes: list[runner.RunOutcome] = []
     with tempfile.TemporaryDirectory(prefix="errkb-generated-") as folder:
         scratch = Path(folder)
 
-        def run(item: tuple[GeneratedReproducer, str, str]) -> tuple[str, runner.RunOutcome]:
-            row, repo, document = item
-            return repo, _run_one(settings, scratch, row, document)
+        lock = threading.Lock()
 
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for repo, outcome in pool.map(run, runnable):
+        def keep(repo: str, outcome: runner.RunOutcome | str) -> None:
+            """Count one script's outcome and store its run at once: a long verification
+            stopped halfway keeps the runs it made."""
+            with lock:
+                figure = figures.setdefault(repo, ProjectFigures(repo))
+                if isinstance(outcome, str):
+                    figure.reasons[f"{NOT_IMPORTABLE} ({outcome})"] += 1
+                    return
                 with unit_of_work(engine) as session:
                     runner.store_run(session, outcome)
-                figure = figures.setdefault(repo, ProjectFigures(repo))
                 figure.run += 1
                 figure.verify_s += outcome.duration_s / max(1, workers)
                 if outcome.status == "passed":
@@ -276,7 +274,99 @@ def verify_scripts(
                 else:
                     figure.reasons[failure_reason(outcome)] += 1
                 outcomes.append(outcome)
+
+        def run_shard(
+            shard: tuple[tuple[str, str], list[tuple[GeneratedReproducer, str, str]]],
+        ) -> None:
+            key, items = shard
+            failure = unprepared[key]
+            if failure is not None:
+                for _row, repo, _document in items:
+                    keep(repo, failure)
+                return
+            _run_release(settings, scratch, key, items, keep)
+
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            list(pool.map(run_shard, shards))
     return outcomes, figures
+
+
+def _shards(items: list[Any], count: int) -> list[list[Any]]:
+    """`count` runs of consecutive items, a module's scripts kept together where they can
+    be (the zygote imports a module once, for the next scripts of it)."""
+    size = -(-len(items) // count)
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def script_devices(script: str) -> tuple[str, ...]:
+    """The devices a generated script declares (`DEVICES = ("cpu",)`)."""
+    for node in ast.parse(script).body:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "DEVICES"
+        ):
+            return tuple(ast.literal_eval(node.value))
+    return ()
+
+
+def _prepare(releases: upstream.Upstream, package: str, version: str) -> str | None:
+    """Install the release's cached environment of CPU requirements; why not, if it fails."""
+    project = upstreams.BY_PACKAGE.get(package)
+    try:
+        if project is not None and upstream.installed_version(package) != version:
+            releases.ensure_environment(package, version, project.cpu_requirements)
+    except upstream.UpstreamError as error:
+        return f"environment: {error}"
+    return None
+
+
+def _run_release(
+    settings: Settings,
+    scratch: Path,
+    key: tuple[str, str],
+    items: list[tuple[GeneratedReproducer, str, str]],
+    keep: Callable[[str, runner.RunOutcome | str], None],
+) -> None:
+    """Scripts of one release, each in a child of one zygote, each outcome handed to `keep`
+    as it comes; a zygote that dies is started again for the scripts after the one it died
+    in."""
+    package, version = key
+    pending = list(items)
+    while pending:
+        start = time.perf_counter()
+        project = upstreams.BY_PACKAGE.get(package)
+        top = package if project is not None and project.installed else None
+        with forked.Zygote(
+            package, version, top, _environment(settings), PROBE_TIMEOUT_S
+        ) as zygote:
+            if zygote.error is not None:
+                for _row, repo, _document in pending:
+                    keep(repo, zygote.error)
+                return
+            import_s = time.perf_counter() - start
+            while pending:
+                row, repo, document = pending.pop(0)
+                try:
+                    outcome = zygote.run(_script_file(scratch, row, document), GENERATED_TIMEOUT_S)
+                except forked.ZygoteGone as gone:
+                    keep(
+                        repo,
+                        runner.RunOutcome(
+                            record_id=row.record_id,
+                            device="cpu",
+                            status="error",
+                            reason=f"no result: {gone}",
+                            duration_s=0.0,
+                            output_tail="",
+                            result=None,
+                            started_at=datetime.now(UTC),
+                        ),
+                    )
+                    break
+                outcome.duration_s = round(outcome.duration_s + import_s, 3)
+                import_s = 0.0  # the zygote's import counts once, with its first script
+                keep(repo, outcome)
 
 
 def _stored(
@@ -293,100 +383,19 @@ def _stored(
 
 
 def _environment(settings: Settings) -> dict[str, str]:
-    """What a script's subprocess needs: errkb's own package on its path, the cache."""
+    """What a script's process needs: errkb's own package on its path, the cache."""
     path = os.pathsep.join(p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH")) if p)
     return os.environ | {"PYTHONPATH": path, "ERRKB_CACHE_DIR": str(settings.cache_dir)}
 
 
-_PROBE = """
-import json, sys
-from app.reproducers.kit import Target, load_target
-from app.reproducers.upstream import Upstream
-from app.config import Settings
-releases = Upstream(Settings().cache_dir)
-package, version, *modules = sys.argv[1:]
-for module in modules:
-    try:
-        load_target(releases, Target(package, version, module, (), package_inits=True))
-        error = None
-    except Exception as exc:
-        error = str(exc.__cause__ or exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    print(json.dumps({"module": module, "error": error}), flush=True)
-"""
-
-
-def _probe(
-    settings: Settings,
-    releases: upstream.Upstream,
-    package: str,
-    version: str,
-    modules: list[str],
-) -> dict[str, str]:
-    """The modules of a release that cannot be imported on CPU, each with the first line of
-    why. One process imports them one after the other; when it dies, the next one goes on
-    from the module after the one it died in."""
-    project = upstreams.BY_PACKAGE.get(package)
-    failures: dict[str, str] = {}
-    try:
-        if project is not None and upstream.installed_version(package) != version:
-            releases.ensure_environment(package, version, project.cpu_requirements)
-    except upstream.UpstreamError as error:
-        return dict.fromkeys(modules, f"environment: {error}")
-    pending = list(modules)
-    while pending:
-        try:
-            done = subprocess.run(
-                [sys.executable, "-c", _PROBE, package, version, *pending],
-                capture_output=True,
-                text=True,
-                timeout=PROBE_TIMEOUT_S,
-                env=_environment(settings),
-                check=False,
-            )
-            output = done.stdout
-        except subprocess.TimeoutExpired as expired:
-            output = (expired.stdout or b"").decode() if isinstance(expired.stdout, bytes) else ""
-        answered = set()
-        for line in output.splitlines():
-            try:
-                answer = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(answer, dict) and answer.get("module") in pending:
-                answered.add(answer["module"])
-                if answer["error"]:
-                    failures[answer["module"]] = answer["error"]
-        rest = [module for module in pending if module not in answered]
-        if rest:
-            failures[rest[0]] = "the import ended the process"
-            rest = rest[1:]
-        pending = rest
-    return failures
-
-
-def _run_one(
-    settings: Settings, scratch: Path, row: GeneratedReproducer, document: str
-) -> runner.RunOutcome:
-    """Run one stored script as a file of its own, its record beside it for the checks."""
+def _script_file(scratch: Path, row: GeneratedReproducer, document: str) -> forked.Script:
+    """A stored script as a file of its own, its record beside it for the checks."""
     folder = scratch / row.record_id
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / f"{row.record_id}.py"
     script.write_text(row.script, encoding="utf-8")
     (folder / f"{row.record_id}.json").write_text(document, encoding="utf-8")
-    info = runner.ReproducerInfo(
-        row.record_id,
-        script,
-        {"package": row.package, "version": row.version, "module": row.module},
-        ("cpu",),
-    )
-    return runner.run_reproducer(
-        settings,
-        info,
-        "cpu",
-        data_dir=folder,
-        timeout_s=GENERATED_TIMEOUT_S,
-        environment=_environment(settings),
-    )
+    return forked.Script(row.record_id, script, folder)
 
 
 def failure_reason(outcome: runner.RunOutcome) -> str:
@@ -395,7 +404,7 @@ def failure_reason(outcome: runner.RunOutcome) -> str:
     if result.get("trigger") is None:
         reason = outcome.reason
         if "importing" in reason:
-            return NOT_IMPORTABLE
+            return f"{NOT_IMPORTABLE} ({reason.partition(' failed: ')[2][:60]})"
         if "timed out" in reason:
             return "timed out"
         return f"error: {reason[:80]}"

@@ -115,7 +115,7 @@ def _remove_leaked_shm(before: set[str]) -> list[str]:
     return removed
 
 
-def _last_json_line(stdout: str) -> dict[str, Any] | None:
+def last_json_line(stdout: str) -> dict[str, Any] | None:
     for line in reversed(stdout.strip().splitlines()):
         try:
             value = json.loads(line)
@@ -163,7 +163,7 @@ def run_reproducer(
         timed_out = True
     duration = time.perf_counter() - start
     leaked = _remove_leaked_shm(before)
-    result = None if timed_out else _last_json_line(output)
+    result = None if timed_out else last_json_line(output)
     if timed_out:
         status, reason = "error", f"timed out after {timeout:g} s"
     elif result is None:

@@ -44,3 +44,12 @@ def older_releases() -> list[str]:
 def checks() -> dict[str, str]:
     """Every known check function -> the exception it raises when its condition fails."""
     return {name: error for project in UPSTREAMS for name, error in project.checks.items()}
+
+
+def keyword_suffixes() -> dict[str, tuple[str, ...]]:
+    """Every known exception class that appends its keyword arguments to its message."""
+    return {
+        name: keywords
+        for project in UPSTREAMS
+        for name, keywords in project.keyword_suffixes.items()
+    }

@@ -50,6 +50,9 @@ class UpstreamProject:
     version 0.6.3`); `NAME==VERSION` and a `pip list` row name any project's."""
     checks: dict[str, str] = field(default_factory=dict)
     """Functions that raise when their condition is false: name -> exception class."""
+    keyword_suffixes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Exception classes whose `str()` appends ` (name=value, ...)` for these keyword
+    arguments of the raise when given (vLLM's VLLMValidationError: `parameter`, `value`)."""
     settings_sources: tuple[str, ...] = ()
     """Files (below the package folder) that define the settings its users type."""
     flag_sources: tuple[str, ...] = ()
