@@ -41,10 +41,25 @@ _ADVICE = re.compile(
     r"^(?:try|please|consider|use|set|increase|decrease|reduce|lower|raise|make sure|"
     r"ensure|check|install|upgrade|downgrade|pass|specify|enable|disable|add|remove|"
     r"see|refer|run|you (?:can|may|should|need|must|might)|to (?:fix|avoid|use|enable|"
-    r"disable|resolve|run|serve|load)|if you)\b",
+    r"disable|resolve|run|serve|load)|if you|call|restart|update|switch|change|avoid|"
+    r"do not|don't|make|alternatively|otherwise)\b",
     re.IGNORECASE,
 )
+# Advice inside a sentence: `X is not supported, please use Y instead.`
+_ADVICE_INSIDE = re.compile(
+    r"(?:^|[,;:(]\s*|\s-\s|\bso\s|\bor\s)(?:please|try|consider|use|set|make sure|"
+    r"you (?:can|may|should|need|must|might))\b|\bplease\b|\binstead\b",
+    re.IGNORECASE,
+)
+# A setting named bare in the message: `max_model_len`, `VLLM_PORT` (an underscore in it,
+# so that a common word is never taken for one).
+_BARE_SETTING = re.compile(
+    r"(?<![\w.{/-])([a-z][a-z0-9]*_[a-z0-9_]*[a-z0-9]|[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])(?![\w}(/])"
+)
 _URL = re.compile(r"https?://\S+")
+# Calls that read an environment variable by name: `os.environ.get`, `os.getenv`,
+# SGLang's `get_bool_env_var`.
+_ENV_READERS = ("environ.get", "getenv", "env_var")
 # A sentence ends at `. ` before a capital, or where a placeholder runs into the next one
 # (`{estimated_msg}Try increasing ...`).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\"'])|(?<=\})(?=[A-Z][a-z])")
@@ -103,7 +118,11 @@ def _in_sources(file_path: str, package: str, sources: Iterable[str]) -> bool:
     or any file under a folder)."""
     for source in sources:
         below = f"{package}/{source}"
-        if file_path.endswith("/" + below) or file_path == below:
+        # `config` is a folder in newer releases, `config.py` in older ones.
+        if file_path.endswith(("/" + below, "/" + below + ".py")) or file_path in (
+            below,
+            below + ".py",
+        ):
             return True
         if f"/{below}/" in "/" + file_path and file_path.endswith(".py"):
             return True
@@ -496,6 +515,17 @@ class _Resolver:
             self.draft.class_name is not None and self.draft.class_name.endswith("Args")
         )
 
+    def named_bare(self, text: str) -> Setting | None:
+        """A setting a message names without backticks: a flag's field, an environment
+        variable, or a config field only one config class defines."""
+        table = self.table
+        if text in table.envs:
+            return table.envs[text]
+        if text in table.flags:
+            return table.flags[text]
+        candidates = table.configs.get(text, [])
+        return self.config_flag(candidates[0]) if len(candidates) == 1 else None
+
     def named(self, text: str) -> Setting | None:
         """A setting a message names itself: `--max-model-len`, `max_model_len`,
         `VLLM_PORT`, `ModelConfig.max_model_len`."""
@@ -513,34 +543,156 @@ class _Resolver:
         return self.resolve(text) if _NAME.fullmatch(text) else None
 
 
-def _parameters(
-    facts: ModuleFacts, span: tuple[int, int], function: str | None, class_name: str | None
-) -> dict[str, Setting]:
-    """The raising function's own parameters, for a library its users call directly."""
+@dataclass(slots=True)
+class _FunctionReads:
+    """What the raising function itself reads: its parameters (for a library its users
+    call directly), what each local is assigned from before the raise, and the
+    environment variables whose values reach the raise."""
+
+    parameters: dict[str, Setting] = field(default_factory=dict)
+    assigned: dict[str, set[str]] = field(default_factory=dict)  # local -> names it reads
+    envs: dict[str, list[Setting]] = field(default_factory=dict)  # local -> variables read
+
+    def parameters_of(self, name: str, depth: int = 0) -> list[Setting]:
+        """The parameters a local name comes from, through assignments
+        (`param_groups = list(params)`), two steps at most."""
+        if name in self.parameters:
+            return [self.parameters[name]]
+        if depth >= 2:
+            return []
+        found: list[Setting] = []
+        for source in sorted(self.assigned.get(name, ())):
+            if source != name:
+                found.extend(self.parameters_of(source, depth + 1))
+        return found
+
+
+def _public(file_path: str, class_name: str | None, function: str) -> bool:
+    """Whether users call the function themselves: no part of its module path, its class
+    or its name is private (`_get_env_or_raise` is plumbing; `Adam.__init__` is `Adam(...)`)."""
+    parts = [*file_path.removesuffix(".py").split("/"), class_name or ""]
+    parts.append("" if function == "__init__" else function)
+    return not any(part.startswith("_") for part in parts if part and part != "__init__")
+
+
+def _env_read(node: ast.AST) -> str | None:
+    """The variable an `os.environ.get("X")`, `os.getenv("X")`, `os.environ["X"]` or
+    `"X" in os.environ` reads, when it spells its name."""
+    if isinstance(node, ast.Call) and node.args:
+        callee = ast.unparse(node.func)
+        if callee.endswith(_ENV_READERS):
+            return _text(node.args[0])
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
+        return _text(node.slice)
+    if (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In | ast.NotIn)
+        and ast.unparse(node.comparators[0]).endswith("environ")
+    ):
+        return _text(node.left)
+    return None
+
+
+def _env_setting(name: str, call: ast.AST, file_path: str, line: int) -> Setting:
+    default = None
+    if isinstance(call, ast.Call) and len(call.args) > 1:
+        default = _one_line(ast.unparse(call.args[1]), MAX_DEFAULT_CHARS)
+    return Setting(name, "env", name, default, None, file_path, line)
+
+
+def _read_function(
+    facts: ModuleFacts,
+    span: tuple[int, int],
+    draft: Draft,
+    with_parameters: bool,
+) -> _FunctionReads:
+    """The raising function's parameters, assignments and environment reads. The function
+    is parsed only for a library's parameters or when it reads the environment."""
+    reads = _FunctionReads()
     lines = facts.source.split("\n")[span[0] - 1 : span[1]]
-    tree = _parse(textwrap.dedent("\n".join(lines)), facts.file_path)
+    text = "\n".join(lines)
+    if not with_parameters and not any(word in text for word in ("environ", "getenv", "env_var")):
+        return reads
+    tree = _parse(textwrap.dedent(text), facts.file_path)
     if tree is None or not tree.body:
-        return {}
+        return reads
     node = tree.body[0]
+    function, class_name = draft.function, draft.class_name
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name != function:
-        return {}
+        return reads
+    offset = span[0] - 1
+    raised_at = (draft.record.get("lineNumber") or 0) - offset
     arguments = node.args
-    positional = [argument.arg for argument in (*arguments.posonlyargs, *arguments.args)]
+    listed = [*arguments.posonlyargs, *arguments.args]
     # Defaults belong to the last positional parameters.
-    padded = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
-    defaults: dict[str, ast.expr | None] = dict(zip(positional, padded, strict=True))
-    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
-        defaults[argument.arg] = default
+    padded = [None] * (len(listed) - len(arguments.defaults)) + list(arguments.defaults)
+    defaults: list[tuple[ast.arg, ast.expr | None]] = list(zip(listed, padded, strict=True))
+    defaults.extend(zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True))
     called = class_name if function == "__init__" and class_name else function  # Adam(lr=...)
-    found = {}
-    for name, default in defaults.items():
-        if name in ("self", "cls"):
+    if with_parameters and _public(facts.file_path, class_name, function):
+        for argument, default in defaults:
+            name = argument.arg
+            if name in ("self", "cls"):
+                continue
+            spelled = (
+                _one_line(ast.unparse(default), MAX_DEFAULT_CHARS) if default is not None else None
+            )
+            reads.parameters[name] = Setting(
+                name,
+                "parameter",
+                f"{called}({name}=...)",
+                spelled,
+                None,
+                facts.file_path,
+                argument.lineno + offset,
+            )
+    environment_of: dict[str, str] = {}  # parameter -> `os.environ.get(parameter)`
+    for statement in ast.walk(node):
+        if not isinstance(statement, ast.Assign | ast.AnnAssign) or statement.value is None:
             continue
-        text = _one_line(ast.unparse(default), MAX_DEFAULT_CHARS) if default is not None else None
-        found[name] = Setting(
-            name, "parameter", f"{called}({name}=...)", text, None, facts.file_path, span[0]
+        if statement.lineno >= raised_at:
+            continue
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        read = {n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name)}
+        env = next((found for n in ast.walk(statement.value) if (found := _env_read(n))), None)
+        for name in names:
+            reads.assigned.setdefault(name, set()).update(read)
+            if env is not None and _ENV_NAME.match(env):
+                reads.envs.setdefault(name, []).append(
+                    _env_setting(env, statement.value, facts.file_path, statement.lineno + offset)
+                )
+            elif env is None:
+                call = statement.value
+                if (
+                    isinstance(call, ast.Call)
+                    and call.args
+                    and isinstance(call.args[0], ast.Name)
+                    and ast.unparse(call.func).endswith(_ENV_READERS)
+                ):
+                    environment_of[name] = call.args[0].id
+    # A helper that reads the variable its caller names (`_get_env_or_raise("RANK")`):
+    # every variable the module passes it reaches the raise.
+    for local, parameter in environment_of.items():
+        if parameter not in {a.arg for a, _ in defaults} or function is None:
+            continue
+        passed = re.compile(
+            rf"(?<![\w.]){re.escape(function)}\(\s*[\"']([A-Z][A-Z0-9_]{{2,}})[\"']"
         )
-    return found
+        for number, line in enumerate(facts.source.split("\n"), start=1):
+            for name in passed.findall(line):
+                setting = Setting(name, "env", name, None, None, facts.file_path, number)
+                reads.envs.setdefault(local, []).append(setting)
+    # A variable the guard itself reads: `if "RANK" not in os.environ: raise ...`.
+    for test in ast.walk(node):
+        if isinstance(test, ast.If) and test.lineno <= raised_at <= (test.end_lineno or 0):
+            for part in ast.walk(test.test):
+                env = _env_read(part)
+                if env is not None and _ENV_NAME.match(env) and isinstance(part, ast.expr):
+                    setting = _env_setting(env, part, facts.file_path, part.lineno + offset)
+                    reads.envs.setdefault("", []).append(setting)
+    return reads
 
 
 def _sentences(message: str) -> list[str]:
@@ -558,11 +710,8 @@ def explain(
     """The explanation of one draft: settings, advice and trigger, each with its source."""
     record = draft.record
     resolver = _Resolver(table, index, draft)
-    facts = index.facts
-    parameters = (
-        _parameters(facts, resolver.function_span, draft.function, draft.class_name)
-        if project.parameters_are_settings
-        else {}
+    reads = _read_function(
+        index.facts, resolver.function_span, draft, project.parameters_are_settings
     )
     message = record["errorMessage"]
     guard = draft.site.guard if draft.site else None
@@ -578,24 +727,38 @@ def explain(
 
     def from_code(name: str, via: str) -> None:
         _, attr = _words(name)
-        if "." not in name and attr in parameters:
-            take(parameters[attr], name, via)
-        else:
+        local = "." not in name
+        found = reads.parameters_of(attr) if local else []
+        found += reads.envs.get(attr, []) if local else []
+        for setting in found:
+            take(setting, name, via)
+        if not found:
             take(resolver.resolve(name), name, via)
 
+    for setting in reads.envs.get("", []):
+        take(setting, setting.name, "guard")
     for name in _NAME.findall(guard or ""):
         from_code(name, "guard")
     for name in _PLACEHOLDER.findall(message):
         from_code(name, "message")
+    prose = _PLACEHOLDER.sub(" ", _URL.sub(" ", message))
     for text in [*_FLAG.findall(message), *_BACKTICKED.findall(message)]:
-        take(resolver.named(text), text, "message")
+        named = reads.parameters.get(text.split("=", 1)[0].strip())
+        take(named or resolver.named(text), text, "message")
+    for text in _BARE_SETTING.findall(prose):
+        take(reads.parameters.get(text) or resolver.named_bare(text), text, "message")
     advice: list[dict[str, Any]] = []
     for sentence in _sentences(message):
         url = _URL.search(sentence)
-        if not (_ADVICE.match(sentence) or url) or len(advice) >= MAX_ADVICE:
+        telling = _ADVICE.match(sentence) or _ADVICE_INSIDE.search(sentence)
+        if not (telling or url) or len(advice) >= MAX_ADVICE:
             continue
-        named = [*_FLAG.findall(sentence), *_BACKTICKED.findall(sentence)]
-        linked = [resolved[text] for text in named if text in resolved]
+        names = [
+            *_FLAG.findall(sentence),
+            *_BACKTICKED.findall(sentence),
+            *_BARE_SETTING.findall(_PLACEHOLDER.sub(" ", sentence)),
+        ]
+        linked = [resolved[text] for text in names if text in resolved]
         advice.append(
             {
                 "text": sentence,
