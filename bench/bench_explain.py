@@ -6,11 +6,12 @@ Run by hand: `.venv/bin/python bench/bench_explain.py [SPEC ...]` (default: vllm
 sglang==0.5.23). CPU seconds (not wall) of the whole walk and of the explaining in it, so
 that other work on the machine does not move the ratio. A setting counts as defined when its
 source line declares it: `name:` for a field, `"NAME"` or `NAME =` for an environment
-variable. The releases that changed a site are told at read time from the store, so they
-are not counted here.
+variable (declared or read by name), the parameter in its `def` line. The releases that
+changed a site are told at read time from the store, so they are not counted here.
 """
 
 import argparse
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ def _defined(root: Path, prefix: str, setting: dict[str, Any]) -> bool:
     if setting["kind"] == "env":
         return f'"{name}"' in line or line.startswith(f"{name} =")
     if setting["kind"] == "parameter":
-        return name in line
+        return re.search(rf"(?<![\w.]){name}\s*(?:[:=,)]|$)", line) is not None
     return line.startswith(f"{name}:")
 
 

@@ -726,10 +726,8 @@ def explain(
             listed[setting.typed_as] = setting.document(repo, ref, via)
 
     def from_code(name: str, via: str) -> None:
-        _, attr = _words(name)
-        local = "." not in name
-        found = reads.parameters_of(attr) if local else []
-        found += reads.envs.get(attr, []) if local else []
+        root = name.split(".", 1)[0]  # `port.isdigit` reads the local `port`
+        found = [*reads.parameters_of(root), *reads.envs.get(root, [])]
         for setting in found:
             take(setting, name, via)
         if not found:
