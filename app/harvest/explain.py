@@ -602,7 +602,7 @@ def _env_setting(name: str, call: ast.AST, file_path: str, line: int) -> Setting
 
 
 def _read_function(
-    facts: ModuleFacts,
+    index: _ModuleIndex,
     span: tuple[int, int],
     draft: Draft,
     with_parameters: bool,
@@ -610,7 +610,8 @@ def _read_function(
     """The raising function's parameters, assignments and environment reads. The function
     is parsed only for a library's parameters or when it reads the environment."""
     reads = _FunctionReads()
-    lines = facts.source.split("\n")[span[0] - 1 : span[1]]
+    facts = index.facts
+    lines = index.lines[span[0] - 1 : span[1]]
     text = "\n".join(lines)
     if not with_parameters and not any(word in text for word in ("environ", "getenv", "env_var")):
         return reads
@@ -680,7 +681,7 @@ def _read_function(
         passed = re.compile(
             rf"(?<![\w.]){re.escape(function)}\(\s*[\"']([A-Z][A-Z0-9_]{{2,}})[\"']"
         )
-        for number, line in enumerate(facts.source.split("\n"), start=1):
+        for number, line in enumerate(index.lines, start=1):
             for name in passed.findall(line):
                 setting = Setting(name, "env", name, None, None, facts.file_path, number)
                 reads.envs.setdefault(local, []).append(setting)
@@ -710,9 +711,7 @@ def explain(
     """The explanation of one draft: settings, advice and trigger, each with its source."""
     record = draft.record
     resolver = _Resolver(table, index, draft)
-    reads = _read_function(
-        index.facts, resolver.function_span, draft, project.parameters_are_settings
-    )
+    reads = _read_function(index, resolver.function_span, draft, project.parameters_are_settings)
     message = record["errorMessage"]
     guard = draft.site.guard if draft.site else None
     listed: dict[str, dict[str, Any]] = {}
