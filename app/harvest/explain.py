@@ -60,6 +60,7 @@ _URL = re.compile(r"https?://\S+")
 # Calls that read an environment variable by name: `os.environ.get`, `os.getenv`,
 # SGLang's `get_bool_env_var`.
 _ENV_READERS = ("environ.get", "getenv", "env_var")
+_ENV_WORDS = ("environ", "getenv", "env_var")
 # A sentence ends at `. ` before a capital, or where a placeholder runs into the next one
 # (`{estimated_msg}Try increasing ...`).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\"'])|(?<=\})(?=[A-Z][a-z])")
@@ -431,6 +432,8 @@ class _ModuleIndex:
     def __init__(self, facts: ModuleFacts) -> None:
         self.facts = facts
         self.lines = facts.source.split("\n")
+        self.reads_environment = any(word in facts.source for word in _ENV_WORDS)
+        self.parsed: dict[tuple[int, int], _ParsedFunction | None] = {}
         self.assignments: dict[tuple[bool, str], list[tuple[int, str]]] = {}
         for number, text in enumerate(self.lines, start=1):
             found = _simple_assignment(text) if "=" in text else None
@@ -601,38 +604,98 @@ def _env_setting(name: str, call: ast.AST, file_path: str, line: int) -> Setting
     return Setting(name, "env", name, default, None, file_path, line)
 
 
-def _read_function(
-    index: _ModuleIndex,
-    span: tuple[int, int],
-    draft: Draft,
-    with_parameters: bool,
-) -> _FunctionReads:
-    """The raising function's parameters, assignments and environment reads. The function
-    is parsed only for a library's parameters or when it reads the environment."""
-    reads = _FunctionReads()
+@dataclass(slots=True)
+class _ParsedFunction:
+    """What one function tells every raise site in it, read from one parse: its
+    parameters, its assignments (line, targets, names read, the variable read, the
+    parameter whose variable it reads) and the environment reads in its `if` tests."""
+
+    name: str
+    arguments: list[tuple[ast.arg, ast.expr | None]]
+    assignments: list[tuple[int, list[str], set[str], Setting | None, str | None]]
+    env_tests: list[tuple[int, int, Setting]]
+
+
+def _parse_function(
+    index: _ModuleIndex, span: tuple[int, int], with_parameters: bool
+) -> _ParsedFunction | None:
+    """The function at a span, parsed for its parameters (a library's) or for the
+    environment it reads; None when it reads none and its parameters are no settings."""
     facts = index.facts
-    lines = index.lines[span[0] - 1 : span[1]]
-    text = "\n".join(lines)
-    if not with_parameters and not any(word in text for word in ("environ", "getenv", "env_var")):
-        return reads
+    text = "\n".join(index.lines[span[0] - 1 : span[1]])
+    if not with_parameters and not any(word in text for word in _ENV_WORDS):
+        return None
     tree = _parse(textwrap.dedent(text), facts.file_path)
     if tree is None or not tree.body:
-        return reads
+        return None
     node = tree.body[0]
-    function, class_name = draft.function, draft.class_name
-    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name != function:
-        return reads
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
     offset = span[0] - 1
-    raised_at = (draft.record.get("lineNumber") or 0) - offset
     arguments = node.args
     listed = [*arguments.posonlyargs, *arguments.args]
     # Defaults belong to the last positional parameters.
     padded = [None] * (len(listed) - len(arguments.defaults)) + list(arguments.defaults)
     defaults: list[tuple[ast.arg, ast.expr | None]] = list(zip(listed, padded, strict=True))
     defaults.extend(zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True))
+    parsed = _ParsedFunction(node.name, defaults, [], [])
+    for statement in ast.walk(node):
+        if isinstance(statement, ast.If):
+            for part in ast.walk(statement.test):
+                env = _env_read(part)
+                if env is not None and _ENV_NAME.match(env) and isinstance(part, ast.expr):
+                    setting = _env_setting(env, part, facts.file_path, part.lineno + offset)
+                    last = (statement.end_lineno or statement.lineno) + offset
+                    parsed.env_tests.append((statement.lineno + offset, last, setting))
+        if not isinstance(statement, ast.Assign | ast.AnnAssign) or statement.value is None:
+            continue
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        value = statement.value
+        read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        env = next((found for n in ast.walk(value) if (found := _env_read(n))), None)
+        line = statement.lineno + offset
+        env_setting = (
+            _env_setting(env, value, facts.file_path, line)
+            if env is not None and _ENV_NAME.match(env)
+            else None
+        )
+        by_parameter = (
+            value.args[0].id
+            if env is None
+            and isinstance(value, ast.Call)
+            and value.args
+            and isinstance(value.args[0], ast.Name)
+            and ast.unparse(value.func).endswith(_ENV_READERS)
+            else None
+        )
+        parsed.assignments.append((line, names, read, env_setting, by_parameter))
+    return parsed
+
+
+def _read_function(
+    index: _ModuleIndex,
+    span: tuple[int, int],
+    draft: Draft,
+    with_parameters: bool,
+) -> _FunctionReads:
+    """The raising function's parameters, assignments and environment reads. A function
+    is parsed (once) only for a library's parameters or when its module reads the
+    environment."""
+    reads = _FunctionReads()
+    function, class_name = draft.function, draft.class_name
+    if function is None or not (with_parameters or index.reads_environment):
+        return reads
+    if span not in index.parsed:
+        index.parsed[span] = _parse_function(index, span, with_parameters)
+    parsed = index.parsed[span]
+    if parsed is None or parsed.name != function:
+        return reads
+    facts = index.facts
+    raised_at = draft.record.get("lineNumber") or 0
     called = class_name if function == "__init__" and class_name else function  # Adam(lr=...)
     if with_parameters and _public(facts.file_path, class_name, function):
-        for argument, default in defaults:
+        for argument, default in parsed.arguments:
             name = argument.arg
             if name in ("self", "cls"):
                 continue
@@ -646,53 +709,35 @@ def _read_function(
                 spelled,
                 None,
                 facts.file_path,
-                argument.lineno + offset,
+                argument.lineno + span[0] - 1,
             )
-    environment_of: dict[str, str] = {}  # parameter -> `os.environ.get(parameter)`
-    for statement in ast.walk(node):
-        if not isinstance(statement, ast.Assign | ast.AnnAssign) or statement.value is None:
+    environment_of: dict[str, str] = {}  # local -> the parameter naming the variable it reads
+    for line, names, read, env_setting, by_parameter in parsed.assignments:
+        if line >= raised_at:
             continue
-        if statement.lineno >= raised_at:
-            continue
-        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        names = [t.id for t in targets if isinstance(t, ast.Name)]
-        read = {n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name)}
-        env = next((found for n in ast.walk(statement.value) if (found := _env_read(n))), None)
         for name in names:
             reads.assigned.setdefault(name, set()).update(read)
-            if env is not None and _ENV_NAME.match(env):
-                reads.envs.setdefault(name, []).append(
-                    _env_setting(env, statement.value, facts.file_path, statement.lineno + offset)
-                )
-            elif env is None:
-                call = statement.value
-                if (
-                    isinstance(call, ast.Call)
-                    and call.args
-                    and isinstance(call.args[0], ast.Name)
-                    and ast.unparse(call.func).endswith(_ENV_READERS)
-                ):
-                    environment_of[name] = call.args[0].id
+            if env_setting is not None:
+                reads.envs.setdefault(name, []).append(env_setting)
+            elif by_parameter is not None:
+                environment_of[name] = by_parameter
     # A helper that reads the variable its caller names (`_get_env_or_raise("RANK")`):
     # every variable the module passes it reaches the raise.
+    parameters = {argument.arg for argument, _ in parsed.arguments}
     for local, parameter in environment_of.items():
-        if parameter not in {a.arg for a, _ in defaults} or function is None:
+        if parameter not in parameters:
             continue
         passed = re.compile(
             rf"(?<![\w.]){re.escape(function)}\(\s*[\"']([A-Z][A-Z0-9_]{{2,}})[\"']"
         )
-        for number, line in enumerate(index.lines, start=1):
-            for name in passed.findall(line):
+        for number, text in enumerate(index.lines, start=1):
+            for name in passed.findall(text):
                 setting = Setting(name, "env", name, None, None, facts.file_path, number)
                 reads.envs.setdefault(local, []).append(setting)
     # A variable the guard itself reads: `if "RANK" not in os.environ: raise ...`.
-    for test in ast.walk(node):
-        if isinstance(test, ast.If) and test.lineno <= raised_at <= (test.end_lineno or 0):
-            for part in ast.walk(test.test):
-                env = _env_read(part)
-                if env is not None and _ENV_NAME.match(env) and isinstance(part, ast.expr):
-                    setting = _env_setting(env, part, facts.file_path, part.lineno + offset)
-                    reads.envs.setdefault("", []).append(setting)
+    for first, last, setting in parsed.env_tests:
+        if first <= raised_at <= last:
+            reads.envs.setdefault("", []).append(setting)
     return reads
 
 
