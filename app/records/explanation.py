@@ -177,7 +177,9 @@ def record_explanation(
     known: Sequence[Location], history: Sequence[History], harvested: Sequence[str]
 ) -> Explanation | None:
     """The explanation of a record: what its newest explained location stored at harvest,
-    and the release changes its history tells; None when no harvest explained it."""
+    and the release changes its history tells (those alone when no location kept an
+    explanation: a site only older releases raise, harvested after a newer one); None when
+    there is neither."""
     latest = next(
         (
             location
@@ -186,8 +188,19 @@ def record_explanation(
         ),
         None,
     )
+    changes = _changes(known, history, harvested)
     if latest is None or latest.context is None:
-        return None
+        present = [location for location in known if not location.gone]
+        if not changes or not present:
+            return None
+        return Explanation(
+            release=present[-1].release,
+            settings=[],
+            advice=[],
+            trigger=None,
+            changes=changes,
+            entry_points=[],
+        )
     raw = latest.context["explanation"]
     release = latest.release
     return Explanation(
@@ -210,7 +223,7 @@ def record_explanation(
         )
         if raw.get("trigger")
         else None,
-        changes=_changes(known, history, harvested),
+        changes=changes,
         entry_points=[
             EntryPoint(
                 label=item["label"],
