@@ -322,10 +322,15 @@ def test_the_releases_that_brought_and_removed_a_site_are_told_with_their_source
     explanation = record_explanation(known, history, harvested)
     assert explanation is not None
     assert [(c.text, c.source.release) for c in explanation.changes] == [
-        ("first raised in vllm 0.2.0: new in that release", "vllm==0.2.0"),
-        ("removed in vllm 0.4.0: upgrading removes this check", "vllm==0.4.0"),
+        (
+            "first raised in vllm 0.2.0: 0.1.0, the release harvested before it, does not raise it",
+            "vllm==0.2.0",
+        ),
+        ("gone in vllm 0.4.0: 0.3.0 raises it here, 0.4.0 no longer does", "vllm==0.4.0"),
     ]
-    assert explanation.headline == "first raised in vllm 0.2.0: new in that release"
+    assert explanation.headline == (
+        "first raised in vllm 0.2.0: 0.1.0, the release harvested before it, does not raise it"
+    )
 
 
 def test_a_guard_that_reads_differently_from_the_release_before_is_told() -> None:
@@ -342,7 +347,10 @@ def test_a_guard_that_reads_differently_from_the_release_before_is_told() -> Non
     explanation = record_explanation(known, history, harvested)
     assert explanation is not None
     assert [(c.text, c.source.release) for c in explanation.changes] == [
-        ("the guard changed in vllm 0.3.0: `n  >  limit` became `n >= limit`", "vllm==0.3.0")
+        (
+            "the guard changed in vllm 0.3.0 (since 0.2.0): `n  >  limit` became `n >= limit`",
+            "vllm==0.3.0",
+        )
     ]
 
 
@@ -462,3 +470,30 @@ def test_torch_follows_a_guard_local_to_the_parameter_it_comes_from(tmp_path: Pa
 def _declares_parameter(line: str, name: str) -> bool:
     """Whether a line of a `def` declares this parameter (`params: ParamsT,`, `lr=1e-3`)."""
     return re.search(rf"(?<![\w.]){name}\s*(?:[:=,)]|$)", line) is not None
+
+
+def test_a_record_no_location_explained_still_tells_the_releases_that_changed_it() -> None:
+    harvested = ["vllm==0.1.0", "vllm==0.2.0", "vllm==0.3.0"]
+    known = [_location("0.1.0").slim(), _location("0.2.0").slim(), _location("0.3.0", gone=True)]
+    history = [History("vllm", ("0.1.0", "0.2.0"), "0.3.0", "in vllm 0.1.0–0.2.0; gone in 0.3.0")]
+    explanation = record_explanation(known, history, harvested)
+    assert explanation is not None
+    assert (explanation.release, explanation.settings, explanation.advice) == (
+        "vllm==0.2.0",
+        [],
+        [],
+    )
+    assert [c.text for c in explanation.changes] == [
+        "gone in vllm 0.3.0: 0.2.0 raises it here, 0.3.0 no longer does"
+    ]
+    assert record_explanation(known[:2], [], harvested[:2]) is None
+
+
+def test_an_older_release_keeps_the_explanation_of_a_site_no_newer_release_raises() -> None:
+    explained = {"settings": [], "advice": [], "trigger": None, "source": {}}
+    location = replace(_location("0.1.0"), context={"guard": "n > limit", "explanation": explained})
+    assert location.slim().context == {"guard": "n > limit"}
+    assert location.slim(keep_explanation=True).context == {
+        "guard": "n > limit",
+        "explanation": explained,
+    }
