@@ -670,7 +670,47 @@ def _parse_function(
             else None
         )
         parsed.assignments.append((line, names, read, env_setting, by_parameter))
+    _add_conditional_changes(node.body, frozenset(), parsed, offset)
     return parsed
+
+
+_GROWING = frozenset({"append", "insert", "extend", "add", "update"})
+
+
+def _add_conditional_changes(
+    body: Sequence[ast.AST], tests: frozenset[str], parsed: _ParsedFunction, offset: int
+) -> None:
+    """A local a block changes depends on the tests of the `if`s around it:
+    `if strict: error_msgs.insert(...)` makes `error_msgs` read `strict`."""
+    for statement in body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        inner = tests
+        if not isinstance(statement, ast.stmt | ast.ExceptHandler):
+            continue
+        if isinstance(statement, ast.If | ast.While):
+            inner = tests | {n.id for n in ast.walk(statement.test) if isinstance(n, ast.Name)}
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if (
+            tests
+            and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
+            and call.func.attr in _GROWING
+        ):
+            line = statement.lineno + offset
+            parsed.assignments.append((line, [call.func.value.id], set(tests), None, None))
+        elif tests and isinstance(statement, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if names:
+                parsed.assignments.append(
+                    (statement.lineno + offset, names, set(tests), None, None)
+                )
+        for field_name in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(statement, field_name, None)
+            if isinstance(block, list):
+                _add_conditional_changes(block, inner, parsed, offset)
 
 
 def _read_function(
