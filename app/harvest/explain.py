@@ -578,30 +578,33 @@ def _public(file_path: str, class_name: str | None, function: str) -> bool:
     return not any(part.startswith("_") for part in parts if part and part != "__init__")
 
 
-def _env_read(node: ast.AST) -> str | None:
-    """The variable an `os.environ.get("X")`, `os.getenv("X")`, `os.environ["X"]` or
-    `"X" in os.environ` reads, when it spells its name."""
+def _env_read(node: ast.AST) -> ast.expr | None:
+    """The string naming the variable an `os.environ.get("X")`, `os.getenv("X")`,
+    `os.environ["X"]` or `"X" in os.environ` reads, when it is an environment name."""
+    named: ast.expr | None = None
     if isinstance(node, ast.Call) and node.args:
-        callee = ast.unparse(node.func)
-        if callee.endswith(_ENV_READERS):
-            return _text(node.args[0])
-    if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
-        return _text(node.slice)
-    if (
+        if ast.unparse(node.func).endswith(_ENV_READERS):
+            named = node.args[0]
+    elif isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
+        named = node.slice
+    elif (
         isinstance(node, ast.Compare)
         and len(node.ops) == 1
         and isinstance(node.ops[0], ast.In | ast.NotIn)
         and ast.unparse(node.comparators[0]).endswith("environ")
     ):
-        return _text(node.left)
-    return None
+        named = node.left
+    text = _text(named)
+    return named if named is not None and text and _ENV_NAME.match(text) else None
 
 
-def _env_setting(name: str, call: ast.AST, file_path: str, line: int) -> Setting:
+def _env_setting(read: ast.AST, named: ast.expr, file_path: str, offset: int) -> Setting:
+    """The variable a read names, at the line that spells its name."""
+    name = str(_text(named))
     default = None
-    if isinstance(call, ast.Call) and len(call.args) > 1:
-        default = _one_line(ast.unparse(call.args[1]), MAX_DEFAULT_CHARS)
-    return Setting(name, "env", name, default, None, file_path, line)
+    if isinstance(read, ast.Call) and len(read.args) > 1:
+        default = _one_line(ast.unparse(read.args[1]), MAX_DEFAULT_CHARS)
+    return Setting(name, "env", name, default, None, file_path, named.lineno + offset)
 
 
 @dataclass(slots=True)
@@ -642,9 +645,9 @@ def _parse_function(
     for statement in ast.walk(node):
         if isinstance(statement, ast.If):
             for part in ast.walk(statement.test):
-                env = _env_read(part)
-                if env is not None and _ENV_NAME.match(env) and isinstance(part, ast.expr):
-                    setting = _env_setting(env, part, facts.file_path, part.lineno + offset)
+                named = _env_read(part)
+                if named is not None:
+                    setting = _env_setting(part, named, facts.file_path, offset)
                     last = (statement.end_lineno or statement.lineno) + offset
                     parsed.env_tests.append((statement.lineno + offset, last, setting))
         if not isinstance(statement, ast.Assign | ast.AnnAssign) or statement.value is None:
@@ -653,16 +656,14 @@ def _parse_function(
         names = [t.id for t in targets if isinstance(t, ast.Name)]
         value = statement.value
         read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        env = next((found for n in ast.walk(value) if (found := _env_read(n))), None)
+        read_at = next(((n, found) for n in ast.walk(value) if (found := _env_read(n))), None)
         line = statement.lineno + offset
         env_setting = (
-            _env_setting(env, value, facts.file_path, line)
-            if env is not None and _ENV_NAME.match(env)
-            else None
+            _env_setting(read_at[0], read_at[1], facts.file_path, offset) if read_at else None
         )
         by_parameter = (
             value.args[0].id
-            if env is None
+            if read_at is None
             and isinstance(value, ast.Call)
             and value.args
             and isinstance(value.args[0], ast.Name)
