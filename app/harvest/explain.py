@@ -16,6 +16,7 @@ import ast
 import re
 import textwrap
 import warnings
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -432,7 +433,13 @@ class _ModuleIndex:
     def __init__(self, facts: ModuleFacts) -> None:
         self.facts = facts
         self.lines = facts.source.split("\n")
-        self.reads_environment = any(word in facts.source for word in _ENV_WORDS)
+        # The lines that may read the environment, in order: a function none of them
+        # falls in is not parsed for it.
+        self.environment_lines = (
+            [n for n, text in enumerate(self.lines, 1) if any(w in text for w in _ENV_WORDS)]
+            if any(word in facts.source for word in _ENV_WORDS)
+            else []
+        )
         self.parsed: dict[tuple[int, int], _ParsedFunction | None] = {}
         self.assignments: dict[tuple[bool, str], list[tuple[int, str]]] = {}
         for number, text in enumerate(self.lines, start=1):
@@ -578,20 +585,32 @@ def _public(file_path: str, class_name: str | None, function: str) -> bool:
     return not any(part.startswith("_") for part in parts if part and part != "__init__")
 
 
+def _last_name(node: ast.expr) -> str:
+    """`environ.get` of `os.environ.get`, `getenv` of `os.getenv`: the callee's last two
+    names, without unparsing it (asked of every call in a function)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        owner = node.value
+        before = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+        return f"{before}.{node.attr}" if before else node.attr
+    return ""
+
+
 def _env_read(node: ast.AST) -> ast.expr | None:
     """The string naming the variable an `os.environ.get("X")`, `os.getenv("X")`,
     `os.environ["X"]` or `"X" in os.environ` reads, when it is an environment name."""
     named: ast.expr | None = None
     if isinstance(node, ast.Call) and node.args:
-        if ast.unparse(node.func).endswith(_ENV_READERS):
+        if _last_name(node.func).endswith(_ENV_READERS):
             named = node.args[0]
-    elif isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
+    elif isinstance(node, ast.Subscript) and _last_name(node.value).endswith("environ"):
         named = node.slice
     elif (
         isinstance(node, ast.Compare)
         and len(node.ops) == 1
         and isinstance(node.ops[0], ast.In | ast.NotIn)
-        and ast.unparse(node.comparators[0]).endswith("environ")
+        and _last_name(node.comparators[0]).endswith("environ")
     ):
         named = node.left
     text = _text(named)
@@ -625,9 +644,12 @@ def _parse_function(
     """The function at a span, parsed for its parameters (a library's) or for the
     environment it reads; None when it reads none and its parameters are no settings."""
     facts = index.facts
+    if not with_parameters:
+        lines = index.environment_lines
+        at = bisect_left(lines, span[0])
+        if at == len(lines) or lines[at] > span[1]:
+            return None
     text = "\n".join(index.lines[span[0] - 1 : span[1]])
-    if not with_parameters and not any(word in text for word in _ENV_WORDS):
-        return None
     tree = _parse(textwrap.dedent(text), facts.file_path)
     if tree is None or not tree.body:
         return None
@@ -667,7 +689,7 @@ def _parse_function(
             and isinstance(value, ast.Call)
             and value.args
             and isinstance(value.args[0], ast.Name)
-            and ast.unparse(value.func).endswith(_ENV_READERS)
+            and _last_name(value.func).endswith(_ENV_READERS)
             else None
         )
         parsed.assignments.append((line, names, read, env_setting, by_parameter))
@@ -725,7 +747,7 @@ def _read_function(
     environment."""
     reads = _FunctionReads()
     function, class_name = draft.function, draft.class_name
-    if function is None or not (with_parameters or index.reads_environment):
+    if function is None or not (with_parameters or index.environment_lines):
         return reads
     if span not in index.parsed:
         index.parsed[span] = _parse_function(index, span, with_parameters)
