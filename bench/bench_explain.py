@@ -31,7 +31,7 @@ def _defined(root: Path, prefix: str, setting: dict[str, Any]) -> bool:
     line = path.read_text(encoding="utf-8").split("\n")[source["lineNumber"] - 1].strip()
     name = setting["name"]
     if setting["kind"] == "env":
-        return f'"{name}"' in line or line.startswith(f"{name} =")
+        return f'"{name}"' in line or f"'{name}'" in line or line.startswith(f"{name} =")
     if setting["kind"] == "parameter":
         return re.search(rf"(?<![\w.]){name}\s*(?:[:=,)]|$)", line) is not None
     return line.startswith(f"{name}:")

@@ -577,12 +577,16 @@ class _FunctionReads:
         return found
 
 
-def _public(file_path: str, class_name: str | None, function: str) -> bool:
-    """Whether users call the function themselves: no part of its module path, its class
-    or its name is private (`_get_env_or_raise` is plumbing; `Adam.__init__` is `Adam(...)`)."""
-    parts = [*file_path.removesuffix(".py").split("/"), class_name or ""]
-    parts.append("" if function == "__init__" else function)
-    return not any(part.startswith("_") for part in parts if part and part != "__init__")
+def _public(class_name: str | None, function: str, def_line: str) -> bool:
+    """Whether users call the function themselves: a module's function or a class's method
+    (not one nested in another function), whose class and name are not private
+    (`_get_env_or_raise` is plumbing; `Adam.__init__` is `Adam(...)`). A private module
+    may still define public API (torch's `_tensor.py` holds `Tensor.backward`)."""
+    indent = len(def_line) - len(def_line.lstrip())
+    if indent > (4 if class_name else 0):
+        return False
+    names = [class_name or "", "" if function == "__init__" else function]
+    return not any(name.startswith("_") for name in names if name)
 
 
 def _last_name(node: ast.expr) -> str:
@@ -757,7 +761,7 @@ def _read_function(
     facts = index.facts
     raised_at = draft.record.get("lineNumber") or 0
     called = class_name if function == "__init__" and class_name else function  # Adam(lr=...)
-    if with_parameters and _public(facts.file_path, class_name, function):
+    if with_parameters and _public(class_name, function, index.lines[span[0] - 1]):
         for argument, default in parsed.arguments:
             name = argument.arg
             if name in ("self", "cls"):
