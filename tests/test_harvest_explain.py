@@ -3,6 +3,8 @@ release's own settings files, the message's advice and the trigger in words; on 
 release written here, on the store and page, and on the real vLLM 0.33.0 files."""
 
 import ast
+import importlib.util
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -79,6 +81,8 @@ RELEASE = {
         }
         """,
     "vllm/worker/checks.py": """
+        import os
+
         from vllm import envs
 
 
@@ -108,6 +112,19 @@ RELEASE = {
         def load(model):
             if model is None:
                 raise ValueError("no model was given to load")
+
+
+        def check_length(length, limit):
+            if length > limit:
+                raise ValueError(
+                    "The prompt does not fit in max_model_len, please shorten it instead."
+                )
+
+
+        def check_port():
+            port = os.getenv("VLLM_HOST_PORT", "8000")
+            if not port.isdigit():
+                raise ValueError("the port must be a number")
         """,
 }
 
@@ -198,6 +215,32 @@ def test_a_bare_common_word_is_no_setting_and_nothing_is_invented(tmp_path: Path
     assert no_model["trigger"]["text"] == "raised when `model is None`"
 
 
+def test_a_setting_named_bare_and_advice_inside_a_sentence_are_told(tmp_path: Path) -> None:
+    explained = _explanations(tmp_path)
+    too_long = explained["The prompt does not fit in max_model_len, please shorten it instead."]
+    assert _typed(too_long) == ["--max-model-len"]
+    assert too_long["settings"][0]["via"] == "message"
+    assert [(a["text"], a["settings"]) for a in too_long["advice"]] == [
+        (
+            "The prompt does not fit in max_model_len, please shorten it instead.",
+            ["--max-model-len"],
+        )
+    ]
+
+
+def test_an_environment_variable_the_function_reads_reaches_its_guard(tmp_path: Path) -> None:
+    port = _explanations(tmp_path)["the port must be a number"]
+    (setting,) = port["settings"]
+    assert (setting["kind"], setting["typedAs"], setting["default"], setting["via"]) == (
+        "env",
+        "VLLM_HOST_PORT",
+        "'8000'",
+        "guard",
+    )
+    line = dedent(RELEASE["vllm/worker/checks.py"]).split("\n")[setting["source"]["lineNumber"] - 1]
+    assert 'os.getenv("VLLM_HOST_PORT", "8000")' in line
+
+
 def test_a_torch_function_names_its_own_parameters(tmp_path: Path) -> None:
     module = tmp_path / "torch" / "optim" / "adam.py"
     module.parent.mkdir(parents=True)
@@ -220,6 +263,7 @@ def test_a_torch_function_names_its_own_parameters(tmp_path: Path) -> None:
         "0.001",
     )
     assert setting["source"]["lineNumber"] == 3
+    assert _declares_parameter(_line(tmp_path, setting), "lr")
 
 
 def test_the_explanation_is_the_same_on_every_harvest(tmp_path: Path) -> None:
@@ -278,10 +322,15 @@ def test_the_releases_that_brought_and_removed_a_site_are_told_with_their_source
     explanation = record_explanation(known, history, harvested)
     assert explanation is not None
     assert [(c.text, c.source.release) for c in explanation.changes] == [
-        ("first raised in vllm 0.2.0: new in that release", "vllm==0.2.0"),
-        ("removed in vllm 0.4.0: upgrading removes this check", "vllm==0.4.0"),
+        (
+            "first raised in vllm 0.2.0: 0.1.0, the release harvested before it, does not raise it",
+            "vllm==0.2.0",
+        ),
+        ("gone in vllm 0.4.0: 0.3.0 raises it here, 0.4.0 no longer does", "vllm==0.4.0"),
     ]
-    assert explanation.headline == "first raised in vllm 0.2.0: new in that release"
+    assert explanation.headline == (
+        "first raised in vllm 0.2.0: 0.1.0, the release harvested before it, does not raise it"
+    )
 
 
 def test_a_guard_that_reads_differently_from_the_release_before_is_told() -> None:
@@ -298,7 +347,10 @@ def test_a_guard_that_reads_differently_from_the_release_before_is_told() -> Non
     explanation = record_explanation(known, history, harvested)
     assert explanation is not None
     assert [(c.text, c.source.release) for c in explanation.changes] == [
-        ("the guard changed in vllm 0.3.0: `n  >  limit` became `n >= limit`", "vllm==0.3.0")
+        (
+            "the guard changed in vllm 0.3.0 (since 0.2.0): `n  >  limit` became `n >= limit`",
+            "vllm==0.3.0",
+        )
     ]
 
 
@@ -349,7 +401,8 @@ def test_the_real_kv_cache_check_names_its_real_flags(tmp_path: Path) -> None:
 def _assert_defined(root: Path, settings: list[dict]) -> None:
     """Every listed setting is defined at its source line by the release itself: a field
     of that name there, a flag its parser declares (or argparse derives from the field),
-    an environment variable its envs module names."""
+    an environment variable its envs module names or its code reads by name, a parameter
+    its `def` declares."""
     assert settings
     engine_args = (root / "vllm/engine/arg_utils.py").read_text()
     declared = {
@@ -365,9 +418,82 @@ def _assert_defined(root: Path, settings: list[dict]) -> None:
         line = (root / source["filePath"]).read_text().split("\n")[source["lineNumber"] - 1]
         if setting["kind"] == "env":
             assert f'"{setting["name"]}"' in line, setting
+        elif setting["kind"] == "parameter":
+            assert _declares_parameter(line, setting["name"]), setting
         else:
             assert line.strip().startswith(setting["name"] + ":"), setting
         if setting["kind"] == "flag":
             assert setting["typedAs"] in declared, setting
         if setting["kind"] == "config":
             assert setting["typedAs"].endswith("." + setting["name"]), setting
+
+
+def _installed_torch(tmp_path: Path, *names: str) -> dict[str, dict]:
+    """The explanations of the installed torch's own modules, harvested alone."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("torch is not installed")
+    site = Path(spec.submodule_search_locations[0]).parent
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(site / name, tmp_path / name)
+    result = harvest_tree(
+        tmp_path, repo="pytorch/pytorch", ref="v2.13.0", analyzed_at="x", package_dir="torch"
+    )
+    return {d.record["errorMessage"]: d.context["explanation"] for d in result.drafts}
+
+
+def _line(root: Path, setting: dict) -> str:
+    source = setting["source"]
+    return (root / source["filePath"]).read_text().split("\n")[source["lineNumber"] - 1]
+
+
+def test_torch_names_the_variables_its_env_rendezvous_reads(tmp_path: Path) -> None:
+    explained = _installed_torch(tmp_path, "torch/distributed/rendezvous.py")
+    missing = next(e for m, e in explained.items() if "environment variable {" in m)
+    assert _typed(missing) == ["RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
+    for setting in missing["settings"]:
+        assert setting["kind"] == "env"
+        assert f'"{setting["name"]}"' in _line(tmp_path, setting), setting
+    # `_get_env_or_raise(env_var)` raises it: a private helper's parameter is no setting.
+    assert not any(s["kind"] == "parameter" for s in missing["settings"])
+
+
+def test_torch_follows_a_guard_local_to_the_parameter_it_comes_from(tmp_path: Path) -> None:
+    explained = _installed_torch(tmp_path, "torch/optim/optimizer.py")
+    empty = explained["optimizer got an empty parameter list"]
+    (setting,) = empty["settings"]
+    assert (setting["kind"], setting["typedAs"]) == ("parameter", "Optimizer(params=...)")
+    assert _declares_parameter(_line(tmp_path, setting), "params"), setting
+
+
+def _declares_parameter(line: str, name: str) -> bool:
+    """Whether a line of a `def` declares this parameter (`params: ParamsT,`, `lr=1e-3`)."""
+    return re.search(rf"(?<![\w.]){name}\s*(?:[:=,)]|$)", line) is not None
+
+
+def test_a_record_no_location_explained_still_tells_the_releases_that_changed_it() -> None:
+    harvested = ["vllm==0.1.0", "vllm==0.2.0", "vllm==0.3.0"]
+    known = [_location("0.1.0").slim(), _location("0.2.0").slim(), _location("0.3.0", gone=True)]
+    history = [History("vllm", ("0.1.0", "0.2.0"), "0.3.0", "in vllm 0.1.0–0.2.0; gone in 0.3.0")]
+    explanation = record_explanation(known, history, harvested)
+    assert explanation is not None
+    assert (explanation.release, explanation.settings, explanation.advice) == (
+        "vllm==0.2.0",
+        [],
+        [],
+    )
+    assert [c.text for c in explanation.changes] == [
+        "gone in vllm 0.3.0: 0.2.0 raises it here, 0.3.0 no longer does"
+    ]
+    assert record_explanation(known[:2], [], harvested[:2]) is None
+
+
+def test_an_older_release_keeps_the_explanation_of_a_site_no_newer_release_raises() -> None:
+    explained = {"settings": [], "advice": [], "trigger": None, "source": {}}
+    location = replace(_location("0.1.0"), context={"guard": "n > limit", "explanation": explained})
+    assert location.slim().context == {"guard": "n > limit"}
+    assert location.slim(keep_explanation=True).context == {
+        "guard": "n > limit",
+        "explanation": explained,
+    }

@@ -269,7 +269,11 @@ def _store_batch(
         for d, record in valid
     }
     if newer is not None:  # forty releases must not make the store forty times larger
-        located = {record_id: location.slim() for record_id, location in located.items()}
+        new_here = set(fresh_ids)  # sites no newer release raises: this one explains them
+        located = {
+            record_id: location.slim(keep_explanation=record_id in new_here)
+            for record_id, location in located.items()
+        }
     locations.put_release(session, release.label, located)
     return set(located), set(fresh_ids), counts
 

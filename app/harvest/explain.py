@@ -16,6 +16,7 @@ import ast
 import re
 import textwrap
 import warnings
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,10 +42,26 @@ _ADVICE = re.compile(
     r"^(?:try|please|consider|use|set|increase|decrease|reduce|lower|raise|make sure|"
     r"ensure|check|install|upgrade|downgrade|pass|specify|enable|disable|add|remove|"
     r"see|refer|run|you (?:can|may|should|need|must|might)|to (?:fix|avoid|use|enable|"
-    r"disable|resolve|run|serve|load)|if you)\b",
+    r"disable|resolve|run|serve|load)|if you|call|restart|update|switch|change|avoid|"
+    r"do not|don't|make|alternatively|otherwise)\b",
     re.IGNORECASE,
 )
+# Advice inside a sentence: `X is not supported, please use Y instead.`
+_ADVICE_INSIDE = re.compile(
+    r"(?:^|[,;:(]\s*|\s-\s|\bso\s|\bor\s)(?:please|try|consider|use|set|make sure|"
+    r"you (?:can|may|should|need|must|might))\b|\bplease\b|\binstead\b",
+    re.IGNORECASE,
+)
+# A setting named bare in the message: `max_model_len`, `VLLM_PORT` (an underscore in it,
+# so that a common word is never taken for one).
+_BARE_SETTING = re.compile(
+    r"(?<![\w.{/-])([a-z][a-z0-9]*_[a-z0-9_]*[a-z0-9]|[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9])(?![\w}(/])"
+)
 _URL = re.compile(r"https?://\S+")
+# Calls that read an environment variable by name: `os.environ.get`, `os.getenv`,
+# SGLang's `get_bool_env_var`.
+_ENV_READERS = ("environ.get", "getenv", "env_var")
+_ENV_WORDS = ("environ", "getenv", "env_var")
 # A sentence ends at `. ` before a capital, or where a placeholder runs into the next one
 # (`{estimated_msg}Try increasing ...`).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\"'])|(?<=\})(?=[A-Z][a-z])")
@@ -103,7 +120,11 @@ def _in_sources(file_path: str, package: str, sources: Iterable[str]) -> bool:
     or any file under a folder)."""
     for source in sources:
         below = f"{package}/{source}"
-        if file_path.endswith("/" + below) or file_path == below:
+        # `config` is a folder in newer releases, `config.py` in older ones.
+        if file_path.endswith(("/" + below, "/" + below + ".py")) or file_path in (
+            below,
+            below + ".py",
+        ):
             return True
         if f"/{below}/" in "/" + file_path and file_path.endswith(".py"):
             return True
@@ -412,6 +433,14 @@ class _ModuleIndex:
     def __init__(self, facts: ModuleFacts) -> None:
         self.facts = facts
         self.lines = facts.source.split("\n")
+        # The lines that may read the environment, in order: a function none of them
+        # falls in is not parsed for it.
+        self.environment_lines = (
+            [n for n, text in enumerate(self.lines, 1) if any(w in text for w in _ENV_WORDS)]
+            if any(word in facts.source for word in _ENV_WORDS)
+            else []
+        )
+        self.parsed: dict[tuple[int, int], _ParsedFunction | None] = {}
         self.assignments: dict[tuple[bool, str], list[tuple[int, str]]] = {}
         for number, text in enumerate(self.lines, start=1):
             found = _simple_assignment(text) if "=" in text else None
@@ -496,6 +525,17 @@ class _Resolver:
             self.draft.class_name is not None and self.draft.class_name.endswith("Args")
         )
 
+    def named_bare(self, text: str) -> Setting | None:
+        """A setting a message names without backticks: a flag's field, an environment
+        variable, or a config field only one config class defines."""
+        table = self.table
+        if text in table.envs:
+            return table.envs[text]
+        if text in table.flags:
+            return table.flags[text]
+        candidates = table.configs.get(text, [])
+        return self.config_flag(candidates[0]) if len(candidates) == 1 else None
+
     def named(self, text: str) -> Setting | None:
         """A setting a message names itself: `--max-model-len`, `max_model_len`,
         `VLLM_PORT`, `ModelConfig.max_model_len`."""
@@ -513,34 +553,259 @@ class _Resolver:
         return self.resolve(text) if _NAME.fullmatch(text) else None
 
 
-def _parameters(
-    facts: ModuleFacts, span: tuple[int, int], function: str | None, class_name: str | None
-) -> dict[str, Setting]:
-    """The raising function's own parameters, for a library its users call directly."""
-    lines = facts.source.split("\n")[span[0] - 1 : span[1]]
-    tree = _parse(textwrap.dedent("\n".join(lines)), facts.file_path)
+@dataclass(slots=True)
+class _FunctionReads:
+    """What the raising function itself reads: its parameters (for a library its users
+    call directly), what each local is assigned from before the raise, and the
+    environment variables whose values reach the raise."""
+
+    parameters: dict[str, Setting] = field(default_factory=dict)
+    assigned: dict[str, set[str]] = field(default_factory=dict)  # local -> names it reads
+    envs: dict[str, list[Setting]] = field(default_factory=dict)  # local -> variables read
+
+    def parameters_of(self, name: str, depth: int = 0) -> list[Setting]:
+        """The parameters a local name comes from, through assignments
+        (`param_groups = list(params)`), two steps at most."""
+        if name in self.parameters:
+            return [self.parameters[name]]
+        if depth >= 2:
+            return []
+        found: list[Setting] = []
+        for source in sorted(self.assigned.get(name, ())):
+            if source != name:
+                found.extend(self.parameters_of(source, depth + 1))
+        return found
+
+
+def _public(class_name: str | None, function: str, def_line: str) -> bool:
+    """Whether users call the function themselves: a module's function or a class's method
+    (not one nested in another function), whose class and name are not private
+    (`_get_env_or_raise` is plumbing; `Adam.__init__` is `Adam(...)`). A private module
+    may still define public API (torch's `_tensor.py` holds `Tensor.backward`)."""
+    indent = len(def_line) - len(def_line.lstrip())
+    if indent > (4 if class_name else 0):
+        return False
+    names = [class_name or "", "" if function == "__init__" else function]
+    return not any(name.startswith("_") for name in names if name)
+
+
+def _last_name(node: ast.expr) -> str:
+    """`environ.get` of `os.environ.get`, `getenv` of `os.getenv`: the callee's last two
+    names, without unparsing it (asked of every call in a function)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        owner = node.value
+        before = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+        return f"{before}.{node.attr}" if before else node.attr
+    return ""
+
+
+def _env_read(node: ast.AST) -> ast.expr | None:
+    """The string naming the variable an `os.environ.get("X")`, `os.getenv("X")`,
+    `os.environ["X"]` or `"X" in os.environ` reads, when it is an environment name."""
+    named: ast.expr | None = None
+    if isinstance(node, ast.Call) and node.args:
+        if _last_name(node.func).endswith(_ENV_READERS):
+            named = node.args[0]
+    elif isinstance(node, ast.Subscript) and _last_name(node.value).endswith("environ"):
+        named = node.slice
+    elif (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In | ast.NotIn)
+        and _last_name(node.comparators[0]).endswith("environ")
+    ):
+        named = node.left
+    text = _text(named)
+    return named if named is not None and text and _ENV_NAME.match(text) else None
+
+
+def _env_setting(read: ast.AST, named: ast.expr, file_path: str, offset: int) -> Setting:
+    """The variable a read names, at the line that spells its name."""
+    name = str(_text(named))
+    default = None
+    if isinstance(read, ast.Call) and len(read.args) > 1:
+        default = _one_line(ast.unparse(read.args[1]), MAX_DEFAULT_CHARS)
+    return Setting(name, "env", name, default, None, file_path, named.lineno + offset)
+
+
+@dataclass(slots=True)
+class _ParsedFunction:
+    """What one function tells every raise site in it, read from one parse: its
+    parameters, its assignments (line, targets, names read, the variable read, the
+    parameter whose variable it reads) and the environment reads in its `if` tests."""
+
+    name: str
+    arguments: list[tuple[ast.arg, ast.expr | None]]
+    assignments: list[tuple[int, list[str], set[str], Setting | None, str | None]]
+    env_tests: list[tuple[int, int, Setting]]
+
+
+def _parse_function(
+    index: _ModuleIndex, span: tuple[int, int], with_parameters: bool
+) -> _ParsedFunction | None:
+    """The function at a span, parsed for its parameters (a library's) or for the
+    environment it reads; None when it reads none and its parameters are no settings."""
+    facts = index.facts
+    if not with_parameters:
+        lines = index.environment_lines
+        at = bisect_left(lines, span[0])
+        if at == len(lines) or lines[at] > span[1]:
+            return None
+    text = "\n".join(index.lines[span[0] - 1 : span[1]])
+    tree = _parse(textwrap.dedent(text), facts.file_path)
     if tree is None or not tree.body:
-        return {}
+        return None
     node = tree.body[0]
-    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name != function:
-        return {}
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    offset = span[0] - 1
     arguments = node.args
-    positional = [argument.arg for argument in (*arguments.posonlyargs, *arguments.args)]
+    listed = [*arguments.posonlyargs, *arguments.args]
     # Defaults belong to the last positional parameters.
-    padded = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
-    defaults: dict[str, ast.expr | None] = dict(zip(positional, padded, strict=True))
-    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
-        defaults[argument.arg] = default
-    called = class_name if function == "__init__" and class_name else function  # Adam(lr=...)
-    found = {}
-    for name, default in defaults.items():
-        if name in ("self", "cls"):
+    padded = [None] * (len(listed) - len(arguments.defaults)) + list(arguments.defaults)
+    defaults: list[tuple[ast.arg, ast.expr | None]] = list(zip(listed, padded, strict=True))
+    defaults.extend(zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True))
+    parsed = _ParsedFunction(node.name, defaults, [], [])
+    for statement in ast.walk(node):
+        if isinstance(statement, ast.If):
+            for part in ast.walk(statement.test):
+                named = _env_read(part)
+                if named is not None:
+                    setting = _env_setting(part, named, facts.file_path, offset)
+                    last = (statement.end_lineno or statement.lineno) + offset
+                    parsed.env_tests.append((statement.lineno + offset, last, setting))
+        if not isinstance(statement, ast.Assign | ast.AnnAssign) or statement.value is None:
             continue
-        text = _one_line(ast.unparse(default), MAX_DEFAULT_CHARS) if default is not None else None
-        found[name] = Setting(
-            name, "parameter", f"{called}({name}=...)", text, None, facts.file_path, span[0]
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        value = statement.value
+        read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        read_at = next(((n, found) for n in ast.walk(value) if (found := _env_read(n))), None)
+        line = statement.lineno + offset
+        env_setting = (
+            _env_setting(read_at[0], read_at[1], facts.file_path, offset) if read_at else None
         )
-    return found
+        by_parameter = (
+            value.args[0].id
+            if read_at is None
+            and isinstance(value, ast.Call)
+            and value.args
+            and isinstance(value.args[0], ast.Name)
+            and _last_name(value.func).endswith(_ENV_READERS)
+            else None
+        )
+        parsed.assignments.append((line, names, read, env_setting, by_parameter))
+    _add_conditional_changes(node.body, frozenset(), parsed, offset)
+    return parsed
+
+
+_GROWING = frozenset({"append", "insert", "extend", "add", "update"})
+
+
+def _add_conditional_changes(
+    body: Sequence[ast.AST], tests: frozenset[str], parsed: _ParsedFunction, offset: int
+) -> None:
+    """A local a block changes depends on the tests of the `if`s around it:
+    `if strict: error_msgs.insert(...)` makes `error_msgs` read `strict`."""
+    for statement in body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        inner = tests
+        if not isinstance(statement, ast.stmt | ast.ExceptHandler):
+            continue
+        if isinstance(statement, ast.If | ast.While):
+            inner = tests | {n.id for n in ast.walk(statement.test) if isinstance(n, ast.Name)}
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if (
+            tests
+            and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
+            and call.func.attr in _GROWING
+        ):
+            line = statement.lineno + offset
+            parsed.assignments.append((line, [call.func.value.id], set(tests), None, None))
+        elif tests and isinstance(statement, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if names:
+                parsed.assignments.append(
+                    (statement.lineno + offset, names, set(tests), None, None)
+                )
+        for field_name in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(statement, field_name, None)
+            if isinstance(block, list):
+                _add_conditional_changes(block, inner, parsed, offset)
+
+
+def _read_function(
+    index: _ModuleIndex,
+    span: tuple[int, int],
+    draft: Draft,
+    with_parameters: bool,
+) -> _FunctionReads:
+    """The raising function's parameters, assignments and environment reads. A function
+    is parsed (once) only for a library's parameters or when its module reads the
+    environment."""
+    reads = _FunctionReads()
+    function, class_name = draft.function, draft.class_name
+    if function is None or not (with_parameters or index.environment_lines):
+        return reads
+    if span not in index.parsed:
+        index.parsed[span] = _parse_function(index, span, with_parameters)
+    parsed = index.parsed[span]
+    if parsed is None or parsed.name != function:
+        return reads
+    facts = index.facts
+    raised_at = draft.record.get("lineNumber") or 0
+    called = class_name if function == "__init__" and class_name else function  # Adam(lr=...)
+    if with_parameters and _public(class_name, function, index.lines[span[0] - 1]):
+        for argument, default in parsed.arguments:
+            name = argument.arg
+            if name in ("self", "cls"):
+                continue
+            spelled = (
+                _one_line(ast.unparse(default), MAX_DEFAULT_CHARS) if default is not None else None
+            )
+            reads.parameters[name] = Setting(
+                name,
+                "parameter",
+                f"{called}({name}=...)",
+                spelled,
+                None,
+                facts.file_path,
+                argument.lineno + span[0] - 1,
+            )
+    environment_of: dict[str, str] = {}  # local -> the parameter naming the variable it reads
+    for line, names, read, env_setting, by_parameter in parsed.assignments:
+        if line >= raised_at:
+            continue
+        for name in names:
+            reads.assigned.setdefault(name, set()).update(read)
+            if env_setting is not None:
+                reads.envs.setdefault(name, []).append(env_setting)
+            elif by_parameter is not None:
+                environment_of[name] = by_parameter
+    # A helper that reads the variable its caller names (`_get_env_or_raise("RANK")`):
+    # every variable the module passes it reaches the raise.
+    parameters = {argument.arg for argument, _ in parsed.arguments}
+    for local, parameter in environment_of.items():
+        if parameter not in parameters:
+            continue
+        passed = re.compile(
+            rf"(?<![\w.]){re.escape(function)}\(\s*[\"']([A-Z][A-Z0-9_]{{2,}})[\"']"
+        )
+        for number, text in enumerate(index.lines, start=1):
+            for name in passed.findall(text):
+                setting = Setting(name, "env", name, None, None, facts.file_path, number)
+                reads.envs.setdefault(local, []).append(setting)
+    # A variable the guard itself reads: `if "RANK" not in os.environ: raise ...`.
+    for first, last, setting in parsed.env_tests:
+        if first <= raised_at <= last:
+            reads.envs.setdefault("", []).append(setting)
+    return reads
 
 
 def _sentences(message: str) -> list[str]:
@@ -558,12 +823,7 @@ def explain(
     """The explanation of one draft: settings, advice and trigger, each with its source."""
     record = draft.record
     resolver = _Resolver(table, index, draft)
-    facts = index.facts
-    parameters = (
-        _parameters(facts, resolver.function_span, draft.function, draft.class_name)
-        if project.parameters_are_settings
-        else {}
-    )
+    reads = _read_function(index, resolver.function_span, draft, project.parameters_are_settings)
     message = record["errorMessage"]
     guard = draft.site.guard if draft.site else None
     listed: dict[str, dict[str, Any]] = {}
@@ -577,25 +837,37 @@ def explain(
             listed[setting.typed_as] = setting.document(repo, ref, via)
 
     def from_code(name: str, via: str) -> None:
-        _, attr = _words(name)
-        if "." not in name and attr in parameters:
-            take(parameters[attr], name, via)
-        else:
+        root = name.split(".", 1)[0]  # `port.isdigit` reads the local `port`
+        found = [*reads.parameters_of(root), *reads.envs.get(root, [])]
+        for setting in found:
+            take(setting, name, via)
+        if not found:
             take(resolver.resolve(name), name, via)
 
+    for setting in reads.envs.get("", []):
+        take(setting, setting.name, "guard")
     for name in _NAME.findall(guard or ""):
         from_code(name, "guard")
     for name in _PLACEHOLDER.findall(message):
         from_code(name, "message")
+    prose = _PLACEHOLDER.sub(" ", _URL.sub(" ", message))
     for text in [*_FLAG.findall(message), *_BACKTICKED.findall(message)]:
-        take(resolver.named(text), text, "message")
+        named = reads.parameters.get(text.split("=", 1)[0].strip())
+        take(named or resolver.named(text), text, "message")
+    for text in _BARE_SETTING.findall(prose):
+        take(reads.parameters.get(text) or resolver.named_bare(text), text, "message")
     advice: list[dict[str, Any]] = []
     for sentence in _sentences(message):
         url = _URL.search(sentence)
-        if not (_ADVICE.match(sentence) or url) or len(advice) >= MAX_ADVICE:
+        telling = _ADVICE.match(sentence) or _ADVICE_INSIDE.search(sentence)
+        if not (telling or url) or len(advice) >= MAX_ADVICE:
             continue
-        named = [*_FLAG.findall(sentence), *_BACKTICKED.findall(sentence)]
-        linked = [resolved[text] for text in named if text in resolved]
+        names = [
+            *_FLAG.findall(sentence),
+            *_BACKTICKED.findall(sentence),
+            *_BARE_SETTING.findall(_PLACEHOLDER.sub(" ", sentence)),
+        ]
+        linked = [resolved[text] for text in names if text in resolved]
         advice.append(
             {
                 "text": sentence,

@@ -115,7 +115,9 @@ def _location_source(location: Location) -> ExplanationSource:
 def _changes(
     known: Sequence[Location], history: Sequence[History], harvested: Sequence[str]
 ) -> list[Statement]:
-    """The releases that brought, changed or removed the site, from its history."""
+    """The releases that brought, changed or removed the site, from its history. Each
+    names the harvested release on either side: a release between them (0.4.0 and 0.4.1,
+    when 0.3.3 and 0.4.3 are harvested) may be the one that made the change."""
     by_release = {location.release: location for location in known}
     statements = []
     for item in history:
@@ -124,27 +126,31 @@ def _changes(
             label.partition("==")[2] for label in harvested if label.startswith(name + "==")
         ]
         first = item.present[0]
-        if versions and first != versions[0]:
+        if versions and first != versions[0] and first in versions:
+            before = versions[versions.index(first) - 1]
             statements.append(
                 Statement(
-                    text=f"first raised in {name} {first}: new in that release",
+                    text=f"first raised in {name} {first}: {before}, the release harvested "
+                    "before it, does not raise it",
                     source=_location_source(by_release[f"{name}=={first}"]),
                 )
             )
         statements.extend(_guard_changes(name, known))
         if item.changed_in is None:
             continue
-        at = (
-            by_release.get(f"{name}=={item.changed_in}")
-            or by_release[f"{name}=={item.present[-1]}"]
-        )
+        last = item.present[-1]
+        at = by_release.get(f"{name}=={item.changed_in}") or by_release[f"{name}=={last}"]
         if item.text.endswith(f"changed in {item.changed_in}"):
             text = (
-                f"the message changed in {name} {item.changed_in}: that release raises "
-                "something else here"
+                f"the message changed in {name} {item.changed_in}: {last} raises it here, "
+                f"{item.changed_in} raises something else"
             )
         else:
-            text = f"removed in {name} {item.changed_in}: upgrading removes this check"
+            # The check may live on in another file: only this site is known to be gone.
+            text = (
+                f"gone in {name} {item.changed_in}: {last} raises it here, "
+                f"{item.changed_in} no longer does"
+            )
         statements.append(Statement(text=text, source=_location_source(at)))
     return statements
 
@@ -161,12 +167,14 @@ def _guard_changes(package: str, known: Sequence[Location]) -> list[Statement]:
         and location.context.get("guard")
     ]
     statements = []
-    for (_, before), (location, after) in pairwise(guarded):
+    for (earlier, before), (location, after) in pairwise(guarded):
         if " ".join(before.split()) != " ".join(after.split()):
             version = location.release.partition("==")[2]
+            since = earlier.release.partition("==")[2]
             statements.append(
                 Statement(
-                    text=f"the guard changed in {package} {version}: `{before}` became `{after}`",
+                    text=f"the guard changed in {package} {version} (since {since}): "
+                    f"`{before}` became `{after}`",
                     source=_location_source(location),
                 )
             )
@@ -177,7 +185,9 @@ def record_explanation(
     known: Sequence[Location], history: Sequence[History], harvested: Sequence[str]
 ) -> Explanation | None:
     """The explanation of a record: what its newest explained location stored at harvest,
-    and the release changes its history tells; None when no harvest explained it."""
+    and the release changes its history tells (those alone when no location kept an
+    explanation: a site only older releases raise, harvested after a newer one); None when
+    there is neither."""
     latest = next(
         (
             location
@@ -186,8 +196,19 @@ def record_explanation(
         ),
         None,
     )
+    changes = _changes(known, history, harvested)
     if latest is None or latest.context is None:
-        return None
+        present = [location for location in known if not location.gone]
+        if not changes or not present:
+            return None
+        return Explanation(
+            release=present[-1].release,
+            settings=[],
+            advice=[],
+            trigger=None,
+            changes=changes,
+            entry_points=[],
+        )
     raw = latest.context["explanation"]
     release = latest.release
     return Explanation(
@@ -210,7 +231,7 @@ def record_explanation(
         )
         if raw.get("trigger")
         else None,
-        changes=_changes(known, history, harvested),
+        changes=changes,
         entry_points=[
             EntryPoint(
                 label=item["label"],

@@ -152,17 +152,22 @@ class Location:
             context=context,
         )
 
-    def slim(self) -> "Location":
+    def slim(self, keep_explanation: bool = False) -> "Location":
         """Where the site is, without its source excerpt and code context: what an older
         release's location keeps, since the record shows the newest. The guard stays (one
-        line): comparing it across releases tells when the check itself changed."""
-        guard = (self.context or {}).get("guard")
+        line): comparing it across releases tells when the check itself changed. The
+        explanation stays too where no newer release raises the site (`keep_explanation`):
+        this location is then the record's newest."""
+        context = self.context or {}
+        kept = {key: context[key] for key in ("guard", "explanation") if context.get(key)}
+        if not keep_explanation:
+            kept.pop("explanation", None)
         return replace(
             self,
             source_code=None,
             source_code_start=None,
             source_code_end=None,
-            context={"guard": guard} if guard else None,
+            context=kept or None,
         )
 
     def status(self, record: ErrorRecord) -> str:
