@@ -34,11 +34,15 @@ def harvested(tmp_path_factory: pytest.TempPathFactory) -> accuracy.Harvested:
 def harvested_history(
     harvested: accuracy.Harvested, tmp_path_factory: pytest.TempPathFactory
 ) -> accuracy.Harvested:
-    """The shared store and the older releases real pastes come from (accuracy.OLDER), in
-    a copy of its own: the real-paste measure answers as the default serve does once its
-    older releases are in, and the other tests keep the store they were written for."""
+    """The shared store, the curated records of data/records and the older releases real
+    pastes come from (accuracy.OLDER), in a copy of its own: the real-paste measure answers
+    as the default serve does once its older releases are in, and the other tests keep the
+    store they were written for."""
     return accuracy.harvested_store(
-        tmp_path_factory.mktemp("history"), accuracy.OLDER, start_from=harvested.database
+        tmp_path_factory.mktemp("history"),
+        accuracy.OLDER,
+        start_from=harvested.database,
+        curated=DATA_DIR,
     )
 
 

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from app.config import PROJECT_ROOT, Settings
 from app.harvest import drafts
 from app.main import create_app
+from app.records import service as records
 from app.store.engine import unit_of_work
 from app.upstreams.base import releases
 from tests.helpers.releases import RELEASES
@@ -130,11 +131,16 @@ class Harvested:
 
 
 def harvested_store(
-    folder: Path, specs: tuple[str, ...] = HARVESTED, start_from: Path | None = None
+    folder: Path,
+    specs: tuple[str, ...] = HARVESTED,
+    start_from: Path | None = None,
+    curated: Path | None = None,
 ) -> Harvested:
     """A service whose store holds the drafts harvested from these releases, in order
     (specs that `drafts.resolve_release` takes); `start_from`: a copy of that SQLite store
-    is harvested into, so that a larger store does not harvest the shared releases again."""
+    is harvested into, so that a larger store does not harvest the shared releases again;
+    `curated`: a folder of curated records imported before the harvest, as `errkb serve`
+    imports data/records before it harvests."""
     database = folder / "errkb.db"
     if start_from is not None:
         with sqlite3.connect(start_from) as source, sqlite3.connect(database) as copy:
@@ -147,6 +153,10 @@ def harvested_store(
     )
     app = create_app(settings)
     results = {}
+    if curated is not None:
+        with unit_of_work(app.state.engine) as session:
+            report = records.import_paths(session, [curated])
+        assert not report.rejected, report.rejected
     with unit_of_work(app.state.engine) as session:
         for spec in specs:
             results[spec] = drafts.harvest_release(
