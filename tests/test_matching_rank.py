@@ -10,6 +10,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -346,6 +347,28 @@ def test_a_release_the_paste_names_picks_the_site_it_raises_from() -> None:
     assert "release.differs" in {part.id for part in named[1].components}
     newer = answer("INFO 10-22 12:00:01 api_server.py:527] vLLM API server version 0.34.0\n" + line)
     assert newer[0].id == new.id
+
+
+def test_a_curated_site_leads_the_same_message_from_an_older_file() -> None:
+    """A curator's bonus says nothing of the release a paste came from: the current site,
+    curated, and the older release's file of the same message are one answer, the curated
+    record first, unless the paste names a release."""
+    old = _heads_site("0" * 16, "vllm/config.py", {"vllm==0.5.5", "vllm==0.6.6.post1"}, True)
+    curated = replace(
+        _heads_site("1" * 16, "vllm/config/model.py", {"vllm==0.33.0"}, False), reviewed=True
+    )
+    sites = {site.id: site for site in (old, curated)}
+    index = PatternIndex([(old.id, HEADS_PATTERN), (curated.id, HEADS_PATTERN)])
+    line = "ValueError: " + HEADS.format(heads=52, tp=8) + "\n"
+
+    def answer(text: str) -> list[Match]:
+        return find_matches(index, text, lambda ids: {i: sites[i] for i in ids})[1]
+
+    alone = answer(line)
+    assert [(m.id, m.same_message) for m in alone] == [(curated.id, [old.id])]
+    named = answer("INFO 10-22 12:00:01 api_server.py:527] vLLM API server version 0.6.3\n" + line)
+    assert named[0].id == old.id
+    assert named[0].same_message == []
 
 
 def test_a_bare_exception_over_a_refined_class_neither_agrees_nor_differs() -> None:

@@ -95,7 +95,15 @@ BODY_CLASS = (
     "the HTTP body names the response's class (BadRequestError): the answer is the site, whose"
     " class was refined since (ValueError then), and the paste names neither"
 )
+CURATED_PATTERN = (
+    "a curated record's pattern (widened for other texts of the message) and an older site's"
+    " template differ: the pasted message, cut or reworded, fits both, and the curator's bonus"
+    " puts the current site first"
+)
 KNOWN_MISSES: dict[str, str] = {
+    "vllm-031-bf16-compute-capability-langchain-chatchat.json": CURATED_PATTERN,
+    "vllm-037-user-max-model-len-xinference.json": CURATED_PATTERN,
+    "vllm-040-decoder-prompt-too-long-xinference-html.json": CURATED_PATTERN,
     "vllm-018-max-tokens-negative-openai-client.json": BODY_CLASS,
     "vllm-019-max-context-length-openai-title.json": HTTP_BODY,
     "vllm-020-max-tokens-negative-openai-title.json": BODY_CLASS,
@@ -129,31 +137,10 @@ KNOWN_MISSES: dict[str, str] = {
     "torch-012-default-pg-not-initialized-backticks.json": CLASS_CHANGED,
     "torch-013-default-pg-not-initialized-lowercase.json": CLASS_CHANGED,
     "torch-020-not-compiled-cuda-windows-cut.json": NO_ANSWER,
-    "torch-022-weights-only-ultralytics-comfyui.json": HELPER,
-    "torch-023-weights-only-persistent-id.json": HELPER,
-    "torch-024-weights-only-unsupported-operand.json": HELPER,
-    "torch-025-weights-only-listconfig-pdb.json": HELPER,
-    "torch-026-weights-only-getattr-comfyui.json": HELPER,
-    "torch-027-weights-only-reactor.json": HELPER,
-    "torch-031-no-grad-fn-old-traceback.json": CPP,
     "torch-032-no-grad-fn-libtorch.json": CPP,
-    "torch-033-no-grad-fn-notebook-json.json": CPP,
-    "torch-034-no-grad-fn-dice-fence.json": CPP,
-    "torch-035-backward-twice-pycharm.json": CPP,
-    "torch-036-backward-twice-quoted.json": CPP,
-    "torch-037-backward-twice-old-msg-traceback.json": CPP,
-    "torch-038-backward-twice-buffers-freed.json": CPP,
-    "torch-039-backward-twice-fence.json": CPP,
-    "torch-041-oom-json-through-sglang.json": CPP,
-    "torch-043-oom-capacty-typo-msg.json": CPP,
-    "torch-044-oom-vllm-engine-log.json": CPP,
     "torch-051-logit-bias-index-out-of-bounds.json": CPP,
-    "torch-066-childfailed-block-torchrun.json": NO_ANSWER,
-    "torch-067-childfailed-launcher-frames.json": NO_ANSWER,
-    "torch-068-childfailed-block-cut.json": NO_ANSWER,
     "torch-069-dynamo-backend-failed-triton-key.json": NO_ANSWER,
     "torch-070-dynamo-torchruntimeerror-from-user-code.json": NO_FILE,
-    "torch-076-oom-olmocr-bash-fence.json": CPP,
     "sglang-037-unsupported-arch-llava-qwen-title.json": NOT_HARVESTED,
 }
 """Case file -> why errkb misses it today (top-1). Shrink it as matching improves."""

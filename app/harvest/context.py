@@ -4,19 +4,19 @@ same release (`callers`), which `except` clauses around those calls catch the er
 (`handlers`), and the other sites that raise the same message (`sameMessageAt`).
 
 Callers are found by name: every `name(` in the release's sources, as a bare call or an
-attribute (`self.free_buffer(`), found in one Aho-Corasick pass over all files; an
-`__init__` is called through its class's name. Name lookup cannot tell two functions of one
+attribute (`self.free_buffer(`), from each module's calls read once by one regular
+expression (the entry points ask again for each level of callers); an `__init__` is called
+through its class's name. Name lookup cannot tell two functions of one
 name apart, so callers in the raise's own file and class come first.
 """
 
 import builtins
+import re
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import ahocorasick
 
 from app.harvest.sites import Draft, ModuleFacts, TryBlock
 
@@ -25,6 +25,7 @@ MAX_HANDLERS = 10
 MAX_SAME_MESSAGE = 10
 MAX_CALL_SITES_PER_NAME = 2000  # a very common name (`get`) stops being collected here
 _IDENTIFIER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\(")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,18 @@ class _Module:
         self.functions: list[str | None] = [None] * (len(self.starts) + 2)
         for first, last, name in sorted(self.facts.functions):
             self.functions[first + 1 : last + 1] = [name] * (last - first)
+        self._calls: dict[str, list[int]] | None = None
+
+    def calls(self) -> dict[str, list[int]]:
+        """Where each name is called (`name(` not inside a longer name), in file order."""
+        if self._calls is None:
+            self._calls = defaultdict(list)
+            source = self.facts.source
+            for call in _CALL.finditer(source):
+                start = call.start()
+                if not start or source[start - 1] not in _IDENTIFIER_CHARS:
+                    self._calls[call.group()[:-1]].append(start)
+        return self._calls
 
     def line_of(self, offset: int) -> int:
         return bisect_right(self.starts, offset)
@@ -81,40 +94,36 @@ def find_call_sites(
     modules: Sequence[ModuleFacts], names: set[str], lookups: dict[str, _Module] | None = None
 ) -> dict[str, list[CallSite]]:
     """Every `name(` of these names in the modules, by name, in file order; `lookups`
-    keeps each module's line tables for the next search of the same release."""
+    keeps each module's line tables and calls for the next search of the same release."""
     lookups = {} if lookups is None else lookups
     found: dict[str, list[CallSite]] = defaultdict(list)
     if not names:
         return found
-    automaton = ahocorasick.Automaton()
-    for name in names:
-        automaton.add_word(name + "(", name)
-    automaton.make_automaton()
     for facts in modules:
-        module: _Module | None = None
+        module = lookups.get(facts.file_path)
+        if module is None:
+            module = lookups[facts.file_path] = _Module(facts)
         source = facts.source
-        for end, name in automaton.iter(source):
-            start = end - len(name)
-            before = source[start - 1] if start else "\n"
-            if before in _IDENTIFIER_CHARS or len(found[name]) >= MAX_CALL_SITES_PER_NAME:
-                continue
-            line_start = source.rfind("\n", 0, start) + 1
-            prefix = source[line_start:start].strip()
-            if prefix.endswith(("def", "class")) or prefix.startswith("#"):
-                continue
-            if module is None:
-                module = lookups.get(facts.file_path) or _Module(facts)
-                lookups[facts.file_path] = module
-            line = module.line_of(start)
-            found[name].append(
-                CallSite(
-                    facts.file_path,
-                    line,
-                    module.function_at(line),
-                    before == ".",
-                    module.handlers_at(line),
+        calls = module.calls()
+        for name in [called for called in calls if called in names]:
+            sites = found[name]
+            for start in calls[name]:
+                if len(sites) >= MAX_CALL_SITES_PER_NAME:
+                    break
+                line_start = source.rfind("\n", 0, start) + 1
+                prefix = source[line_start:start].strip()
+                if prefix.endswith(("def", "class")) or prefix.startswith("#"):
+                    continue
+                line = module.line_of(start)
+                sites.append(
+                    CallSite(
+                        facts.file_path,
+                        line,
+                        module.function_at(line),
+                        start > 0 and source[start - 1] == ".",
+                        module.handlers_at(line),
+                    )
                 )
-            )
     return found
 
 

@@ -17,7 +17,8 @@ import re
 import textwrap
 import warnings
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -668,7 +669,7 @@ def _parse_function(
     defaults: list[tuple[ast.arg, ast.expr | None]] = list(zip(listed, padded, strict=True))
     defaults.extend(zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True))
     parsed = _ParsedFunction(node.name, defaults, [], [])
-    for statement in ast.walk(node):
+    for statement in _statements(node):
         if isinstance(statement, ast.If):
             for part in ast.walk(statement.test):
                 named = _env_read(part)
@@ -681,8 +682,9 @@ def _parse_function(
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         names = [t.id for t in targets if isinstance(t, ast.Name)]
         value = statement.value
-        read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        read_at = next(((n, found) for n in ast.walk(value) if (found := _env_read(n))), None)
+        nodes = list(ast.walk(value))
+        read = {n.id for n in nodes if isinstance(n, ast.Name)}
+        read_at = next(((n, found) for n in nodes if (found := _env_read(n))), None)
         line = statement.lineno + offset
         env_setting = (
             _env_setting(read_at[0], read_at[1], facts.file_path, offset) if read_at else None
@@ -701,6 +703,21 @@ def _parse_function(
     return parsed
 
 
+def _statements(node: ast.AST) -> Iterator[ast.AST]:
+    """The statements under a node (and its except handlers and match cases), in the order
+    `ast.walk` gives them, without visiting every expression node on the way: a function's
+    walk for its `if`s and assignments was most of what explaining cost torch's harvest."""
+    todo = deque([node])
+    while todo:
+        current = todo.popleft()
+        yield current
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if isinstance(value, list) and value and isinstance(value[0], _BLOCK_NODES):
+                todo.extend(value)
+
+
+_BLOCK_NODES = (ast.stmt, ast.excepthandler, ast.match_case)
 _GROWING = frozenset({"append", "insert", "extend", "add", "update"})
 
 

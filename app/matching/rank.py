@@ -52,6 +52,7 @@ LAST_EXCEPTION, ROOT_CAUSE = 4, 4
 # only because a frame sits on its exact line must not push the explained record down.
 REVIEWED_BONUS, GONE_PENALTY = SAME_LINE + 1, -2
 GONE = "record.gone"
+REVIEWED, DRAFT = "record.reviewed", "record.draft"
 FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are put
 # Found by where it raises: a fully dynamic message has nothing else to go by, and
 # a site raising at the very line of the innermost frame is strong evidence; a record whose
@@ -72,7 +73,7 @@ _INTERPRETER_WORDS = re.compile(
 )
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-01.3"
+RANKING_VERSION = "2026-12-01.4"
 POINTS_DIGITS = 2
 
 _MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
@@ -440,9 +441,9 @@ def _finish(
     """The match, with the points every match gets: reviewed, or gone in a newer release."""
     if candidate.reviewed:
         hint = "reviewed record: explained by a curator, ranked above drafts"
-        tally.add("record.reviewed", REVIEWED_BONUS, hint)
+        tally.add(REVIEWED, REVIEWED_BONUS, hint)
     else:
-        tally.add("record.draft", 0, "draft record: not yet reviewed")
+        tally.add(DRAFT, 0, "draft record: not yet reviewed")
     if candidate.gone:
         tally.add(GONE, GONE_PENALTY, "raise site gone in a newer release")
     return Match(
@@ -627,6 +628,7 @@ def _frames_first(matches: list[Match]) -> list[Match]:
 
 
 WHOLE = "\x00whole message"  # the key of the templates that match a whole message
+_NOT_CLUES = frozenset({GONE, REVIEWED, DRAFT})  # points the paste itself did not earn
 
 
 def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
@@ -636,10 +638,10 @@ def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> lis
     class refined between releases) where the paste names none, or one neither raises: a
     pasted class one of them raises scores them apart.
 
-    A site gone in the newest release scores a little less, yet that says nothing of the
-    release the paste came from: the same message raised from another file in an older
-    release goes with the current one unless a clue of the paste (frames, a release it names)
-    scored them apart."""
+    A site gone in the newest release scores a little less, and a curated record a little
+    more, yet neither says anything of the release the paste came from: the same message
+    raised from another file in an older release goes with the current one (a curated record
+    first) unless a clue of the paste (frames, a release it names) scored them apart."""
     kept: list[Match] = []
     first: dict[tuple[int | None, str, float], Match] = {}
     for match in matches:
@@ -650,7 +652,7 @@ def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> lis
         key = (
             match.exception_index,
             message,
-            total([part for part in match.components if part.id != GONE]),
+            total([part for part in match.components if part.id not in _NOT_CLUES]),
         )
         if match.exception_index is None or not candidate.template or key not in first:
             first.setdefault(key, match)
