@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from app import upstreams
-from app.harvest.messages import is_list, parts_message, parts_of
+from app.harvest.messages import is_list, parts_message, parts_of, tailed_message
 from app.harvest.parts import Env, Field, Item, ListMark, Maybe, Parts, child_env
 from app.harvest.sites import Factory, Message, ModuleFacts, RaiseSite, SkipReason, TryBlock
 
@@ -577,9 +577,7 @@ def _call_message(call: ast.Call, env: Env) -> tuple[Message | None, SkipReason 
     """The message of `X(first_arg, ...)`, or why it has none we can match."""
     if not call.args:  # `X(msg=...)`: the class builds its message, out of our sight
         return None, SkipReason.DYNAMIC_MESSAGE if call.keywords else SkipReason.NO_MESSAGE
-    parts = parts_of(call.args[0], env)
-    suffix = keyword_suffix(call)
-    return parts_message((*parts, suffix) if parts is not None and suffix else parts)
+    return tailed_message(parts_of(call.args[0], env), keyword_suffix(call))
 
 
 def keyword_suffix(call: ast.Call) -> Maybe | None:

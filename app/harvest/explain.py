@@ -449,6 +449,13 @@ class _ModuleIndex:
                 on_self, name, value = found
                 self.assignments.setdefault((on_self, name), []).append((number, value))
 
+    def reads_environment(self, first: int, last: int) -> bool:
+        """Whether a line from `first` to `last` may read the environment: an expression
+        none of them falls in is not walked for environment reads."""
+        lines = self.environment_lines
+        at = bisect_left(lines, first)
+        return at < len(lines) and lines[at] <= last
+
     def span(self, line: int) -> tuple[int, int]:
         """The innermost function holding a line, or the whole module."""
         spans = [(first, last) for first, last, _ in self.facts.functions if first <= line <= last]
@@ -649,11 +656,8 @@ def _parse_function(
     """The function at a span, parsed for its parameters (a library's) or for the
     environment it reads; None when it reads none and its parameters are no settings."""
     facts = index.facts
-    if not with_parameters:
-        lines = index.environment_lines
-        at = bisect_left(lines, span[0])
-        if at == len(lines) or lines[at] > span[1]:
-            return None
+    if not with_parameters and not index.reads_environment(span[0], span[1]):
+        return None
     text = "\n".join(index.lines[span[0] - 1 : span[1]])
     tree = _parse(textwrap.dedent(text), facts.file_path)
     if tree is None or not tree.body:
@@ -670,7 +674,9 @@ def _parse_function(
     defaults.extend(zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True))
     parsed = _ParsedFunction(node.name, defaults, [], [])
     for statement in _statements(node):
-        if isinstance(statement, ast.If):
+        if isinstance(statement, ast.If) and index.reads_environment(
+            *_lines(statement.test, offset)
+        ):
             for part in ast.walk(statement.test):
                 named = _env_read(part)
                 if named is not None:
@@ -684,7 +690,11 @@ def _parse_function(
         value = statement.value
         nodes = list(ast.walk(value))
         read = {n.id for n in nodes if isinstance(n, ast.Name)}
-        read_at = next(((n, found) for n in nodes if (found := _env_read(n))), None)
+        read_at = (
+            next(((n, found) for n in nodes if (found := _env_read(n))), None)
+            if index.reads_environment(*_lines(value, offset))
+            else None
+        )
         line = statement.lineno + offset
         env_setting = (
             _env_setting(read_at[0], read_at[1], facts.file_path, offset) if read_at else None
@@ -701,6 +711,11 @@ def _parse_function(
         parsed.assignments.append((line, names, read, env_setting, by_parameter))
     _add_conditional_changes(node.body, frozenset(), parsed, offset)
     return parsed
+
+
+def _lines(node: ast.expr, offset: int) -> tuple[int, int]:
+    """The module's first and last line of an expression parsed at `offset`."""
+    return node.lineno + offset, (node.end_lineno or node.lineno) + offset
 
 
 def _statements(node: ast.AST) -> Iterator[ast.AST]:

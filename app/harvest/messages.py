@@ -78,6 +78,20 @@ def _joined(sep: str, value: Parts) -> Parts | None:
     return (Joined(items, sep, not nonempty, shown),)
 
 
+def tailed_message(
+    parts: Parts | None, tail: Maybe | None
+) -> tuple[Message | None, SkipReason | None]:
+    """The message of these parts with an optional tail the exception class appends to it
+    (vLLM's ` (parameter=..., value=...)`): the pattern takes the tail, the record's id
+    (`Message.identity`) does not, so a release that added the tail keeps the site's record
+    and its history."""
+    message, skip = parts_message(parts)
+    if message is None or not parts or tail is None:
+        return message, skip
+    tailed, _ = parts_message((*parts, tail))
+    return (replace(tailed, identity=message.template), None) if tailed else (message, None)
+
+
 def parts_message(parts: Parts | None) -> tuple[Message | None, SkipReason | None]:
     if parts is None:
         return None, SkipReason.DYNAMIC_MESSAGE

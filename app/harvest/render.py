@@ -61,7 +61,7 @@ def file_drafts(
         if message is None:
             continue
         for piece in (message, *message.others):
-            key = (site.qualname, piece.template)
+            key = (site.qualname, piece.identity or piece.template)
             occurrences[key] += 1
             record = _record(site, piece, lines, file_path, release, occurrences[key])
             if site.skip == SkipReason.DYNAMIC_CLASS:
@@ -84,7 +84,9 @@ def _record(
     start = max(1, site.line - CONTEXT_LINES)
     end = min(len(lines), site.line + CONTEXT_LINES)
     return {
-        "id": _record_id(repo, file_path, site.qualname, message.template, occurrence),
+        "id": _record_id(
+            repo, file_path, site.qualname, message.identity or message.template, occurrence
+        ),
         "repo": repo,
         "slug": _slug(message.template) or _slug(site.error_class or ""),
         "errorCode": None,

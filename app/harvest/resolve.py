@@ -14,7 +14,7 @@ import ast
 from dataclasses import replace
 
 from app.harvest.collect import CLASS_NAME, keyword_suffix, scoped_factory
-from app.harvest.messages import parts_message, parts_of
+from app.harvest.messages import parts_message, parts_of, tailed_message
 from app.harvest.parts import Env, Field, Parts
 from app.harvest.sites import UNKNOWN_CLASS, Factory, Message, ModuleFacts, RaiseSite, SkipReason
 
@@ -74,8 +74,7 @@ def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSit
                 site = replace(site, error_class=None, message=None, skip=SkipReason.DYNAMIC_CLASS)
             elif outcome is not None:
                 error_class, parts = outcome
-                suffix = keyword_suffix(call)
-                message, skip = parts_message((*parts, suffix) if parts and suffix else parts)
+                message, skip = tailed_message(parts, keyword_suffix(call))
                 site = replace(site, error_class=error_class, message=message, skip=skip)
         resolved.append(replace(site, call=None, env=None))
     for site in facts.helper_calls:

@@ -57,6 +57,9 @@ class Message:
     pattern: str
     placeholders: tuple[str, ...]
     others: tuple[Message, ...] = ()  # the other pieces a join of pieces may raise alone
+    # The template the record's id comes from, where it differs: without an optional tail
+    # the exception class appends, so that the site keeps its record across releases.
+    identity: str | None = None
 
 
 @dataclass(frozen=True)
