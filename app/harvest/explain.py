@@ -779,21 +779,24 @@ def _read_function(
     with_parameters: bool,
 ) -> _FunctionReads:
     """The raising function's parameters, assignments and environment reads. A function
-    is parsed (once) only for a library's parameters or when its module reads the
+    is parsed (once) only for a library's public parameters or when it may read the
     environment."""
     reads = _FunctionReads()
     function, class_name = draft.function, draft.class_name
     if function is None or not (with_parameters or index.environment_lines):
         return reads
+    # Only a public function's parameters are settings: a private one is parsed only for
+    # the environment it reads, like any function of an application.
+    public = with_parameters and _public(class_name, function, index.lines[span[0] - 1])
     if span not in index.parsed:
-        index.parsed[span] = _parse_function(index, span, with_parameters)
+        index.parsed[span] = _parse_function(index, span, public)
     parsed = index.parsed[span]
     if parsed is None or parsed.name != function:
         return reads
     facts = index.facts
     raised_at = draft.record.get("lineNumber") or 0
     called = class_name if function == "__init__" and class_name else function  # Adam(lr=...)
-    if with_parameters and _public(class_name, function, index.lines[span[0] - 1]):
+    if public:
         for argument, default in parsed.arguments:
             name = argument.arg
             if name in ("self", "cls"):
