@@ -401,24 +401,39 @@ def test_a_bare_exception_over_a_refined_class_neither_agrees_nor_differs() -> N
         assert parts[component] == (0 if component == "class.root" else CLASS_DIFFERS)
 
 
+def _torch_site(
+    record_id: str,
+    error_class: str,
+    message: str,
+    pattern: str,
+    path: str,
+    line: int,
+    function: str,
+) -> Candidate:
+    """A draft of torch's raised at one line of one function."""
+    return Candidate(
+        id=record_id,
+        repo="pytorch/pytorch",
+        error_class=error_class,
+        error_message=message,
+        file_path=path,
+        line_number=line,
+        lines={line: ""},
+        functions=frozenset({function}),
+        reviewed=False,
+        gone=False,
+        files=frozenset({path}),
+        template=message_template(pattern, message),
+    )
+
+
 def test_a_generic_template_without_a_frame_in_its_file_is_a_possibility_only() -> None:
     """`CUDA error: {error_message}` fits every CUDA error, most raised by the driver under
     whatever called it: a bare line is no more than a possibility; a frame in its file makes
     it the answer."""
     message, pattern = "CUDA error: {error_message}", r"CUDA error: (?P<error_message>.+?)"
-    record = Candidate(
-        id="3" * 16,
-        repo="pytorch/pytorch",
-        error_class="RuntimeError",
-        error_message=message,
-        file_path="torch/cuda/_utils.py",
-        line_number=225,
-        lines={225: ""},
-        functions=frozenset({"_check_cuda"}),
-        reviewed=False,
-        gone=False,
-        files=frozenset({"torch/cuda/_utils.py"}),
-        template=message_template(pattern, message),
+    record = _torch_site(
+        "3" * 16, "RuntimeError", message, pattern, "torch/cuda/_utils.py", 225, "_check_cuda"
     )
     index = PatternIndex([(record.id, pattern)])
     line = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
@@ -440,19 +455,8 @@ def test_a_message_in_the_interpreters_words_is_a_possibility_only() -> None:
     call, so torch's site is no more than a possibility."""
     message = "{name}.__init__() got an unexpected keyword argument '{key}'"
     pattern = r"(.+?)\.__init__\(\) got an unexpected keyword argument '(.+?)'"
-    record = Candidate(
-        id="4" * 16,
-        repo="pytorch/pytorch",
-        error_class="TypeError",
-        error_message=message,
-        file_path="torch/nn/modules/module.py",
-        line_number=488,
-        lines={488: ""},
-        functions=frozenset({"__init__"}),
-        reviewed=False,
-        gone=False,
-        files=frozenset({"torch/nn/modules/module.py"}),
-        template=message_template(pattern, message),
+    record = _torch_site(
+        "4" * 16, "TypeError", message, pattern, "torch/nn/modules/module.py", 488, "__init__"
     )
     index = PatternIndex([(record.id, pattern)])
     text = "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'enable_lora_x'\n"
