@@ -20,7 +20,7 @@ from app.matching.service import match_text
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
-from app.reproducers.upstream import Upstream
+from app.reproducers.upstream import WHEELS_DIR, Upstream
 from app.store.engine import open_store, unit_of_work
 from tests.helpers.records import DATA_DIR, SEED_FILES
 from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
@@ -212,6 +212,21 @@ def test_the_installed_torch_release_is_read_where_it_is(tmp_path: Path) -> None
     another = "torch==0.0.1"  # without a cache it is refused, not downloaded
     with pytest.raises(drafts.ReleaseError, match="needs the upstream cache"):
         drafts.resolve_release(another)
+
+
+@pytest.mark.network
+def test_an_older_torch_comes_from_its_small_wheel_and_names_its_repo() -> None:
+    """torch's older releases are harvested from the macOS arm64 wheel (the same Python
+    sources, a tenth of Linux's CUDA wheel); its metadata names no GitHub repository, so the
+    known upstream's is taken."""
+    from tests.helpers.releases import RELEASES
+
+    release = drafts.resolve_release("torch==2.0.1", releases=RELEASES)
+    assert release.repo == "pytorch/pytorch"
+    assert release.ref == "v2.0.1"
+    assert (release.root / "torch" / "optim" / "optimizer.py").is_file()
+    wheels = list((RELEASES.cache_dir / WHEELS_DIR).glob("torch-2.0.1-*.whl"))
+    assert [wheel.name for wheel in wheels] == ["torch-2.0.1-cp311-none-macosx_11_0_arm64.whl"]
 
 
 def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:

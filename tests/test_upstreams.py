@@ -71,13 +71,14 @@ def test_the_default_torch_is_the_release_the_reproducers_pin() -> None:
     [
         (upstreams.BY_REPO[VLLM], [(0, minor) for minor in range(2, 33)], "0.2.7"),
         (upstreams.BY_REPO[SGLANG], [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5)], "0.1.26"),
+        (upstreams.BY_REPO[TORCH], [(2, minor) for minor in range(13)], "2.0.1"),
     ],
 )
 def test_older_releases_reach_back_to_the_first_releases_people_paste_from(
     project: upstreams.UpstreamProject, minors: list[tuple[int, int]], oldest: str
 ) -> None:
-    """Real pastes come from every release people still run (vLLM 0.2 of 2023, SGLang 0.1):
-    each minor release has its last patch harvested, newest first."""
+    """Real pastes come from every release people still run (vLLM 0.2 of 2023, SGLang 0.1,
+    torch 2.0): each minor release has its last patch harvested, newest first."""
     versions = [Version(spec.partition("==")[2]) for spec in project.older_releases]
     assert versions == sorted(versions, reverse=True)
     assert str(versions[-1]) == oldest

@@ -76,7 +76,9 @@ def resolve_release(
 ) -> Release:
     """`name==version` (downloaded into `releases`, the upstream cache the entry point
     passes down, unless it is the installed release of a project run as installed), an
-    installed distribution, or a source folder."""
+    installed distribution, or a source folder. The repository comes from the release's
+    metadata, else from the known upstream it belongs to (torch's older wheels name only
+    their web site)."""
     folder = Path(spec)
     if folder.is_dir():
         if not repo or not ref:
@@ -88,7 +90,7 @@ def resolve_release(
             raise ReleaseError(f"{spec}: downloading a release needs the upstream cache")
         try:
             root = releases.ensure_unpacked(name, version)
-            found = repo or releases.github_repo(name, version)
+            found = repo or releases.github_repo(name, version) or upstreams.package_repo(name)
         except upstream.UpstreamError as error:
             raise ReleaseError(f"{spec}: {error}") from error
         tag = ref or f"v{version}"
@@ -98,7 +100,11 @@ def resolve_release(
         except importlib.metadata.PackageNotFoundError as error:
             raise ReleaseError(f"{spec}: not installed; use NAME==VERSION to download") from error
         root = Path(str(distribution.locate_file("")))
-        found = repo or upstream.github_repo_of(upstream.metadata_urls(distribution))
+        found = (
+            repo
+            or upstream.github_repo_of(upstream.metadata_urls(distribution))
+            or upstreams.package_repo(name)
+        )
         version = distribution.version.split("+")[0]
         tag = ref or f"v{version}"
     if not found:

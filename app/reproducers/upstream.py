@@ -88,6 +88,15 @@ def _runs_installed(name: str) -> bool:
     return project is not None and project.installed
 
 
+def _platform_options(name: str) -> list[str]:
+    """pip's options for the wheel whose sources stand for every platform's, where the
+    project names one (`UpstreamProject.sources_platform`)."""
+    project = upstreams.BY_PACKAGE.get(name)
+    if project is None or project.sources_platform is None:
+        return []
+    return ["--platform", project.sources_platform]
+
+
 def _release(name: str, version: str) -> str:
     return f"{name}-{version}"
 
@@ -306,6 +315,7 @@ class Upstream:
             "--no-deps",
             "--only-binary=:all:",
             "--disable-pip-version-check",
+            *_platform_options(name),
             "-d",
             str(wheels),
             f"{name}=={version}",

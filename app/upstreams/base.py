@@ -41,6 +41,10 @@ class UpstreamProject:
     """The release `errkb serve` harvests before it is ready, or None to leave it out."""
     older_releases: tuple[str, ...] = ()
     """Releases harvested in the background once the server is ready, newest first."""
+    sources_platform: str | None = None
+    """The platform whose wheel is fetched for a release's sources when it has no sdist:
+    every platform's wheel holds the same Python sources, and the smallest one spares the
+    download of compiled code harvest never reads (None: the wheel for this machine)."""
     log_prefix: re.Pattern[str] | None = None
     """The prefix its own log lines carry, which names it in a paste without frames."""
     stream_names: re.Pattern[str] | None = None

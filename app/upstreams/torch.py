@@ -1,14 +1,22 @@
 """PyTorch (pytorch/pytorch): `errkb serve` harvests the release the reproducers pin and run
 as installed (taken from the installed distribution when it is that release, so the 0.5 GB
-wheel is not downloaded again); its `torch._check*` functions raise when a condition fails."""
+wheel is not downloaded again), then the last patch of every older 2.x minor in the
+background; its `torch._check*` functions raise when a condition fails."""
 
-from app.upstreams.base import UpstreamProject
+from app.upstreams.base import UpstreamProject, releases
 
 PROJECT = UpstreamProject(
     package="torch",
     repo="pytorch/pytorch",
     distribution="torch",
     current_release="torch==2.13.0",
+    # People paste from every torch 2 release (2023 onwards). Newest first.
+    older_releases=releases(
+        "torch", "2.12.1 2.11.0 2.10.0 2.9.1 2.8.0 2.7.1 2.6.0 2.5.1 2.4.1 2.3.1 2.2.2 2.1.2 2.0.1"
+    ),
+    # Linux's wheels carry CUDA (0.7-0.9 GB each); macOS arm64's hold the same Python
+    # sources in about 60 MB.
+    sources_platform="macosx_11_0_arm64",
     # torch/__init__.py: the exception each check raises when its condition is false.
     parameters_are_settings=True,
     public_api_entry_points=True,
