@@ -493,17 +493,17 @@ class Upstream:
         release, or none installed, is an UpstreamError: a reproducer never runs a release
         other than the one it pins.
         """
-        try:
-            distribution = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError as exc:
+        found = installed_version(name)
+        if found is None:
             raise UpstreamError(
                 f"{name}=={version} is not installed (the reproducers extra installs it)"
-            ) from exc
-        if distribution.version.split("+")[0] != version:
-            raise UpstreamError(
-                f"{name} {distribution.version} is installed, but the reproducer pins {version}"
             )
-        return Path(str(distribution.locate_file(""))).resolve()
+        if found != version:
+            raise UpstreamError(
+                f"{name} {importlib.metadata.version(name)} is installed, but the reproducer"
+                f" pins {version}"
+            )
+        return Path(str(importlib.metadata.distribution(name).locate_file(""))).resolve()
 
     def release_root(self, name: str, version: str) -> Path:
         """Where the release's package folder lies: installed or unpacked, as its project says."""
