@@ -79,7 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         templates_per_day=settings.queue_templates_per_day,
     )
     app.state.paste_budget = PasteBudget(settings.paste_budget_bytes)
-    app.state.replies = Replies(settings.reply_cache_entries)
+    app.state.replies = Replies(app.state.engine, settings.reply_cache_entries)
     app.add_middleware(HeadAsGet)
     app.add_middleware(
         BodySizeLimit,

@@ -17,9 +17,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
+from app.store.engine import read_now
 from app.store.tables import DatasetState
 
 VERSION_KEY = "dataset_version"
@@ -53,7 +54,22 @@ def record_versions(session: Session) -> tuple[str, str]:
     """The dataset version and the reproducers version, in one statement: everything a
     record's JSON shows changes only when one of them moves."""
     session.flush()
-    values = dict(session.connection().execute(_BOTH_QUERY).tuples().all())
+    return _versions(session.connection().execute(_BOTH_QUERY).tuples().all())
+
+
+def record_versions_now(engine: Engine) -> tuple[str, str]:
+    """record_versions outside any session: the one statement a kept reply costs
+    (app.store.engine.read_now)."""
+    return _versions(read_now(engine, _BOTH_QUERY))
+
+
+def dataset_version_now(engine: Engine) -> str:
+    """dataset_version outside any session, as record_versions_now."""
+    return record_versions_now(engine)[0]
+
+
+def _versions(rows: Iterable[tuple[Any, ...]]) -> tuple[str, str]:
+    values = dict(rows)
     return (
         values.get(VERSION_KEY) or EMPTY_DATASET_VERSION,
         values.get(REPRODUCERS_KEY) or EMPTY_DATASET_VERSION,
@@ -106,7 +122,7 @@ class Memo:
         self._keep(store, version, computed)
         return found
 
-    def peek(self, session: Session, version: Any, key: Hashable) -> Any | None:
+    def peek(self, session: Session | Engine, version: Any, key: Hashable) -> Any | None:
         """The value kept for `key` at `version`, or None (nothing is computed)."""
         slot = (_store(session), version, key)
         with self._lock:
@@ -115,7 +131,7 @@ class Memo:
             self._values.move_to_end(slot)
             return self._values[slot]
 
-    def put(self, session: Session, version: Any, key: Hashable, value: Any) -> None:
+    def put(self, session: Session | Engine, version: Any, key: Hashable, value: Any) -> None:
         """Keep `value` for `key` at `version` (unless a newer version was seen already)."""
         self._keep(_store(session), version, {key: value})
 
@@ -140,8 +156,10 @@ class Memo:
             self._values.clear()
 
 
-def _store(session: Session) -> str:
-    return str(session.connection().engine.url)
+def _store(where: Session | Engine) -> str:
+    """The store a session or an engine reads (without opening a connection)."""
+    bind = where.get_bind() if isinstance(where, Session) else where
+    return str(bind.engine.url)
 
 
 memo = Memo()

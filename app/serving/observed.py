@@ -46,6 +46,20 @@ def matches_counted(
     return results
 
 
+def kept_match_observed(request: Request, reply: Reply, seconds: float) -> bool:
+    """A kept match reply (app.serving.replies), timed and counted as match_counted, on the
+    event loop: nothing is written here; True when the hit counts are due to be written,
+    which the caller leaves to a thread."""
+    state = request.app.state
+    state.metrics.match_seconds.observe(seconds)
+    if reply.subject is None:
+        return False
+    counted, due = state.hits.count(*reply.subject)
+    if counted:
+        state.metrics.hits.labels(reply.subject[0], "match").inc()
+    return due
+
+
 def _observed(request: Request, subjects: list[tuple[str, str] | None], seconds: float) -> None:
     state = request.app.state
     state.metrics.match_seconds.observe(seconds)

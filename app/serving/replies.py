@@ -20,8 +20,11 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from sqlalchemy import Engine
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.config import Settings
 from app.curation.hits import match_subject
@@ -31,6 +34,8 @@ from app.records import derived
 from app.records import service as records
 from app.records.model import ID_PATTERN
 from app.serving.views import reproducer_stamp
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +66,28 @@ class Replies:
     first), each under the version of the store it was made at: a record's under the
     dataset and reproducers versions, a match's under the dataset version."""
 
-    def __init__(self, entries: int) -> None:
+    def __init__(self, engine: Engine, entries: int) -> None:
+        self._engine = engine
         self._records = derived.Memo(entries)
         self._matches = derived.Memo(entries)
+
+    def kept_record(self, settings: Settings, record_id: str) -> Reply | None:
+        """The reply kept for this record at the store's versions now, or None: one
+        statement and no session (app.store.engine.read_now), so that it may run on the
+        event loop (`on_store`)."""
+        if not re.match(ID_PATTERN, record_id):
+            return None
+        versions = derived.record_versions_now(self._engine)
+        key = ("record", record_id, reproducer_stamp(settings, record_id))
+        kept: Reply | None = self._records.peek(self._engine, versions, key)
+        return kept
+
+    def kept_match(self, text: str, limit: int) -> Reply | None:
+        """The reply kept for this paste at the store's version now, or None, as
+        `kept_record`."""
+        version = derived.dataset_version_now(self._engine)
+        kept: Reply | None = self._matches.peek(self._engine, version, _match_key(text, limit))
+        return kept
 
     def record(
         self,
@@ -99,8 +123,7 @@ class Replies:
         """The match of this paste, made by `make` unless kept: by the paste's hash and the
         limit. An error (413, 422, 503 past the deadline) is raised by `make`, never kept."""
         version = records.dataset_version(session)
-        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32)
-        key = ("match", limit, digest.digest())
+        key = _match_key(text, limit)
         kept = self._matches.peek(session, version, key)
         if kept is None:
             result = make()
@@ -108,3 +131,17 @@ class Replies:
             if matcher.indexed(version):
                 self._matches.put(session, version, key, kept)
         return kept
+
+
+def _match_key(text: str, limit: int) -> tuple[str, int, bytes]:
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32)
+    return "match", limit, digest.digest()
+
+
+async def on_store(engine: Engine, call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)`, which reads the store: on SQLite on the event loop (one local read of
+    some microseconds, less than the hop to a thread and back costs the loop), elsewhere in
+    the thread pool (a PostgreSQL read is a round trip the loop must not wait for)."""
+    if engine.dialect.name == "sqlite":
+        return call(*args)
+    return await run_in_threadpool(call, *args)

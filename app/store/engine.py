@@ -29,12 +29,13 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import ClauseElement, Connection, Dialect, Engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -185,6 +186,28 @@ def write_session(engine: Engine) -> Session:
     it begins, so its reads and writes see one state (module docstring). Read what the reply
     needs before committing: after the commit the session would begin (and lock) again."""
     return Session(writer(engine))
+
+
+def read_now(engine: Engine, statement: ClauseElement) -> list[tuple[Any, ...]]:
+    """The rows of one read statement, on a pooled connection without a session or a
+    transaction of the engine's own: on SQLite one call into the driver (a session's read is
+    three, BEGIN, the statement and ROLLBACK, and each lets go of the GIL and waits to take
+    it back). For the check a kept reply makes on every request (app.serving.replies); the
+    statement's values are written into its text, so they must be constants."""
+    connection = engine.raw_connection()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(_literal_sql(statement, engine.dialect))
+        rows = [tuple(row) for row in cursor.fetchall()]
+        cursor.close()
+    finally:
+        connection.close()  # back to the pool, which ends any transaction the driver opened
+    return rows
+
+
+@lru_cache(maxsize=64)
+def _literal_sql(statement: ClauseElement, dialect: Dialect) -> str:
+    return str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
 
 
 def is_lock_timeout(error: OperationalError) -> bool:
