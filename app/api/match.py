@@ -1,12 +1,9 @@
 """/api/match: pasted tracebacks and logs -> the records that explain them."""
 
-import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
-from sqlmodel import Session
-from starlette.concurrency import run_in_threadpool
 
 from app.api.responses import problems
 from app.errors import AppError
@@ -14,15 +11,10 @@ from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
 from app.serving.budget import charge_paste
 from app.serving.deps import SessionDep, parse_body
-from app.serving.observed import kept_match_observed, match_reply, matches_counted
-from app.serving.replies import on_store
+from app.serving.observed import match_reply, matches_counted
 
 router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 429, 503))
 MAX_BATCH_TEXTS = 100
-LEAN_BODY_BYTES = 64 * 1024
-"""Pastes up to this size are looked up among the kept replies on the event loop: parsing
-their JSON and hashing them takes some tens of microseconds (a 1 MiB body would hold the
-loop for milliseconds, and goes to a thread whole)."""
 LimitQuery = Annotated[int, Query(ge=1, le=MAX_MATCHES, description="Most matches per text.")]
 _TEXT_BODY = {
     "requestBody": {
@@ -81,38 +73,15 @@ def _texts_field(body: Any, key: str, kind: type) -> Any:
 
 
 @router.post("", response_model=MatchResult, openapi_extra=_TEXT_BODY)
-async def create_match(
-    request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
-) -> Response:
+def create_match(request: Request, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES) -> Response:
     """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body.
-
-    A paste of up to LEAN_BODY_BYTES is first looked up among the kept replies on the event
-    loop (app.serving.replies): the same paste at the same dataset version answers without a
-    thread. Anything else, and a larger paste, whose parsing alone would hold the loop, is
-    matched in the thread pool."""
-    if len(raw) <= LEAN_BODY_BYTES:
-        started = time.perf_counter()
-        text = _paste(request, raw)
-        engine = request.app.state.engine
-        kept = await on_store(engine, request.app.state.replies.kept_match, text, limit)
-        if kept is not None:
-            if kept_match_observed(request, kept, time.perf_counter() - started):
-                await run_in_threadpool(request.app.state.hits.flush)
-            return Response(kept.body, media_type=JSON_MEDIA)
-        return await run_in_threadpool(_matched, request, session, text, limit)
-    return await run_in_threadpool(_matched, request, session, raw, limit)
-
-
-def _paste(request: Request, raw: bytes) -> str:
+    The same paste at the same dataset version answers the reply kept for it
+    (app.serving.replies)."""
     if request.headers.get("content-type", "").startswith("application/json"):
-        text: str = _texts_field(parse_body(raw), "text", str)
-        return text
-    return raw.decode("utf-8", "replace")
-
-
-def _matched(request: Request, session: Session, paste: str | bytes, limit: int) -> Response:
-    text = paste if isinstance(paste, str) else _paste(request, paste)
-    return Response(match_reply(request, session, text, limit).body, media_type=JSON_MEDIA)
+        text = _texts_field(parse_body(raw), "text", str)
+    else:
+        text = raw.decode("utf-8", "replace")
+    return Response(match_reply(request, text, limit).body, media_type=JSON_MEDIA)
 
 
 class _BatchDoc(BaseModel):

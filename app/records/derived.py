@@ -54,7 +54,7 @@ def record_versions(session: Session) -> tuple[str, str]:
     """The dataset version and the reproducers version, in one statement: everything a
     record's JSON shows changes only when one of them moves."""
     session.flush()
-    return _versions(session.connection().execute(_BOTH_QUERY).tuples().all())
+    return _versions(session.connection().execute(_BOTH_QUERY).all())
 
 
 def record_versions_now(engine: Engine) -> tuple[str, str]:

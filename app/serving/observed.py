@@ -24,14 +24,22 @@ def match_counted(request: Request, session: Session, text: str, limit: int) -> 
     return result
 
 
-def match_reply(request: Request, session: Session, text: str, limit: int) -> Reply:
+def match_reply(request: Request, text: str, limit: int) -> Reply:
     """The JSON of match_text, kept for the same paste until the store changes
-    (app.serving.replies); timed and counted as match_counted, whether it was kept or not."""
+    (app.serving.replies), timed and counted as match_counted whether it was kept or not. A
+    session is made only for a reply not kept: a kept one costs one statement."""
     started = time.perf_counter()
-    matcher = request.app.state.matcher
-    reply = request.app.state.replies.match(
-        matcher, session, text, limit, lambda: match_text(matcher, session, text, limit)
-    )
+    state = request.app.state
+    reply = state.replies.kept_match(text, limit)
+    if reply is None:
+        with Session(state.engine) as session:
+            reply = state.replies.match(
+                state.matcher,
+                session,
+                text,
+                limit,
+                lambda: match_text(state.matcher, session, text, limit),
+            )
     _observed(request, [reply.subject], time.perf_counter() - started)
     return reply
 
@@ -44,20 +52,6 @@ def matches_counted(
     results = match_texts(request.app.state.matcher, session, texts, limit)
     _observed(request, [match_subject(result) for result in results], time.perf_counter() - started)
     return results
-
-
-def kept_match_observed(request: Request, reply: Reply, seconds: float) -> bool:
-    """A kept match reply (app.serving.replies), timed and counted as match_counted, on the
-    event loop: nothing is written here; True when the hit counts are due to be written,
-    which the caller leaves to a thread."""
-    state = request.app.state
-    state.metrics.match_seconds.observe(seconds)
-    if reply.subject is None:
-        return False
-    counted, due = state.hits.count(*reply.subject)
-    if counted:
-        state.metrics.hits.labels(reply.subject[0], "match").inc()
-    return due
 
 
 def _observed(request: Request, subjects: list[tuple[str, str] | None], seconds: float) -> None:

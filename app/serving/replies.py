@@ -20,11 +20,9 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 from sqlmodel import Session
-from starlette.concurrency import run_in_threadpool
 
 from app.config import Settings
 from app.curation.hits import match_subject
@@ -34,8 +32,6 @@ from app.records import derived
 from app.records import service as records
 from app.records.model import ID_PATTERN
 from app.serving.views import reproducer_stamp
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +69,7 @@ class Replies:
 
     def kept_record(self, settings: Settings, record_id: str) -> Reply | None:
         """The reply kept for this record at the store's versions now, or None: one
-        statement and no session (app.store.engine.read_now), so that it may run on the
-        event loop (`on_store`)."""
+        statement and no session (app.store.engine.read_now)."""
         if not re.match(ID_PATTERN, record_id):
             return None
         versions = derived.record_versions_now(self._engine)
@@ -136,12 +131,3 @@ class Replies:
 def _match_key(text: str, limit: int) -> tuple[str, int, bytes]:
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32)
     return "match", limit, digest.digest()
-
-
-async def on_store(engine: Engine, call: Callable[..., T], *args: Any) -> T:
-    """`call(*args)`, which reads the store: on SQLite on the event loop (one local read of
-    some microseconds, less than the hop to a thread and back costs the loop), elsewhere in
-    the thread pool (a PostgreSQL read is a round trip the loop must not wait for)."""
-    if engine.dialect.name == "sqlite":
-        return call(*args)
-    return await run_in_threadpool(call, *args)

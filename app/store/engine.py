@@ -29,13 +29,13 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import ClauseElement, Connection, Dialect, Engine, event
+from sqlalchemy import Connection, Engine, Executable, Row, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -47,6 +47,7 @@ from app.store import postgres
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 _WRITE_OPTION = "errkb_writer"
+_ONE_READ_OPTION = "errkb_one_read"  # read_now: a statement outside any transaction of ours
 _IN_QUEUE = "errkb_write_turn"  # connection.info: this connection's transaction has the turn
 
 
@@ -143,7 +144,10 @@ def _begin_sqlite_transaction(
 ) -> None:
     """A reader begins at once; a writer waits for its turn among this process's writers,
     then for SQLite's write lock (another process may hold it)."""
-    if not connection.get_execution_options().get(_WRITE_OPTION, False):
+    options = connection.get_execution_options()
+    if options.get(_ONE_READ_OPTION, False):
+        return  # one statement, its own transaction (read_now)
+    if not options.get(_WRITE_OPTION, False):
         connection.exec_driver_sql("BEGIN")
         return
     if not writers.take(timeout_s):
@@ -188,26 +192,13 @@ def write_session(engine: Engine) -> Session:
     return Session(writer(engine))
 
 
-def read_now(engine: Engine, statement: ClauseElement) -> list[tuple[Any, ...]]:
-    """The rows of one read statement, on a pooled connection without a session or a
-    transaction of the engine's own: on SQLite one call into the driver (a session's read is
-    three, BEGIN, the statement and ROLLBACK, and each lets go of the GIL and waits to take
-    it back). For the check a kept reply makes on every request (app.serving.replies); the
-    statement's values are written into its text, so they must be constants."""
-    connection = engine.raw_connection()
-    try:
-        cursor = connection.cursor()
-        cursor.execute(_literal_sql(statement, engine.dialect))
-        rows = [tuple(row) for row in cursor.fetchall()]
-        cursor.close()
-    finally:
-        connection.close()  # back to the pool, which ends any transaction the driver opened
-    return rows
-
-
-@lru_cache(maxsize=64)
-def _literal_sql(statement: ClauseElement, dialect: Dialect) -> str:
-    return str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+def read_now(engine: Engine, statement: Executable) -> list[Row[Any]]:
+    """The rows of one read statement on a connection of its own: for the check a kept reply
+    makes on every request (app.serving.replies), without a session. On SQLite the statement
+    runs in no transaction of ours (no BEGIN, no ROLLBACK): one call into the driver where a
+    session's read makes three, each letting go of the GIL and waiting to take it back."""
+    with engine.connect().execution_options(**{_ONE_READ_OPTION: True}) as connection:
+        return list(connection.execute(statement).all())
 
 
 def is_lock_timeout(error: OperationalError) -> bool:
