@@ -26,6 +26,9 @@ Run by hand:
   (5 KB) and GET /api/errors/{id}; requests per second, median, p99, errors; with wrk as
   the load tool where it is installed (bench/wrk.py), and with `--baseline ROOT` the code
   of another checkout served in turn with this one (the writes section too).
+* `--sections wrk`: GET by id and a 5 KB match (the same paste each time, and a fresh one
+  each request) beside /healthz on the same server, with wrk: one worker at one connection,
+  then `--workers` at 64; each row's requests per second as a ratio of /healthz's.
 
 Every level is bounded in time (`--seconds`) and in requests; servers listen on 127.0.0.1
 only and are stopped at the end.
