@@ -139,6 +139,14 @@ class Settings(BaseSettings):
         description="Seconds /readyz waits for the database before it answers 503: a probe "
         "must answer in time even when the database does not.",
     )
+    reply_cache_entries: int = Field(
+        default=2_000,
+        ge=0,
+        description="Replies each process keeps for as long as the store does not change: "
+        "a record's JSON (GET /api/errors/{id}) and the match of a paste (POST /api/match), "
+        "by record or by the paste's hash, each kept under the dataset version it was made "
+        "at and dropped when the version moves (0: none kept).",
+    )
     lock_timeout_s: float = Field(
         default=DEFAULT_LOCK_TIMEOUT_S,
         ge=0,

@@ -30,6 +30,7 @@ from app.ops.protocol import HEADER_TIMEOUT_STATE
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
 from app.serving.budget import PasteBudget
+from app.serving.replies import Replies
 from app.store.engine import is_lock_timeout, open_store
 from app.web import curation as web_curation
 from app.web import docs
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         templates_per_day=settings.queue_templates_per_day,
     )
     app.state.paste_budget = PasteBudget(settings.paste_budget_bytes)
+    app.state.replies = Replies(app.state.engine, settings.reply_cache_entries)
     app.add_middleware(HeadAsGet)
     app.add_middleware(
         BodySizeLimit,

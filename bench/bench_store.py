@@ -26,6 +26,9 @@ Run by hand:
   (5 KB) and GET /api/errors/{id}; requests per second, median, p99, errors; with wrk as
   the load tool where it is installed (bench/wrk.py), and with `--baseline ROOT` the code
   of another checkout served in turn with this one (the writes section too).
+* `--sections wrk`: GET by id and a 5 KB match (the same paste each time, and a fresh one
+  each request) beside /healthz on the same server, with wrk: one worker at one connection,
+  then `--workers` at 64; each row's requests per second as a ratio of /healthz's.
 
 Every level is bounded in time (`--seconds`) and in requests; servers listen on 127.0.0.1
 only and are stopped at the end.
@@ -322,7 +325,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a checkout to compare throughput with")
     args = parser.parse_args()
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{' '.join(sys.argv)}`, {_uptime()}")
-    if {"latency", "load"} & set(args.sections):
+    if {"latency", "load", "wrk"} & set(args.sections):
         if not args.skip_build:
             build_full_store(args.full)
         hot_paths(args)
@@ -371,6 +374,8 @@ def hot_paths(args: argparse.Namespace) -> None:
                 )
         if "load" in args.sections:
             throughput(args, stores, requests)
+        if "wrk" in args.sections:
+            against_healthz(args, stores, texts)
 
 
 def throughput(args: argparse.Namespace, stores: dict[str, Path], requests: dict) -> None:
@@ -402,6 +407,49 @@ def throughput(args: argparse.Namespace, stores: dict[str, Path], requests: dict
                     except RuntimeError as error:  # a non-2xx answer or a failed socket
                         cells.append(f"stopped: {str(error)[:60]}")
             print(f"| {name} | {code} | " + " | ".join(cells) + " |", flush=True)
+
+
+def against_healthz(args: argparse.Namespace, stores: dict[str, Path], texts: dict) -> None:
+    """GET by id and a 5 KB match beside /healthz on the same server in the same run, with wrk:
+    one worker at one connection (latency), then `--workers` at 64 connections (throughput).
+    /healthz answers from memory, so its figure is what the server and the machine give a
+    request that costs nothing, and a hot path's ratio to it is its own cost, whatever the
+    machine's load. The match is sent twice: the same paste every time, and a fresh paste
+    each request (a number of its own on its first line), which no reply cache has seen."""
+    codes = {"this": PROJECT_ROOT} | ({"baseline": args.baseline} if args.baseline else {})
+    paste = texts["5 KB"].decode()
+    chosen = {
+        "GET /healthz": get("/healthz"),
+        "GET /api/errors/{id}": get(f"/api/errors/{RECORD_ID}"),
+        "POST /api/match, 5 KB, same paste": post_json(
+            "/api/match", json.dumps({"text": paste}).encode()
+        ),
+        "POST /api/match, 5 KB, fresh paste": post_json(
+            "/api/match", json.dumps({"text": f"request {wrk.FRESH}\n{paste}"}).encode()
+        ),
+    }
+    for workers, connections in ((1, 1), (args.workers, LOAD_CONNECTIONS)):
+        print(f"\n{workers} worker(s), c={connections}, wrk, {args.seconds:g} s a row, {_uptime()}")
+        print("\n| store | code | request | req/s | median / p99 ms | x /healthz req/s |")
+        print("|---|---|---|---|---|---|")
+        for name, path in stores.items():
+            for code, root in sorted(codes.items()):
+                with serving(f"sqlite:///{path}", workers, root=root) as port:
+                    healthz = None
+                    for label, request in chosen.items():
+                        wrk.drive(port, request, connections, WARM_UP_S)
+                        try:
+                            result = wrk.drive(port, request, connections, args.seconds)
+                        except RuntimeError as error:  # a non-2xx answer or a failed socket
+                            print(f"| {name} | {code} | {label} | stopped: {str(error)[:60]} |")
+                            continue
+                        healthz = healthz or result.rps
+                        print(
+                            f"| {name} | {code} | {label} | {result.rps:,.0f} | "
+                            f"{result.median_ms:.2f} / {result.p99_ms:.2f} | "
+                            f"{result.rps / healthz:.2f} |",
+                            flush=True,
+                        )
 
 
 def _load(port: int, request: bytes, seconds: float) -> LoadResult:

@@ -28,9 +28,14 @@ def available() -> bool:
     return shutil.which("wrk") is not None
 
 
+FRESH = "FRESHREQUESTNUMBER"
+"""Where a request's body holds this word, each request sends it with the word replaced by
+a number of its own: every request is a new paste, which no reply cache has seen."""
+
+
 def lua_script(request: bytes) -> str:
     """A wrk script sending this raw HTTP/1.1 request (its Host and Content-Length are
-    wrk's own to set)."""
+    wrk's own to set); a body holding FRESH is made anew for each request."""
     head, _, body = request.partition(b"\r\n\r\n")
     request_line, *lines = head.decode().split("\r\n")
     method, path, _ = request_line.split(" ")
@@ -41,6 +46,15 @@ def lua_script(request: bytes) -> str:
             script.append(f"wrk.headers[ {_lua_string(name)} ] = {_lua_string(value)}")
     if body:
         script.append(f"wrk.body = {_lua_string(body.decode())}")
+    if FRESH.encode() in body:
+        script += [
+            "counter = 0",
+            "request = function()",
+            "  counter = counter + 1",
+            f'  local body = string.gsub(wrk.body, "{FRESH}", tostring(counter))',
+            "  return wrk.format(nil, nil, nil, body)",
+            "end",
+        ]
     return "\n".join(script) + "\n"
 
 

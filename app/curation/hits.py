@@ -76,20 +76,26 @@ class HitCounter:
         self._lock = threading.Lock()
 
     def add(self, kind: str, subject: str) -> bool:
-        """Count one hit for today; False when counting is off (ERRKB_RECORD_HITS=false)."""
+        """Count one hit for today, writing the counts when a flush is due; False when
+        counting is off (ERRKB_RECORD_HITS=false)."""
+        counted, due = self.count(kind, subject)
+        if due:
+            self.flush()
+        return counted
+
+    def count(self, kind: str, subject: str) -> tuple[bool, bool]:
+        """Count one hit for today without writing: whether it was counted, and whether a
+        flush is due (for the event loop, which must leave the write to a thread)."""
         if not self.enabled:
-            return False
+            return False, False
         key = (kind, subject, today())
         with self._lock:
             if kind == TEMPLATE and key not in self._pending:
                 if self._pending_templates >= self.templates_per_day:
-                    return True  # a new template, 1 hit: the least-hit, dropped at the flush
+                    return True, False  # a new template, 1 hit: the least-hit, dropped at the flush
                 self._pending_templates += 1
             self._pending[key] += 1
-            due = time.monotonic() - self._flushed_at >= self.interval_s
-        if due:
-            self.flush()
-        return True
+            return True, time.monotonic() - self._flushed_at >= self.interval_s
 
     def flush(self) -> int:
         """Write the counted hits; how many subject-days were written.

@@ -105,6 +105,11 @@ class Matcher:
         assert self._index is not None
         return self._index, version
 
+    def indexed(self, dataset_version: str) -> bool:
+        """Whether the index is that of this dataset version (not one a sync is bringing
+        up to it): only then does a match answer for that version alone."""
+        return self._index is not None and self._version == dataset_version
+
     def class_graph(self) -> ClassGraph:
         """The harvested releases' exception classes (app.classes); current as of the last
         `index()` call."""

@@ -17,15 +17,23 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
+from app.store.engine import read_now
 from app.store.tables import DatasetState
 
 VERSION_KEY = "dataset_version"
+REPRODUCERS_KEY = "reproducers_version"
+"""Moves with every reproducer run, drift check and generated script stored: what a record's
+JSON shows of them, which is written without moving the dataset version (a verify run of
+thousands of records must not drop every memo and resync the match index)."""
 EMPTY_DATASET_VERSION = "1970-01-01T00:00:00.000Z"
 MEMO_ENTRIES = 20_000  # about a record page's worth each; bounds the memory on any store
 VERSION_QUERY = select(col(DatasetState.value)).where(col(DatasetState.key) == VERSION_KEY)
+_BOTH_QUERY = select(col(DatasetState.key), col(DatasetState.value)).where(
+    col(DatasetState.key).in_([VERSION_KEY, REPRODUCERS_KEY])
+)
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -42,33 +50,61 @@ def dataset_version(session: Session) -> str:
     return value or EMPTY_DATASET_VERSION
 
 
+def record_versions(session: Session) -> tuple[str, str]:
+    """The dataset version and the reproducers version, in one statement: everything a
+    record's JSON shows changes only when one of them moves."""
+    session.flush()
+    return _versions(session.connection().execute(_BOTH_QUERY).all())
+
+
+def record_versions_now(engine: Engine) -> tuple[str, str]:
+    """record_versions outside any session: the one statement a kept reply costs
+    (app.store.engine.read_now)."""
+    return _versions(read_now(engine, _BOTH_QUERY))
+
+
+def dataset_version_now(engine: Engine) -> str:
+    """dataset_version outside any session, as record_versions_now."""
+    return record_versions_now(engine)[0]
+
+
+def _versions(rows: Iterable[tuple[Any, ...]]) -> tuple[str, str]:
+    values = dict(rows)
+    return (
+        values.get(VERSION_KEY) or EMPTY_DATASET_VERSION,
+        values.get(REPRODUCERS_KEY) or EMPTY_DATASET_VERSION,
+    )
+
+
 class Memo:
     """Values computed from one state of a store, by key; those of an older dataset version
     are dropped the first time a newer one is seen. Least recently used values go first
     beyond `entries`. Shared by the threads of a process: a value is computed outside the
-    lock (two threads may both compute it; either result is right)."""
+    lock (two threads may both compute it; either result is right). A version is anything
+    ordered that moves forward with the store: the dataset version, or a tuple of it and
+    another (app.serving.replies)."""
 
     def __init__(self, entries: int = MEMO_ENTRIES) -> None:
         self.entries = entries
         self._lock = threading.Lock()
-        self._versions: dict[str, str] = {}  # store -> the newest version seen
-        self._values: OrderedDict[tuple[str, str, Hashable], Any] = OrderedDict()
+        self._versions: dict[str, Any] = {}  # store -> the newest version seen
+        self._values: OrderedDict[tuple[str, Any, Hashable], Any] = OrderedDict()
 
-    def get(self, session: Session, version: str, key: Hashable, compute: Callable[[], T]) -> T:
+    def get(self, session: Session, version: Any, key: Hashable, compute: Callable[[], T]) -> T:
         """The value of `key` at `version` of the session's store, computed if not kept."""
         return self.get_many(session, version, [key], lambda _: {key: compute()})[key]
 
     def get_many(
         self,
         session: Session,
-        version: str,
+        version: Any,
         keys: Iterable[K],
         compute: Callable[[list[K]], Mapping[K, T]],
     ) -> dict[K, T]:
         """The values of `keys` at `version`; those not kept are computed by one call of
         `compute` with the missing keys (one query for all of a match's candidates, not one
         each), which answers a value for every key it is given."""
-        store = str(session.connection().engine.url)
+        store = _store(session)
         found: dict[K, T] = {}
         missing: list[K] = []
         with self._lock:
@@ -83,25 +119,47 @@ class Memo:
             return found
         computed = compute(missing)
         found.update(computed)
+        self._keep(store, version, computed)
+        return found
+
+    def peek(self, session: Session | Engine, version: Any, key: Hashable) -> Any | None:
+        """The value kept for `key` at `version`, or None (nothing is computed)."""
+        slot = (_store(session), version, key)
+        with self._lock:
+            if slot not in self._values:
+                return None
+            self._values.move_to_end(slot)
+            return self._values[slot]
+
+    def put(self, session: Session | Engine, version: Any, key: Hashable, value: Any) -> None:
+        """Keep `value` for `key` at `version` (unless a newer version was seen already)."""
+        self._keep(_store(session), version, {key: value})
+
+    def _keep(self, store: str, version: Any, values: Mapping[Any, Any]) -> None:
         with self._lock:
             newest = self._versions.get(store)
             if newest is not None and version < newest:
-                return found  # a reader of an older snapshot: its values are not kept
+                return  # a reader of an older snapshot: its values are not kept
             if newest != version:
                 self._versions[store] = version
                 for stale in [s for s in self._values if s[0] == store]:
                     del self._values[stale]
-            for key, value in computed.items():
+            for key, value in values.items():
                 self._values[store, version, key] = value
             while len(self._values) > self.entries:
                 self._values.popitem(last=False)
-        return found
 
     def clear(self) -> None:
         """Forget every value (a store replaced under the same URL, as tests do)."""
         with self._lock:
             self._versions.clear()
             self._values.clear()
+
+
+def _store(where: Session | Engine) -> str:
+    """The store a session or an engine reads (without opening a connection)."""
+    bind = where.get_bind() if isinstance(where, Session) else where
+    return str(bind.engine.url)
 
 
 memo = Memo()

@@ -24,8 +24,8 @@ from app.errors import AppError
 from app.records import derived, locations
 from app.records.derived import (
     EMPTY_DATASET_VERSION,
+    REPRODUCERS_KEY,
     VERSION_KEY,
-    VERSION_QUERY,
     dataset_version,
 )
 from app.records.files import LoadedRecord, load_records, record_files
@@ -125,16 +125,27 @@ def bump_dataset_version(session: Session) -> str:
     writer anyway): a replica writing at the same moment waits, then moves past this
     version, so two writes never share one version that other replicas would take for
     nothing new."""
+    return _bump(session, VERSION_KEY)
+
+
+def bump_reproducers_version(session: Session) -> str:
+    """Move the reproducers version forward (as the dataset version moves): a run, a drift
+    check or a generated script was stored, which a record's JSON shows."""
+    return _bump(session, REPRODUCERS_KEY)
+
+
+def _bump(session: Session, key: str) -> str:
     session.flush()
     connection = session.connection()
     first = store.backend(session).insert_ignoring(table_of(DatasetState))
-    connection.execute(first.values(key=VERSION_KEY, value=EMPTY_DATASET_VERSION))
-    current = connection.execute(VERSION_QUERY.with_for_update()).scalar_one()
+    connection.execute(first.values(key=key, value=EMPTY_DATASET_VERSION))
+    row = col(DatasetState.key) == key
+    current = connection.execute(
+        select(col(DatasetState.value)).where(row).with_for_update()
+    ).scalar_one()
     previous = datetime.strptime(current, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     version = _format_version(max(_utcnow(), previous + timedelta(milliseconds=1)))
-    connection.execute(
-        update(DatasetState).where(col(DatasetState.key) == VERSION_KEY).values(value=version)
-    )
+    connection.execute(update(DatasetState).where(row).values(value=version))
     return version
 
 

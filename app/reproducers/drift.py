@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from app.config import Settings
+from app.records import service as records
 from app.records.model import ErrorRecord
 from app.records.service import StoredRecord
 from app.reproducers.runner import reproducer_info
@@ -137,6 +138,7 @@ def store_drift(session: Session, outcome: DriftOutcome) -> DriftCheck:
         checked_at=datetime.now(UTC),
     )
     session.add(check)
+    records.bump_reproducers_version(session)
     return check
 
 

@@ -28,6 +28,7 @@ from sqlmodel import Session, col
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
+from app.records import service as records
 from app.reproducers import forked, generate, runner, upstream
 from app.reproducers.generate import Generated, SiteSpec
 from app.store.engine import unit_of_work
@@ -203,6 +204,7 @@ def generate_scripts(
                     generated_at=now,
                 )
             )
+        records.bump_reproducers_version(session)
     return made, figures
 
 

@@ -205,6 +205,7 @@ def store_run(session: Session, outcome: RunOutcome) -> ReproducerRun:
         started_at=outcome.started_at,
     )
     session.add(run)
+    records.bump_reproducers_version(session)
     return run
 
 

@@ -13,14 +13,35 @@ from sqlmodel import Session
 from app.curation.hits import RECORD, match_subject
 from app.matching.result import MatchResult
 from app.matching.service import match_text, match_texts
+from app.serving.replies import Reply
 
 
 def match_counted(request: Request, session: Session, text: str, limit: int) -> MatchResult:
     """match_text, timed as errkb_match_seconds, its top record (or template) counted."""
     started = time.perf_counter()
     result = match_text(request.app.state.matcher, session, text, limit)
-    _observed(request, [result], time.perf_counter() - started)
+    _observed(request, [match_subject(result)], time.perf_counter() - started)
     return result
+
+
+def match_reply(request: Request, text: str, limit: int) -> Reply:
+    """The JSON of match_text, kept for the same paste until the store changes
+    (app.serving.replies), timed and counted as match_counted whether it was kept or not. A
+    session is made only for a reply not kept: a kept one costs one statement."""
+    started = time.perf_counter()
+    state = request.app.state
+    reply = state.replies.kept_match(text, limit)
+    if reply is None:
+        with Session(state.engine) as session:
+            reply = state.replies.match(
+                state.matcher,
+                session,
+                text,
+                limit,
+                lambda: match_text(state.matcher, session, text, limit),
+            )
+    _observed(request, [reply.subject], time.perf_counter() - started)
+    return reply
 
 
 def matches_counted(
@@ -29,15 +50,14 @@ def matches_counted(
     """match_texts (one deadline, one size limit for the batch), each result counted."""
     started = time.perf_counter()
     results = match_texts(request.app.state.matcher, session, texts, limit)
-    _observed(request, results, time.perf_counter() - started)
+    _observed(request, [match_subject(result) for result in results], time.perf_counter() - started)
     return results
 
 
-def _observed(request: Request, results: list[MatchResult], seconds: float) -> None:
+def _observed(request: Request, subjects: list[tuple[str, str] | None], seconds: float) -> None:
     state = request.app.state
     state.metrics.match_seconds.observe(seconds)
-    for result in results:
-        subject = match_subject(result)
+    for subject in subjects:
         if subject is not None and state.hits.add(*subject):
             state.metrics.hits.labels(subject[0], "match").inc()
 

@@ -75,15 +75,22 @@ def _store_facts(
 _reproducers: dict[Path, tuple[tuple[int, int], ReproducerInfo | None]] = {}
 
 
-def _reproducer(settings: Settings, record_id: str) -> ReproducerInfo | None:
-    """The record's reproducer, its script parsed again only when the file changes (most
-    records have none: one failed stat)."""
-    script = settings.reproducers_dir / f"{record_id}.py"
+def reproducer_stamp(settings: Settings, record_id: str) -> tuple[int, int] | None:
+    """When the record's reproducer script last changed, and its size; None without one
+    (most records: one failed stat). What the record's JSON shows of it changes with this."""
     try:
-        status = script.stat()
+        status = (settings.reproducers_dir / f"{record_id}.py").stat()
     except (OSError, ValueError):
         return None
-    stamp = (status.st_mtime_ns, status.st_size)
+    return status.st_mtime_ns, status.st_size
+
+
+def _reproducer(settings: Settings, record_id: str) -> ReproducerInfo | None:
+    """The record's reproducer, its script parsed again only when the file changes."""
+    stamp = reproducer_stamp(settings, record_id)
+    if stamp is None:
+        return None
+    script = settings.reproducers_dir / f"{record_id}.py"
     kept = _reproducers.get(script)
     if kept is None or kept[0] != stamp:
         kept = (stamp, runner.reproducer_info(settings, record_id))

@@ -31,10 +31,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Connection, Engine, Executable, Row, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -46,6 +47,7 @@ from app.store import postgres
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 _WRITE_OPTION = "errkb_writer"
+_ONE_READ_OPTION = "errkb_one_read"  # read_now: a statement outside any transaction of ours
 _IN_QUEUE = "errkb_write_turn"  # connection.info: this connection's transaction has the turn
 
 
@@ -142,7 +144,10 @@ def _begin_sqlite_transaction(
 ) -> None:
     """A reader begins at once; a writer waits for its turn among this process's writers,
     then for SQLite's write lock (another process may hold it)."""
-    if not connection.get_execution_options().get(_WRITE_OPTION, False):
+    options = connection.get_execution_options()
+    if options.get(_ONE_READ_OPTION, False):
+        return  # one statement, its own transaction (read_now)
+    if not options.get(_WRITE_OPTION, False):
         connection.exec_driver_sql("BEGIN")
         return
     if not writers.take(timeout_s):
@@ -185,6 +190,15 @@ def write_session(engine: Engine) -> Session:
     it begins, so its reads and writes see one state (module docstring). Read what the reply
     needs before committing: after the commit the session would begin (and lock) again."""
     return Session(writer(engine))
+
+
+def read_now(engine: Engine, statement: Executable) -> list[Row[Any]]:
+    """The rows of one read statement on a connection of its own: for the check a kept reply
+    makes on every request (app.serving.replies), without a session. On SQLite the statement
+    runs in no transaction of ours (no BEGIN, no ROLLBACK): one call into the driver where a
+    session's read makes three, each letting go of the GIL and waiting to take it back."""
+    with engine.connect().execution_options(**{_ONE_READ_OPTION: True}) as connection:
+        return list(connection.execute(statement).all())
 
 
 def is_lock_timeout(error: OperationalError) -> bool:

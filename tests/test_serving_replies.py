@@ -1,0 +1,145 @@
+"""Kept replies: GET /api/errors/{id} and POST /api/match answer kept bytes until the store
+changes, and what a write, an import or a reproducer run changes is in the next reply."""
+
+import json
+from datetime import UTC, datetime
+
+from fastapi.testclient import TestClient
+from sqlalchemy import event, select
+from sqlmodel import Session
+
+from app.curation.hits import RECORD as RECORD_HIT
+from app.records import service as records
+from app.reproducers import drift, runner
+from app.store.engine import unit_of_work
+from app.store.tables import Hit
+from tests.helpers.records import DATA_DIR, SEED_002, curated_records
+
+RECORD = "c53f6de81577a6bc"  # curated: "Attempted to free more buffers than allocated"
+PASTE = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3/site-packages/vllm/core/block/common.py", line 285, in free\n'
+    '    raise RuntimeError("Attempted to free more buffers than allocated")\n'
+    "RuntimeError: Attempted to free more buffers than allocated\n"
+)
+
+
+def _statements(client: TestClient, call) -> tuple[object, list[str]]:
+    """What `call()` answers, and the statements it sent to the store."""
+    sent: list[str] = []
+
+    def keep(_conn, _cursor, statement, _parameters, _context, _many) -> None:
+        sent.append(statement)
+
+    engine = client.app.state.engine
+    event.listen(engine, "before_cursor_execute", keep)
+    try:
+        return call(), sent
+    finally:
+        event.remove(engine, "before_cursor_execute", keep)
+
+
+def test_a_kept_record_costs_one_statement_and_the_same_bytes(client: TestClient) -> None:
+    first = client.get(f"/api/errors/{RECORD}")
+    again, sent = _statements(client, lambda: client.get(f"/api/errors/{RECORD}"))
+    assert again.status_code == first.status_code == 200
+    assert again.content == first.content
+    assert again.headers["etag"] == first.headers["etag"]
+    assert len(sent) == 1
+    assert "dataset_state" in sent[0]
+
+
+def test_an_etag_sent_back_answers_304_without_a_body(client: TestClient) -> None:
+    etag = client.get(f"/api/errors/{RECORD}").headers["etag"]
+    for header in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        unchanged = client.get(f"/api/errors/{RECORD}", headers={"If-None-Match": header})
+        assert unchanged.status_code == 304, header
+        assert unchanged.content == b""
+        assert unchanged.headers["etag"] == etag
+    changed = client.get(f"/api/errors/{RECORD}", headers={"If-None-Match": '"other"'})
+    assert changed.status_code == 200
+    assert changed.headers["etag"] == etag
+
+
+def test_a_write_is_in_the_next_reply(client: TestClient, auth) -> None:
+    before = client.get(f"/api/errors/{RECORD}")
+    record = dict(curated_records()[RECORD], severity="critical")
+    assert client.put(f"/api/errors/{RECORD}", json=record, headers=auth).status_code == 200
+    after = client.get(f"/api/errors/{RECORD}")
+    assert after.json()["record"]["severity"] == "critical"
+    assert after.json()["datasetVersion"] > before.json()["datasetVersion"]
+    assert after.headers["etag"] != before.headers["etag"]
+    stale = client.get(f"/api/errors/{RECORD}", headers={"If-None-Match": before.headers["etag"]})
+    assert stale.status_code == 200
+
+    assert client.delete(f"/api/errors/{RECORD}", headers=auth).status_code == 204
+    assert client.get(f"/api/errors/{RECORD}").status_code == 404
+
+
+def test_an_import_outside_the_server_is_in_the_next_reply(client: TestClient, tmp_path) -> None:
+    """Another process (`errkb import`) writes the store: the version it moves is read on
+    every request, so no reply kept from before is answered."""
+    before = client.get(f"/api/errors/{RECORD}").json()
+    record = dict(curated_records()[RECORD], severity="critical")
+    (tmp_path / "changed.json").write_text(json.dumps(record))
+    with unit_of_work(client.app.state.engine) as session:
+        assert records.import_paths(session, [tmp_path]).counts.updated == 1
+    after = client.get(f"/api/errors/{RECORD}").json()
+    assert before["record"]["severity"] != after["record"]["severity"] == "critical"
+
+
+def test_a_reproducer_run_and_drift_check_are_in_the_next_reply(client: TestClient) -> None:
+    """Runs and drift checks are written without moving the dataset version (a verify run of
+    thousands must not drop every memo); they move the reproducers version instead."""
+    before = client.get(f"/api/errors/{SEED_002}").json()
+    assert before["runs"] == []
+    assert before["drift"] is None
+    with unit_of_work(client.app.state.engine) as session:
+        result = {"status": "passed", "target": {"package": "sglang", "version": "0.5.23"}}
+        started = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+        outcome = runner.RunOutcome(SEED_002, "cpu", "passed", "ok", 2.5, "", result, started)
+        runner.store_run(session, outcome)
+    ran = client.get(f"/api/errors/{SEED_002}").json()
+    assert [run["status"] for run in ran["runs"]] == ["passed"]
+    assert ran["datasetVersion"] == before["datasetVersion"]
+    with unit_of_work(client.app.state.engine) as session:
+        checked = drift.DriftOutcome(SEED_002, "sglang", "0.5.23", "moved", 412, "moved by 3")
+        drift.store_drift(session, checked)
+    assert client.get(f"/api/errors/{SEED_002}").json()["drift"]["foundLine"] == 412
+
+
+def test_the_same_paste_is_answered_from_the_kept_reply_until_a_write(
+    client: TestClient, auth
+) -> None:
+    first = client.post("/api/match", json={"text": PASTE})
+    assert first.json()["matches"][0]["id"] == RECORD
+    again, sent = _statements(client, lambda: client.post("/api/match", json={"text": PASTE}))
+    assert again.content == first.content
+    assert len(sent) == 1
+    assert "dataset_state" in sent[0]
+    plain = client.post("/api/match", content=PASTE, headers={"Content-Type": "text/plain"})
+    assert plain.content == first.content  # the same text, however it came
+    fewer = client.post("/api/match?limit=1", json={"text": PASTE})
+    assert len(fewer.json()["matches"]) == 1  # the limit is part of what is kept
+
+    assert client.delete(f"/api/errors/{RECORD}", headers=auth).status_code == 204
+    after = client.post("/api/match", json={"text": PASTE}).json()
+    assert RECORD not in [match["id"] for match in after["matches"]]
+
+
+def test_a_kept_match_still_counts_its_hit(make_client) -> None:
+    client = make_client(DATA_DIR, record_hits=True)
+    for _ in range(3):
+        assert client.post("/api/match", json={"text": PASTE}).status_code == 200
+    assert client.app.state.hits.flush() == 1
+    with Session(client.app.state.engine) as session:
+        rows = session.execute(select(Hit.kind, Hit.subject, Hit.count)).all()
+    assert [tuple(row) for row in rows] == [(RECORD_HIT, RECORD, 3)]
+
+
+def test_no_replies_are_kept_when_asked_for_none(make_client) -> None:
+    client = make_client(DATA_DIR, reply_cache_entries=0)
+    first = client.get(f"/api/errors/{RECORD}")
+    again, sent = _statements(client, lambda: client.get(f"/api/errors/{RECORD}"))
+    assert again.content == first.content
+    assert len(sent) > 1
