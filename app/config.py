@@ -142,10 +142,10 @@ class Settings(BaseSettings):
     reply_cache_entries: int = Field(
         default=2_000,
         ge=0,
-        description="Replies each process keeps for as long as the store does not change: "
-        "a record's JSON (GET /api/errors/{id}) and the match of a paste (POST /api/match), "
-        "by record or by the paste's hash, each kept under the dataset version it was made "
-        "at and dropped when the version moves (0: none kept).",
+        description="Record replies each process keeps for as long as the store does not "
+        "change: a record's JSON (GET /api/errors/{id}), kept under the dataset and "
+        "reproducers versions it was made at and dropped when they move (0: none kept). "
+        "Match replies are never kept: they quote the paste.",
     )
     lock_timeout_s: float = Field(
         default=DEFAULT_LOCK_TIMEOUT_S,

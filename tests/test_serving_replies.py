@@ -1,27 +1,18 @@
-"""Kept replies: GET /api/errors/{id} and POST /api/match answer kept bytes until the store
-changes, and what a write, an import or a reproducer run changes is in the next reply."""
+"""Kept replies: GET /api/errors/{id} answers kept bytes until the store changes, and what a
+write, an import or a reproducer run changes is in the next reply."""
 
 import json
 from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
-from sqlalchemy import event, select
-from sqlmodel import Session
+from sqlalchemy import event
 
-from app.curation.hits import RECORD as RECORD_HIT
 from app.records import service as records
 from app.reproducers import drift, runner
 from app.store.engine import unit_of_work
-from app.store.tables import Hit
 from tests.helpers.records import DATA_DIR, SEED_002, curated_records
 
 RECORD = "c53f6de81577a6bc"  # curated: "Attempted to free more buffers than allocated"
-PASTE = (
-    "Traceback (most recent call last):\n"
-    '  File "/usr/lib/python3/site-packages/vllm/core/block/common.py", line 285, in free\n'
-    '    raise RuntimeError("Attempted to free more buffers than allocated")\n'
-    "RuntimeError: Attempted to free more buffers than allocated\n"
-)
 
 
 def _statements(client: TestClient, call) -> tuple[object, list[str]]:
@@ -106,35 +97,6 @@ def test_a_reproducer_run_and_drift_check_are_in_the_next_reply(client: TestClie
         checked = drift.DriftOutcome(SEED_002, "sglang", "0.5.23", "moved", 412, "moved by 3")
         drift.store_drift(session, checked)
     assert client.get(f"/api/errors/{SEED_002}").json()["drift"]["foundLine"] == 412
-
-
-def test_the_same_paste_is_answered_from_the_kept_reply_until_a_write(
-    client: TestClient, auth
-) -> None:
-    first = client.post("/api/match", json={"text": PASTE})
-    assert first.json()["matches"][0]["id"] == RECORD
-    again, sent = _statements(client, lambda: client.post("/api/match", json={"text": PASTE}))
-    assert again.content == first.content
-    assert len(sent) == 1
-    assert "dataset_state" in sent[0]
-    plain = client.post("/api/match", content=PASTE, headers={"Content-Type": "text/plain"})
-    assert plain.content == first.content  # the same text, however it came
-    fewer = client.post("/api/match?limit=1", json={"text": PASTE})
-    assert len(fewer.json()["matches"]) == 1  # the limit is part of what is kept
-
-    assert client.delete(f"/api/errors/{RECORD}", headers=auth).status_code == 204
-    after = client.post("/api/match", json={"text": PASTE}).json()
-    assert RECORD not in [match["id"] for match in after["matches"]]
-
-
-def test_a_kept_match_still_counts_its_hit(make_client) -> None:
-    client = make_client(DATA_DIR, record_hits=True)
-    for _ in range(3):
-        assert client.post("/api/match", json={"text": PASTE}).status_code == 200
-    assert client.app.state.hits.flush() == 1
-    with Session(client.app.state.engine) as session:
-        rows = session.execute(select(Hit.kind, Hit.subject, Hit.count)).all()
-    assert [tuple(row) for row in rows] == [(RECORD_HIT, RECORD, 3)]
 
 
 def test_no_replies_are_kept_when_asked_for_none(make_client) -> None:

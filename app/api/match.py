@@ -11,7 +11,7 @@ from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
 from app.serving.budget import charge_paste
 from app.serving.deps import SessionDep, parse_body
-from app.serving.observed import match_reply, matches_counted
+from app.serving.observed import match_counted, matches_counted
 
 router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 429, 503))
 MAX_BATCH_TEXTS = 100
@@ -50,13 +50,10 @@ class BatchResult(BaseModel):
     results: list[MatchResult]
 
 
-JSON_MEDIA = "application/json"
-
-
 def _json(result: BaseModel) -> Response:
     """The result as JSON, serialised once: it is built and valid already, so FastAPI's
     second pass through the response model would only cost time on every paste."""
-    return Response(result.model_dump_json(by_alias=True), media_type=JSON_MEDIA)
+    return Response(result.model_dump_json(by_alias=True), media_type="application/json")
 
 
 def _texts_field(body: Any, key: str, kind: type) -> Any:
@@ -73,15 +70,15 @@ def _texts_field(body: Any, key: str, kind: type) -> Any:
 
 
 @router.post("", response_model=MatchResult, openapi_extra=_TEXT_BODY)
-def create_match(request: Request, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES) -> Response:
-    """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body.
-    The same paste at the same dataset version answers the reply kept for it
-    (app.serving.replies)."""
+def create_match(
+    request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
+) -> Response:
+    """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body."""
     if request.headers.get("content-type", "").startswith("application/json"):
         text = _texts_field(parse_body(raw), "text", str)
     else:
         text = raw.decode("utf-8", "replace")
-    return Response(match_reply(request, text, limit).body, media_type=JSON_MEDIA)
+    return _json(match_counted(request, session, text, limit))
 
 
 class _BatchDoc(BaseModel):

@@ -13,7 +13,6 @@ from sqlmodel import Session
 from app.curation.hits import RECORD, match_subject
 from app.matching.result import MatchResult
 from app.matching.service import match_text, match_texts
-from app.serving.replies import Reply
 
 
 def match_counted(request: Request, session: Session, text: str, limit: int) -> MatchResult:
@@ -22,26 +21,6 @@ def match_counted(request: Request, session: Session, text: str, limit: int) -> 
     result = match_text(request.app.state.matcher, session, text, limit)
     _observed(request, [match_subject(result)], time.perf_counter() - started)
     return result
-
-
-def match_reply(request: Request, text: str, limit: int) -> Reply:
-    """The JSON of match_text, kept for the same paste until the store changes
-    (app.serving.replies), timed and counted as match_counted whether it was kept or not. A
-    session is made only for a reply not kept: a kept one costs one statement."""
-    started = time.perf_counter()
-    state = request.app.state
-    reply = state.replies.kept_match(text, limit)
-    if reply is None:
-        with Session(state.engine) as session:
-            reply = state.replies.match(
-                state.matcher,
-                session,
-                text,
-                limit,
-                lambda: match_text(state.matcher, session, text, limit),
-            )
-    _observed(request, [reply.subject], time.perf_counter() - started)
-    return reply
 
 
 def matches_counted(
