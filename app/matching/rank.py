@@ -82,7 +82,7 @@ _INTERPRETER_WORDS = re.compile(
 )
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-01.4"
+RANKING_VERSION = "2026-12-01.5"
 POINTS_DIGITS = 2
 
 _MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
