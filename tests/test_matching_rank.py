@@ -260,6 +260,45 @@ def test_a_record_elsewhere_than_where_the_paste_raised_is_only_a_possibility(
     assert "frames.raised-elsewhere" not in {part["id"] for part in top["components"]}
 
 
+LEAK = "token_to_kv_pool_allocator memory leak detected! {token_msg}"
+LEAK_CALLER = "python/sglang/srt/managers/scheduler_runtime_checker_mixin.py"
+
+
+def _leak_site(number: int, raise_line: str) -> dict:
+    """SGLang's memory-leak message at line 163 of its caller, raised there by `raise_line`."""
+    return {
+        **_site(number, LEAK, "ValueError", "sgl-project/sglang", LEAK_CALLER),
+        "lineNumber": 163,
+        "sourceCode": '            msg = "token_to_kv_pool_allocator memory leak detected! "'
+        f' f"{{token_msg}}"\n{raise_line}\n                self,',
+        "sourceCodeStart": 162,
+        "sourceCodeEnd": 164,
+    }
+
+
+def test_a_message_raised_by_the_helper_its_site_calls_is_not_raised_elsewhere(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """A real paste whose innermost frame is SGLang's raising helper (`raise_error_or_warn`,
+    in utils/common.py) and whose caller's frame is cut: the record of the caller's site,
+    which calls that helper with the message, is the confident answer; a record whose site
+    raises the message itself there is still at most a copy."""
+    paste = case("sglang-023-kv-pool-leak-mamba-raise-error-or-warn.json")["paste"]
+    caller = _leak_site(1, "            raise_error_or_warn(")
+    client = make_client(*_records(tmp_path, caller))
+    found = _match(client, paste, caller["id"])
+    points = {part["id"]: part["points"] for part in found["components"]}
+    assert points["frames.helper"] == FILE_INNERMOST
+    assert "frames.raised-elsewhere" not in points
+    assert found["score"] >= CONFIDENT
+    (tmp_path / "copy").mkdir()
+    copy = _leak_site(2, "            raise ValueError(msg)")
+    elsewhere = _match(make_client(*_records(tmp_path / "copy", copy)), paste, copy["id"])
+    points = {part["id"]: part["points"] for part in elsewhere["components"]}
+    assert points["frames.raised-elsewhere"] == RAISED_ELSEWHERE
+    assert found["score"] - elsewhere["score"] == FILE_INNERMOST - RAISED_ELSEWHERE
+
+
 def test_a_worker_error_re_raised_by_the_standard_library_is_not_raised_elsewhere(
     make_client: Callable[..., TestClient], tmp_path: Path
 ) -> None:

@@ -70,7 +70,7 @@ def test_the_default_torch_is_the_release_the_reproducers_pin() -> None:
     ("project", "minors", "oldest"),
     [
         (upstreams.BY_REPO[VLLM], [(0, minor) for minor in range(2, 33)], "0.2.7"),
-        (upstreams.BY_REPO[SGLANG], [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5)], "0.1.26"),
+        (upstreams.BY_REPO[SGLANG], [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5)], "0.1.17"),
         (upstreams.BY_REPO[TORCH], [(2, minor) for minor in range(13)], "2.0.1"),
     ],
 )

@@ -21,7 +21,13 @@ from app.classes import BUILTIN_GRAPH, ClassGraph, ancestors, relation
 from app.matching.index import Captures, PatternIndex
 from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
-from app.records.locations import Location, message_template, raising_function, short_class
+from app.records.locations import (
+    Location,
+    called_helper,
+    message_template,
+    raising_function,
+    short_class,
+)
 from app.records.model import ErrorRecord
 
 # Weights, in points; a perfect match of a specific message with agreeing context is ~100.
@@ -42,6 +48,9 @@ FILE_IN_FRAMES, FILE_INNERMOST, SAME_LINE = 12, 6, 6
 # traceback's exception was raised, so a record elsewhere is at most a copy of the message
 # (transformers' or pydantic's text in a vLLM model, a site that moved): a possibility only.
 RAISED_ELSEWHERE = -30
+# Raised in the raising helper the record's site calls with its message (SGLang's
+# `raise_error_or_warn`): the helper's frame is innermost, as the record's own would be.
+RAISED_BY_HELPER = FILE_INNERMOST
 SAME_FUNCTION = 4
 REPO_AGREES, REPO_DIFFERS = 5, -5
 # The paste names a release (`vLLM API server version 0.6.3`): a record whose site that
@@ -73,7 +82,7 @@ _INTERPRETER_WORDS = re.compile(
 )
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-01.4"
+RANKING_VERSION = "2026-12-01.5"
 POINTS_DIGITS = 2
 
 _MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
@@ -100,6 +109,7 @@ class Candidate:
     files: frozenset[str] = frozenset()  # its file in any known release
     releases: frozenset[str] = frozenset()  # the `name==version` releases its site is in
     template: str = ""  # its message template: records raising the same one go together
+    calls: str | None = None  # the raising helper its site calls, which raises the message
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +194,7 @@ def candidate_from(
         files=frozenset(path for path in files if path is not None),
         releases=frozenset(loc.release for loc in known if not loc.gone and "==" in loc.release),
         template=message_template(record.message_pattern, record.error_message),
+        calls=called_helper(record),
     )
 
 
@@ -312,6 +323,11 @@ def _context_score(
                 tally.add("frames.line-moved", 0, hint)
             if frame.function in candidate.functions:
                 tally.add("frames.function", SAME_FUNCTION, f"in function {frame.function}")
+        elif candidate.calls is not None and frames[-1].function == candidate.calls:
+            hint = (
+                f"raised in {candidate.calls}, the helper the record's site calls with its message"
+            )
+            tally.add("frames.helper", RAISED_BY_HELPER, hint)
         elif _makes_exceptions(frames[-1]):
             hint = (
                 f"raised in {frames[-1].file}, and no frame is in the record's file: "

@@ -18,6 +18,7 @@ curated record is never merged into the wrong site.
 
 import hashlib
 import json
+import keyword
 import re
 import re._constants as sre_constants
 import re._parser as sre_parser
@@ -48,6 +49,8 @@ CHANGED_HEAD_CHARS = 20  # a message beginning like this one in the next release
 VARIABLE = "\x00"  # one variable part of a template, whatever its spelling
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)")
+# A statement that calls a function (`raise_error_or_warn(`, `self._fail(`, `x = check(`).
+_CALL = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\s*=\s*)?(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*)\(")
 _VERSION_PART = re.compile(r"(\d+)")
 REVIEWED, DRAFT = "reviewed", "draft"
 
@@ -110,6 +113,21 @@ def raising_function(record: ErrorRecord) -> str | None:
         if found:
             return found.group(1)
     return None
+
+
+def called_helper(record: ErrorRecord) -> str | None:
+    """The function the record's raise line calls, when the site is a call of a raising
+    helper (SGLang's `raise_error_or_warn(self, strict, counter, message)`) rather than a
+    `raise` or an `assert`: the helper raises the message in its own file, so the innermost
+    frame of a traceback is the helper's, not the record's."""
+    source, line, start = record.source_code, record.line_number, record.source_code_start
+    if source is None or line is None or start is None:
+        return None
+    lines = source.split("\n")
+    if not 0 <= line - start < len(lines):
+        return None
+    found = _CALL.match(lines[line - start])
+    return found.group(1) if found and not keyword.iskeyword(found.group(1)) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,16 @@ PROJECT = UpstreamProject(
     path_prefix="python/",
     current_release="sglang==0.5.23",
     # The last patch of each 0.5.N and 0.4.N release before 0.5.23, and of the 0.3, 0.2 and
-    # 0.1 lines (2024): people still run them. Newest first.
+    # 0.1 lines (2024): people still run them. The 0.1 line also keeps 0.1.17, its last
+    # release to ship managers/router (0.1.18 renamed it managers/controller), whose raise
+    # sites the first half of 2024's pastes name. Newest first.
     older_releases=releases(
         "sglang",
         "0.5.22 0.5.21 0.5.20 0.5.19 0.5.18 0.5.17 0.5.16 0.5.15.post1 0.5.14 0.5.13.post1 "
         "0.5.12.post1 0.5.11 0.5.10.post1 0.5.9 0.5.8.post1 0.5.7 0.5.6.post2 0.5.5.post3 "
         "0.5.4.post3 0.5.3.post3 0.5.2 0.5.1.post3 0.4.10.post2 0.4.9.post6 0.4.8.post1 "
         "0.4.7.post1 0.4.6.post5 0.4.5.post3 0.4.4.post4 0.4.3.post4 0.4.2.post4 0.4.1.post7 "
-        "0.4.0.post2 0.3.6.post3 0.2.15 0.1.26",
+        "0.4.0.post2 0.3.6.post3 0.2.15 0.1.26 0.1.17",
     ),
     # "[2026-08-14 12:00:01 TP0] ": a timestamp and the parallel ranks of the process.
     log_prefix=re.compile(r"\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}(?: (?:TP|DP|PP|EP)[0-9]+)+\]"),

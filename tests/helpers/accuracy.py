@@ -113,7 +113,7 @@ OLDER = (
     *releases(
         "sglang",
         "0.5.5.post3 0.5.3.post3 0.5.1.post3 0.4.9.post6 0.4.6.post5 0.4.3.post4 0.4.0.post2 "
-        "0.1.26",
+        "0.1.26 0.1.17",
     ),
 )
 """The older releases real pastes come from, added to HARVESTED for the real-paste measure:
