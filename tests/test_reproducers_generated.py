@@ -5,8 +5,14 @@ only when the run passed."""
 import pytest
 from sqlmodel import Session
 
+from app.config import Settings
 from app.reproducers import generated
+from tests.helpers import accuracy
 from tests.helpers import generated as helper
+from tests.helpers.real_pastes import load_cases
+from tests.helpers.records import DATA_DIR
+from tests.helpers.releases import RELEASES
+from tests.test_real_pastes import TOP
 
 pytestmark = pytest.mark.network  # torch installed, vLLM downloaded with its environment
 
@@ -64,3 +70,65 @@ def test_a_record_without_any_reproducer_is_still_not_found(settings, tmp_path, 
     client = make_client()
     answer = client.get(f"/api/errors/{drafts[0].site.record_id}/reproducer")
     assert answer.status_code == 404
+
+
+# The real-paste corpus's vLLM validation errors: the cases whose raising file is one of
+# these (a folder ends with "/").
+VALIDATION_FILES = (
+    "vllm/sampling_params.py",
+    "vllm/engine/arg_utils.py",
+    "vllm/config/",
+    "vllm/lora/",
+)
+VALIDATION_RELEASE = "vllm==0.33.0"
+VERIFIED_SHARE = 0.5  # of the records that come first for them, verified on CPU
+
+
+def _validation_case(case: dict) -> bool:
+    raising = case["raisingFile"] or ""
+    return case["project"] == "vllm" and any(
+        raising.startswith(path) if path.endswith("/") else raising == path
+        for path in VALIDATION_FILES
+    )
+
+
+def test_half_of_the_records_first_for_real_vllm_validation_pastes_are_verified_on_cpu(tmp_path):
+    """The records /api/match puts first for the real pastes of vLLM's validation errors
+    (sampling parameters, configs, engine arguments, LoRA), over a store of the release the
+    scripts run on and the curated records: at least half of those with a raise site in that
+    release get a generated reproducer that passes on it."""
+    pytest.importorskip("torch", reason="the scripts run on the installed torch")
+    store = accuracy.harvested_store(tmp_path / "store", (VALIDATION_RELEASE,), curated=DATA_DIR)
+    cases = {name: case for name, case in load_cases().items() if _validation_case(case)}
+    assert len(cases) >= 10
+    firsts = set()
+    for case in cases.values():
+        answer = store.client.post(
+            "/api/match", json={"text": case["paste"]}, params={"limit": TOP}
+        )
+        matches = answer.json()["matches"]
+        if matches:
+            firsts.add(matches[0]["id"])
+    engine = store.client.app.state.engine
+    settings = Settings(database_url=f"sqlite:///{store.database}", cache_dir=RELEASES.cache_dir)
+    with Session(engine) as session:
+        drafts = [
+            d
+            for d in generated.draft_sites(session, "vllm-project/vllm")
+            if d.site.record_id in firsts
+        ]
+    assert len(drafts) >= 5, sorted(firsts)  # the first records raised in this release
+    assert {d.site.version for d in drafts} == {VALIDATION_RELEASE.partition("==")[2]}
+    made, _figures = generated.generate_scripts(
+        engine, settings, "vllm-project/vllm", paths=sorted({d.file_path for d in drafts})
+    )
+    ids = [m.record_id for m in made if m.record_id in {d.site.record_id for d in drafts}]
+    outcomes, _verified = generated.verify_scripts(engine, settings, ids, workers=1)
+    passed = {o.record_id for o in outcomes if o.status == "passed"}
+    calls = {m.record_id: m.trigger_call for m in made}
+    for draft in drafts:
+        outcome = next((o for o in outcomes if o.record_id == draft.site.record_id), None)
+        state = outcome.status if outcome else "no script"
+        print(f"{draft.file_path}:{draft.site.line} {state} {calls.get(draft.site.record_id, '')}")
+    print(f"verified {len(passed)} of {len(drafts)} first records")
+    assert len(passed) >= VERIFIED_SHARE * len(drafts), [o.reason for o in outcomes]

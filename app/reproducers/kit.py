@@ -308,6 +308,16 @@ def _finish(result: dict[str, Any], start: float) -> int:
 TraceFunction = Callable[[FrameType, str, Any], Any]
 
 
+def bare(cls: Any, **attributes: Any) -> Any:
+    """An instance of `cls` made without its __init__, with only these attributes set: a
+    generated reproducer's object whose attributes the guard reads (the rest are the class's
+    own defaults, or missing)."""
+    obj = cls.__new__(cls)
+    for name, value in attributes.items():
+        object.__setattr__(obj, name, value)
+    return obj
+
+
 class SiteNotReached(AssertionError):
     """A generated trigger raised, but not from the record's raise statement."""
 
