@@ -6,7 +6,9 @@ import pytest
 from sqlmodel import Session
 
 from app.config import Settings
-from app.reproducers import generated
+from app.reproducers import generate, generated
+from app.store.engine import unit_of_work
+from app.store.tables import GeneratedReproducer
 from tests.helpers import accuracy
 from tests.helpers import generated as helper
 from tests.helpers.real_pastes import load_cases
@@ -132,3 +134,53 @@ def test_half_of_the_records_first_for_real_vllm_validation_pastes_are_verified_
         print(f"{draft.file_path}:{draft.site.line} {state} {calls.get(draft.site.record_id, '')}")
     print(f"verified {len(passed)} of {len(drafts)} first records")
     assert len(passed) >= VERIFIED_SHARE * len(drafts), [o.reason for o in outcomes]
+
+
+def test_a_script_retargeted_to_another_release_pins_it_and_moves_its_lines():
+    made = generate.generate(
+        generate.SiteSpec("00000000000000aa", "ValueError", "demo", "1.0", "demo", 4, "scale"),
+        "\ndef scale(factor: int):\n    if factor < 0:\n        raise ValueError('negative')\n",
+        {},
+    )
+    assert isinstance(made, generate.Generated)
+    moved = generated.retargeted(made.script, "1.1", 3)
+    assert "version='1.1'," in moved
+    assert "raise_line=7," in moved
+    assert "guard_lines=(6, 6)," in moved
+    assert (
+        moved.replace("1.1", "1.0").replace("=7,", "=4,").replace("(6, 6)", "(3, 3)") == made.script
+    )
+
+
+def test_a_verified_generated_reproducer_that_stops_raising_on_a_newer_release_is_drift(
+    settings, tmp_path, make_client
+):
+    """Drift runs each verified script on the newer release the store knows the record in.
+
+    The store here knows vLLM 0.33.0 only, so two scripts verified on it are re-pinned as if
+    verified on 0.32.0, one of them with a trigger value that vLLM accepts (as a newer release
+    that relaxed its check would): the first still raises on 0.33.0 (`moved`, its lines moved
+    back), the second stopped raising, and both are shown as the curated ones' drift is."""
+    settings = settings.model_copy(update={"cache_dir": RELEASES.cache_dir})
+    engine = helper.harvested_store(settings, tmp_path, helper.VLLM_SAMPLING)
+    made, _figures = generated.generate_scripts(engine, settings)
+    tokens = next(m for m in made if m.trigger_call == "SamplingParams(max_tokens=0)")
+    outcomes, _figures = generated.verify_scripts(engine, settings, [tokens.record_id])
+    assert outcomes[0].status == "passed", outcomes[0].reason
+    with unit_of_work(engine) as session:
+        row = session.get(GeneratedReproducer, tokens.record_id)
+        row.version = "0.32.0"
+        row.script = generated.retargeted(row.script, "0.32.0", -3)
+    found, unjudged = generated.check_drift(engine, settings, [tokens.record_id])
+    assert unjudged == {}
+    assert [(o.status, o.version) for o in found] == [("moved", "0.33.0")], found
+    with unit_of_work(engine) as session:
+        row = session.get(GeneratedReproducer, tokens.record_id)
+        row.script = row.script.replace("max_tokens=0", "max_tokens=5")
+    found, unjudged = generated.check_drift(engine, settings, [tokens.record_id])
+    assert [(o.status, o.version) for o in found] == [("changed", "0.33.0")], found
+    assert "stopped raising on vllm 0.33.0: trigger: raised nothing" in found[0].detail
+    answer = make_client().get(f"/api/errors/{tokens.record_id}/reproducer").json()
+    assert answer["generated"] is True
+    assert answer["drift"]["status"] == "changed"
+    assert "stopped raising" in answer["drift"]["detail"]
