@@ -1170,6 +1170,12 @@ def _call_plan(
     function: _Function, subjects: list[_Subject], known: Mapping[str, str]
 ) -> _CallPlan:
     node, cls = function.node, function.cls
+    if any(  # `x.a` and `x.a.b` at once: `a` would be both a chosen value and an object
+        a.root() == b.root() and a.path != b.path and b.path[: len(a.path)] == a.path
+        for a in subjects
+        for b in subjects
+    ):
+        raise _Unsupported(Reason.COMPUTED)
     params = {s.name for s in subjects if not s.attr}
     attrs = {s.name for s in subjects if s.attr}
     objects = {
