@@ -109,7 +109,7 @@ def test_a_method_whose_state_the_constructor_does_not_take_sets_it_directly_and
     assert isinstance(made, Generated)
     assert made.direct_state
     assert generate.DIRECT_STATE_NOTE in made.trigger_call
-    assert "object.__setattr__(obj, 'capacity'" in made.script
+    assert "set_state(obj, 'capacity'" in made.script
     ast.parse(made.script)  # the script is Python
     # both calls pass the same `size` or differ only in what decides the guard
     trigger_size = int(made.trigger_call.split("reserve(size=")[1].rstrip(")"))

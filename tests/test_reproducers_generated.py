@@ -122,7 +122,11 @@ def test_half_of_the_records_first_for_real_vllm_validation_pastes_are_verified_
     assert len(drafts) >= 5, sorted(firsts)  # the first records raised in this release
     assert {d.site.version for d in drafts} == {VALIDATION_RELEASE.partition("==")[2]}
     made, _figures = generated.generate_scripts(
-        engine, settings, "vllm-project/vllm", paths=sorted({d.file_path for d in drafts})
+        engine,
+        settings,
+        "vllm-project/vllm",
+        paths=sorted({d.file_path for d in drafts}),
+        with_curated=True,  # the generator's own share, curated reproducers aside
     )
     ids = [m.record_id for m in made if m.record_id in {d.site.record_id for d in drafts}]
     outcomes, _verified = generated.verify_scripts(engine, settings, ids, workers=1)

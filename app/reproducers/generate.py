@@ -1143,12 +1143,10 @@ class _CallPlan:
             return [f"return module.{self.cls}.{self.function}({arguments})"]
         lines = [f"obj = module.{self.cls}.__new__(module.{self.cls})  # {DIRECT_STATE_NOTE}"]
         lines += [
-            f"object.__setattr__(obj, {s.name!r}, {v!r})"
-            for s, v in values.items()
-            if s.attr and not s.path
+            f"set_state(obj, {s.name!r}, {v!r})" for s, v in values.items() if s.attr and not s.path
         ]
         lines += [
-            f"object.__setattr__(obj, {root.name!r}, {self._object(root, values, False)})"
+            f"set_state(obj, {root.name!r}, {self._object(root, values, False)})"
             for root in self.objects
             if root.attr
         ]
@@ -1359,6 +1357,8 @@ def _script(
     if any("torch." in value for value in call.extra.values()):
         imports += "\nimport torch\n"
     kit_names = ["GuardedSite", "Target", "fix_scenario", "main", "trigger_scenario"]
+    if "set_state(" in bodies:
+        kit_names.append("set_state")
     if "bare(" in bodies:
         kit_names.insert(0, "bare")
     statement = "assert" if guard.assertion else "raise"

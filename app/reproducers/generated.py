@@ -158,10 +158,15 @@ def generate_scripts(
     repo: str | None = None,
     paths: Sequence[str] = (),
     limit: int | None = None,
+    with_curated: bool = False,
 ) -> tuple[list[Generated], dict[str, ProjectFigures]]:
-    """Generate and store a script for each draft the generator handles; figures per repo."""
+    """Generate and store a script for each draft the generator handles; figures per repo.
+
+    Records with a curated reproducer are left out, unless `with_curated` (a measure of the
+    generator on sites a curator proved too: the record's page and API still show the
+    curated one)."""
     releases = upstream.Upstream(settings.cache_dir)
-    curated = {info.record_id for info in runner.all_reproducers(settings)}
+    curated = set() if with_curated else {i.record_id for i in runner.all_reproducers(settings)}
     with Session(engine) as session:
         drafts = draft_sites(session, repo, paths, limit, curated)
     figures: dict[str, ProjectFigures] = {}

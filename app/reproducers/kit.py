@@ -314,8 +314,18 @@ def bare(cls: Any, **attributes: Any) -> Any:
     own defaults, or missing)."""
     obj = cls.__new__(cls)
     for name, value in attributes.items():
-        object.__setattr__(obj, name, value)
+        set_state(obj, name, value)
     return obj
+
+
+def set_state(obj: Any, name: str, value: Any) -> None:
+    """Set an attribute as the object's own code would not: past a frozen dataclass's or a
+    pydantic model's __setattr__ (object's), or, for a class whose instances object's refuses
+    (a msgspec Struct), through its own."""
+    try:
+        object.__setattr__(obj, name, value)
+    except TypeError:
+        setattr(obj, name, value)
 
 
 class SiteNotReached(AssertionError):
