@@ -164,10 +164,11 @@ def test_a_verified_generated_reproducer_that_stops_raising_on_a_newer_release_i
     The store here knows vLLM 0.33.0 only, so two scripts verified on it are re-pinned as if
     verified on 0.32.0, one of them with a trigger value that vLLM accepts (as a newer release
     that relaxed its check would): the first still raises on 0.33.0 (`moved`, its lines moved
-    back), the second stopped raising, and both are shown as the curated ones' drift is."""
+    back), the second stopped raising, and the check is shown as the curated ones' drift is
+    (the max_tokens site also has a curated reproducer: the generator is measured on it too)."""
     settings = settings.model_copy(update={"cache_dir": RELEASES.cache_dir})
     engine = helper.harvested_store(settings, tmp_path, helper.VLLM_SAMPLING)
-    made, _figures = generated.generate_scripts(engine, settings)
+    made, _figures = generated.generate_scripts(engine, settings, with_curated=True)
     tokens = next(m for m in made if m.trigger_call == "SamplingParams(max_tokens=0)")
     outcomes, _figures = generated.verify_scripts(engine, settings, [tokens.record_id])
     assert outcomes[0].status == "passed", outcomes[0].reason
@@ -184,7 +185,9 @@ def test_a_verified_generated_reproducer_that_stops_raising_on_a_newer_release_i
     found, unjudged = generated.check_drift(engine, settings, [tokens.record_id])
     assert [(o.status, o.version) for o in found] == [("changed", "0.33.0")], found
     assert "stopped raising on vllm 0.33.0: trigger: raised nothing" in found[0].detail
-    answer = make_client().get(f"/api/errors/{tokens.record_id}/reproducer").json()
-    assert answer["generated"] is True
+    client = make_client()  # the record's reproducer (here the curated one) and its drift
+    answer = client.get(f"/api/errors/{tokens.record_id}/reproducer").json()
     assert answer["drift"]["status"] == "changed"
     assert "stopped raising" in answer["drift"]["detail"]
+    page = client.get(f"/errors/{tokens.record_id}").text
+    assert "Raise site in vllm 0.33.0: <strong>changed</strong>" in page
