@@ -933,17 +933,21 @@ def _candidates(subject: _Subject, tests: Sequence[ast.expr], function: _Functio
                 add(f"errkb{separator}{value}")
     for value in _GENERIC_VALUES:
         add(value)
+    annotation = _annotation(subject, function)
+    optional = bool(re.search(r"\bNone\b|\bOptional\b", annotation or ""))
+    made = (
+        _runtime_class(function, annotation) if optional and _none_tested(subject, tests) else None
+    )
+    if made is not None:  # `x: Config | None` tested `is not None`: an instance of Config,
+        add(_Made(made))  # after the plain values (the name may be no class)
     checked = any(  # a type check wants values of other types too
         isinstance(node, ast.Call) and _is_isinstance(node) and _names(node.args[0], subject)
         for test in tests
         for node in ast.walk(test)
     )
-    annotation = _annotation(subject, function)
     allowed = () if checked else _allowed_types(annotation)
-    made = _runtime_class(function, annotation)
     if made is not None:
         allowed = (*allowed, _Made) if allowed else ()
-        found.insert(1 if default is not _NO_VALUE else 0, _Made(made))
     typed = [value for value in found if isinstance(value, allowed)] if allowed else found
     divided = any(  # a count divided by another (`heads % tp`): whole positive numbers first
         isinstance(node, ast.BinOp)
@@ -956,6 +960,18 @@ def _candidates(subject: _Subject, tests: Sequence[ast.expr], function: _Functio
     if divided:
         ordered.sort(key=lambda value: not (type(value) is int and value > 0))
     return ordered[:MAX_CANDIDATES]
+
+
+def _none_tested(subject: _Subject, tests: Sequence[ast.expr]) -> bool:
+    """Whether a test compares the subject with None (`x is None`, `x is not None`)."""
+    return any(
+        isinstance(node, ast.Compare)
+        and any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+        and _names(node.left, subject)
+        and any(isinstance(c, ast.Constant) and c.value is None for c in node.comparators)
+        for test in tests
+        for node in ast.walk(test)
+    )
 
 
 def _names(node: ast.expr, subject: _Subject) -> bool:
