@@ -558,16 +558,39 @@ def drift_command(
         list[str] | None, typer.Argument(help="Record ids; every record with a reproducer.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    with_generated: Annotated[
+        bool,
+        typer.Option(
+            "--generated",
+            help="Run each verified generated reproducer on the newest harvested release "
+            "newer than the one it pins: one that stops raising is drift.",
+        ),
+    ] = False,
 ) -> None:
     """Check whether each record's raise site still holds in its target upstream release."""
+    from dataclasses import asdict
+
     from app.api.schemas import drift_out
-    from app.reproducers import drift, runner
+    from app.reproducers import drift, generated, runner
 
     settings = _settings(ctx)
+    engine = open_store(settings)
+    if with_generated:
+        found_drift, unjudged = generated.check_drift(engine, settings, record_ids or [])
+        for record_id, reason in unjudged.items():
+            typer.echo(f"{record_id}: not judged: {reason}", err=True)
+        if as_json:
+            typer.echo(json.dumps([asdict(o) for o in found_drift], indent=2))
+            return
+        for o in found_drift:
+            line = "-" if o.found_line is None else o.found_line
+            typer.echo(
+                f"{o.record_id}  {o.package}=={o.version}  {o.status:<7}  {line}  {o.detail}"
+            )
+        return
     ids = record_ids or [info.record_id for info in runner.all_reproducers(settings)]
     outcomes = []
     checks: list[dict[str, Any]] = []
-    engine = open_store(settings)
     with Session(engine) as session:
         found = records.get_records(session, ids)
     # Checking may download a release: the write lock is only taken to store each outcome.

@@ -2,6 +2,7 @@
 shapes of site the generator refuses, each with its reason."""
 
 import ast
+import types
 
 import pytest
 from sqlmodel import Session
@@ -27,6 +28,60 @@ def split(total, parts):
     each = total // parts
     if each < 1:
         raise ValueError("too many parts")
+    return each
+"""
+
+CALLED_SOURCE = """
+def split(total, parts):
+    each = measure(total, parts)
+    if each < 1:
+        raise ValueError("too many parts")
+"""
+
+OBJECTS_SOURCE = """
+class Parallel:
+    size = 1
+    pipeline = 1
+
+
+class Model:
+    def verify(self, parallel: Parallel):
+        heads = self.arch.heads
+        size = parallel.size
+        if parallel.pipeline > 1:
+            return None
+        if heads % size != 0:
+            raise ValueError(f"heads ({heads}) must be divisible by size ({size})")
+        return heads // size
+"""
+
+DEFAULTED_SOURCE = """
+class Scheduler:
+    tokens = None
+    budget = 0
+
+
+class Engine:
+    draft: Scheduler | None = None
+    scheduler: Scheduler
+
+    def plan(self):
+        if self.draft is not None:
+            if self.scheduler.tokens is None:
+                self.scheduler.tokens = self.scheduler.budget
+            if self.scheduler.tokens <= 0:
+                raise ValueError(f"tokens is {self.scheduler.tokens}")
+        return self.scheduler.tokens
+"""
+
+UNGUARDED_SOURCE = """
+def parse(name, mapper=None):
+    if name.startswith("base."):
+        name = name.replace("base.", "")
+    parts = name.split(".")
+    if parts[-1] == "weight" and len(parts) >= 2:
+        return parts[-2]
+    raise ValueError(f"{name} is unsupported")
 """
 
 TYPED_SOURCE = """
@@ -54,7 +109,7 @@ def test_a_method_whose_state_the_constructor_does_not_take_sets_it_directly_and
     assert isinstance(made, Generated)
     assert made.direct_state
     assert generate.DIRECT_STATE_NOTE in made.trigger_call
-    assert "object.__setattr__(obj, 'capacity'" in made.script
+    assert "set_state(obj, 'capacity'" in made.script
     ast.parse(made.script)  # the script is Python
     # both calls pass the same `size` or differ only in what decides the guard
     trigger_size = int(made.trigger_call.split("reserve(size=")[1].rstrip(")"))
@@ -62,9 +117,78 @@ def test_a_method_whose_state_the_constructor_does_not_take_sets_it_directly_and
     assert trigger_size > 0 >= fix_size or trigger_size > fix_size
 
 
-def test_a_guard_on_a_computed_local_gets_no_script_and_says_why():
-    skipped = generate.generate(_site(5, "split"), LOCAL_SOURCE, {})
+def _run(source: str, call: str) -> object:
+    """What a rendered call returns on the source, or the error it raises."""
+    namespace: dict = {}
+    exec(source, namespace)
+    try:
+        return eval(call, namespace)
+    except ValueError as error:
+        return error
+
+
+def test_a_guard_on_a_local_computed_from_parameters_reads_what_it_was_computed_from():
+    made = generate.generate(_site(5, "split"), LOCAL_SOURCE, {})
+    assert isinstance(made, Generated)
+    assert "total // parts < 1" in made.script
+    assert isinstance(_run(LOCAL_SOURCE, made.trigger_call), ValueError)
+    assert _run(LOCAL_SOURCE, made.fix_call) >= 1
+
+
+def test_a_guard_on_a_local_computed_by_a_call_gets_no_script_and_says_why():
+    skipped = generate.generate(_site(5, "split"), CALLED_SOURCE, {})
     assert skipped == Skipped("00000000000000aa", Reason.COMPUTED)
+
+
+def _scenario(made: Generated, name: str, module: object) -> object:
+    """Run the script's trigger or fix scenario on a module made from the source."""
+    namespace: dict = {}
+    exec(made.script.split('if __name__ == "__main__":')[0], namespace)
+    try:
+        return namespace[name](module, "cpu")
+    except ValueError as error:
+        return error
+
+
+def _module(source: str) -> object:
+    module = types.ModuleType("demo.pool")
+    exec(source, module.__dict__)
+    return module
+
+
+def test_attributes_of_other_objects_are_set_on_objects_made_without_init():
+    """`heads % size` reads locals bound from `self.arch.heads` and `parallel.size`: the
+    parameter's annotated class is made without its __init__, the unannotated attribute is a
+    stand-in, and both say so."""
+    made = generate.generate(_site(14, "verify"), OBJECTS_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert made.direct_state
+    assert "bare(module.Parallel, size=" in made.script
+    assert "types.SimpleNamespace(heads=" in made.script
+    assert "made without their __init__" in made.script
+    module = _module(OBJECTS_SOURCE)
+    raised = _scenario(made, "trigger", module)
+    assert isinstance(raised, ValueError)
+    assert "must be divisible" in str(raised)
+    assert isinstance(_scenario(made, "fix", module), int)
+
+
+def test_a_value_the_function_sets_only_under_an_if_keeps_the_callers_when_it_is_not_taken():
+    made = generate.generate(_site(16, "plan"), DEFAULTED_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert "bare(module.Scheduler, tokens=" in made.script
+    assert "'draft', bare(module.Scheduler))" in made.script  # not None: an instance
+    module = _module(DEFAULTED_SOURCE)
+    assert isinstance(_scenario(made, "trigger", module), ValueError)
+    assert _scenario(made, "fix", module) > 0
+
+
+def test_a_raise_that_ends_the_function_is_guarded_by_the_return_before_it():
+    made = generate.generate(_site(8, "parse"), UNGUARDED_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert "the last return before it" in made.script
+    assert isinstance(_run(UNGUARDED_SOURCE, made.trigger_call), ValueError)
+    assert isinstance(_run(UNGUARDED_SOURCE, made.fix_call), str)
 
 
 def test_a_type_check_gets_a_value_of_another_type_and_arguments_it_does_not_read_plain_values():

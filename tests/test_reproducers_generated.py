@@ -5,8 +5,16 @@ only when the run passed."""
 import pytest
 from sqlmodel import Session
 
-from app.reproducers import generated
+from app.config import Settings
+from app.reproducers import generate, generated
+from app.store.engine import unit_of_work
+from app.store.tables import GeneratedReproducer
+from tests.helpers import accuracy
 from tests.helpers import generated as helper
+from tests.helpers.real_pastes import load_cases
+from tests.helpers.records import DATA_DIR
+from tests.helpers.releases import RELEASES
+from tests.test_real_pastes import TOP
 
 pytestmark = pytest.mark.network  # torch installed, vLLM downloaded with its environment
 
@@ -64,3 +72,122 @@ def test_a_record_without_any_reproducer_is_still_not_found(settings, tmp_path, 
     client = make_client()
     answer = client.get(f"/api/errors/{drafts[0].site.record_id}/reproducer")
     assert answer.status_code == 404
+
+
+# The real-paste corpus's vLLM validation errors: the cases whose raising file is one of
+# these (a folder ends with "/").
+VALIDATION_FILES = (
+    "vllm/sampling_params.py",
+    "vllm/engine/arg_utils.py",
+    "vllm/config/",
+    "vllm/lora/",
+)
+VALIDATION_RELEASE = "vllm==0.33.0"
+VERIFIED_SHARE = 0.5  # of the records that come first for them, verified on CPU
+
+
+def _validation_case(case: dict) -> bool:
+    raising = case["raisingFile"] or ""
+    return case["project"] == "vllm" and any(
+        raising.startswith(path) if path.endswith("/") else raising == path
+        for path in VALIDATION_FILES
+    )
+
+
+def test_half_of_the_records_first_for_real_vllm_validation_pastes_are_verified_on_cpu(tmp_path):
+    """The records /api/match puts first for the real pastes of vLLM's validation errors
+    (sampling parameters, configs, engine arguments, LoRA), over a store of the release the
+    scripts run on and the curated records: at least half of those with a raise site in that
+    release get a generated reproducer that passes on it."""
+    pytest.importorskip("torch", reason="the scripts run on the installed torch")
+    store = accuracy.harvested_store(tmp_path / "store", (VALIDATION_RELEASE,), curated=DATA_DIR)
+    cases = {name: case for name, case in load_cases().items() if _validation_case(case)}
+    assert len(cases) >= 10
+    firsts = set()
+    for case in cases.values():
+        answer = store.client.post(
+            "/api/match", json={"text": case["paste"]}, params={"limit": TOP}
+        )
+        matches = answer.json()["matches"]
+        if matches:
+            firsts.add(matches[0]["id"])
+    engine = store.client.app.state.engine
+    settings = Settings(database_url=f"sqlite:///{store.database}", cache_dir=RELEASES.cache_dir)
+    with Session(engine) as session:
+        drafts = [
+            d
+            for d in generated.draft_sites(session, "vllm-project/vllm")
+            if d.site.record_id in firsts
+        ]
+    assert len(drafts) >= 5, sorted(firsts)  # the first records raised in this release
+    assert {d.site.version for d in drafts} == {VALIDATION_RELEASE.partition("==")[2]}
+    made, _figures = generated.generate_scripts(
+        engine,
+        settings,
+        "vllm-project/vllm",
+        paths=sorted({d.file_path for d in drafts}),
+        with_curated=True,  # the generator's own share, curated reproducers aside
+    )
+    ids = [m.record_id for m in made if m.record_id in {d.site.record_id for d in drafts}]
+    outcomes, _verified = generated.verify_scripts(engine, settings, ids, workers=1)
+    passed = {o.record_id for o in outcomes if o.status == "passed"}
+    calls = {m.record_id: m.trigger_call for m in made}
+    for draft in drafts:
+        outcome = next((o for o in outcomes if o.record_id == draft.site.record_id), None)
+        state = outcome.status if outcome else "no script"
+        print(f"{draft.file_path}:{draft.site.line} {state} {calls.get(draft.site.record_id, '')}")
+    print(f"verified {len(passed)} of {len(drafts)} first records")
+    assert len(passed) >= VERIFIED_SHARE * len(drafts), [o.reason for o in outcomes]
+
+
+def test_a_script_retargeted_to_another_release_pins_it_and_moves_its_lines():
+    made = generate.generate(
+        generate.SiteSpec("00000000000000aa", "ValueError", "demo", "1.0", "demo", 4, "scale"),
+        "\ndef scale(factor: int):\n    if factor < 0:\n        raise ValueError('negative')\n",
+        {},
+    )
+    assert isinstance(made, generate.Generated)
+    moved = generated.retargeted(made.script, "1.1", 3)
+    assert "version='1.1'," in moved
+    assert "raise_line=7," in moved
+    assert "guard_lines=(6, 6)," in moved
+    assert (
+        moved.replace("1.1", "1.0").replace("=7,", "=4,").replace("(6, 6)", "(3, 3)") == made.script
+    )
+
+
+def test_a_verified_generated_reproducer_that_stops_raising_on_a_newer_release_is_drift(
+    settings, tmp_path, make_client
+):
+    """Drift runs each verified script on the newer release the store knows the record in.
+
+    The store here knows vLLM 0.33.0 only, so two scripts verified on it are re-pinned as if
+    verified on 0.32.0, one of them with a trigger value that vLLM accepts (as a newer release
+    that relaxed its check would): the first still raises on 0.33.0 (`moved`, its lines moved
+    back), the second stopped raising, and the check is shown as the curated ones' drift is
+    (the max_tokens site also has a curated reproducer: the generator is measured on it too)."""
+    settings = settings.model_copy(update={"cache_dir": RELEASES.cache_dir})
+    engine = helper.harvested_store(settings, tmp_path, helper.VLLM_SAMPLING)
+    made, _figures = generated.generate_scripts(engine, settings, with_curated=True)
+    tokens = next(m for m in made if m.trigger_call == "SamplingParams(max_tokens=0)")
+    outcomes, _figures = generated.verify_scripts(engine, settings, [tokens.record_id])
+    assert outcomes[0].status == "passed", outcomes[0].reason
+    with unit_of_work(engine) as session:
+        row = session.get(GeneratedReproducer, tokens.record_id)
+        row.version = "0.32.0"
+        row.script = generated.retargeted(row.script, "0.32.0", -3)
+    found, unjudged = generated.check_drift(engine, settings, [tokens.record_id])
+    assert unjudged == {}
+    assert [(o.status, o.version) for o in found] == [("moved", "0.33.0")], found
+    with unit_of_work(engine) as session:
+        row = session.get(GeneratedReproducer, tokens.record_id)
+        row.script = row.script.replace("max_tokens=0", "max_tokens=5")
+    found, unjudged = generated.check_drift(engine, settings, [tokens.record_id])
+    assert [(o.status, o.version) for o in found] == [("changed", "0.33.0")], found
+    assert "stopped raising on vllm 0.33.0: trigger: raised nothing" in found[0].detail
+    client = make_client()  # the record's reproducer (here the curated one) and its drift
+    answer = client.get(f"/api/errors/{tokens.record_id}/reproducer").json()
+    assert answer["drift"]["status"] == "changed"
+    assert "stopped raising" in answer["drift"]["detail"]
+    page = client.get(f"/errors/{tokens.record_id}").text
+    assert "Raise site in vllm 0.33.0: <strong>changed</strong>" in page

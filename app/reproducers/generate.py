@@ -19,10 +19,12 @@ code: the scripts are verified on the real release by `app.reproducers.runner`.
 """
 
 import ast
+import copy
 import functools
 import itertools
 import operator
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -97,13 +99,20 @@ class _Unsupported(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _Subject:
-    """A value the guard reads: a parameter (`attr` None) or `self.<attr>`."""
+    """A value the guard reads: a parameter (`attr` False) or `self.<name>`, or an attribute
+    of either through `path` (`parallel_config.tensor_parallel_size`): the object holding
+    it is then made for the script (`_ObjectValue`)."""
 
     name: str
     attr: bool = False
+    path: tuple[str, ...] = ()
 
     def text(self) -> str:
-        return f"self.{self.name}" if self.attr else self.name
+        root = f"self.{self.name}" if self.attr else self.name
+        return ".".join((root, *self.path))
+
+    def root(self) -> "_Subject":
+        return _Subject(self.name, self.attr)
 
 
 @dataclass(slots=True)
@@ -114,6 +123,7 @@ class _Function:
     cls: ast.ClassDef | None
     module: ast.Module
     constants: dict[str, Any]
+    module_name: str = ""  # dotted, for the relative imports of the module
     params: dict[str, ast.arg] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> literal default
     required: list[str] = field(default_factory=list)  # parameters without a default
@@ -222,20 +232,33 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
         raise _Unsupported(Reason.NO_SOURCE)
     tree = _parsed(source)
     raise_node, function = _locate(tree, site.line)
+    function.module_name = site.module
     conditions, around = _path(function.node.body, raise_node)
     guard = around[-1] if around else None
     assertion = isinstance(raise_node, ast.Assert)
     if isinstance(raise_node, ast.Assert):  # `assert test`: the guard is the test being false
         conditions, guard = [*conditions, (raise_node.test, False)], len(conditions)
         around = [*around, guard]
+    unguarded = guard is None  # the raise ends the function: an earlier return is its guard
+    if guard is None:
+        guard = _last_return(function.node, conditions)
     if guard is None:
         raise _Unsupported(Reason.NO_GUARD)
-    guard_test = conditions[guard][0]
-    guard_lines = (guard_test.lineno, guard_test.end_lineno or guard_test.lineno)
+    shown = conditions[guard][0]
+    guard_lines = (shown.lineno, shown.end_lineno or shown.lineno)
     if not assertion and guard_lines[0] <= site.line <= guard_lines[1]:
         raise _Unsupported(Reason.ONE_LINE)
-    subjects = _subjects(guard_test, function, raise_node)
+    bindings = _local_bindings(function, raise_node)
+    conditions = [(_substituted(test, bindings), truth) for test, truth in conditions]
+    guard_test = conditions[guard][0]
+    subjects = _subjects(guard_test, function)
+    avoided = [
+        (_substituted(test, bindings), truth)
+        for test, truth in _avoided(subjects, function, raise_node)
+    ]
+    conditions += avoided
     enclosing = [conditions[index][0] for index in reversed(around) if index != guard]
+    enclosing += [test for test, _truth in avoided]
     subjects += _path_subjects(enclosing, subjects, function, raise_node)
     trigger, fix = _solve(conditions, guard, subjects, function)
     call = _call_plan(function, subjects, known_values)
@@ -244,9 +267,8 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
     devices = (
         ("cuda",) if any(_CUDA.search(ast.unparse(test)) for test, _ in conditions) else ("cpu",)
     )
-    script = _script(
-        site, function, call, trigger, fix, guard_test, guard_lines, assertion, devices
-    )
+    guarded = _Guard(shown, guard_test, guard_lines, assertion, unguarded)
+    script = _script(site, function, call, trigger, fix, guarded, devices)
     return Generated(
         record_id=site.record_id,
         package=site.package,
@@ -258,6 +280,98 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
         script=script,
         devices=devices,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Guard:
+    """The test that decides the raise, as written (`shown`) and with the function's locals
+    replaced by what they were computed from (`solved`); `unguarded`: the raise ends the
+    function and the test is the last earlier `if ...: return`, false on the way to it."""
+
+    shown: ast.expr
+    solved: ast.expr
+    lines: tuple[int, int]
+    assertion: bool
+    unguarded: bool
+
+
+def _last_return(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, conditions: list[tuple[ast.expr, bool]]
+) -> int | None:
+    """For a raise no `if` guards, the last earlier `if ...: return` on the way to it: the
+    trigger keeps it false, the fix makes it true, and the function returns before the raise."""
+    returns = {
+        id(statement.test)
+        for statement in ast.walk(node)
+        if isinstance(statement, ast.If) and isinstance(statement.body[-1], ast.Return)
+    }
+    for index in reversed(range(len(conditions))):
+        test, truth = conditions[index]
+        if not truth and id(test) in returns:
+            return index
+    return None
+
+
+def _path_bodies(
+    body: Sequence[ast.stmt], target: ast.stmt
+) -> Iterator[tuple[Sequence[ast.stmt], int]]:
+    """Each statement list on the way to `target` (the function's body, then the branch of
+    each `if` around it), with the index of the statement that holds the target: the
+    statements before it run on the way, whatever the values."""
+    for index, statement in enumerate(body):
+        if statement is target:
+            yield body, index
+            return
+        if any(node is target for node in ast.walk(statement)):
+            yield body, index
+            if isinstance(statement, ast.If):
+                for branch in (statement.body, statement.orelse):
+                    if any(node is target for part in branch for node in ast.walk(part)):
+                        yield from _path_bodies(branch, target)
+            return
+
+
+def _local_bindings(function: _Function, target: ast.stmt) -> dict[str, ast.expr]:
+    """Locals bound once before the raise, by a plain assignment on the way to it
+    (`tensor_parallel_size = parallel_config.tensor_parallel_size`): a test that reads one
+    reads what it was computed from."""
+    counts = Counter(text for text in _bound_before(function.node, target) if "." not in text)
+    bindings: dict[str, ast.expr] = {}
+    for body, index in _path_bodies(function.node.body, target):
+        for statement in body[:index]:
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
+                bindings[statement.targets[0].id] = statement.value
+            elif (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and statement.value is not None
+            ):
+                bindings[statement.target.id] = statement.value
+    return {
+        name: value
+        for name, value in bindings.items()
+        if counts[name] == 1 and name not in function.params
+    }
+
+
+def _substituted(test: ast.expr, bindings: Mapping[str, ast.expr], depth: int = 4) -> ast.expr:
+    """`test` with each local of `bindings` replaced by its value, `depth` times over."""
+    if depth == 0 or not bindings:
+        return test
+
+    class Replace(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            if node.id in bindings and isinstance(node.ctx, ast.Load):
+                return _substituted(copy.deepcopy(bindings[node.id]), bindings, depth - 1)
+            return node
+
+    if not any(isinstance(n, ast.Name) and n.id in bindings for n in ast.walk(test)):
+        return test
+    return Replace().visit(copy.deepcopy(test))
 
 
 @functools.lru_cache(maxsize=8)
@@ -402,8 +516,9 @@ def _conditions(
     return None
 
 
-def _subjects(guard: ast.expr, function: _Function, target: ast.stmt) -> list[_Subject]:
-    """What the guard's own test reads, checked to be parameters, `self.x` or constants.
+def _subjects(guard: ast.expr, function: _Function) -> list[_Subject]:
+    """What the guard's own test reads, checked to be parameters, `self.x`, attributes of
+    either, or constants.
 
     Other conditions on the way that read something else are left to the real code (they
     must hold for it to get here, and the run shows whether they do)."""
@@ -412,12 +527,9 @@ def _subjects(guard: ast.expr, function: _Function, target: ast.stmt) -> list[_S
         raise _Unsupported(Reason.COMPUTED)
     if not subjects:
         raise _Unsupported(Reason.GUARD_SHAPE)
-    assigned = _assigned_before(function.node, target)
-    if any(
-        (s.attr and f"self.{s.name}" in assigned) or (not s.attr and s.name in assigned)
-        for s in subjects
-    ):
-        raise _Unsupported(Reason.COMPUTED)
+    roots = {s.root() for s in subjects if s.path}
+    if any(not s.path and s in roots for s in subjects):
+        raise _Unsupported(Reason.COMPUTED)  # an object and one of its attributes at once
     if len(subjects) > MAX_SUBJECTS:
         raise _Unsupported(Reason.TOO_MANY)
     return subjects
@@ -433,16 +545,29 @@ def _path_subjects(
     only parameters and `self.x` the function does not rebind (`if fused:` around
     `if differentiable:`), within the search's limit: the search chooses those values too.
     Earlier `if ...: raise` checks are left to the defaults."""
-    assigned = _assigned_before(function.node, target)
+    bound = _bound_before(function.node, target)
     more: list[_Subject] = []
+    taken = {s.root() for s in chosen if s.path}
     for test in enclosing:
         for subject in _reads(test, function) or []:
-            bound = f"self.{subject.name}" if subject.attr else subject.name
-            if subject in chosen or subject in more or bound in assigned:
+            if subject in chosen or subject in more or _rebound(subject, bound):
+                continue
+            if (subject.path and subject.root() in chosen) or (
+                not subject.path and subject in taken
+            ):
                 continue
             if len(chosen) + len(more) < MAX_SUBJECTS:
                 more.append(subject)
     return more
+
+
+def _chain(node: ast.expr) -> tuple[str, list[str]] | None:
+    """`a.b.c` as ("a", ["b", "c"]); None for anything but a name and its attributes."""
+    attributes: list[str] = []
+    while isinstance(node, ast.Attribute):
+        attributes.insert(0, node.attr)
+        node = node.value
+    return (node.id, attributes) if isinstance(node, ast.Name) else None
 
 
 def _reads(test: ast.expr, function: _Function) -> list[_Subject] | None:
@@ -454,26 +579,32 @@ def _reads(test: ast.expr, function: _Function) -> list[_Subject] | None:
 
     def visit(node: ast.expr) -> None:
         nonlocal ok
-        if isinstance(node, ast.Name):
-            if node.id in function.params:
-                subject = _Subject(node.id)
-            elif node.id in function.constants or node.id in ("None", "True", "False", "len"):
+        subject: _Subject | None = None
+        if isinstance(node, ast.Name | ast.Attribute):
+            chain = _chain(node)
+            subject = _subject_of(chain, function, first) if chain else None
+            if chain and subject is None and not chain[1] and chain[0] in _KNOWN_NAMES:
                 return
+            if chain and subject is None and not chain[1] and chain[0] in function.constants:
+                return
+            if subject is None:
+                ok = False
+                return
+        elif isinstance(node, ast.Call):
+            if _is_len(node) or _is_isinstance(node):
+                visit(node.args[0])
+            elif _is_method(node):
+                assert isinstance(node.func, ast.Attribute)
+                visit(node.func.value)
+                if any(_literal(arg) is _NO_VALUE for arg in node.args):
+                    ok = False
             else:
                 ok = False
-                return
-        elif (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == first
-            and first is not None
-        ):
-            subject = _Subject(node.attr, attr=True)
-        elif isinstance(node, ast.Call):
-            if not (_is_len(node) or _is_isinstance(node)):
+            return
+        elif isinstance(node, ast.Subscript):
+            visit(node.value)
+            if _literal(node.slice) is _NO_VALUE:
                 ok = False
-                return
-            visit(node.args[0])
             return
         elif isinstance(node, ast.Constant):
             return
@@ -496,6 +627,53 @@ def _reads(test: ast.expr, function: _Function) -> list[_Subject] | None:
     return found if ok else None
 
 
+_KNOWN_NAMES = frozenset({"None", "True", "False", "len"})
+# Methods of plain values (str, dict, list) a guard may call on what it reads, with literal
+# arguments: the search evaluates them on its candidate values.
+_PLAIN_METHODS = frozenset(
+    {
+        "split",
+        "rsplit",
+        "startswith",
+        "endswith",
+        "replace",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "lower",
+        "upper",
+        "get",
+        "count",
+    }
+)
+_PLAIN_TYPES = (str, dict, list, tuple)
+
+
+def _subject_of(
+    chain: tuple[str, list[str]], function: _Function, first: str | None
+) -> _Subject | None:
+    """The subject a name or attribute chain is: a parameter (an attribute of one when it
+    is not annotated as a tensor, which no stand-in can be), `self.x`, or neither."""
+    root, attributes = chain
+    if first is not None and root == first and attributes:
+        return _Subject(attributes[0], True, tuple(attributes[1:]))
+    if root in function.params and root != first:
+        annotation = function.params[root].annotation
+        if attributes and annotation is not None and "Tensor" in ast.unparse(annotation):
+            return None
+        return _Subject(root, False, tuple(attributes))
+    return None
+
+
+def _is_method(node: ast.Call) -> bool:
+    """`value.split(".")`: a plain value's method, called with positional arguments."""
+    return (
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr in _PLAIN_METHODS
+        and not node.keywords
+    )
+
+
 def _is_len(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
 
@@ -511,29 +689,90 @@ def _is_isinstance(node: ast.Call) -> bool:
     return all(isinstance(name, ast.Name) and name.id in _TYPES for name in names)
 
 
-def _assigned_before(node: ast.FunctionDef | ast.AsyncFunctionDef, target: ast.stmt) -> set[str]:
-    """Names and `self.x` bound in the function before the raise."""
-    names: set[str] = set()
-    for statement in ast.walk(node):
-        if not isinstance(statement, ast.stmt) or statement.lineno >= target.lineno:
+def _bound_texts(statement: ast.stmt) -> list[str]:
+    """What a statement binds, as dotted text: `x`, `self.a.b` (an item of `self.a` set
+    through `self.a[k] = ...` counts as `self.a`)."""
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif (
+        isinstance(statement, ast.AugAssign | ast.AnnAssign) and statement.value is not None
+    ) or isinstance(statement, ast.For | ast.AsyncFor):
+        targets = [statement.target]
+    elif isinstance(statement, ast.With | ast.AsyncWith):
+        targets = [item.optional_vars for item in statement.items if item.optional_vars]
+    texts: list[str] = []
+    while targets:
+        bound = targets.pop()
+        if isinstance(bound, ast.Tuple | ast.List):
+            targets.extend(bound.elts)
             continue
-        targets: list[ast.expr] = []
-        if isinstance(statement, ast.Assign):
-            targets = statement.targets
-        elif (
-            isinstance(statement, ast.AugAssign | ast.AnnAssign) and statement.value is not None
-        ) or isinstance(statement, ast.For | ast.AsyncFor):
-            targets = [statement.target]
-        for bound in targets:
-            for part in ast.walk(bound):
-                if isinstance(part, ast.Name):
-                    names.add(part.id)
-                elif isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name):
-                    names.add(f"self.{part.attr}")
+        while isinstance(bound, ast.Subscript | ast.Starred):
+            bound = bound.value
+        chain = _chain(bound)
+        if chain is not None:
+            texts.append(".".join((chain[0], *chain[1])))
+    return texts
+
+
+def _bound_before(node: ast.FunctionDef | ast.AsyncFunctionDef, target: ast.stmt) -> set[str]:
+    """Names and attribute chains (`self.x.y`) bound in the function before the raise."""
+    texts: set[str] = set()
+    for statement in ast.walk(node):
+        if isinstance(statement, ast.stmt) and statement.lineno < target.lineno:
+            texts.update(_bound_texts(statement))
     for walrus in ast.walk(node):
         if isinstance(walrus, ast.NamedExpr) and walrus.lineno < target.lineno:
-            names.add(walrus.target.id)
-    return names
+            texts.add(walrus.target.id)
+    return texts
+
+
+def _rebound(subject: _Subject, bound: set[str]) -> bool:
+    """Whether the function binds the subject, an object holding it or a part of it."""
+    text = subject.text()
+    return any(
+        text == other or text.startswith(other + ".") or other.startswith(text + ".")
+        for other in bound
+    )
+
+
+def _avoided(
+    subjects: list[_Subject], function: _Function, target: ast.stmt
+) -> list[tuple[ast.expr, bool]]:
+    """Conditions that keep the function from rebinding what the guard reads before it: a
+    subject bound inside an `if` (`if x is None: x = default`) stays the caller's value
+    when that `if` is not taken, so its test gets the other truth. A subject bound
+    unconditionally, or in a loop or block, is computed: no script."""
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(function.node):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    found: list[tuple[ast.expr, bool]] = []
+    for statement in ast.walk(function.node):
+        if not isinstance(statement, ast.stmt) or statement.lineno >= target.lineno:
+            continue
+        texts = _bound_texts(statement)
+        if not any(_rebound(subject, set(texts)) for subject in subjects):
+            continue
+        up = parents.get(id(statement))
+        if not isinstance(up, ast.If) or any(node is target for node in ast.walk(up)):
+            raise _Unsupported(Reason.COMPUTED)
+        outer = parents.get(id(up))
+        while isinstance(outer, ast.If):
+            outer = parents.get(id(outer))
+        if outer is not function.node:
+            raise _Unsupported(Reason.COMPUTED)
+        condition = (up.test, not any(part is statement for part in up.body))
+        if condition not in found:
+            found.append(condition)
+    for walrus in ast.walk(function.node):
+        if (
+            isinstance(walrus, ast.NamedExpr)
+            and walrus.lineno < target.lineno
+            and any(_rebound(subject, {walrus.target.id}) for subject in subjects)
+        ):
+            raise _Unsupported(Reason.COMPUTED)
+    return found
 
 
 class _Evaluation(Exception):
@@ -543,17 +782,34 @@ class _Evaluation(Exception):
 def _evaluate(node: ast.expr, values: Mapping[_Subject, Any], constants: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
-    if isinstance(node, ast.Name):
-        if _Subject(node.id) in values:
-            return values[_Subject(node.id)]
-        if node.id in constants:
-            return constants[node.id]
-        raise _Evaluation(node.id)
-    if isinstance(node, ast.Attribute):
-        subject = _Subject(node.attr, attr=True)
-        if subject in values:
-            return values[subject]
-        raise _Evaluation(node.attr)
+    if isinstance(node, ast.Name | ast.Attribute):
+        chain = _chain(node)
+        if chain is None:
+            raise _Evaluation(type(node).__name__)
+        root, attributes = chain
+        for subject in (
+            _Subject(root, False, tuple(attributes)),
+            *([_Subject(attributes[0], True, tuple(attributes[1:]))] if attributes else []),
+        ):
+            if subject in values:
+                return values[subject]
+        if not attributes and root in constants:
+            return constants[root]
+        raise _Evaluation(root)
+    if isinstance(node, ast.Subscript):
+        index = _literal(node.slice)
+        if index is _NO_VALUE:
+            raise _Evaluation("subscript")
+        return _evaluate(node.value, values, constants)[index]
+    if isinstance(node, ast.Call) and _is_method(node):
+        assert isinstance(node.func, ast.Attribute)
+        owner = _evaluate(node.func.value, values, constants)
+        if not isinstance(owner, _PLAIN_TYPES):
+            raise TypeError(f"{type(owner).__name__} is not a plain value")
+        arguments = [_literal(argument) for argument in node.args]
+        if _NO_VALUE in arguments:
+            raise _Evaluation("arguments")
+        return getattr(owner, node.func.attr)(*arguments)
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
         literal = _literal(node)
         if literal is _NO_VALUE:
@@ -605,7 +861,14 @@ def _holds(
                 return False
         except _Evaluation:
             judged = False
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError, AttributeError):
+        except (
+            TypeError,
+            ValueError,
+            ZeroDivisionError,
+            OverflowError,
+            AttributeError,
+            LookupError,
+        ):
             return False
     return True if judged else None
 
@@ -651,27 +914,82 @@ def _candidates(subject: _Subject, tests: Sequence[ast.expr], function: _Functio
             if numbers:
                 add(max(numbers) + 1)
             add(list(range(len(members) + 1)))
+    separators = [  # `name.split(".")`: a name whose last part is each literal
+        node.args[0].value
+        for test in tests
+        for node in ast.walk(test)
+        if isinstance(node, ast.Call)
+        and _is_method(node)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("split", "rsplit")
+        and _names(node.func.value, subject)
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ]
+    for separator in separators:
+        for value in literals:
+            if isinstance(value, str) and value and value not in separators:
+                add(f"errkb{separator}{value}")
     for value in _GENERIC_VALUES:
         add(value)
+    annotation = _annotation(subject, function)
+    optional = bool(re.search(r"\bNone\b|\bOptional\b", annotation or ""))
+    made = (
+        _runtime_class(function, annotation) if optional and _none_tested(subject, tests) else None
+    )
+    if made is not None:  # `x: Config | None` tested `is not None`: an instance of Config,
+        add(_Made(made))  # after the plain values (the name may be no class)
     checked = any(  # a type check wants values of other types too
         isinstance(node, ast.Call) and _is_isinstance(node) and _names(node.args[0], subject)
         for test in tests
         for node in ast.walk(test)
     )
-    allowed = () if checked else _allowed_types(_annotation(subject, function))
+    allowed = () if checked else _allowed_types(annotation)
+    if made is not None:
+        allowed = (*allowed, _Made) if allowed else ()
     typed = [value for value in found if isinstance(value, allowed)] if allowed else found
-    return (typed or found)[:MAX_CANDIDATES]
+    divided = any(  # a count divided by another (`heads % tp`): whole positive numbers first
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mod | ast.FloorDiv | ast.Div)
+        and (_names(node.left, subject) or _names(node.right, subject))
+        for test in tests
+        for node in ast.walk(test)
+    )
+    ordered = typed or found
+    if divided:
+        ordered.sort(key=lambda value: not (type(value) is int and value > 0))
+    return ordered[:MAX_CANDIDATES]
+
+
+def _none_tested(subject: _Subject, tests: Sequence[ast.expr]) -> bool:
+    """Whether a test compares the subject with None (`x is None`, `x is not None`)."""
+    return any(
+        isinstance(node, ast.Compare)
+        and any(isinstance(op, ast.Is | ast.IsNot) for op in node.ops)
+        and _names(node.left, subject)
+        and any(isinstance(c, ast.Constant) and c.value is None for c in node.comparators)
+        for test in tests
+        for node in ast.walk(test)
+    )
 
 
 def _names(node: ast.expr, subject: _Subject) -> bool:
-    """Whether `node` is the subject itself (`x`, or `self.x` for an attribute)."""
+    """Whether `node` is the subject itself (`x`, `self.x`, `x.y`)."""
+    chain = _chain(node)
+    if chain is None:
+        return False
+    root, attributes = chain
     if subject.attr:
-        return isinstance(node, ast.Attribute) and node.attr == subject.name
-    return isinstance(node, ast.Name) and node.id == subject.name
+        return tuple(attributes) == (subject.name, *subject.path)
+    return root == subject.name and tuple(attributes) == subject.path
 
 
 def _annotation(subject: _Subject, function: _Function) -> str | None:
-    """The annotation of a parameter, or of a class field for `self.x`, as source."""
+    """The annotation of a parameter, or of a class field for `self.x`, as source (none
+    known for an attribute of either)."""
+    if subject.path:
+        return None
     if not subject.attr:
         arg = function.params.get(subject.name)
         return ast.unparse(arg.annotation) if arg is not None and arg.annotation else None
@@ -768,27 +1086,64 @@ class _CallPlan:
     kind: str  # function | constructor | fields | direct | static | property
     extra: dict[str, str] = field(default_factory=dict)  # required parameters, as source
     positional_only: set[str] = field(default_factory=set)
+    # The class of each object whose attributes the guard reads (a parameter, or `self.x`),
+    # as the module names it at run time; None: a stand-in (types.SimpleNamespace).
+    objects: dict[_Subject, str | None] = field(default_factory=dict)
 
     @property
     def direct_state(self) -> bool:
-        return self.kind in ("direct", "property")
+        return self.kind in ("direct", "property") or bool(self.objects)
+
+    @property
+    def stand_ins(self) -> bool:
+        return any(cls is None for cls in self.objects.values())
 
     def render(self, values: Mapping[_Subject, Any]) -> str:
         """The call as one line a reader can type (the script runs the same)."""
-        arguments = self._arguments(values)
+        arguments = self._arguments(values, shown=True)
         if self.kind == "function":
             return f"{self.function}({arguments})"
         if self.kind in ("constructor", "fields"):
             return f"{self.cls}({arguments})"
         if self.kind == "static":
             return f"{self.cls}.{self.function}({arguments})"
-        state = ", ".join(f"{s.name}={v!r}" for s, v in values.items() if s.attr)
+        state = ", ".join(
+            f"{s.text().removeprefix('self.')}={v!r}" for s, v in values.items() if s.attr
+        )
         reach = f".{self.function}" if self.kind == "property" else f".{self.function}({arguments})"
         return f"{self.cls} with {state} ({DIRECT_STATE_NOTE}){reach}"
 
-    def _arguments(self, values: Mapping[_Subject, Any]) -> str:
+    def _object(self, root: _Subject, values: Mapping[_Subject, Any], shown: bool) -> str:
+        """An object holding the chosen values of its attributes (nested ones in stand-ins):
+        `bare(module.ParallelConfig, tensor_parallel_size=2)`, or `<ParallelConfig with
+        tensor_parallel_size=2>` as shown to a reader."""
+        tree: dict[str, Any] = {}
+        for subject, value in values.items():
+            if subject.root() == root and subject.path:
+                node = tree
+                for name in subject.path[:-1]:
+                    node = node.setdefault(name, {})
+                node[subject.path[-1]] = _Leaf(value)
+
+        def build(node: dict[str, Any], cls: str | None) -> str:
+            parts = [
+                f"{name}={build(child, None) if isinstance(child, dict) else repr(child.value)}"
+                for name, child in node.items()
+            ]
+            if shown:
+                return f"<{(cls or 'object').rsplit('.', 1)[-1]} with {', '.join(parts)}>"
+            if cls is None:
+                return f"types.SimpleNamespace({', '.join(parts)})"
+            return f"bare({cls}, {', '.join(parts)})"
+
+        return build(tree, self.objects.get(root))
+
+    def _arguments(self, values: Mapping[_Subject, Any], shown: bool = False) -> str:
         keyword = self.kind == "fields"
-        given = {s.name: repr(v) for s, v in values.items() if s.attr == keyword}
+        given = {s.name: repr(v) for s, v in values.items() if s.attr == keyword and not s.path}
+        for root in self.objects:
+            if root.attr == keyword:
+                given[root.name] = self._object(root, values, shown)
         merged = {**self.extra, **given}
         positional = [merged.pop(n) for n in list(merged) if n in self.positional_only]
         return ", ".join([*positional, *(f"{n}={v}" for n, v in merged.items())])
@@ -804,7 +1159,12 @@ class _CallPlan:
             return [f"return module.{self.cls}.{self.function}({arguments})"]
         lines = [f"obj = module.{self.cls}.__new__(module.{self.cls})  # {DIRECT_STATE_NOTE}"]
         lines += [
-            f"object.__setattr__(obj, {s.name!r}, {v!r})" for s, v in values.items() if s.attr
+            f"set_state(obj, {s.name!r}, {v!r})" for s, v in values.items() if s.attr and not s.path
+        ]
+        lines += [
+            f"set_state(obj, {root.name!r}, {self._object(root, values, False)})"
+            for root in self.objects
+            if root.attr
         ]
         if self.kind == "property":
             lines.append(f"return obj.{self.function}")
@@ -813,37 +1173,109 @@ class _CallPlan:
         return lines
 
 
+@dataclass(frozen=True, slots=True)
+class _Leaf:
+    """A chosen value at the end of an object's attribute path."""
+
+    value: Any
+
+
 def _call_plan(
     function: _Function, subjects: list[_Subject], known: Mapping[str, str]
 ) -> _CallPlan:
     node, cls = function.node, function.cls
+    if any(  # `x.a` and `x.a.b` at once: `a` would be both a chosen value and an object
+        a.root() == b.root() and a.path != b.path and b.path[: len(a.path)] == a.path
+        for a in subjects
+        for b in subjects
+    ):
+        raise _Unsupported(Reason.COMPUTED)
     params = {s.name for s in subjects if not s.attr}
     attrs = {s.name for s in subjects if s.attr}
+    objects = {
+        s.root(): _runtime_class(function, _annotation(s.root(), function))
+        for s in subjects
+        if s.path
+    }
     missing = [name for name in function.required if name not in params]
     extra = {name: known.get(name) or _placeholder(function.params[name]) for name in missing}
     decorators = _decorator_names(node)
+    plan = functools.partial(_CallPlan, objects=objects)
     if cls is None:
-        return _CallPlan(None, node.name, "function", extra, function.positional_only)
+        return plan(None, node.name, "function", extra, function.positional_only)
     if "classmethod" in decorators and attrs:
         raise _Unsupported(Reason.UNREACHABLE)
     if decorators & {"staticmethod", "classmethod"}:
-        return _CallPlan(cls.name, node.name, "static", extra, function.positional_only)
+        return plan(cls.name, node.name, "static", extra, function.positional_only)
     if node.name == "__init__":
         if attrs:
             raise _Unsupported(Reason.COMPUTED)
-        return _CallPlan(cls.name, node.name, "constructor", extra, function.positional_only)
+        return plan(cls.name, node.name, "constructor", extra, function.positional_only)
     wraps = _pydantic(function.module, cls)  # it turns a validator's ValueError into its own
     if attrs & _methods(cls):
         raise _Unsupported(Reason.COMPUTED)  # a property or method, not state to set
-    if not params and not function.required and not wraps and _runs_on_construction(cls, node):
+    if (
+        not params
+        and not function.required
+        and not wraps
+        and not objects
+        and _runs_on_construction(cls, node)
+    ):
         fields = _fields(cls)
         if fields is not None and attrs <= set(fields) and not any(fields.values()):
-            return _CallPlan(cls.name, node.name, "fields")
+            return plan(cls.name, node.name, "fields")
     if "property" in decorators:
-        return _CallPlan(cls.name, node.name, "property")
+        return plan(cls.name, node.name, "property")
     if node.name != "__post_init__" and node.name.startswith("__") and node.name.endswith("__"):
         raise _Unsupported(Reason.UNREACHABLE)
-    return _CallPlan(cls.name, node.name, "direct", extra, function.positional_only)
+    return plan(cls.name, node.name, "direct", extra, function.positional_only)
+
+
+def _runtime_class(function: _Function, annotation: str | None) -> str | None:
+    """The class an annotation names, as the script reaches it at run time: `module.X` for
+    a class the module defines or imports, `importlib.import_module("a.b").X` for one it
+    imports only under `if TYPE_CHECKING:` (where `X` is not bound when it runs); None when
+    no single class is found (the script then uses a stand-in)."""
+    if not annotation:
+        return None
+    bound: dict[str, str] = {}
+    for statement in function.module.body:
+        if isinstance(statement, ast.ClassDef):
+            bound[statement.name] = f"module.{statement.name}"
+        elif isinstance(statement, ast.ImportFrom):
+            for alias in statement.names:
+                bound[alias.asname or alias.name] = f"module.{alias.asname or alias.name}"
+        elif isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
+            for node in statement.body:
+                if isinstance(node, ast.ImportFrom):
+                    source = _absolute(node, function.module_name)
+                    for alias in node.names:
+                        bound[alias.asname or alias.name] = (
+                            f"importlib.import_module({source!r}).{alias.name}"
+                        )
+    words = [w for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", annotation) if w[:1].isupper()]
+    found = [bound[word] for word in words if word in bound and word not in {"Optional", "Union"}]
+    return found[0] if len(found) == 1 else None
+
+
+def _absolute(node: ast.ImportFrom, module: str) -> str:
+    """The module a `from ... import` names, a relative one read from the importing module's
+    package."""
+    if not node.level:
+        return node.module or ""
+    package = module.split(".")[: -node.level] if node.level else []
+    return ".".join([*package, *([node.module] if node.module else [])])
+
+
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """A candidate value: an instance of the annotated class made without its __init__ (an
+    `if x is not None:` around the guard wants one)."""
+
+    expression: str
+
+    def __repr__(self) -> str:
+        return f"bare({self.expression})"
 
 
 def _placeholder(arg: ast.arg) -> str:
@@ -922,9 +1354,7 @@ def _script(
     call: _CallPlan,
     trigger: Mapping[_Subject, Any],
     fix: Mapping[_Subject, Any],
-    guard: ast.expr,
-    guard_lines: tuple[int, int],
-    assertion: bool,
+    guard: _Guard,
     devices: tuple[str, ...],
 ) -> str:
     qualname = f"{function.cls.name}.{function.node.name}" if function.cls else function.node.name
@@ -932,13 +1362,48 @@ def _script(
     how = DIRECT_STATE_NOTE if call.direct_state else "through the public call"
     trigger_body = "\n".join(f"    {line}" for line in call.statements(trigger))
     fix_body = "\n".join(f"    {line}" for line in call.statements(fix))
-    guard_text = ast.unparse(guard).replace('"""', "'''").replace("\\", "\\\\")
-    imports = "import sys\n"
+
+    def text(node: ast.expr) -> str:
+        return ast.unparse(node).replace('"""', "'''").replace("\\", "\\\\")
+
+    bodies = trigger_body + fix_body
+    imports = "import importlib\nimport sys\n" if "importlib." in bodies else "import sys\n"
+    if "types.SimpleNamespace" in bodies:
+        imports += "import types\n"
     if any("torch." in value for value in call.extra.values()):
         imports += "\nimport torch\n"
-    statement = "assert" if assertion else "raise"
+    kit_names = ["GuardedSite", "Target", "fix_scenario", "main", "trigger_scenario"]
+    if "set_state(" in bodies:
+        kit_names.append("set_state")
+    if "bare(" in bodies:
+        kit_names.insert(0, "bare")
+    statement = "assert" if guard.assertion else "raise"
     release = f"{site.package} {site.version}"
-    guard_shown = f"not {guard_text}" if assertion else guard_text
+    if guard.unguarded:
+        decided = (
+            f"ends the function; the last return before it is under `if {text(guard.shown)}`.\n"
+            "The trigger keeps that test false, so the raise runs; the fix makes it true, so\n"
+            "the function returns before the raise."
+        )
+    else:
+        shown = f"not {text(guard.shown)}" if guard.assertion else text(guard.shown)
+        decided = (
+            f"is guarded by `{shown}`.\n"
+            "The trigger makes the guard true; the fix makes it false, the rest the same."
+        )
+    if ast.dump(guard.solved) != ast.dump(guard.shown):
+        decided += f"\nThe test reads locals computed from `{text(guard.solved)}`."
+    objects = ""
+    if call.objects:
+        objects = (
+            "\nThe objects the test reads are made without their __init__, only the attributes it"
+            " reads set"
+            + (
+                "; a stand-in (types.SimpleNamespace) carries only those."
+                if call.stand_ins
+                else "."
+            )
+        )
     gpu = (
         "\nCUDA-only: a condition on the way to the raise asks for CUDA; the GPU runner runs it."
         if "cpu" not in devices
@@ -947,13 +1412,12 @@ def _script(
     return f'''"""Generated reproducer for record {site.record_id} ({site.error_class}).
 
 The {statement} in {qualname} ({site.module}, line {site.line}) of {release}
-is guarded by `{guard_shown}`.
-The trigger makes the guard true; the fix makes it false, the rest the same.
-Generated by errkb from the release's source, {how}.{gpu}
+{decided}
+Generated by errkb from the release's source, {how}.{objects}{gpu}
 """
 
 {imports}
-from app.reproducers.kit import GuardedSite, Target, fix_scenario, main, trigger_scenario
+from app.reproducers.kit import {", ".join(kit_names)}
 
 RECORD_ID = {site.record_id!r}
 TARGET = Target(
@@ -967,8 +1431,8 @@ DEVICES = {devices!r}
 SITE = GuardedSite(
     function={function.node.name!r},
     raise_line={site.line},
-    guard_lines={guard_lines!r},
-    assertion={assertion!r},
+    guard_lines={guard.lines!r},
+    assertion={guard.assertion!r},
 )
 TRIGGER_CALL = {call.render(trigger)!r}
 FIX_CALL = {call.render(fix)!r}

@@ -11,7 +11,9 @@ without a subprocess each. Nothing counts as verified unless its run passed.
 """
 
 import ast
+import functools
 import os
+import re
 import tempfile
 import threading
 import time
@@ -28,8 +30,9 @@ from sqlmodel import Session, col
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
+from app.records import locations
 from app.records import service as records
-from app.reproducers import forked, generate, runner, upstream
+from app.reproducers import drift, forked, generate, runner, upstream
 from app.reproducers.generate import Generated, SiteSpec
 from app.store.engine import unit_of_work
 from app.store.tables import GeneratedReproducer, Record, RecordLocation, ReproducerRun
@@ -156,10 +159,15 @@ def generate_scripts(
     repo: str | None = None,
     paths: Sequence[str] = (),
     limit: int | None = None,
+    with_curated: bool = False,
 ) -> tuple[list[Generated], dict[str, ProjectFigures]]:
-    """Generate and store a script for each draft the generator handles; figures per repo."""
+    """Generate and store a script for each draft the generator handles; figures per repo.
+
+    Records with a curated reproducer are left out, unless `with_curated` (a measure of the
+    generator on sites a curator proved too: the record's page and API still show the
+    curated one)."""
     releases = upstream.Upstream(settings.cache_dir)
-    curated = {info.record_id for info in runner.all_reproducers(settings)}
+    curated = set() if with_curated else {i.record_id for i in runner.all_reproducers(settings)}
     with Session(engine) as session:
         drafts = draft_sites(session, repo, paths, limit, curated)
     figures: dict[str, ProjectFigures] = {}
@@ -447,3 +455,133 @@ def verified_counts(session: Session) -> dict[str, int]:
         .where(col(ReproducerRun.status) == "passed")
     ).scalar_one()
     return {"generated": int(generated), "verified": int(verified)}
+
+
+def drift_releases(session: Session, row: GeneratedReproducer) -> list[tuple[str, RecordLocation]]:
+    """The record's locations in the harvested releases of its package newer than the one
+    its script was verified on (`vllm==0.34.0` after `vllm==0.33.0`, or a source folder at
+    a newer tag), with each release's version, oldest first."""
+    pinned = locations.release_order(row.version)
+    newer = []
+    for found_at in session.execute(
+        select(RecordLocation).where(col(RecordLocation.record_id) == row.record_id)
+    ).scalars():
+        release = _release_of(found_at.release)
+        if (
+            release is not None
+            and release[0] == row.package
+            and locations.release_order(release[1]) > pinned
+        ):
+            newer.append((release[1], found_at))
+    return sorted(newer, key=lambda pair: locations.release_order(pair[0]))
+
+
+def retargeted(script: str, version: str, shift: int) -> str:
+    """A generated script run on another release: its pinned version replaced, and its raise
+    and guard lines moved by `shift` (where the harvest found the raise in that release)."""
+
+    def moved(match: re.Match[str]) -> str:
+        return str(int(match.group(0)) + shift)
+
+    script = re.sub(r"(?m)^    version='[^']*',$", f"    version={version!r},", script, count=1)
+    script = re.sub(
+        r"(?m)^    raise_line=(\d+),$",
+        lambda m: f"    raise_line={int(m.group(1)) + shift},",
+        script,
+        count=1,
+    )
+    return re.sub(
+        r"(?m)^    guard_lines=\((\d+), (\d+)\),$",
+        lambda m: f"    guard_lines=({int(m.group(1)) + shift}, {int(m.group(2)) + shift}),",
+        script,
+        count=1,
+    )
+
+
+def _collect(
+    into: list[runner.RunOutcome | str], _repo: str, found: runner.RunOutcome | str
+) -> None:
+    into.append(found)
+
+
+def _raise_line(script: str) -> int | None:
+    found = re.search(r"(?m)^    raise_line=(\d+),$", script)
+    return int(found.group(1)) if found else None
+
+
+def check_drift(
+    engine: Engine, settings: Settings, record_ids: Sequence[str] = ()
+) -> tuple[list[drift.DriftOutcome], dict[str, str]]:
+    """Drift of verified generated reproducers, stored as the curated ones' is (DriftCheck,
+    shown by the record page and GET /api/errors/{id}/reproducer).
+
+    Each script whose latest run passed runs again on the newest harvested release of its
+    package that is newer than the one it pins, its lines moved to where the harvest found
+    the raise there: `same` or `moved` when the trigger still raises the record's error and
+    the fix holds, `changed` when it stopped ("the generated reproducer stopped raising on
+    vllm 0.34.0: ..."), `gone` when that release has no site of the record. A run the
+    environment stopped (the module does not import there) says nothing of the code: no
+    check is stored, and the second mapping says why (record id -> reason)."""
+    with Session(engine) as session:
+        plans = []
+        for row, repo, document in _stored(session, record_ids):
+            runs = runner.latest_runs(session, row.record_id, 1)
+            newer = drift_releases(session, row)
+            if runs and runs[0].status == "passed" and newer:
+                plans.append((row, repo, document, newer[-1]))
+    outcomes: list[drift.DriftOutcome] = []
+    unjudged: dict[str, str] = {}
+    releases = upstream.Upstream(settings.cache_dir)
+    with tempfile.TemporaryDirectory(prefix="errkb-generated-drift-") as folder:
+        for row, repo, document, (version, location) in plans:
+            package = row.package
+            pinned = _raise_line(row.script)
+            if location.gone or location.line_number is None or pinned is None:
+                detail = f"the harvest of {package} {version} found no raise site of the record"
+                outcomes.append(
+                    drift.DriftOutcome(row.record_id, package, version, "gone", None, detail)
+                )
+                continue
+            shift = location.line_number - pinned
+            moved = GeneratedReproducer(
+                **{
+                    **row.model_dump(),
+                    "version": version,
+                    "script": retargeted(row.script, version, shift),
+                }
+            )
+            results: list[runner.RunOutcome | str] = []
+            failure = _prepare(releases, package, version)
+            if failure is not None:
+                unjudged[row.record_id] = failure
+                continue
+            _run_release(
+                settings,
+                Path(folder),
+                (package, version),
+                [(moved, repo, document)],
+                functools.partial(_collect, results),
+            )
+            outcome = results[0] if results else "no result"
+            if isinstance(outcome, str) or outcome.status == "error":
+                unjudged[row.record_id] = outcome if isinstance(outcome, str) else outcome.reason
+                continue
+            line = location.line_number
+            if outcome.status == "passed":
+                status = "same" if shift == 0 else "moved"
+                detail = (
+                    f"the generated trigger still raises the record's error on {package} {version}"
+                )
+            else:
+                status, line = "changed", location.line_number
+                detail = (
+                    f"the generated reproducer stopped raising on {package} {version}: "
+                    f"{failure_reason(outcome)}"
+                )
+            outcomes.append(
+                drift.DriftOutcome(row.record_id, package, version, status, line, detail)
+            )
+    with unit_of_work(engine) as session:
+        for check in outcomes:
+            drift.store_drift(session, check)
+    return outcomes, unjudged

@@ -308,6 +308,26 @@ def _finish(result: dict[str, Any], start: float) -> int:
 TraceFunction = Callable[[FrameType, str, Any], Any]
 
 
+def bare(cls: Any, **attributes: Any) -> Any:
+    """An instance of `cls` made without its __init__, with only these attributes set: a
+    generated reproducer's object whose attributes the guard reads (the rest are the class's
+    own defaults, or missing)."""
+    obj = cls.__new__(cls)
+    for name, value in attributes.items():
+        set_state(obj, name, value)
+    return obj
+
+
+def set_state(obj: Any, name: str, value: Any) -> None:
+    """Set an attribute as the object's own code would not: past a frozen dataclass's or a
+    pydantic model's __setattr__ (object's), or, for a class whose instances object's refuses
+    (a msgspec Struct), through its own."""
+    try:
+        object.__setattr__(obj, name, value)
+    except TypeError:
+        setattr(obj, name, value)
+
+
 class SiteNotReached(AssertionError):
     """A generated trigger raised, but not from the record's raise statement."""
 

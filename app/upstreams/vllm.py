@@ -91,7 +91,7 @@ PROJECT = UpstreamProject(
             "pybase64 blake3 cachetools aiohttp openai pillow prometheus_client orjson "
             "partial-json-parser pyyaml jsonschema einops ijson setproctitle sentencepiece "
             "tiktoken py-cpuinfo lark python-json-logger requests psutil oss-harmony xgrammar "
-            "apache-tvm-ffi"
+            "apache-tvm-ffi llguidance"
         ).split()
     ),
 )
