@@ -28,6 +28,13 @@ _ANSI = re.compile(
     r"|\x1b[()][0-9A-Za-z]"  # character set selection
     r"|\x1b[@-Z\\-_]"  # any other two-byte escape
 )
+# A paste copied out of a web page's source or an HTML log viewer (xinference's, a CI's)
+# keeps the page's escapes: `File &quot;/x/llm_engine.py&quot;, line 577`. The few that
+# stand for what Python prints are read as their characters; a message's own text never
+# holds them, so nothing else changes.
+_ENTITIES = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&apos;": "'"}
+_ENTITIES |= {"&lt;": "<", "&gt;": ">", "&amp;": "&"}
+_ENTITY = re.compile("|".join(_ENTITIES))
 
 _LEVEL = r"(?:DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE)"
 _FILE_LINE = r"[\w./<>\-]{1,256}:[0-9]{1,7}"
@@ -191,13 +198,13 @@ def _clean_line(raw: str, start: int, line_no: int) -> CleanLine:
     """Remove colour codes, then the known prefixes at the start of the line (``raw``, which
     begins at ``start`` in the paste) and what closes them at its end (a code span's
     backtick, a fence, the right border of a rich box)."""
-    if "\x1b" not in raw and "\x9b" not in raw:  # the common case: one unbroken run
+    if "\x1b" not in raw and "\x9b" not in raw and "&" not in raw:  # most lines: one run
         cut, stream = _strip_prefixes(raw)
         stop = _closed_at(raw, cut) if _may_close(raw) else len(raw)
         first = start + cut
         end = start + stop if cut < stop else first
         return CleanLine(raw[cut:stop], first, end, stream, raw[:cut], line_no, ((0, first),))
-    clean, pieces = _strip_ansi(raw, start)
+    clean, pieces = _decoded(raw, start)
     cut, stream = _strip_prefixes(clean)
     stop = _closed_at(clean, cut)
     kept = [(index - cut, original) for index, original in pieces if cut < index < stop]
@@ -243,22 +250,37 @@ def _closed_at(clean: str, cut: int) -> int:
     return max(stop, cut)
 
 
-def _strip_ansi(raw: str, start: int) -> tuple[str, list[tuple[int, int]]]:
-    """Remove escape sequences; pieces map each kept run back to its original offset."""
+def _decoded(raw: str, start: int) -> tuple[str, list[tuple[int, int]]]:
+    """Remove escape sequences and read HTML escapes as their characters; pieces map each
+    kept run back to its original offset (a decoded character, to its escape's start)."""
     parts: list[str] = []
     pieces: list[tuple[int, int]] = []
     size = 0
     kept_from = 0
-    for match in _ANSI.finditer(raw):
+    found = list(_ANSI.finditer(raw))
+    if "&" in raw:
+        found = sorted([*found, *_ENTITY.finditer(raw)], key=_match_start)
+    for match in found:
+        if match.start() < kept_from:
+            continue  # inside an escape sequence already removed
         if match.start() > kept_from:
             pieces.append((size, start + kept_from))
             parts.append(raw[kept_from : match.start()])
             size += match.start() - kept_from
+        if match.re is _ENTITY:
+            pieces.append((size, start + match.start()))
+            parts.append(_ENTITIES[match[0]])
+            size += 1
         kept_from = match.end()
     if kept_from < len(raw):
         pieces.append((size, start + kept_from))
         parts.append(raw[kept_from:])
     return "".join(parts), pieces or [(0, start + len(raw))]
+
+
+def _match_start(match: re.Match[str]) -> int:
+    """Sort key of an escape found in a line: where it begins."""
+    return match.start()
 
 
 def _offset_in(pieces: Sequence[tuple[int, int]], index: int) -> int:
