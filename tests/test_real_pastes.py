@@ -12,7 +12,8 @@ share whose explanation names a setting, upstream's advice or a release that cha
 ("explained"), and the share that names an entry point reaching the raise site ("reached").
 
 A case is right when the answer's record (or one shown together with it as raising the same
-message, `sameMessage`) raises the case's class (or a class renamed or refined from it) and
+message, `sameMessage`) raises the case's class (or a class renamed or refined from it: the
+answer says so, or the harvested releases' classes do) and
 one of its locations, in any harvested release, is the case's raising file; a case without
 a known raising file is right when the record's pattern matches the message. A case raised
 by third-party code (transformers, pydantic, CUDA, NCCL) is right when nothing answers it,
@@ -32,6 +33,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.classes import relation
 from app.config import PROJECT_ROOT
 from app.records.locations import short_class
 from tests.helpers import accuracy
@@ -198,7 +200,10 @@ class Judge:
         ValueErrors)."""
         record = match["record"]
         same_class = short_class(record["errorClass"]) == short_class(case["exceptionClass"])
-        if not same_class and not any(RENAMED_CLASS.match(r) for r in match["reasons"]):
+        renamed = any(RENAMED_CLASS.match(r) for r in match["reasons"])
+        if not (
+            same_class or renamed or self.refined(record["errorClass"], case["exceptionClass"])
+        ):
             return False
         document = self.document(match["id"])
         if case["raisingFile"] is not None:
@@ -206,6 +211,14 @@ class Judge:
             if not any(_same_file(path, case["raisingFile"]) for path in paths if path):
                 return False
         return _message_agrees(document["record"].get("messagePattern"), case)
+
+    def refined(self, recorded: str, pasted: str) -> bool:
+        """Whether the record's class is a subclass or superclass of the case's in the
+        harvested releases (vLLM's `VLLMValidationError`, a `ValueError` before): the class
+        refined since. The answer's reasons say so when the paste names the case's class;
+        a paste that names another (an HTTP body's `BadRequestError`) says nothing of it."""
+        graph = self.client.app.state.matcher.class_graph()
+        return relation(short_class(pasted), short_class(recorded), graph) is not None
 
     def right_together(self, case: dict[str, Any], match: dict[str, Any]) -> bool:
         """The answer is right, or a record shown together with it as raising the same

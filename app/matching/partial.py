@@ -207,13 +207,19 @@ def cut_match(template: tuple[Piece, ...], message: str) -> Partial | None:
 
 def _cut_inside(literal: str, text: str, position: int, after_variable: bool) -> int | None:
     """How many characters of ``literal`` the text ends with, from ``position`` on: the
-    message was cut inside it (or, after a variable part, inside that part: 0)."""
+    message was cut inside it (or, after a variable part, inside that part: 0). None when
+    it disagrees: a literal that does not go on as the text does, or, after a variable
+    part, a text that shows the literal's start and then goes on otherwise (`... in model's
+    config.json). This` against `... in model's config.json). To allow ...`): the value
+    did not run on to the cut, another message's words follow it."""
     rest = text[position:]
     if not after_variable:
         return len(rest) if literal.startswith(rest) else None
     for shown in range(min(len(literal), len(rest)), 0, -1):
         if text.endswith(literal[:shown]):
             return shown
+    if len(literal) >= MIN_COVERED_CHARS and literal[:MIN_COVERED_CHARS] in rest:
+        return None
     return 0
 
 
