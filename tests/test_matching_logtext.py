@@ -197,6 +197,9 @@ def test_every_clean_character_maps_back(text: str) -> None:
         ("`ValueError: set `max_model_len` lower`", "ValueError: set `max_model_len` lower"),
         ("second line of a code span`", "second line of a code span"),
         ("> ```", ""),
+        # https://github.com/hiyouga/LlamaFactory/issues/3674: emphasis around the line
+        ("**_ValueError: boom_**", "ValueError: boom"),
+        ("**ValueError: boom**", "ValueError: boom"),
         (
             "│ /x/vllm/config.py:120 in __init__                    │",
             "/x/vllm/config.py:120 in __init__",
@@ -236,6 +239,9 @@ def test_markup_around_a_line_is_removed(raw: str, text: str) -> None:
         "``double ticks``",
         "value │ not a rich box",
         "[repeated 6x across cluster] at the start",
+        "**bold** at the start only",
+        "*args, **kwargs",
+        "__init__",
     ],
 )
 def test_markup_inside_a_message_is_kept(raw: str) -> None:

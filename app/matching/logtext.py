@@ -42,6 +42,7 @@ _SOURCE_LOCATION = rf"\[{_FILE_LINE}\]"
 _TIME = r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?"
 _ZONE = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
 _DATE_TIME = rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}[T ]{_TIME}{_ZONE}"
+_EMPHASIS = r"(?:\*{1,3}_?|_\*{1,3})"
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 
 # Every pattern consumes at least one character; a named group "tag" marks a stream, and
@@ -76,6 +77,9 @@ _PREFIXES = (
     # a line of text), or a backtick opening an inline code span whose first word is not
     # itself quoted ("`ValueError: ...`", not "`max_model_len` must be ...").
     re.compile(r"`{3,8}(?:[\w+#.\-]{1,32}[ \t]{0,64}$)?|`(?=[^`\s]{1,256}(?:\s|$))"),
+    # Markdown emphasis around a whole line ("**_ValueError: ..._**", "**ValueError: ...**"):
+    # bold or italic with an asterisk, opened at the line's start and closed at its end.
+    re.compile(rf"{_EMPHASIS}(?=[^\s*_].{{0,8192}}[^\s*_]{_EMPHASIS}[ \t]{{0,64}}$)"),
     # rich's boxed traceback: the left border of each row inside the box ("│ ").
     re.compile(r"│ ?"),
     # xinference's log lines: "2025-04-15 10:15:22,015 xinference.api.restful_api 48577 ERROR
@@ -104,8 +108,9 @@ _RAY_REPEATED = re.compile(
     r" \[repeated [0-9]{1,9}x across cluster\](?: \(Ray deduplicates logs by default\..{0,1024}\))?"
 )
 
-# What ends a line that `_closed_at` cuts: a code span or fence, Ray's repeat note.
-_CLOSERS = ("`", "]", ")")
+# What ends a line that `_closed_at` cuts: a code span or fence, Ray's repeat note, emphasis.
+_CLOSERS = ("`", "]", ")", "*", "_")
+_EMPHASIS_MARKS = "*_"
 
 # All of them in one alternation, tried in order as Python tries the branches: the first
 # that matches at the position wins, as if each were tried alone; one attempt per prefix,
@@ -229,8 +234,8 @@ def _may_close(clean: str) -> bool:
 
 def _closed_at(clean: str, cut: int) -> int:
     """Where the line's text ends once what closes it is removed: Ray's note that it dropped
-    copies of the line (" [repeated 6x across cluster]"), a fence ("```") closing the line, a
-    backtick left unpaired (the end of a code span opened on this line or an earlier one),
+    copies of the line (" [repeated 6x across cluster]"), the emphasis that opened it, a
+    fence ("```") closing the line, a backtick left unpaired (the end of a code span opened on this line or an earlier one),
     or the right border of a rich box whose left border was a prefix.
 
     Paired backticks stay: "`x` must be positive" is part of a message."""
@@ -242,6 +247,9 @@ def _closed_at(clean: str, cut: int) -> int:
         body = clean[cut:stop].rstrip()
         if body.endswith("│"):
             stop = cut + len(body[:-1].rstrip())
+    opened = len(clean[:cut]) - len(clean[:cut].rstrip(_EMPHASIS_MARKS))
+    if opened and clean.endswith(clean[cut - opened : cut][::-1], cut, stop):
+        stop -= opened  # the emphasis a prefix opened, closed at the end
     if clean.endswith("`", cut, stop):
         body = clean[cut:stop].rstrip("`")
         ticks = stop - cut - len(body)
