@@ -235,8 +235,9 @@ def _may_close(clean: str) -> bool:
 def _closed_at(clean: str, cut: int) -> int:
     """Where the line's text ends once what closes it is removed: Ray's note that it dropped
     copies of the line (" [repeated 6x across cluster]"), the emphasis that opened it, a
-    fence ("```") closing the line, a backtick left unpaired (the end of a code span opened on this line or an earlier one),
-    or the right border of a rich box whose left border was a prefix.
+    fence ("```") closing the line, a backtick left unpaired (the end of a code span opened
+    on this line or an earlier one), or the right border of a rich box whose left border
+    was a prefix.
 
     Paired backticks stay: "`x` must be positive" is part of a message."""
     stop = len(clean)
