@@ -76,7 +76,6 @@ SHARED_WORDS = 0.6  # of the fragment's words the record's pattern must hold
 NOT_HARVESTED = (
     "release not harvested: the message is only in releases older than the harvested ones"
 )
-MOVED = "release not harvested: the raise site moved since (errkb answers the current one)"
 OTHER_WORDING = (
     "the pasted wording is no harvested template's within two words (`you requested N tokens.`"
     " without the count of each part): a release not harvested, or a wrapper's own text"
@@ -107,7 +106,6 @@ KNOWN_MISSES: dict[str, str] = {
     "vllm-127-marlin-gemm-dtype-interleaved-ranks.json": CPP,
     "vllm-129-gpus-per-node-not-divisible-2023.json": NOT_HARVESTED,
     "vllm-135-chat-completions-not-supported-json.json": RESPONSE,
-    "vllm-157-bitsandbytes-not-installed-sglang-frames.json": MOVED,
     "vllm-168-llmengine-no-attribute-model-executor-openrlhf.json": NO_RAISE,
     "sglang-001-nonetype-cpu-prepare-for-extend.json": NO_RAISE,
     "sglang-011-sgl-kernel-common-ops-ci.json": OTHER_PACKAGE,
