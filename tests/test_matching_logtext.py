@@ -197,6 +197,9 @@ def test_every_clean_character_maps_back(text: str) -> None:
         ("`ValueError: set `max_model_len` lower`", "ValueError: set `max_model_len` lower"),
         ("second line of a code span`", "second line of a code span"),
         ("> ```", ""),
+        # https://github.com/hiyouga/LlamaFactory/issues/3674: emphasis around the line
+        ("**_ValueError: boom_**", "ValueError: boom"),
+        ("**ValueError: boom**", "ValueError: boom"),
         (
             "│ /x/vllm/config.py:120 in __init__                    │",
             "/x/vllm/config.py:120 in __init__",
@@ -236,8 +239,26 @@ def test_markup_around_a_line_is_removed(raw: str, text: str) -> None:
         "``double ticks``",
         "value │ not a rich box",
         "[repeated 6x across cluster] at the start",
+        "**bold** at the start only",
+        "*args, **kwargs",
+        "__init__",
     ],
 )
 def test_markup_inside_a_message_is_kept(raw: str) -> None:
     (line,) = clean_lines(raw)
     assert line.text == raw
+
+
+def test_html_escapes_are_read_and_offsets_kept() -> None:
+    """https://github.com/xorbitsai/inference/issues/3785: a traceback copied out of a web
+    page keeps its escapes (`File &quot;...&quot;`); each reads as its character, mapped
+    back to where its escape begins."""
+    text = "  File &quot;/x/vllm/engine/llm_engine.py&quot;, line 2010, in f &lt;&amp;&#39;&gt;"
+    (line,) = clean_lines(text)
+    assert line.text == '  File "/x/vllm/engine/llm_engine.py", line 2010, in f <&\'>'
+    assert originals(text, line) == line.text.replace('"', "&").translate(
+        str.maketrans("<'>", "&&&")
+    )
+    assert line.span(0, len(line.text)) == (0, text.rindex("&") + 1)
+    (plain,) = clean_lines("R&D: a & b &quotx")
+    assert plain.text == "R&D: a & b &quotx"

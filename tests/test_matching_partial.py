@@ -116,3 +116,26 @@ def test_a_wrapped_message_joins_again() -> None:
 def test_unquoted_reads_a_repr() -> None:
     assert unquoted("'max_model_len'") == "max_model_len"
     assert unquoted("plain") is None
+
+
+def test_a_value_that_runs_into_other_words_is_no_cut() -> None:
+    """https://github.com/xorbitsai/inference/issues/1715: an older release's message, cut
+    after the start of its next sentence ("This ..."), against the current template, whose
+    next sentence is another ("To allow ..."): the message shows the literal after the last
+    value and then differs, so it is not a cut copy of this template; cut inside the value,
+    or inside that literal, it still is."""
+    template = pieces(
+        r"User-specified max_model_len \((?P<max_model_len>(?s:.+?))\) is greater than the "
+        r"derived max_model_len \((?P<max_len_key>(?s:.+?))=(?P<derived>(?s:.+?)) or "
+        r"model_max_length=(?P<model_max_length>(?s:.+?)) in model's config\.json\)\. To allow "
+        r"overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\."
+    )
+    shown = (
+        "User-specified max_model_len (4096) is greater than the derived max_model_len "
+        "(seq_length=2048 or model_max_length=None in model's config.json). "
+    )
+    assert cut_match(template, shown + "This") is None
+    assert cut_match(template, shown + "To all") is not None
+    inside = cut_match(template, shown[: shown.index(" in model's")])
+    assert inside is not None
+    assert inside.captures["model_max_length"] == "None"

@@ -502,3 +502,43 @@ def test_a_message_in_the_interpreters_words_is_a_possibility_only() -> None:
     (found,) = find_matches(index, text, lambda ids: dict.fromkeys(ids, record))[1]
     assert "message.generic" in {part.id for part in found.components}
     assert found.score < 50
+
+
+def test_the_frames_site_with_a_near_message_wins_over_a_copy_raised_elsewhere() -> None:
+    """A real paste raised at vLLM's bitsandbytes.py with `bitsandbytes>=0.44.0`: the harvested
+    site there says `>=0.45.0`, and loader.py (no frame is in it) says `>=0.44.0` word for
+    word. The full match elsewhere does not stop the near match at the frames' site, which
+    comes first."""
+    text = case("vllm-157-bitsandbytes-not-installed-sglang-frames.json")["paste"]
+    said = (
+        "Please install bitsandbytes>={v} via `pip install bitsandbytes>={v}` to use "
+        "bitsandbytes quantizer."
+    )
+    sites = {
+        record.id: replace(record, repo=VLLM)
+        for record in (
+            _torch_site(
+                "5" * 16,
+                "ImportError",
+                said.format(v="0.44.0"),
+                re.escape(said.format(v="0.44.0")),
+                "vllm/model_executor/model_loader/loader.py",
+                789,
+                "_prepare_weights",
+            ),
+            _torch_site(
+                "6" * 16,
+                "ImportError",
+                said.format(v="0.45.0"),
+                re.escape(said.format(v="0.45.0")),
+                "vllm/model_executor/layers/quantization/bitsandbytes.py",
+                162,
+                "__init__",
+            ),
+        )
+    }
+    index = PatternIndex([(key, re.escape(site.error_message)) for key, site in sites.items()])
+    first, second = find_matches(index, text, lambda ids: {i: sites[i] for i in ids})[1]
+    assert (first.id, second.id) == ("6" * 16, "5" * 16)
+    assert "message.near" in {part.id for part in first.components}
+    assert "frames.raised-elsewhere" in {part.id for part in second.components}

@@ -719,6 +719,68 @@ def test_paste_cut_in_a_word_is_no_exception(real: dict[str, str]) -> None:
     assert [(e.error_class, e.message) for e in cut_message] == [("KeyError", "'max_mo")]
 
 
+# https://github.com/locuslab/TCN/issues/67: the paste ends inside the raise's source line
+CUT_IN_RAISE = (
+    "Traceback (most recent call last):\n"
+    '  File "D:\\javaworkspace\\TCN\\add_test.py", line 63, in <module>\n'
+    "    model.cuda()\n"
+    '  File "D:\\anaconda3\\lib\\site-packages\\torch\\cuda\\__init__.py", line 210, '
+    "in _lazy_init\n"
+    '    raise AssertionError("Torch not compiled with C'
+)
+
+
+@pytest.mark.parametrize("end", ["", "\n", "\n\n"])
+def test_a_paste_cut_in_the_raise_names_its_class_and_message(end: str) -> None:
+    """No exception line follows the last frame, whose source is a raise: the raise names
+    the class and the start of the message, as far as the paste shows it."""
+    text = CUT_IN_RAISE + end
+    (error,) = parse_exceptions(text)
+    assert (error.error_class, error.message) == ("AssertionError", "Torch not compiled with C")
+    assert [frame.line for frame in error.frames] == [63, 210]
+    assert text[slice(*error.message_span)] == error.message
+    assert error.span[0] == 0
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "    raise ValueError(",  # the message on the next line: the class alone
+        "    raise make_error(code)",  # no exception's class
+        "    self.run(model)",  # no raise
+    ],
+)
+def test_a_paste_cut_after_a_frame(source: str) -> None:
+    """Only a raise of an exception's class makes an exception of a cut traceback."""
+    text = 'Traceback (most recent call last):\n  File "/x/vllm/config.py", line 5, in f\n' + source
+    found = [(e.error_class, e.message, len(e.frames)) for e in parse_exceptions(text)]
+    if "ValueError" in source:
+        assert found == [("ValueError", "", 1)]
+    else:  # at most the last line as a message alone, as before
+        assert all(not (error_class or frames) for error_class, _, frames in found)
+
+
+def test_a_paste_that_begins_inside_a_frame_line() -> None:
+    """https://github.com/vllm-project/vllm/issues/1581: the selection began after `File "`
+    of the first frame; its tail still names the file, line and function."""
+    text = (
+        'vllm/vllm/model_executor/models/chatglm.py", line 53, in __init__\n'
+        "    assert self.total_num_kv_heads % tp_size == 0\n"
+        "AssertionError\n"
+    )
+    (error,) = parse_exceptions(text)
+    assert error.frames == (
+        Frame(
+            "vllm/vllm/model_executor/models/chatglm.py",
+            53,
+            "__init__",
+            "assert self.total_num_kv_heads % tp_size == 0",
+        ),
+    )
+    later = "AssertionError: x\n" + text  # only the paste's first line may begin inside one
+    assert [len(error.frames) for error in parse_exceptions(later)] == [0, 0]
+
+
 # Real pastes from public issue threads, verbatim (the error excerpt of each):
 # what people paste through. Each names its source.
 REAL_WRAPPED = {
@@ -731,6 +793,16 @@ REAL_WRAPPED = {
         "This model's maximum context length is 8192 tokens. However, you requested 8203 tokens "
         "(7691 in the messages, 512 in the completion). Please reduce the length of the "
         "messages or completion.",
+    ),
+    # https://github.com/chatchat-space/Langchain-Chatchat/issues/1645: Chinese prose puts no
+    # space before the class
+    "after a CJK word": (
+        "2.5版本使用Qwen-14b-chat，python startup.py --all-webui后报错ValueError: Bfloat16 is only "  # noqa: RUF001 (verbatim)
+        "supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB "
+        "GPU has compute capability 7.0.",
+        "ValueError",
+        "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla "
+        "V100-SXM2-32GB GPU has compute capability 7.0.",
     ),
     # https://github.com/sgl-project/sglang/issues/11970: the closing backtick on its own line
     "backticks over two lines": (

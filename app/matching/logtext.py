@@ -28,6 +28,13 @@ _ANSI = re.compile(
     r"|\x1b[()][0-9A-Za-z]"  # character set selection
     r"|\x1b[@-Z\\-_]"  # any other two-byte escape
 )
+# A paste copied out of a web page's source or an HTML log viewer (xinference's, a CI's)
+# keeps the page's escapes: `File &quot;/x/llm_engine.py&quot;, line 577`. The few that
+# stand for what Python prints are read as their characters; a message's own text never
+# holds them, so nothing else changes.
+_ENTITIES = {"&quot;": '"', "&#34;": '"', "&#39;": "'", "&#x27;": "'", "&apos;": "'"}
+_ENTITIES |= {"&lt;": "<", "&gt;": ">", "&amp;": "&"}
+_ENTITY = re.compile("|".join(_ENTITIES))
 
 _LEVEL = r"(?:DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE)"
 _FILE_LINE = r"[\w./<>\-]{1,256}:[0-9]{1,7}"
@@ -35,6 +42,7 @@ _SOURCE_LOCATION = rf"\[{_FILE_LINE}\]"
 _TIME = r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?"
 _ZONE = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
 _DATE_TIME = rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}[T ]{_TIME}{_ZONE}"
+_EMPHASIS = r"(?:\*{1,3}_?|_\*{1,3})"
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 
 # Every pattern consumes at least one character; a named group "tag" marks a stream, and
@@ -69,6 +77,9 @@ _PREFIXES = (
     # a line of text), or a backtick opening an inline code span whose first word is not
     # itself quoted ("`ValueError: ...`", not "`max_model_len` must be ...").
     re.compile(r"`{3,8}(?:[\w+#.\-]{1,32}[ \t]{0,64}$)?|`(?=[^`\s]{1,256}(?:\s|$))"),
+    # Markdown emphasis around a whole line ("**_ValueError: ..._**", "**ValueError: ...**"):
+    # bold or italic with an asterisk, opened at the line's start and closed at its end.
+    re.compile(rf"{_EMPHASIS}(?=[^\s*_].{{0,8192}}[^\s*_]{_EMPHASIS}[ \t]{{0,64}}$)"),
     # rich's boxed traceback: the left border of each row inside the box ("│ ").
     re.compile(r"│ ?"),
     # xinference's log lines: "2025-04-15 10:15:22,015 xinference.api.restful_api 48577 ERROR
@@ -97,8 +108,9 @@ _RAY_REPEATED = re.compile(
     r" \[repeated [0-9]{1,9}x across cluster\](?: \(Ray deduplicates logs by default\..{0,1024}\))?"
 )
 
-# What ends a line that `_closed_at` cuts: a code span or fence, Ray's repeat note.
-_CLOSERS = ("`", "]", ")")
+# What ends a line that `_closed_at` cuts: a code span or fence, Ray's repeat note, emphasis.
+_CLOSERS = ("`", "]", ")", "*", "_")
+_EMPHASIS_MARKS = "*_"
 
 # All of them in one alternation, tried in order as Python tries the branches: the first
 # that matches at the position wins, as if each were tried alone; one attempt per prefix,
@@ -191,13 +203,13 @@ def _clean_line(raw: str, start: int, line_no: int) -> CleanLine:
     """Remove colour codes, then the known prefixes at the start of the line (``raw``, which
     begins at ``start`` in the paste) and what closes them at its end (a code span's
     backtick, a fence, the right border of a rich box)."""
-    if "\x1b" not in raw and "\x9b" not in raw:  # the common case: one unbroken run
+    if "\x1b" not in raw and "\x9b" not in raw and "&" not in raw:  # most lines: one run
         cut, stream = _strip_prefixes(raw)
         stop = _closed_at(raw, cut) if _may_close(raw) else len(raw)
         first = start + cut
         end = start + stop if cut < stop else first
         return CleanLine(raw[cut:stop], first, end, stream, raw[:cut], line_no, ((0, first),))
-    clean, pieces = _strip_ansi(raw, start)
+    clean, pieces = _decoded(raw, start)
     cut, stream = _strip_prefixes(clean)
     stop = _closed_at(clean, cut)
     kept = [(index - cut, original) for index, original in pieces if cut < index < stop]
@@ -222,9 +234,10 @@ def _may_close(clean: str) -> bool:
 
 def _closed_at(clean: str, cut: int) -> int:
     """Where the line's text ends once what closes it is removed: Ray's note that it dropped
-    copies of the line (" [repeated 6x across cluster]"), a fence ("```") closing the line, a
-    backtick left unpaired (the end of a code span opened on this line or an earlier one),
-    or the right border of a rich box whose left border was a prefix.
+    copies of the line (" [repeated 6x across cluster]"), the emphasis that opened it, a
+    fence ("```") closing the line, a backtick left unpaired (the end of a code span opened
+    on this line or an earlier one), or the right border of a rich box whose left border
+    was a prefix.
 
     Paired backticks stay: "`x` must be positive" is part of a message."""
     stop = len(clean)
@@ -235,6 +248,9 @@ def _closed_at(clean: str, cut: int) -> int:
         body = clean[cut:stop].rstrip()
         if body.endswith("│"):
             stop = cut + len(body[:-1].rstrip())
+    opened = len(clean[:cut]) - len(clean[:cut].rstrip(_EMPHASIS_MARKS))
+    if opened and clean.endswith(clean[cut - opened : cut][::-1], cut, stop):
+        stop -= opened  # the emphasis a prefix opened, closed at the end
     if clean.endswith("`", cut, stop):
         body = clean[cut:stop].rstrip("`")
         ticks = stop - cut - len(body)
@@ -243,22 +259,37 @@ def _closed_at(clean: str, cut: int) -> int:
     return max(stop, cut)
 
 
-def _strip_ansi(raw: str, start: int) -> tuple[str, list[tuple[int, int]]]:
-    """Remove escape sequences; pieces map each kept run back to its original offset."""
+def _decoded(raw: str, start: int) -> tuple[str, list[tuple[int, int]]]:
+    """Remove escape sequences and read HTML escapes as their characters; pieces map each
+    kept run back to its original offset (a decoded character, to its escape's start)."""
     parts: list[str] = []
     pieces: list[tuple[int, int]] = []
     size = 0
     kept_from = 0
-    for match in _ANSI.finditer(raw):
+    found = list(_ANSI.finditer(raw))
+    if "&" in raw:
+        found = sorted([*found, *_ENTITY.finditer(raw)], key=_match_start)
+    for match in found:
+        if match.start() < kept_from:
+            continue  # inside an escape sequence already removed
         if match.start() > kept_from:
             pieces.append((size, start + kept_from))
             parts.append(raw[kept_from : match.start()])
             size += match.start() - kept_from
+        if match.re is _ENTITY:
+            pieces.append((size, start + match.start()))
+            parts.append(_ENTITIES[match[0]])
+            size += 1
         kept_from = match.end()
     if kept_from < len(raw):
         pieces.append((size, start + kept_from))
         parts.append(raw[kept_from:])
     return "".join(parts), pieces or [(0, start + len(raw))]
+
+
+def _match_start(match: re.Match[str]) -> int:
+    """Sort key of an escape found in a line: where it begins."""
+    return match.start()
 
 
 def _offset_in(pieces: Sequence[tuple[int, int]], index: int) -> int:

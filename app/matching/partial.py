@@ -21,7 +21,7 @@ text in each variable part, never text from elsewhere in the paste.
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -207,13 +207,19 @@ def cut_match(template: tuple[Piece, ...], message: str) -> Partial | None:
 
 def _cut_inside(literal: str, text: str, position: int, after_variable: bool) -> int | None:
     """How many characters of ``literal`` the text ends with, from ``position`` on: the
-    message was cut inside it (or, after a variable part, inside that part: 0)."""
+    message was cut inside it (or, after a variable part, inside that part: 0). None when
+    it disagrees: a literal that does not go on as the text does, or, after a variable
+    part, a text that shows the literal's start and then goes on otherwise (`... in model's
+    config.json). This` against `... in model's config.json). To allow ...`): the value
+    did not run on to the cut, another message's words follow it."""
     rest = text[position:]
     if not after_variable:
         return len(rest) if literal.startswith(rest) else None
     for shown in range(min(len(literal), len(rest)), 0, -1):
         if text.endswith(literal[:shown]):
             return shown
+    if len(literal) >= MIN_COVERED_CHARS and literal[:MIN_COVERED_CHARS] in rest:
+        return None
     return 0
 
 
@@ -248,16 +254,23 @@ def second_chance(
     exceptions: Sequence[ParsedException],
     hits: Sequence[tuple[str, int | None, str, bool]],
     paste_end: int,
+    elsewhere: Callable[[str, ParsedException], bool] | None = None,
 ) -> list[tuple[str, int, Partial]]:
     """(record id, exception index, how it agrees) for every exception whose message no hit
     matches in full. A cut match needs the message to end the paste (``paste_end``: the
-    offset after its last non-blank character): only there can a paste have cut it."""
+    offset after its last non-blank character): only there can a paste have cut it.
+
+    A full hit of a record that the exception's frames say it was not raised at
+    (``elsewhere``: a copy of the message in another file) explains nothing: the site the
+    frames are in may raise a near copy (an older release's `bitsandbytes>=0.44.0` where the
+    harvested one says `>=0.45.0`), which is looked for too."""
     full = {
         exception_index
         for key, exception_index, _, on_message in hits
         if on_message
         and exception_index is not None
         and _matches_whole(index, key, exceptions[exception_index])
+        and not (elsewhere and elsewhere(key, exceptions[exception_index]))
     }
     found: list[tuple[str, int, Partial]] = []
     for exception in exceptions:

@@ -443,6 +443,18 @@ def _makes_exceptions(frame: Frame) -> bool:
     return "-packages" in path or _STDLIB.search(path) is None
 
 
+def raised_elsewhere(candidate: Candidate, exception: ParsedException) -> bool:
+    """Whether the exception's frames say it was raised in code no frame of the record's
+    file is in (`frames.raised-elsewhere`): the record is at most a copy of its message."""
+    frames = exception.frames
+    return (
+        bool(frames)
+        and bool(candidate.file_path)
+        and not _frames_in_files(candidate, frames)
+        and _makes_exceptions(frames[-1])
+    )
+
+
 def _frames_agree(candidate: Candidate, exception: ParsedException) -> bool:
     """Whether a frame of the exception is in the record's file."""
     return bool(candidate.file_path) and bool(_frames_in_files(candidate, exception.frames))

@@ -26,6 +26,7 @@ from app.matching.rank import (
     Match,
     candidate_from,
     path_suffixes,
+    raised_elsewhere,
     rank,
     unquoted,
 )
@@ -126,8 +127,14 @@ def find_matches(
             exception_index, on_message = regions.at(line.offset(begin))
         hits.append((hit.key, exception_index, line.text, on_message))
     raised_at = _raised_at(exceptions, sites or {})
-    partials = second_chance(index, exceptions, hits, len(text.rstrip()))
     wanted = {hit[0] for hit in hits} | {record_id for record_id, _ in raised_at}
+    found = lookup(wanted)
+
+    def elsewhere(record_id: str, exception: ParsedException) -> bool:
+        candidate = found.get(record_id)
+        return candidate is not None and raised_elsewhere(candidate, exception)
+
+    partials = second_chance(index, exceptions, hits, len(text.rstrip()), elsewhere)
     candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
     ranked = rank(
         index,

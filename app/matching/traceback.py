@@ -45,6 +45,17 @@ _CHAIN_SEPARATORS = {
 _FRAME = re.compile(
     r'File "(?P<file>.{1,4096}?)", line (?P<line>[0-9]{1,9})(?:,? in (?P<function>.{1,4096}))?'
 )
+# A frame's source line that raises: `raise AssertionError("Torch not compiled with C`,
+# its class and the text of its message's literal (to the closing quote, or the paste's end).
+_RAISE_SOURCE = re.compile(
+    r"raise (?P<name>[^\W\d][\w.]{0,255})\((?:[rRuUfF]{0,2}[\"'](?P<message>[^\"'\\]{0,4096}))?"
+)
+# A paste whose selection began inside a frame line keeps its tail:
+# `vllm/model_executor/models/chatglm.py", line 53, in __init__`.
+_CUT_FRAME = re.compile(
+    r'(?P<file>[^"\s][^"]{0,4095}?\.py)", line (?P<line>[0-9]{1,9}), '
+    r"in (?P<function>[\w.<>]{1,1024})"
+)
 _EXCEPTION_LINE = re.compile(
     r"(?P<name>[^\W\d]\w{0,127}(?:\.[^\W\d]\w{0,127}){0,15}(?:\([\w.]{1,256}\))?)"
     r"(?P<colon>:(?: (?P<message>.*))?)?"
@@ -111,7 +122,15 @@ _VALIDATION_TAIL = re.compile(r" \[type=[\w.]{1,128}, input_value=")
 # The opener is matched, not looked behind at, and the name looked ahead at: the engine then
 # skips to the next opener in C, four times faster over the lines of a large log. Searched
 # from a line's indent, nothing before it can be an opener: the results are the same.
-_MENTIONED = re.compile(r"""(?:["'`“(]|: )(?=(?P<name>[^\W\d][\w.]{0,255}): )""")
+# Chinese and Japanese prose puts no space before a word in Latin letters ("后报错ValueError:
+# ..."): a CJK character opens a mention too.
+# ASCII only: every CJK character is a word character, and a name running on over them would
+# be read again from each one.
+_ASCII_NAME = r"[A-Za-z_][A-Za-z0-9_.]{0,255}"
+_CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+_MENTIONED = re.compile(
+    rf"""(?:["'`“(]|: |[{_CJK}](?={_ASCII_NAME}: ))(?=(?P<name>[^\W\d][\w.]{{0,255}}): )"""
+)
 _CLOSING_QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”"}
 _REPR = re.compile(r"""(?P<name>[^\W\d][\w.]{0,255})\((?P<quote>["'])""")
 # The warnings module's line: "/x/scheduler.py:1326: UserWarning: <message>".
@@ -133,9 +152,11 @@ _DIGITS_AND_SPACES = str.maketrans("", "", "0123456789 \t")
 _NAME = r"[^\W\d][\w.]*"
 _LINE_END = r"[^\S\n]*(?=\n|\Z)"
 _MAY_OPEN = re.compile(
-    r"The above exception|During handling|most recent call last|File \"|message|\.py:[0-9]+: "
+    r"The above exception|During handling|most recent call last|File \"|\.py\", line |message"
+    r"|\.py:[0-9]+: "
     rf"|\"\){_LINE_END}|'\){_LINE_END}"
     rf"|\"{_NAME}: |'{_NAME}: |`{_NAME}: |“{_NAME}: |\({_NAME}: |: {_NAME}: "
+    rf"|[{_CJK}]{_ASCII_NAME}: "
     rf"|\n(?:E )?[^\S\n]*{_NAME}(?:\([\w.]+\))?(?::|{_LINE_END})"
 )
 
@@ -469,6 +490,8 @@ def _read_traceback(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
     frames: list[Frame] = []
     while at < len(rows):
         row = rows[at]
+        if frames and not row.text and _blank_from(rows, at):
+            break
         if row.boundary or not row.text:
             return None, at
         frame, used = _wrapped_frame(rows, at)
@@ -496,7 +519,43 @@ def _read_traceback(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
             draft.has_traceback = True
             draft.span = (header.span(start, start)[0], draft.span[1])
             return draft, after
+    if frames:
+        return _cut_in_raise(rows, at, frames, header.span(start, start)[0]), len(rows)
     return None, at
+
+
+def _blank_from(rows: Sequence[_Row], at: int) -> bool:
+    """Whether the rows from ``at`` to the end of the stream are all blank."""
+    return all(not rows[number].text for number in range(at, len(rows)))
+
+
+def _cut_in_raise(rows: Sequence[_Row], at: int, frames: list[Frame], begin: int) -> _Draft | None:
+    """A traceback the paste ends in, after its last frame's source line: when that line is a
+    raise (`raise AssertionError("Torch not compiled with C`), it names the exception's
+    class and its message's start, the literal up to its closing quote or to where the paste
+    cut it. None when the source is no raise of an exception's class."""
+    source = next((rows[n] for n in range(at - 1, -1, -1) if rows[n].text), None)
+    if source is None or source.text.strip() != frames[-1].source:
+        return None
+    found = _RAISE_SOURCE.match(source.text, source.indent)
+    if found is None or not _looks_like_exception(found["name"]):
+        return None
+    if found["message"] is None:
+        end = found.end("name")
+        span = source.span(end, end)
+        draft = _Draft(found["name"], "", (begin, span[1]), span, ())
+    else:
+        draft = _draft(
+            found["name"],
+            found["message"],
+            source,
+            found.start("name"),
+            [source.span(found.start("message"), found.end("message"))],
+        )
+        draft.span = (begin, draft.span[1])
+    draft.frames = tuple(frames)
+    draft.has_traceback = True
+    return draft
 
 
 def _read_ipython(rows: Sequence[_Row], at: int) -> tuple[_Draft | None, int]:
@@ -959,10 +1018,13 @@ def _wrap_remnant(rows: Sequence[_Row], at: int) -> bool:
 
 
 def _frame_match(row: _Row) -> re.Match[str] | None:
-    """The ``File "...", line N, in fn`` match of a row, if it is a frame line."""
-    if not row.text.startswith('File "', row.indent):
-        return None
-    return _FRAME.fullmatch(row.text, row.indent)
+    """The ``File "...", line N, in fn`` match of a row, if it is a frame line; on the
+    paste's first line, also the tail of one whose start the selection left out."""
+    if row.text.startswith('File "', row.indent):
+        return _FRAME.fullmatch(row.text, row.indent)
+    if row.line.line_no == 0 and '", line ' in row.text:
+        return _CUT_FRAME.fullmatch(row.text, row.indent)
+    return None
 
 
 def _is_cut_marker(text: str) -> bool:
