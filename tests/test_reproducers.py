@@ -65,7 +65,12 @@ VLLM_CPU_IDS = [
     "ed7295e6c6ddb9a3",
     "a830e3eedb3d8df7",
     "3216de0ca6c13343",
+    "d818e66545a62421",
+    "cf26e40ccb5be579",
 ]
+# SGLang's checks that run on CPU: the module's other imports stubbed, and the names it calls
+# from modules that import triton (absent on CPU) stood in, as each script says.
+SGLANG_CPU_IDS = ["c9c508eec98b77e3", "220aadf8325454c6"]
 BF16_ID = "174e3825035699b3"  # raised only on a GPU below compute capability 8.0
 CUDA_ID = "edc4df790b100979"
 TORCH_CUDA_ID = "f95fc6ac2ef0baeb"  # torch raises it only where CUDA is
@@ -166,6 +171,18 @@ def test_vllm_reproducer_passes_on_the_release(record_id: str) -> None:
     assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
     assert (result["id"], result["device"]) == (record_id, "cpu")
     assert (result["target"]["package"], result["target"]["version"]) == ("vllm", "0.33.0")
+    assert_raised_the_record(record_id, result["trigger"])
+    for check in result["extra"].values():
+        assert_raised_the_record(record_id, check)
+    assert result["fix"]["status"] == "passed", result["fix"]
+
+
+@pytest.mark.parametrize("record_id", SGLANG_CPU_IDS)
+def test_sglang_reproducer_passes_on_the_release(record_id: str) -> None:
+    code, result = cpu_run(record_id)
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert (result["id"], result["device"]) == (record_id, "cpu")
+    assert (result["target"]["package"], result["target"]["version"]) == ("sglang", "0.5.23")
     assert_raised_the_record(record_id, result["trigger"])
     for check in result["extra"].values():
         assert_raised_the_record(record_id, check)
