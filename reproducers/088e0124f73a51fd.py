@@ -5,11 +5,12 @@ Every multimodal model's processing info checks the number of items of each moda
 its HF processor runs: `BaseProcessingInfo.validate_num_items` takes the smaller of the
 model's own maximum (`get_supported_mm_limits`, None for unlimited) and the deployment's
 `--limit-mm-per-prompt` (read from a real `MultiModalConfig`) and raises VLLMValidationError
-above it. The trigger is a Qwen2-VL-like model (any number of images) served with
+above it. The trigger is a model that takes up to 10 images served with
 `--limit-mm-per-prompt '{"image": 1}'` and a chat of three screenshots: the message ends with
-the hint to raise the flag. The extra scenario is a model that itself takes one image: the
-flag cannot help, and the message has no hint. The fix sizes the limit from the largest
-request, 4 images: the same three-image prompt then validates.
+the hint to raise the flag. The extra scenarios: a model with no maximum of its own (None,
+as Qwen2-VL declares) under the same flag, where vLLM compares with the flag alone and adds
+no hint; and a model that itself takes one image, where the flag cannot help. The fix sizes
+the limit from the largest request, 4 images: the same three-image prompt then validates.
 
 The processing info is a subclass that only declares the model's limits, as each model's
 `*ProcessingInfo` does; its context holds the real MultiModalConfig in place of the model
@@ -52,6 +53,11 @@ def _info(module: ModuleType, limit_per_prompt: dict[str, int], model_max: int |
 
 def trigger(module: ModuleType, _device: str) -> None:
     """Three images to a server started with --limit-mm-per-prompt '{"image": 1}'."""
+    _info(module, {"image": 1}, 10).validate_num_items("image", IMAGES_SENT)
+
+
+def trigger_unlimited_model(module: ModuleType, _device: str) -> None:
+    """The same flag for a model without a maximum of its own: no hint in the message."""
     _info(module, {"image": 1}, None).validate_num_items("image", IMAGES_SENT)
 
 
@@ -62,7 +68,7 @@ def trigger_model_maximum(module: ModuleType, _device: str) -> None:
 
 def fix(module: ModuleType, _device: str) -> dict:
     """--limit-mm-per-prompt sized from the largest request (4 images)."""
-    info = _info(module, {"image": 4}, None)
+    info = _info(module, {"image": 4}, 10)
     info.validate_num_items("image", IMAGES_SENT)
     allowed = info.allowed_mm_limits["image"]
     require(allowed == 4, f"the limit read from MultiModalConfig is {allowed}")
@@ -78,6 +84,9 @@ if __name__ == "__main__":
             DEVICES,
             trigger,
             fix,
-            extra_triggers={"model_maximum": trigger_model_maximum},
+            extra_triggers={
+                "unlimited_model": trigger_unlimited_model,
+                "model_maximum": trigger_model_maximum,
+            },
         )
     )
