@@ -5,8 +5,8 @@ With `--enable-lora`, the V1 GPU model runner hands the loaded model to
 class must implement vLLM's `SupportsLoRA` interface (`supports_lora = True`,
 `packed_modules_mapping`, `embedding_modules`). The trigger is a model class without it, as
 vLLM's classes for architectures that have no LoRA support yet are: the mixin raises the
-ValueError before any adapter is read. The fix is the class with the interface declared, as
-vLLM's LoRA-capable models declare it: the guard runs and passes, and the mixin goes on to
+ValueError before any adapter is read. The fix is the class with vLLM's `SupportsLoRA` among its
+bases, as vLLM's LoRA-capable models declare it: the guard runs and passes, and the mixin goes on to
 build its LoRA manager (which needs a whole engine config; what it raises then is reported in
 the fix's state, not hidden).
 
@@ -47,13 +47,15 @@ def _load(module: ModuleType, declares_lora: bool) -> object:
 
     model_cls = TinyForCausalLM
     if declares_lora:
+        from vllm.model_executor.models.interfaces import SupportsLoRA
+
         model_cls = type(
             "TinyForCausalLM",
-            (TinyForCausalLM,),
+            (TinyForCausalLM, SupportsLoRA),
             {
-                "supports_lora": True,
                 "packed_modules_mapping": {},
                 "embedding_modules": {"embed_tokens": "input_embeddings"},
+                "lora_manager": None,
             },
         )
     runner = module.LoRAModelRunnerMixin()

@@ -31,6 +31,7 @@ TARGET = Target(
     classes=("VllmConfig",),
     stubs={"vllm.v1.request": ("Request",)},
     requirements=True,
+    package_inits=True,
 )
 DEVICES = ("cpu",)
 CHECKPOINT = {"quant_method": "mxfp4", "modules_to_not_convert": ["lm_head"]}

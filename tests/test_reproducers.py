@@ -72,10 +72,7 @@ VLLM_CPU_IDS = [
     "702dd7498deb52fd",
     "c37c5b9c078ab2ce",
     "563581060cacef04",
-    "13a41031d010d79c",
 ]
-# a record of a raise site the current release no longer has runs on the release it names
-VLLM_OLDER_RELEASE = {"13a41031d010d79c": "0.12.0"}  # chat_utils.py's chat-template check
 BF16_ID = "174e3825035699b3"  # raised only on a GPU below compute capability 8.0
 CUDA_ID = "edc4df790b100979"
 TORCH_CUDA_ID = "f95fc6ac2ef0baeb"  # torch raises it only where CUDA is
@@ -175,8 +172,7 @@ def test_vllm_reproducer_passes_on_the_release(record_id: str) -> None:
     code, result = cpu_run(record_id)
     assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
     assert (result["id"], result["device"]) == (record_id, "cpu")
-    release = VLLM_OLDER_RELEASE.get(record_id, "0.33.0")
-    assert (result["target"]["package"], result["target"]["version"]) == ("vllm", release)
+    assert (result["target"]["package"], result["target"]["version"]) == ("vllm", "0.33.0")
     assert_raised_the_record(record_id, result["trigger"])
     for check in result["extra"].values():
         assert_raised_the_record(record_id, check)
