@@ -67,6 +67,13 @@ VLLM_CPU_IDS = [
     "3216de0ca6c13343",
     "d818e66545a62421",
     "cf26e40ccb5be579",
+    "088e0124f73a51fd",
+    "e6e17ac243026f5a",
+    "9f776f0c73e4b7ca",
+    "631d0b2ae7806e42",
+    "702dd7498deb52fd",
+    "c37c5b9c078ab2ce",
+    "563581060cacef04",
 ]
 # SGLang's checks that run on CPU: the module's other imports stubbed, and the names it calls
 # from modules that import triton (absent on CPU) stood in, as each script says.
