@@ -9,7 +9,9 @@ corpus is the measure that counts. `pytest -s` prints top-1, top-3, no answer an
 wrong per project and per shape, and the figures go to test-artifacts/real_pastes.json.
 Of the cases whose right record comes first (third-party cases aside) it also prints the
 share whose explanation names a setting, upstream's advice or a release that changed it
-("explained"), and the share that names an entry point reaching the raise site ("reached").
+("explained"), and the share that names an entry point reaching the raise site ("reached");
+and, of all cases, the share a curated record (reviewed, data/records) answers right first
+("curated": what the curation of the errors people meet most covers).
 
 A case is right when the answer's record (or one shown together with it as raising the same
 message, `sameMessage`) raises the case's class (or a class renamed or refined from it: the
@@ -163,6 +165,7 @@ class Verdict:
     record_first: bool = False  # the right record comes first (not a third-party case)
     explained: bool = False  # and its explanation names a setting, advice or a change
     reached: bool = False  # and its explanation names an entry point
+    curated: bool = False  # and a curated record is the right one
 
 
 @dataclass
@@ -236,7 +239,18 @@ class Judge:
                 and (explanation["settings"] or explanation["advice"] or explanation["changes"])
             ),
             reached=bool(explanation and explanation["entryPoints"]),
+            curated=top1 and _curated_right(self, case, matches[0]),
         )
+
+
+def _curated_right(judge: Judge, case: dict[str, Any], match: dict[str, Any]) -> bool:
+    """Whether the right record of a first answer (it, or one shown together with it) is a
+    curated one."""
+    together = [{**match, "id": other["id"], "record": other} for other in match["sameMessage"]]
+    return any(
+        answer["record"]["reviewState"] == "reviewed" and judge.right(case, answer)
+        for answer in [match, *together]
+    )
 
 
 def _same_file(path: str, raising_file: str) -> bool:
@@ -286,6 +300,7 @@ class Tally:
     record_first: int = 0
     explained: int = 0
     reached: int = 0
+    curated: int = 0
 
     def add(self, verdict: Verdict) -> None:
         self.cases += 1
@@ -296,6 +311,7 @@ class Tally:
         self.record_first += verdict.record_first
         self.explained += verdict.explained
         self.reached += verdict.reached
+        self.curated += verdict.curated
 
     def row(self, label: str) -> str:
         def rate(count: int) -> str:
@@ -307,7 +323,7 @@ class Tally:
         return (
             f"{label:<30}{self.cases:6d}  {rate(self.top1)}  {rate(self.top3)}  "
             f"{rate(self.no_answer)}  {rate(self.confident_wrong)}  "
-            f"{of_right(self.explained):>9}  {of_right(self.reached):>9}"
+            f"{of_right(self.explained):>9}  {of_right(self.reached):>9}  {rate(self.curated)}"
         )
 
 
@@ -331,6 +347,7 @@ def print_report(figures: dict[str, Any]) -> None:
     columns = ("top-1", "top-3", "no answer", "conf. wrong")
     header = f"{'':<30}{'cases':>6}" + "".join(f"  {column:>11}" for column in columns)
     header += f"  {'explained':>9}  {'reached':>9}"  # shares of the right records first
+    header += f"  {'curated':>11}"  # of all cases
     print(f"\nreal pastes (confident: score >= {CONFIDENT_SCORE:.0f})\n{header}")
     for group, tally in figures["groups"].items():
         print(Tally(**tally).row(group))
