@@ -74,6 +74,7 @@ VLLM_CPU_IDS = [
     "702dd7498deb52fd",
     "c37c5b9c078ab2ce",
     "563581060cacef04",
+    "49d42652cd8e709b",
 ]
 # SGLang's checks that run on CPU: the module's other imports stubbed, and the names it calls
 # from modules that import triton (absent on CPU) stood in, as each script says.
