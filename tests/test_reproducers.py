@@ -78,7 +78,7 @@ VLLM_CPU_IDS = [
 ]
 # SGLang's checks that run on CPU: the module's other imports stubbed, and the names it calls
 # from modules that import triton (absent on CPU) stood in, as each script says.
-SGLANG_CPU_IDS = ["c9c508eec98b77e3", "220aadf8325454c6", "6c6f3a9552fa39a0"]
+SGLANG_CPU_IDS = ["c9c508eec98b77e3", "220aadf8325454c6", "6c6f3a9552fa39a0", "d26a54b65707d46a"]
 BF16_ID = "174e3825035699b3"  # raised only on a GPU below compute capability 8.0
 CUDA_ID = "edc4df790b100979"
 TORCH_CUDA_ID = "f95fc6ac2ef0baeb"  # torch raises it only where CUDA is
