@@ -74,14 +74,16 @@ VLLM_CPU_IDS = [
     "702dd7498deb52fd",
     "c37c5b9c078ab2ce",
     "563581060cacef04",
+    "49d42652cd8e709b",
 ]
 # SGLang's checks that run on CPU: the module's other imports stubbed, and the names it calls
 # from modules that import triton (absent on CPU) stood in, as each script says.
-SGLANG_CPU_IDS = ["c9c508eec98b77e3", "220aadf8325454c6"]
+SGLANG_CPU_IDS = ["c9c508eec98b77e3", "220aadf8325454c6", "6c6f3a9552fa39a0", "d26a54b65707d46a"]
 BF16_ID = "174e3825035699b3"  # raised only on a GPU below compute capability 8.0
 CUDA_ID = "edc4df790b100979"
 TORCH_CUDA_ID = "f95fc6ac2ef0baeb"  # torch raises it only where CUDA is
 TORCH_NATIVE_CUDA_IDS = ["e969721df7a93b42", "7bfe411d3d58a9c0"]  # same device; out of memory
+PROFILING_ID = "d6814a5cbefc4741"  # vLLM measures the GPU's free memory: only CUDA raises it
 PROTOCOL_KEYS = {
     "id",
     "target",
@@ -332,6 +334,16 @@ def test_native_records_name_their_cpp_file_and_no_line() -> None:
         assert "line in v2.13.0 is not pinned" in native["documentation"], record_id
 
 
+def test_memory_profiling_reproducer_is_skipped_without_cuda() -> None:
+    if cuda_available():
+        pytest.skip("CUDA is available: test_memory_profiling_reproducer_passes covers it")
+    code, result = run(f"{PROFILING_ID}.py")
+    assert (code, result["status"]) == (EXIT_CODES["skipped"], "skipped"), result
+    assert (result["device"], result["trigger"], result["fix"]) == ("cuda", None, None)
+    assert result["target"]["module"] == "vllm.v1.worker.gpu_worker"
+    assert "needs a CUDA device" in result["reason"]
+
+
 @pytest.mark.parametrize("record_id", TORCH_NATIVE_CUDA_IDS)
 def test_native_cuda_reproducer_is_skipped_without_cuda(record_id: str) -> None:
     if cuda_available():
@@ -412,6 +424,14 @@ def test_forked_cuda_reproducer_passes() -> None:
     assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
     assert_raised_the_record(TORCH_CUDA_ID, result["trigger"])
     assert result["fix"]["state"] == {"context": "spawn", "results": [2.0, 4.0, 6.0]}
+
+
+@pytest.mark.gpu
+def test_memory_profiling_reproducer_passes() -> None:
+    code, result = run(f"{PROFILING_ID}.py")
+    assert (code, result["status"]) == (EXIT_CODES["passed"], "passed"), result
+    assert_raised_the_record(PROFILING_ID, result["trigger"])
+    assert result["fix"]["state"]["kv_cache_bytes"] > 0
 
 
 @pytest.mark.gpu
