@@ -1,4 +1,4 @@
-"""Reproducer for record fe9d4d18f415dbd5: "a leaf Variable that requires grad is being used in ...".
+"""Reproducer for record fe9d4d18f415dbd5: "a leaf Variable that requires grad is being used ...".
 
 Raised in C++ (check_inplace, run before every in-place operation) when a leaf tensor that
 requires grad is modified in place while grad mode is on. The trigger is the threads' manual
@@ -61,6 +61,4 @@ def fix(_module: ModuleType, _device: str) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(
-        main(RECORD_ID, TARGET, DEVICES, trigger, fix, extra_triggers={"init": trigger_init})
-    )
+    sys.exit(main(RECORD_ID, TARGET, DEVICES, trigger, fix, extra_triggers={"init": trigger_init}))
