@@ -129,7 +129,6 @@ KNOWN_MISSES: dict[str, str] = {
     "torch-013-default-pg-not-initialized-lowercase.json": CLASS_CHANGED,
     "torch-032-no-grad-fn-libtorch.json": CPP,
     "torch-051-logit-bias-index-out-of-bounds.json": CPP,
-    "torch-069-dynamo-backend-failed-triton-key.json": NO_ANSWER,
     "torch-070-dynamo-torchruntimeerror-from-user-code.json": NO_FILE,
 }
 """Case file -> why errkb misses it today (top-1). Shrink it as matching improves."""
