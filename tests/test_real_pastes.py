@@ -41,7 +41,7 @@ from app.classes import relation
 from app.config import PROJECT_ROOT
 from app.records.locations import short_class
 from tests.helpers import accuracy
-from tests.helpers.real_pastes import load_cases
+from tests.helpers.real_pastes import TOP, load_cases
 
 # The store harvests releases downloaded from the package index.
 pytestmark = pytest.mark.network
@@ -71,7 +71,6 @@ RELEASE = re.compile(r"^[a-z][\w-]*==\d[\w.+-]*$")
 # A perfect match of a specific message with agreeing context scores about 100 points
 # (app/matching/rank.py); below half of that, the answer is shown as a possibility only.
 CONFIDENT_SCORE = 50.0
-TOP = 3
 RENAMED_CLASS = re.compile(r"^exception class \S+ is a (sub|super)class of ")
 WORD = re.compile(r"[A-Za-z_]{4,}")
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")

@@ -11,10 +11,9 @@ from app.store.engine import unit_of_work
 from app.store.tables import GeneratedReproducer
 from tests.helpers import accuracy
 from tests.helpers import generated as helper
-from tests.helpers.real_pastes import load_cases
+from tests.helpers.real_pastes import TOP, load_cases
 from tests.helpers.records import DATA_DIR
 from tests.helpers.releases import RELEASES
-from tests.test_real_pastes import TOP
 
 pytestmark = pytest.mark.network  # torch installed, vLLM downloaded with its environment
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 CASES_DIR = Path(__file__).parent.parent / "fixtures" / "real_pastes"
+TOP = 3  # the answers a case is asked for: top-1 and top-3 are judged on them
 
 
 def load_cases() -> dict[str, dict[str, Any]]:
