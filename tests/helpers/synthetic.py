@@ -76,10 +76,16 @@ def fill_located_store(session: Session, count: int, seed: int = 7) -> list[dict
     harvested store of that size. Returns the records."""
     stored = synthetic_records(count, seed)
     for number, record in enumerate(stored):
+        line = 100 + number
+        start, end = record["sourceCodeStart"], record["sourceCodeEnd"]
+        if start is not None and end is not None:
+            # the source window moves with the line, so each record stays valid for a write
+            shift = line - (record["lineNumber"] or start)
+            record.update(sourceCodeStart=start + shift, sourceCodeEnd=end + shift)
         record.update(
             repo=REPOS[0],
             filePath=f"vllm/synthetic/module_{number % FILES_PER_STORE}.py",
-            lineNumber=100 + number,
+            lineNumber=line,
         )
     records.write_records(session, stored, origin="harvest:vllm==0.3.0", review_state="draft")
     for release in SYNTHETIC_RELEASES:
