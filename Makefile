@@ -26,7 +26,7 @@ serve: $(VENV)/.serve-installed
 	$(BIN)/errkb serve
 
 test: $(VENV)/.test-installed lint
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=40
 
 # The tests that need no download, browser or GPU, on every core: the loop while developing.
 test-fast: $(VENV)/.test-installed
