@@ -26,6 +26,7 @@ Run by hand:
   (5 KB) and GET /api/errors/{id}; requests per second, median, p99, errors; with wrk as
   the load tool where it is installed (bench/wrk.py), and with `--baseline ROOT` the code
   of another checkout served in turn with this one (the writes section too).
+* `--sections build`: only builds the full store (and prints its time and size).
 * `--sections wrk`: GET by id and a 5 KB match (a fresh paste each request) beside /healthz
   on the same server, with wrk: one worker at one connection, then `--workers` at 64; each
   row's requests per second as a ratio of /healthz's.
@@ -88,6 +89,7 @@ def build_full_store(path: Path) -> None:
     with unit_of_work(engine) as session:
         records.import_paths(session, [settings.data_dir])
     upstream = Upstream(settings.cache_dir)
+    began, built = time.perf_counter(), 0
     for spec in [*settings.default_releases, *settings.older_releases]:
         with Session(engine) as session:
             if drafts.is_harvested(session, spec):
@@ -96,12 +98,19 @@ def build_full_store(path: Path) -> None:
         release = drafts.resolve_release(spec, releases=upstream)
         with unit_of_work(engine) as session:
             _, counts = drafts.harvest_release(session, release)
+        built += 1
         print(
             f"harvested {spec}: {counts.created} drafts created "
             f"({time.perf_counter() - started:.0f} s)",
             file=sys.stderr,
         )
     engine.dispose()
+    if built:
+        print(
+            f"built {built} releases in {time.perf_counter() - began:.0f} s: {describe(path)}, "
+            f"{path.stat().st_size / 2**20:,.0f} MiB",
+            file=sys.stderr,
+        )
 
 
 def build_small_store(url: str) -> None:
@@ -325,9 +334,9 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a checkout to compare throughput with")
     args = parser.parse_args()
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{' '.join(sys.argv)}`, {_uptime()}")
+    if not args.skip_build and {"build", "latency", "load", "wrk"} & set(args.sections):
+        build_full_store(args.full)
     if {"latency", "load", "wrk"} & set(args.sections):
-        if not args.skip_build:
-            build_full_store(args.full)
         hot_paths(args)
     if "writes" in args.sections:
         codes = {"this": PROJECT_ROOT} | ({"baseline": args.baseline} if args.baseline else {})
