@@ -6,7 +6,9 @@ every vLLM minor back to 0.2, and of the SGLang releases the cases name: accurac
 The project's other corpora are errors triggered here and reshaped by known transforms;
 people paste something else (older releases, wrappers, log prefixes, cut messages), so this
 corpus is the measure that counts. `pytest -s` prints top-1, top-3, no answer and confident
-wrong per project and per shape, and the figures go to test-artifacts/real_pastes.json.
+wrong per project and per shape, and again over the goal's scope, the cases whose raise site
+is in a release errkb harvests (the "known site" rows, `raised_where_known`); the figures go
+to test-artifacts/real_pastes.json.
 Of the cases whose right record comes first (third-party cases aside) it also prints the
 share whose explanation names a setting, upstream's advice or a release that changed it
 ("explained"), and the share that names an entry point reaching the raise site ("reached");
@@ -131,6 +133,19 @@ KNOWN_MISSES: dict[str, str] = {
     "torch-070-dynamo-torchruntimeerror-from-user-code.json": NO_FILE,
 }
 """Case file -> why errkb misses it today (top-1). Shrink it as matching improves."""
+OUTSIDE = frozenset({CPP, OTHER_PACKAGE, PATCHED, NOT_HARVESTED, NO_ANSWER})
+"""Reasons that put a miss's raise site outside every release errkb harvests."""
+
+
+def raised_where_known(name: str, case: dict[str, Any]) -> bool:
+    """Whether the case's raise site is in a release errkb harvests, the scope of the
+    corpus's goal: raised by vLLM, SGLang or PyTorch (not third-party), in Python (native
+    code, C++ or CUDA, has no harvested raise site: a curated record may still answer it),
+    and not a miss whose reason puts the site in another package, a patch no release holds
+    or a release older than any harvested."""
+    return not (
+        case["thirdParty"] or case.get("raisedInNative") or KNOWN_MISSES.get(name) in OUTSIDE
+    )
 
 
 def test_every_case_is_well_formed() -> None:
@@ -331,7 +346,14 @@ def report(cases: dict[str, dict[str, Any]], verdicts: dict[str, Verdict]) -> di
     for name, verdict in verdicts.items():
         case = cases[name]
         kind = "third-party" if case["thirdParty"] else "raised by vllm/sglang/torch"
-        for group in ("all", f"project {case['project']}", f"shape {case['shape']}", kind):
+        chosen = ["all", f"project {case['project']}", f"shape {case['shape']}", kind]
+        if raised_where_known(name, case):
+            chosen += [
+                "known site",
+                f"known site, {case['project']}",
+                f"known site, {case['shape']}",
+            ]
+        for group in chosen:
             groups[group].add(verdict)
     return {
         "confidentScore": CONFIDENT_SCORE,
