@@ -18,6 +18,7 @@ from types import ModuleType
 import jsonschema
 import pytest
 import re2
+from sqlmodel import select
 
 from app.config import PROJECT_ROOT, Settings
 from app.harvest import Draft, HarvestResult, RaiseSite, SkipReason, extract_raises, harvest_tree
@@ -28,6 +29,8 @@ from app.matching.index import PatternError, check_pattern
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
 from app.records.locations import matched_by_location
+from app.store.tables import Record
+from tests.helpers import real_pastes
 
 TORCH_REF = "v2.13.0"
 ANALYZED_AT = "2026-09-01T12:00:00.000Z"
@@ -885,6 +888,65 @@ def test_a_helper_raising_any_message_never_beats_the_record_of_its_text(
         assert all(m.score < top.score for m in helper)
         helpers += helper
     assert [m.record.error_message for m in helpers] == ["{message}"]  # found by its line
+
+
+SERVING = """
+from http import HTTPStatus
+
+class OpenAIServing:
+    def create_error_response(self, message, err_type="BadRequestError", status_code=400):
+        return create_error_response(message, err_type, status_code)
+
+    async def _check_model(self, request):
+        if request.model in self.served_model_names:
+            return None
+        return error_response or self.create_error_response(
+            message=f"The model `{request.model}` does not exist.",
+            err_type="NotFoundError",
+            status_code=HTTPStatus.NOT_FOUND,
+        )
+
+    async def chat(self, request):
+        if request.tool_choice == "auto" and not self.enable_auto_tools:
+            return self.create_error_response(
+                '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser '
+                "to be set"
+            )
+        try:
+            return await self.generate(request)
+        except ValueError as e:
+            return self.create_error_response(str(e))
+"""
+
+
+def test_an_http_error_response_is_a_site_its_json_body_finds(
+    session, settings: Settings, tmp_path: Path
+) -> None:
+    """vLLM's server answers a wrong model name or tool choice as a JSON error body built by
+    `create_error_response(message, err_type=..., status_code=...)`, not as a raise; people
+    paste that body (corpus cases vllm-119, vllm-120, vllm-039). Each call with a message is
+    a site of the class it names (BadRequestError by default) and the status it answers; a
+    call with a computed message (`str(e)`) has no text a body could be found by."""
+    root = tmp_path / "src"
+    _write(root / "vllm" / "__init__.py", "")
+    _write(root / "vllm" / "serving_engine.py", SERVING)
+    release = stored_drafts.resolve_release(str(root), repo="vllm-project/vllm", ref="v0.3.3")
+    stored_drafts.harvest_release(session, release)
+    session.commit()
+    stored = session.exec(select(Record)).all()
+    documents = [json.loads(r.document) for r in stored]
+    assert sorted((d["errorClass"], d["httpStatus"], d["lineNumber"]) for d in documents) == [
+        ("BadRequestError", 400, 19),
+        ("NotFoundError", 404, 11),
+    ]  # str(e) and the helper's own `message` parameter: no site
+    matcher = Matcher(session.get_bind(), settings.cache_dir, 1 << 20)
+    for name, line in (
+        ("vllm-119-model-does-not-exist-json-404.json", 11),
+        ("vllm-120-model-does-not-exist-openai-404.json", 11),
+        ("vllm-039-auto-tool-choice-json-body.json", 19),
+    ):
+        top = match_text(matcher, session, real_pastes.case(name)["paste"]).matches[0]
+        assert (top.record.file_path, top.record.line_number) == ("vllm/serving_engine.py", line)
 
 
 def test_a_long_multi_line_message_keeps_its_first_line() -> None:

@@ -1,7 +1,9 @@
 """One module's raise sites, read with `ast`, and the facts that resolve them later.
 
-Raise sites are `raise X(...)` statements, `assert cond, "message"` (AssertionError) and
-`torch._check*(cond, lambda: "message")` calls. Walking each block in order, the collector
+Raise sites are `raise X(...)` statements, `assert cond, "message"` (AssertionError),
+`torch._check*(cond, lambda: "message")` calls, and the calls a server makes to answer an
+HTTP error response with a message (`create_error_response("...", err_type="NotFoundError")`):
+users paste that JSON body as they paste a traceback. Walking each block in order, the collector
 tracks the local variables a message is built in (assigned earlier in the same block or an
 enclosing one of the same function; `msg += ...` extends one; when a nested `if`, loop or
 `with` extends it, the message ends in that tail, optional or repeated; any other assignment
@@ -18,6 +20,7 @@ import re
 import warnings
 from collections import ChainMap, Counter
 from dataclasses import dataclass, replace
+from http import HTTPStatus
 from typing import Any, TypeVar
 
 from app import upstreams
@@ -31,6 +34,9 @@ CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # Check functions (torch._check*): the exception each raises when its condition is false.
 CHECKS = upstreams.checks()
 _CHECK_NAMES = frozenset(name.rpartition(".")[2] for name in CHECKS)
+# Functions that answer an HTTP error response; the class and status they answer by default.
+RESPONSES = upstreams.error_responses()
+RESPONSE_CLASS, RESPONSE_STATUS = "BadRequestError", HTTPStatus.BAD_REQUEST.value
 _FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Eq: ast.NotEq,
     ast.NotEq: ast.Eq,
@@ -167,6 +173,8 @@ class _Collector:
         self._raises: dict[str, list[tuple[ast.Call, Env]]] = {}
         self._params: dict[str, tuple[str, ...]] = {}
         self._lists: dict[str, Parts] = {}  # qualname -> the list of pieces it returns
+        # most modules answer no HTTP error: their statements are not searched for one
+        self._responses = any(name in source for name in RESPONSES)
 
     def finish(self) -> ModuleFacts:
         """The facts, with the functions that return one exception call as factories, and
@@ -197,6 +205,8 @@ class _Collector:
         ctx: _Context,
         exits: tuple[ast.expr, ...],
     ) -> None:
+        if self._responses and isinstance(node, ast.Return | ast.Assign | ast.AnnAssign | ast.Expr):
+            self._response_calls(node, node.value, env, scope, ctx, exits)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             env.pop(node.name, None)
             self._function(node, scope)
@@ -302,6 +312,30 @@ class _Collector:
                 params = self._params.get(scope.qualname or "", ())
                 factory = Factory(params, call, child_env(env), offset)
                 self.facts.init_messages[scope.class_name] = factory
+
+    def _response_calls(
+        self,
+        node: ast.stmt,
+        value: ast.expr | None,
+        env: Env,
+        scope: _Scope,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        """Each call in the statement that answers an HTTP error response with a message
+        (also inside `return error or self.create_error_response(...)`): a site of the class
+        its `err_type` names and the status it answers. One whose message is not known here
+        (`str(e)`, a parameter) is left out: a JSON body has no frames to find it by."""
+        for call in ast.walk(value) if value is not None else ():
+            if not isinstance(call, ast.Call) or _callee_name(call) not in RESPONSES:
+                continue
+            message = _argument(call, 0, "message")
+            if message is None:
+                continue
+            site = _message_site(node, _response_class(call), message, env, scope, "response")
+            if site.message is not None:
+                status = _response_status(_argument(call, 2, "status_code"))
+                self._site(replace(site, http_status=status), ctx, exits)
 
     def _helper_call(
         self,
@@ -541,6 +575,40 @@ def _raise_site(node: ast.Raise, env: Env, scope: _Scope) -> RaiseSite:
     return _site_at(
         node, scope, error_class, message, skip, hint_node=hint, call=call, env=env_then
     )
+
+
+def _callee_name(call: ast.Call) -> str | None:
+    """The name a call's function goes by (`f` of `f(...)` and of `self.f(...)`)."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
+    """A call's argument, by keyword or by position."""
+    named = next((k.value for k in call.keywords if k.arg == keyword), None)
+    if named is not None or len(call.args) <= position:
+        return named
+    argument = call.args[position]
+    return None if isinstance(argument, ast.Starred) else argument
+
+
+def _response_class(call: ast.Call) -> str:
+    """The error type an error response names: its `err_type` literal, else the default."""
+    named = _argument(call, 1, "err_type")
+    literal = named.value if isinstance(named, ast.Constant) else None
+    return literal if isinstance(literal, str) and CLASS_NAME.fullmatch(literal) else RESPONSE_CLASS
+
+
+def _response_status(node: ast.expr | None) -> int | None:
+    """The HTTP status an error response answers: an integer, `HTTPStatus.NAME`, the
+    default when none is given, None when it is computed."""
+    if node is None:
+        return RESPONSE_STATUS
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value if 100 <= node.value <= 599 else None
+    if isinstance(node, ast.Attribute) and node.attr in HTTPStatus.__members__:
+        return HTTPStatus[node.attr].value
+    return None
 
 
 def _message_site(

@@ -94,7 +94,7 @@ def _record(
         "messagePattern": message.pattern,
         "errorType": "exception",
         "errorClass": site.error_class,
-        "httpStatus": None,
+        "httpStatus": site.http_status,
         "severity": "error",
         "filePath": file_path,
         "lineNumber": site.line,

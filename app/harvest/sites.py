@@ -74,7 +74,8 @@ class RaiseSite:
     error_class: str | None  # as written, e.g. "torch.OutOfMemoryError"; None for bare raise
     message: Message | None
     skip: SkipReason | None  # set exactly when message is None
-    kind: str = "raise"  # raise | assert | check | call (of a raising helper)
+    kind: str = "raise"  # raise | assert | check | call (of a raising helper) | response
+    http_status: int | None = None  # the status an error response answers
     guard: str | None = None
     translates: tuple[str, ...] = ()
     docstring: str | None = None  # first paragraph of the enclosing function's docstring

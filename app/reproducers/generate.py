@@ -44,7 +44,9 @@ class Reason(StrEnum):
     NO_SOURCE = "the source file is not in the release"
     MODULE_LEVEL = "raised at module level, outside a function"
     NESTED = "raised in a nested function or class"
-    NOT_A_RAISE = "not a raise or assert statement (a check call or a raising helper)"
+    NOT_A_RAISE = (
+        "not a raise or assert statement (a check call, a raising helper or an error response)"
+    )
     IN_BLOCK = "raised inside a loop, try, with or match block"
     NO_GUARD = "no condition guards the raise"
     GUARD_SHAPE = "the guard is not a comparison, membership, None or truth test of values"

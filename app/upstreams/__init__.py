@@ -46,6 +46,11 @@ def checks() -> dict[str, str]:
     return {name: error for project in UPSTREAMS for name, error in project.checks.items()}
 
 
+def error_responses() -> frozenset[str]:
+    """Every known function that answers an HTTP error response built from a message."""
+    return frozenset(name for project in UPSTREAMS for name in project.error_responses)
+
+
 def keyword_suffixes() -> dict[str, tuple[str, ...]]:
     """Every known exception class that appends its keyword arguments to its message."""
     return {

@@ -54,6 +54,10 @@ class UpstreamProject:
     version 0.6.3`); `NAME==VERSION` and a `pip list` row name any project's."""
     checks: dict[str, str] = field(default_factory=dict)
     """Functions that raise when their condition is false: name -> exception class."""
+    error_responses: tuple[str, ...] = ()
+    """Functions that build an HTTP error response from a message instead of raising it
+    (`create_error_response(message, err_type="NotFoundError", status_code=404)`): users
+    paste the JSON body it answers, so each call with a message is harvested like a raise."""
     keyword_suffixes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Exception classes whose `str()` appends ` (name=value, ...)` for these keyword
     arguments of the raise when given (vLLM's VLLMValidationError: `parameter`, `value`)."""

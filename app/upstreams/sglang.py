@@ -25,6 +25,9 @@ PROJECT = UpstreamProject(
     # "[2026-08-14 12:00:01 TP0] ": a timestamp and the parallel ranks of the process.
     log_prefix=re.compile(r"\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}(?: (?:TP|DP|PP|EP)[0-9]+)+\]"),
     stream_names=re.compile(r"sglang|scheduler|detokenizer", re.IGNORECASE),
+    # The OpenAI-compatible server answers many request errors as a JSON body
+    # ({"object": "error", "message": ..., "type": "BadRequestError", "code": 400}).
+    error_responses=("create_error_response",),
     # The flags live in ServerArgs, or (from 0.5.23) in the namespaces of arg_groups/fields.
     settings_sources=("srt/server_args.py", "srt/environ.py", "srt/arg_groups/fields"),
     flag_sources=("srt/server_args.py", "srt/arg_groups/fields"),

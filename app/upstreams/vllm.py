@@ -28,6 +28,9 @@ PROJECT = UpstreamProject(
         r"(?:vLLM API server version |LLM engine \(|vLLM version:? )"
         r"v?(?P<version>[0-9]{1,3}\.[0-9]{1,4}(?:\.[0-9]{1,4})?(?:\.?post[0-9]{1,3})?)\b"
     ),
+    # The OpenAI-compatible server answers many request errors as a JSON body
+    # ({"object": "error", "message": ..., "type": "BadRequestError", "code": 400}).
+    error_responses=("create_error_response",),
     settings_sources=("engine/arg_utils.py", "envs.py", "config"),
     flag_sources=("engine/arg_utils.py",),
     flag_classes=re.compile(r"(?:Async)?EngineArgs"),
