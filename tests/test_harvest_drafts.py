@@ -215,18 +215,28 @@ def test_the_installed_torch_release_is_read_where_it_is(tmp_path: Path) -> None
 
 
 @pytest.mark.network
-def test_an_older_torch_comes_from_its_small_wheel_and_names_its_repo() -> None:
+@pytest.mark.parametrize(
+    ("version", "wheel"),
+    [
+        ("2.0.1", "torch-2.0.1-cp311-none-macosx_11_0_arm64.whl"),
+        ("2.12.1", "torch-2.12.1-cp311-cp311-macosx_14_0_arm64.whl"),
+    ],
+)
+def test_an_older_torch_comes_from_its_small_wheel_and_names_its_repo(
+    version: str, wheel: str
+) -> None:
     """torch's older releases are harvested from the macOS arm64 wheel (the same Python
-    sources, a tenth of Linux's CUDA wheel); its metadata names no GitHub repository, so the
-    known upstream's is taken."""
+    sources, a tenth of Linux's CUDA wheel), the oldest and the newest of them alike (the
+    first built for macOS 11, the last for 14 only); its metadata names no GitHub
+    repository, so the known upstream's is taken."""
     from tests.helpers.releases import RELEASES
 
-    release = drafts.resolve_release("torch==2.0.1", releases=RELEASES)
+    release = drafts.resolve_release(f"torch=={version}", releases=RELEASES)
     assert release.repo == "pytorch/pytorch"
-    assert release.ref == "v2.0.1"
+    assert release.ref == f"v{version}"
     assert (release.root / "torch" / "optim" / "optimizer.py").is_file()
-    wheels = list((RELEASES.cache_dir / WHEELS_DIR).glob("torch-2.0.1-*.whl"))
-    assert [wheel.name for wheel in wheels] == ["torch-2.0.1-cp311-none-macosx_11_0_arm64.whl"]
+    wheels = list((RELEASES.cache_dir / WHEELS_DIR).glob(f"torch-{version}-*.whl"))
+    assert [found.name for found in wheels] == [wheel]
 
 
 def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:

@@ -15,8 +15,9 @@ PROJECT = UpstreamProject(
         "torch", "2.12.1 2.11.0 2.10.0 2.9.1 2.8.0 2.7.1 2.6.0 2.5.1 2.4.1 2.3.1 2.2.2 2.1.2 2.0.1"
     ),
     # Linux's wheels carry CUDA (0.7-0.9 GB each); macOS arm64's hold the same Python
-    # sources in about 60 MB.
-    sources_platform="macosx_11_0_arm64",
+    # sources in 55-90 MB. The tag is pip's newest wanted: it takes a wheel for any macOS
+    # from 11.0 up to it (torch 2.0-2.4 were built for 11.0, later ones for 14.0 only).
+    sources_platform="macosx_14_0_arm64",
     # torch/__init__.py: the exception each check raises when its condition is false.
     parameters_are_settings=True,
     public_api_entry_points=True,
