@@ -168,8 +168,8 @@ def test_sigterm_and_sigint_reach_the_command(tmp_path: Path, signum: int) -> No
         """
         import signal, sys, time
         signal.signal(signal.SIGTERM, lambda *_: (print("got SIGTERM", flush=True), sys.exit(143)))
-        print("ready", flush=True)
-        try:
+        try:  # "ready" inside the try: a SIGINT right after it is still caught
+            print("ready", flush=True)
             time.sleep(60)
         except KeyboardInterrupt:
             print("got SIGINT", flush=True)
