@@ -85,7 +85,6 @@ OTHER_WORDING = (
     "the pasted wording is no harvested template's within two words (`you requested N tokens.`"
     " without the count of each part): a release not harvested, or a wrapper's own text"
 )
-RESPONSE = "error response, not raised: the HTTP body names the response's class"
 SIMILAR_FIRST = "a similar message raised elsewhere (SGLang, another vLLM file) ranks first"
 CLASS_CHANGED = "class changed since (refined, or the raise became an assert)"
 NO_RAISE = "raised by the interpreter (a dict lookup, an attribute), not by a raise"
@@ -104,16 +103,12 @@ PATCHED = (
 KNOWN_MISSES: dict[str, str] = {
     "vllm-019-max-context-length-openai-title.json": OTHER_WORDING,
     "vllm-026-image-tokens-placeholders-djl.json": SIMILAR_FIRST,
-    "vllm-039-auto-tool-choice-json-body.json": RESPONSE,
     "vllm-063-keyerror-weight-scale-qwen2-load-weights.json": NO_RAISE,
     "vllm-073-error-in-model-execution-flash-attn.json": NOT_HARVESTED,
     "vllm-078-engine-dead-error-api-router-dead-error.json": SIMILAR_FIRST,
-    "vllm-119-model-does-not-exist-json-404.json": RESPONSE,
-    "vllm-120-model-does-not-exist-openai-404.json": RESPONSE,
     "vllm-122-rope-scaling-keyerror-type-title.json": NO_RAISE,
     "vllm-127-marlin-gemm-dtype-interleaved-ranks.json": CPP,
     "vllm-129-gpus-per-node-not-divisible-2023.json": NOT_HARVESTED,
-    "vllm-135-chat-completions-not-supported-json.json": RESPONSE,
     "vllm-168-llmengine-no-attribute-model-executor-openrlhf.json": NO_RAISE,
     "sglang-001-nonetype-cpu-prepare-for-extend.json": NO_RAISE,
     "sglang-011-sgl-kernel-common-ops-ci.json": OTHER_PACKAGE,
