@@ -299,8 +299,7 @@ class _Collector:
             return  # most calls: decided without the cost of unparsing them
         callee = ast.unparse(func)
         if callee in CHECKS and call.args:
-            message = call.args[1] if len(call.args) > 1 else None
-            message = next((k.value for k in call.keywords if k.arg == "message"), message)
+            message = _argument(call, 1, "message")
             if isinstance(message, ast.Lambda):
                 site = _message_site(node, CHECKS[callee], message.body, env, scope, "check")
                 self._site(site, ctx, (*exits, _negated(call.args[0])))
