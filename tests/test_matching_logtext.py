@@ -74,6 +74,11 @@ def originals(text: str, line: CleanLine) -> str:
         ("vllm-1  | ERROR 12-05 20:24:46 engine.py:366] boom", "boom", "vllm-1"),
         # a tool relaying its child's streams
         ("[training STDERR] boom", "boom", "training STDERR"),
+        # the tags of an issue title from the projects' issue templates
+        ("[Bug] boom", "boom", ""),
+        ("[Bug]: boom", "boom", ""),
+        ("[Bug][V1]: boom", "boom", ""),
+        ("[Usage]: boom", "boom", ""),
     ],
 )
 def test_known_prefixes_are_stripped(raw: str, text: str, stream: str) -> None:
@@ -91,6 +96,7 @@ def test_known_prefixes_are_stripped(raw: str, text: str, stream: str) -> None:
         "(not a process tag) text",
         "[rank0] no colon",
         "[training] not a stream",
+        "[sgl_kernel] CRITICAL: a tag that is no issue template's",
         "Information: INFO is not a level here",
         "error: lower-case words are messages",
         "08-14 12:00:01 a date alone",

@@ -968,6 +968,18 @@ REAL_WRAPPED = {
         "max_num_scheduled_tokens is set to -1792 based on the speculative decoding settings, "
         "which does not allow any tokens to be scheduled.",
     ),
+    # https://github.com/sgl-project/sglang/issues/12461: an issue title, its template's tag
+    "an issue title's tag": (
+        "[Bug] ValueError: Tokens not accepted: 151551",
+        "ValueError",
+        "Tokens not accepted: 151551",
+    ),
+    # https://github.com/sgl-project/sglang/issues/12835: a title naming no class
+    "an issue title's tag before a message alone": (
+        "[Bug] Qwen3NextForCausalLM has no SGlang implementation",
+        "",
+        "Qwen3NextForCausalLM has no SGlang implementation",
+    ),
     # https://github.com/vllm-project/vllm/issues/10517: a bare log ending in its message
     "a bare log ending in a message": (
         "Loading model weights took 14.9888 GB\n"

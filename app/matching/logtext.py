@@ -45,6 +45,15 @@ _DATE_TIME = rf"[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}[T ]{_TIME}{_ZONE}"
 _EMPHASIS = r"(?:\*{1,3}_?|_\*{1,3})"
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 
+# An issue title's tags from the projects' issue templates, before the error it names:
+# SGLang's "[Bug] ", vLLM's "[Bug]: ", "[Usage]: ", "[Bug][V1]: ". A closed list: a bracketed
+# word is otherwise a log's own tag ("[sgl_kernel] CRITICAL: ..."). Not a logger's prefix:
+# the line after them is the error itself (app.matching.traceback).
+ISSUE_TITLE_TAGS = re.compile(
+    r"(?:\[(?i:bug|usage|installation|performance|feature|misc|question|new model|doc"
+    r"|rfc|hardware|v[0-9])\] ?){1,3}:? ?"
+)
+
 # Every pattern consumes at least one character; a named group "tag" marks a stream, and
 # no pattern has another capturing group (see _ANY_PREFIX).
 _PREFIXES = (
@@ -90,6 +99,7 @@ _PREFIXES = (
     ),
     # glog and c10: "E1114 12:00:01.123456 1234 file.cc:12] ", "[W reducer.cpp:1300] ".
     re.compile(rf"\[?[IWEF](?:[0-9]{{3,4}} {_TIME}(?: {{1,8}}[0-9]{{1,10}})?)? {_FILE_LINE}\] ?"),
+    ISSUE_TITLE_TAGS,
     # "[2026-08-14T12:00:01.123Z] ", SGLang's "[2026-08-14 12:00:01 TP0] ", "[12:00:01] ".
     re.compile(rf"\[(?:{_DATE_TIME}|{_TIME})(?: \w{{1,16}}){{0,4}}\] ?"),
     # "2026-08-14 12:00:01,123 ", "2026-08-14 12:00:01,123 - ", container runtimes' " stdout F ".

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import overload
 
 from app.matching import deadline
-from app.matching.logtext import CleanLine, clean_lines
+from app.matching.logtext import ISSUE_TITLE_TAGS, CleanLine, clean_lines
 
 MAX_MESSAGE_LINES = 200
 """Most lines one message may span; beyond that the rest is log, not message."""
@@ -890,10 +890,11 @@ def _message_alone(lines: Sequence[CleanLine]) -> list[_Draft]:
     line = filled[-1]
     text = line.text.rstrip()
     begin = _after_wrappers(text, len(text) - len(text.lstrip()))
-    logged = bool(line.prefix.strip().strip("`")) and not text.startswith(
+    logger = ISSUE_TITLE_TAGS.sub("", line.prefix)
+    logged = bool(logger.strip().strip("`")) and not text.startswith(
         tuple(_VALIDATOR_MESSAGE), begin
     )
-    if logged and not _ERROR_LEVEL.search(line.prefix):
+    if logged and not _ERROR_LEVEL.search(logger):
         return []  # an INFO or WARNING line is a log line: its message is matched inside it
     words = text[begin:].split()
     if len(words) < MIN_MESSAGE_WORDS or sum(char.isalpha() for char in text) < MIN_MESSAGE_ALNUM:
