@@ -34,16 +34,19 @@ _PATH = re.compile(r"(?:^|[/\s\"'(])(" + "|".join(upstreams.BY_PACKAGE) + r")/[\
 
 
 def log_repos(lines: Sequence[CleanLine]) -> frozenset[str]:
-    """The repositories that the log prefixes, process names and source paths name."""
-    found: set[str] = set()
-    for line in lines[:MAX_LINES]:
-        for project in upstreams.UPSTREAMS:
-            if line.prefix and project.log_prefix and project.log_prefix.search(line.prefix):
-                found.add(project.repo)
-            if line.stream and project.stream_names and project.stream_names.search(line.stream):
-                found.add(project.repo)
-        for match in _PATH.finditer(line.text):
-            found.add(upstreams.BY_PACKAGE[match[1]].repo)
+    """The repositories that the log prefixes, process names and source paths name. Each
+    pattern runs once over the lines joined (none crosses a line end), not once a line."""
+    head = lines[:MAX_LINES]
+    prefixes = "\n".join(line.prefix for line in head if line.prefix)
+    streams = "\n".join(line.stream for line in head if line.stream)
+    found = {
+        project.repo
+        for project in upstreams.UPSTREAMS
+        if (prefixes and project.log_prefix and project.log_prefix.search(prefixes))
+        or (streams and project.stream_names and project.stream_names.search(streams))
+    }
+    for match in _PATH.finditer("\n".join(line.text for line in head)):
+        found.add(upstreams.BY_PACKAGE[match[1]].repo)
     return frozenset(found)
 
 
@@ -52,12 +55,12 @@ def log_versions(lines: Sequence[CleanLine]) -> dict[str, str]:
     names one only: two versions of a project (a `pip list` beside a requirement) tell none."""
     found: dict[str, set[str]] = {}
     by_distribution = {project.distribution: project for project in upstreams.UPSTREAMS}
-    for line in lines[:MAX_LINES]:
-        text = line.prefix + line.text
-        for project in upstreams.UPSTREAMS:
-            if project.version_banner and (banner := project.version_banner.search(text)):
+    text = "\n".join(line.prefix + line.text for line in lines[:MAX_LINES])
+    for project in upstreams.UPSTREAMS:
+        if project.version_banner:
+            for banner in project.version_banner.finditer(text):
                 found.setdefault(project.repo, set()).add(banner["version"])
-        for named in _REQUIREMENT.finditer(text):
-            project = by_distribution[named["name"]]
-            found.setdefault(project.repo, set()).add(named["version"])
+    for named in _REQUIREMENT.finditer(text):
+        project = by_distribution[named["name"]]
+        found.setdefault(project.repo, set()).add(named["version"])
     return {repo: versions.pop() for repo, versions in found.items() if len(versions) == 1}
