@@ -7,6 +7,7 @@ Tests marked `postgresql_only` exercise what only PostgreSQL has (concurrent wri
 are skipped without it; tests marked `sqlite_only` are about SQLite's own locking.
 """
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from tests.helpers import accuracy, postgres, served
 from tests.helpers.records import DATA_DIR, curated_records
 from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
 
+HISTORY_STORE = os.environ.get("ERRKB_TEST_HISTORY_STORE") or None
+
 
 @pytest.fixture(scope="session")
 def harvested(tmp_path_factory: pytest.TempPathFactory) -> accuracy.Harvested:
@@ -32,17 +35,22 @@ def harvested(tmp_path_factory: pytest.TempPathFactory) -> accuracy.Harvested:
 
 @pytest.fixture(scope="session")
 def harvested_history(
-    harvested: accuracy.Harvested, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> accuracy.Harvested:
     """The shared store, the curated records of data/records and the older releases real
     pastes come from (accuracy.OLDER), in a copy of its own: the real-paste measure answers
     as the default serve does once its older releases are in, and the other tests keep the
-    store they were written for."""
+    store they were written for.
+
+    With ERRKB_TEST_HISTORY_STORE naming an SQLite store the default serve built (every
+    release it harvests: `bench/bench_store.py --sections build` makes one), a copy of that
+    store is used instead, nothing harvested: the rates reported from the whole history."""
+    folder = tmp_path_factory.mktemp("history")
+    if HISTORY_STORE:
+        return accuracy.harvested_store(folder, (), start_from=Path(HISTORY_STORE))
+    harvested: accuracy.Harvested = request.getfixturevalue("harvested")
     return accuracy.harvested_store(
-        tmp_path_factory.mktemp("history"),
-        accuracy.OLDER,
-        start_from=harvested.database,
-        curated=DATA_DIR,
+        folder, accuracy.OLDER, start_from=harvested.database, curated=DATA_DIR
     )
 
 
