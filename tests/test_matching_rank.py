@@ -34,6 +34,7 @@ from app.matching.rank import (
     Component,
     Match,
     _frames_first,
+    _literal_before_helpers,
     total,
 )
 from app.matching.service import find_matches
@@ -333,6 +334,23 @@ def test_a_whole_message_match_is_not_put_below_a_located_record_of_another_mess
     _frames_first([located, literal])
     assert literal.score == FULL_MESSAGE + 15 > located.score
     assert "rank.below-frames" not in {part.id for part in literal.components}
+
+
+def test_a_helper_raising_any_message_ranks_below_the_caller_whose_text_matches() -> None:
+    """The whole-history store: SGLang's `raise_error_or_warn` raises `ValueError(message)` at
+    the innermost frame's very line in one release (a `{message}` record, no literal text,
+    86 points), and the caller's record matches the whole memory-leak message (80 points):
+    the caller's record comes first, and the helper's score still adds up."""
+    site = Component("site.raised-here-dynamic", 30, "raised at the record's site")
+    helper = Match("a" * 16, 0.0, 0, {}, components=[site, Component("frames.line", 56, "")])
+    helper.score, helper.in_frames = total(helper.components), True
+    parts = [Component("message.full", FULL_MESSAGE, ""), Component("class.agrees", 40, "")]
+    caller = Match("b" * 16, total(parts), 0, {}, components=parts, literal=40)
+    caller.message_points = FULL_MESSAGE
+    _literal_before_helpers([helper, caller])
+    assert helper.score == caller.score - FRAMES_MARGIN == total(helper.components)
+    assert "rank.below-literal" in {part.id for part in helper.components}
+    assert "rank.below-literal" not in {part.id for part in caller.components}
 
 
 HEADS = (

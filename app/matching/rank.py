@@ -82,7 +82,7 @@ _INTERPRETER_WORDS = re.compile(
 )
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-01.5"
+RANKING_VERSION = "2026-12-02.1"
 POINTS_DIGITS = 2
 
 _MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
@@ -612,7 +612,7 @@ def rank(
         match.message_points = site.points
         match.in_frames = True
         keep(match)
-    ranked = _frames_first(list(best.values()))
+    ranked = _literal_before_helpers(_frames_first(list(best.values())))
     return _same_message(sorted(ranked, key=_order), candidates)
 
 
@@ -651,6 +651,31 @@ def _frames_first(matches: list[Match]) -> list[Match]:
         hint = "ranked below the records raised in the files of the traceback's frames"
         tally = _Tally(match.components, match.reasons)
         tally.add("rank.below-frames", floor - FRAMES_MARGIN - match.score, hint)
+        match.score = total(match.components)
+    return matches
+
+
+def _literal_before_helpers(matches: list[Match]) -> list[Match]:
+    """Below the best record whose literal text matches an exception's whole message, every
+    record of that exception without literal text: a helper that raises whatever message it
+    is given (`raise ValueError(message)` in SGLang's `raise_error_or_warn`) is where the
+    raise happened, not what it says; the record of the caller that wrote the text is."""
+    best: dict[int, float] = {}
+    for match in matches:
+        if (
+            match.exception_index is not None
+            and match.literal
+            and (match.message_points >= FULL_MESSAGE)
+        ):
+            index = match.exception_index
+            best[index] = max(best.get(index, match.score), match.score)
+    for match in matches:
+        ceiling = best.get(match.exception_index) if match.exception_index is not None else None
+        if ceiling is None or match.literal or match.score < ceiling:
+            continue
+        hint = "ranked below the record whose literal text matches the whole message"
+        tally = _Tally(match.components, match.reasons)
+        tally.add("rank.below-literal", ceiling - FRAMES_MARGIN - match.score, hint)
         match.score = total(match.components)
     return matches
 
