@@ -649,10 +649,16 @@ def _frames_first(matches: list[Match]) -> list[Match]:
         if match.message_points >= FULL_MESSAGE > located_message[at]:
             continue
         hint = "ranked below the records raised in the files of the traceback's frames"
-        tally = _Tally(match.components, match.reasons)
-        tally.add("rank.below-frames", floor - FRAMES_MARGIN - match.score, hint)
-        match.score = total(match.components)
+        _put_below(match, floor, "rank.below-frames", hint)
     return matches
+
+
+def _put_below(match: Match, score: float, component: str, hint: str) -> None:
+    """Lower the match to just under `score` by a component of its own, so that its score
+    still adds up."""
+    tally = _Tally(match.components, match.reasons)
+    tally.add(component, score - FRAMES_MARGIN - match.score, hint)
+    match.score = total(match.components)
 
 
 def _literal_before_helpers(matches: list[Match]) -> list[Match]:
@@ -665,7 +671,7 @@ def _literal_before_helpers(matches: list[Match]) -> list[Match]:
         if (
             match.exception_index is not None
             and match.literal
-            and (match.message_points >= FULL_MESSAGE)
+            and match.message_points >= FULL_MESSAGE
         ):
             index = match.exception_index
             best[index] = max(best.get(index, match.score), match.score)
@@ -674,9 +680,7 @@ def _literal_before_helpers(matches: list[Match]) -> list[Match]:
         if ceiling is None or match.literal or match.score < ceiling:
             continue
         hint = "ranked below the record whose literal text matches the whole message"
-        tally = _Tally(match.components, match.reasons)
-        tally.add("rank.below-literal", ceiling - FRAMES_MARGIN - match.score, hint)
-        match.score = total(match.components)
+        _put_below(match, ceiling, "rank.below-literal", hint)
     return matches
 
 
