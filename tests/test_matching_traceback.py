@@ -6,6 +6,7 @@ module-qualified as Python prints them) and runs code that raises in a subproces
 ``traceback.format_exc()``. The tests then wrap that output in the log noise seen in practice.
 """
 
+import gc
 import json
 import re
 import subprocess
@@ -644,12 +645,20 @@ def check_invariants(text: str, found: list[ParsedException]) -> None:
 
 
 def best_time(function: Callable[[], object]) -> float:
-    """The least of three runs: the one least disturbed by whatever else the machine does."""
+    """The least of three runs: the one least disturbed by whatever else the machine does.
+    The garbage collector is off while it runs: a paste of many tiny matches triggers it
+    again and again, and each full pass walks every object of the test process (the other
+    tests' too), so the growth measured would be the process's heap, not the parser."""
     times = []
-    for _ in range(3):
-        begin = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - begin)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            begin = time.perf_counter()
+            function()
+            times.append(time.perf_counter() - begin)
+    finally:
+        gc.enable()
     return min(times)
 
 
