@@ -244,8 +244,11 @@ class Judge:
         confident = bool(matches) and matches[0]["score"] >= CONFIDENT_SCORE
         answer = _describe(matches[0]) if matches else "no answer"
         if case["thirdParty"]:  # its own site, where errkb harvests the package, is right too
-            found = case["raisingFile"] is not None and bool(matches)
-            found = found and self.right_together(case, matches[0])
+            found = (
+                bool(matches)
+                and case["raisingFile"] is not None
+                and self.right_together(case, matches[0])
+            )
             right = found or not confident
             return Verdict(right, right, bool(matches), confident and not found, answer)
         hits = [self.right_together(case, match) for match in matches]
