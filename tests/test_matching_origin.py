@@ -1,7 +1,12 @@
 """Tests for app.matching.origin: the repository a paste without frames came from."""
 
-import pytest
+import re
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.matching import origin
 from app.matching.logtext import clean_lines
 from app.matching.origin import log_repos, log_versions
 from app.upstreams import SGLANG, TORCH, VLLM
@@ -44,3 +49,42 @@ def test_log_format_and_paths_name_the_repo(text: str, repos: set[str]) -> None:
 )
 def test_a_paste_names_the_release_it_came_from(text: str, versions: dict[str, str]) -> None:
     assert log_versions(clean_lines(text)) == versions
+
+
+_NAMES = ["vllm", "sglang", "torch", "transformers"]
+_PIECES = [
+    *_NAMES,
+    "/",
+    " ",
+    "  ",
+    "\n",
+    '"',
+    "(",
+    "`",
+    "==",
+    "[all]",
+    "0.6.3",
+    "x",
+    "/a.py",
+    ".py",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30))
+def test_names_are_found_as_the_leading_alternation_regex_finds_them(pieces: list[str]) -> None:
+    """The name-anchored scan is a faster form of one regex: it finds the same names with
+    the same tails, in the same order, for the requirements' and the paths' shapes."""
+    text = "".join(pieces)
+    names = "|".join(_NAMES)
+    for before, tail in (
+        (origin._PATH_BEFORE, origin._PATH_TAIL),
+        (origin._REQUIREMENT_BEFORE, origin._REQUIREMENT_TAIL),
+    ):
+        regex = re.compile(rf"(?:^|[\s{re.escape(before)}])({names})(?:{tail.pattern})")
+        expected = [(m[1], m.end()) for m in regex.finditer(text)]
+        found = [
+            (name, tail_match.end())
+            for name, tail_match in origin._named(text, _NAMES, before, tail)
+        ]
+        assert found == expected

@@ -14,7 +14,7 @@ message raised from different files in different releases is then told apart by 
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from app import upstreams
 from app.matching.logtext import CleanLine
@@ -23,14 +23,38 @@ MAX_LINES = 2000  # the first lines of a long log say as much as all of them
 
 _VERSION = r"v?(?P<version>[0-9]{1,3}\.[0-9]{1,4}(?:\.[0-9]{1,4})?(?:\.?post[0-9]{1,3})?)\b"
 # `vllm==0.6.3`, `sglang[all]==0.4.1`, and `pip list`'s `vllm    0.6.3` (the name alone before
-# two spaces or more: not prose's "vllm 0.6 is slow").
-_REQUIREMENT = re.compile(
-    r"(?:^|[\s\"'(`])(?P<name>"
-    + "|".join(project.distribution for project in upstreams.UPSTREAMS)
-    + r")(?:\[[\w,]{1,64}\])?(?:==| {2,64})"
-    + _VERSION
-)
-_PATH = re.compile(r"(?:^|[/\s\"'(])(" + "|".join(upstreams.BY_PACKAGE) + r")/[\w./]{1,512}\.py\b")
+# two spaces or more: not prose's "vllm 0.6 is slow"): what follows a distribution's name.
+_REQUIREMENT_TAIL = re.compile(r"(?:\[[\w,]{1,64}\])?(?:==| {2,64})" + _VERSION)
+_REQUIREMENT_BEFORE = "\"'(`"  # or whitespace
+# `.../site-packages/vllm/engine/llm_engine.py`: what follows a package's name in a path.
+_PATH_TAIL = re.compile(r"/[\w./]{1,512}\.py\b")
+_PATH_BEFORE = "/\"'("  # or whitespace
+_DISTRIBUTIONS = [project.distribution for project in upstreams.UPSTREAMS]
+
+
+def _named(
+    text: str, names: list[str], before: str, tail: re.Pattern[str]
+) -> Iterator[tuple[str, re.Match[str]]]:
+    """The names found in `text` at its start or right after whitespace or a character of
+    `before`, and followed by `tail` (with the tail's match); left to right, none
+    overlapping the one before, a name earlier in `names` first at one place: what finditer
+    of `(?:^|[<whitespace><before>])(<names>)<tail>` finds. Each occurrence of a name is found with
+    str.find and tried once, where the regex tried its leading alternation at every
+    character of the paste (110 us of a 5 KB match, 11 us this way)."""
+    found = []
+    for order, name in enumerate(names):
+        at = text.find(name)
+        while at >= 0:
+            found.append((at, order, name))
+            at = text.find(name, at + 1)
+    free = 0  # where the last match ended: nothing before it is read again
+    for at, _, name in sorted(found):
+        if at != 0 and (at - 1 < free or not (text[at - 1].isspace() or text[at - 1] in before)):
+            continue
+        matched = tail.match(text, at + len(name))
+        if matched is not None:
+            free = matched.end()
+            yield name, matched
 
 
 def log_repos(lines: Sequence[CleanLine]) -> frozenset[str]:
@@ -45,8 +69,10 @@ def log_repos(lines: Sequence[CleanLine]) -> frozenset[str]:
         if (prefixes and project.log_prefix and project.log_prefix.search(prefixes))
         or (streams and project.stream_names and project.stream_names.search(streams))
     }
-    for match in _PATH.finditer("\n".join(line.text for line in head)):
-        found.add(upstreams.BY_PACKAGE[match[1]].repo)
+    packages = list(upstreams.BY_PACKAGE)
+    paths = "\n".join(line.text for line in head)
+    for package, _ in _named(paths, packages, _PATH_BEFORE, _PATH_TAIL):
+        found.add(upstreams.BY_PACKAGE[package].repo)
     return frozenset(found)
 
 
@@ -60,7 +86,7 @@ def log_versions(lines: Sequence[CleanLine]) -> dict[str, str]:
         if project.version_banner:
             for banner in project.version_banner.finditer(text):
                 found.setdefault(project.repo, set()).add(banner["version"])
-    for named in _REQUIREMENT.finditer(text):
-        project = by_distribution[named["name"]]
+    for name, named in _named(text, _DISTRIBUTIONS, _REQUIREMENT_BEFORE, _REQUIREMENT_TAIL):
+        project = by_distribution[name]
         found.setdefault(project.repo, set()).add(named["version"])
     return {repo: versions.pop() for repo, versions in found.items() if len(versions) == 1}
