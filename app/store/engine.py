@@ -35,7 +35,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, Executable, Row, event
+from sqlalchemy import ClauseElement, Connection, Engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -192,13 +192,26 @@ def write_session(engine: Engine) -> Session:
     return Session(writer(engine))
 
 
-def read_now(engine: Engine, statement: Executable) -> list[Row[Any]]:
-    """The rows of one read statement on a connection of its own: for the check a kept reply
-    makes on every request (app.serving.replies), without a session. On SQLite the statement
-    runs in no transaction of ours (no BEGIN, no ROLLBACK): one call into the driver where a
-    session's read makes three, each letting go of the GIL and waiting to take it back."""
+def read_now(engine: Engine, statement: ClauseElement) -> list[tuple[Any, ...]]:
+    """The rows of one read statement on a connection of its own: for the check that a
+    kept reply or a match makes on every request (app.records.derived), without a session.
+
+    On SQLite the statement runs in no transaction of ours (no BEGIN, no ROLLBACK): one call
+    into the driver where a session's read makes three, each letting go of the GIL and
+    waiting to take it back. It is sent as its SQL with the values written in, compiled once
+    per engine and statement, so no execution compiles or binds it again: 50 us against
+    85 us. Only for statements whose values are the code's own constants."""
+    key = (engine.dialect.name, id(statement))
+    compiled = _LITERAL_SQL.get(key)
+    if compiled is None or compiled[0] is not statement:
+        sql = str(statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+        compiled = _LITERAL_SQL[key] = (statement, sql)
     with engine.connect().execution_options(**{_ONE_READ_OPTION: True}) as connection:
-        return list(connection.execute(statement).all())
+        return [tuple(row) for row in connection.exec_driver_sql(compiled[1])]
+
+
+_LITERAL_SQL: dict[tuple[str, int], tuple[ClauseElement, str]] = {}
+"""read_now's SQL by dialect and statement (held, so that its id is never another's)."""
 
 
 def is_lock_timeout(error: OperationalError) -> bool:
