@@ -63,13 +63,19 @@ def _document_response(
 
 
 def _written_response(
-    session: Session, settings: Settings, record_id: str, status: int
+    request: Request, written: Session, settings: Settings, record_id: str, status: int
 ) -> Response:
-    """The document of the record this request has just written."""
-    stored = records.get_record(session, record_id)
-    if stored is None:
-        raise RuntimeError(f"record {record_id} was written but cannot be read back")
-    return _document_response(session, settings, stored, status)
+    """The document of the record this request has just written, read once the write is
+    committed: the document reads much of the store (related records, release history,
+    all computed afresh after a write), and reading it inside the write transaction held
+    the write turn that long, so every writer queued behind it (a write took 3 s at p99
+    beside a harvest, whose threads share the GIL with it)."""
+    written.commit()
+    with Session(request.app.state.engine) as session:
+        stored = records.get_record(session, record_id)
+        if stored is None:
+            raise RuntimeError(f"record {record_id} was written but cannot be read back")
+        return _document_response(session, settings, stored, status)
 
 
 @router.get("", response_model=RecordPage, responses=problems(400))
@@ -138,13 +144,15 @@ def _stored_json(session: Session, settings: Settings, record_id: str) -> bytes 
     responses={201: {"model": RecordDocument}, **problems(409, *_WRITE_PROBLEMS)},
     openapi_extra=_record_body(),
 )
-def create_error(session: WriteSessionDep, settings: SettingsDep, record: AdminBodyDep) -> Response:
+def create_error(
+    request: Request, session: WriteSessionDep, settings: SettingsDep, record: AdminBodyDep
+) -> Response:
     """Create a record (admin token required); 409 if its id exists."""
     records.check_record(record)
     if records.get_record(session, record["id"]) is not None:
         raise AppError(409, "Conflict", f"record {record['id']} exists; PUT replaces it")
     records.write_records(session, [record], origin="api")
-    return _written_response(session, settings, record["id"], 201)
+    return _written_response(request, session, settings, record["id"], 201)
 
 
 @router.put(
@@ -153,7 +161,11 @@ def create_error(session: WriteSessionDep, settings: SettingsDep, record: AdminB
     openapi_extra=_record_body(),
 )
 def replace_error(
-    session: WriteSessionDep, settings: SettingsDep, record_id: str, record: AdminBodyDep
+    request: Request,
+    session: WriteSessionDep,
+    settings: SettingsDep,
+    record_id: str,
+    record: AdminBodyDep,
 ) -> Response:
     """Create or replace the record with this id (admin token required)."""
     records.check_record(record)
@@ -166,7 +178,7 @@ def replace_error(
         )
     counts = records.write_records(session, [record], origin="api")
     status = 201 if counts.created else 200
-    return _written_response(session, settings, record_id, status)
+    return _written_response(request, session, settings, record_id, status)
 
 
 @router.delete("/{record_id}", status_code=204, responses=problems(404, *_WRITE_PROBLEMS))

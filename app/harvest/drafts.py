@@ -13,8 +13,8 @@ none), a message it raised that the newer release no longer has gets a draft of 
 """
 
 import importlib.metadata
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Set
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -134,12 +134,43 @@ class DraftCounts:
     invalid: int = 0
 
 
-def store_drafts(
-    session: Session,
-    release: Release,
-    drafts: Sequence[harvest.Draft],
-    exception_classes: Mapping[str, tuple[str, ...]] | None = None,
-) -> DraftCounts:
+@dataclass
+class Extracted:
+    """A release's drafts, checked, with what else storing them needs: made without the
+    store, so that a server makes it in another process (app.ops.startup), where parsing
+    and checking a release's thousands of sites does not share the GIL with its requests."""
+
+    result: harvest.HarvestResult
+    valid: list[tuple[harvest.Draft, ErrorRecord]]
+    invalid: int
+    exception_classes: dict[str, tuple[str, ...]]
+
+
+def extract_release(
+    release: Release, progress: harvest.ProgressCallback | None = None
+) -> Extracted:
+    """Harvest one release's source and check its drafts. The drafts keep no raise site
+    (its syntax trees), which nothing after the harvest reads, so they travel between
+    processes as records and their context alone."""
+    result = harvest.harvest_tree(
+        release.root,
+        repo=release.repo,
+        ref=release.ref,
+        analyzed_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        path_prefix=release.path_prefix,
+        package_dir=release.package_dir,
+        progress=progress,
+    )
+    result.drafts = [replace(draft, site=None) for draft in result.drafts]
+    valid: list[tuple[harvest.Draft, ErrorRecord]] = []
+    for draft in result.drafts:
+        if not record_errors(draft.record):
+            valid.append((draft, ErrorRecord.model_validate(draft.record)))
+    invalid = len(result.drafts) - len(valid)
+    return Extracted(result, valid, invalid, classes.exception_classes(result.bases))
+
+
+def store_drafts(session: Session, release: Release, extracted: Extracted) -> DraftCounts:
     """Merge one harvest into the store; curated records are never overwritten.
 
     Committed in short transactions: batches of about HARVEST_BATCH drafts, then the rest
@@ -154,14 +185,9 @@ def store_drafts(
     A site that a reviewed record claims gets no draft: its location in this release is
     recorded on the record (app.records.locations), and a draft stored for it earlier is absorbed.
     """
-    counts = DraftCounts()
-    valid: list[tuple[harvest.Draft, ErrorRecord]] = []
-    for draft in drafts:
-        if record_errors(draft.record):
-            counts.invalid += 1
-        else:
-            valid.append((draft, ErrorRecord.model_validate(draft.record)))
-    session.commit()  # whatever the caller began: the checks above ran outside a transaction
+    counts = DraftCounts(invalid=extracted.invalid)
+    valid, exception_classes = extracted.valid, extracted.exception_classes
+    session.commit()  # whatever the caller began: nothing before here writes
     newer = _in_turn(session, lambda: newer_harvested(session, release))
     located: set[str] = set()
     fresh_ids: set[str] = set()
@@ -182,8 +208,7 @@ def store_drafts(
             locations.put_release(session, release.label, gone)
             found |= set(gone)
         locations.drop_release_except(session, release.label, found)
-        if exception_classes is not None:
-            classes.replace_release(session, release.label, exception_classes)
+        classes.replace_release(session, release.label, exception_classes)
         session.merge(DatasetState(key=HARVESTED_PREFIX + release.spec, value=_now()))
         records.bump_dataset_version(session)
         return gone_drafts
@@ -366,15 +391,6 @@ def is_harvested(session: Session, spec: str) -> bool:
 def harvest_release(
     session: Session, release: Release, progress: harvest.ProgressCallback | None = None
 ) -> tuple[harvest.HarvestResult, DraftCounts]:
-    """Harvest one release and store its drafts."""
-    result = harvest.harvest_tree(
-        release.root,
-        repo=release.repo,
-        ref=release.ref,
-        analyzed_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-        path_prefix=release.path_prefix,
-        package_dir=release.package_dir,
-        progress=progress,
-    )
-    exception_classes = classes.exception_classes(result.bases)
-    return result, store_drafts(session, release, result.drafts, exception_classes)
+    """Harvest one release and store its drafts, in this process."""
+    extracted = extract_release(release, progress)
+    return extracted.result, store_drafts(session, release, extracted)

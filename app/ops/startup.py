@@ -11,10 +11,18 @@ PostgreSQL's replicas on any number of machines, so the default harvest runs onc
 The older releases (ERRKB_OLDER_RELEASES) come after readiness, one at a time under the same
 lock, their progress in /readyz's `background`; one that fails is reported and the next one
 tried.
+
+A release's source is parsed and its drafts checked in a child process of its own
+(`_extracted`), and only stored here: the parsing is seconds of pure Python, and in the
+server's process every request thread, writes included, waited for the GIL behind it (8
+writers beside the harvest of vLLM 0.33.0 had writes of 1.5-3 s; a write holds the write
+turn while it waits). The child's memory, a release's syntax trees, goes back when it ends.
 """
 
 import logging
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager
 
 from sqlalchemy import Engine
@@ -50,8 +58,10 @@ def _harvest(engine: Engine, releases: Upstream, spec: str) -> None:
         if drafts.is_harvested(session, spec):
             return
     release = drafts.resolve_release(spec, releases=releases)
+    extracted = _extracted(release)
     with unit_of_work(engine) as session:
-        result, counts = drafts.harvest_release(session, release)
+        counts = drafts.store_drafts(session, release, extracted)
+    result = extracted.result
     log.info(
         "harvested %s: %d files, %d raise sites, %d drafts created, %d updated",
         spec,
@@ -61,6 +71,14 @@ def _harvest(engine: Engine, releases: Upstream, spec: str) -> None:
         counts.updated,
         extra={"release": spec, "drafts": counts.created + counts.updated},
     )
+
+
+def _extracted(release: drafts.Release) -> drafts.Extracted:
+    """drafts.extract_release in a child process started for it (spawned: a fork would copy
+    the server's threads' locks and connections in whatever state they are)."""
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as child:
+        return child.submit(drafts.extract_release, release).result()
 
 
 def start_up(
