@@ -10,8 +10,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import event
-from sqlmodel import Session
+from sqlalchemy import delete, event
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session, col
 from typer.testing import CliRunner
 
 from app.harvest import drafts
@@ -22,6 +23,7 @@ from app.records import service as records
 from app.records.filters import RecordFilters
 from app.reproducers.upstream import WHEELS_DIR, Upstream
 from app.store.engine import open_store, unit_of_work
+from app.store.tables import Record
 from tests.helpers.records import DATA_DIR, SEED_FILES
 from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
 from tests.helpers.writers import WriterLog, lost_writes, run_writer_threads, total
@@ -392,3 +394,25 @@ def test_writers_beside_a_background_harvest_get_no_503(settings, tmp_path: Path
     with Session(open_store(settings)) as session:
         harvested = records.list_records(session, RecordFilters(repo="sqlalchemy/sqlalchemy"), 1)
     assert harvested.total > 2 * drafts.HARVEST_BATCH
+
+
+@pytest.mark.postgresql_only
+def test_a_record_a_harvest_marks_gone_cannot_be_deleted_before_it_commits(
+    settings, tmp_path: Path
+) -> None:
+    """Between the read of the records a release no longer raises and the insert of their
+    gone locations, a concurrent API delete of one of them failed the harvest on the
+    locations' foreign key: the read locks them, and the delete waits for the commit."""
+    engine = open_store(settings)
+    release = _release(tmp_path / "src", FIRST, "v1")
+    with unit_of_work(engine) as session:
+        drafts.harvest_release(session, release)
+    newer = _release(tmp_path / "src", SECOND, "v2")
+    with unit_of_work(engine) as session:
+        gone = drafts._gone_locations(session, newer, set())
+        assert gone
+        with engine.connect() as other:
+            other.exec_driver_sql("SET lock_timeout = '200ms'")
+            with pytest.raises(OperationalError, match="lock timeout"):
+                other.execute(delete(Record).where(col(Record.id) == next(iter(gone))))
+            other.rollback()

@@ -346,9 +346,16 @@ def _keep_analyzed_at(
 def _gone_locations(
     session: Session, release: Release, located: Set[str]
 ) -> dict[str, locations.Location]:
-    """A gone location for every record of this release's files that it no longer raises."""
-    statement = select(col(Record.id), col(Record.file_path)).where(
-        col(Record.repo) == release.repo, col(Record.file_path).startswith(release.scope)
+    """A gone location for every record of this release's files that it no longer raises.
+
+    The records are locked against deletion until the harvest commits (PostgreSQL's FOR KEY
+    SHARE; SQLite's writer holds the whole store already): an API write deleting one of
+    them between this read and the insert of its location failed the harvest on the
+    locations' foreign key."""
+    statement = (
+        select(col(Record.id), col(Record.file_path))
+        .where(col(Record.repo) == release.repo, col(Record.file_path).startswith(release.scope))
+        .with_for_update(read=True, key_share=True)
     )
     return {
         record_id: locations.Location(release.label, release.ref, file_path, gone=True)
