@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
+from starlette.background import BackgroundTask
 
 from app.api.responses import problems
 from app.errors import AppError
@@ -11,7 +12,7 @@ from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
 from app.serving.budget import charge_paste
 from app.serving.deps import SessionDep, parse_body
-from app.serving.observed import match_counted, matches_counted
+from app.serving.observed import match_observed, matches_counted, served
 
 router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 429, 503))
 MAX_BATCH_TEXTS = 100
@@ -34,8 +35,8 @@ _TEXT_BODY = {
 
 async def _raw_body(request: Request) -> bytes:
     """The request body, taken from its client's paste budget (429 past it) before it is
-    parsed; read here so the handlers can be plain functions, which FastAPI runs in its
-    thread pool: matching a large log must not stall the event loop."""
+    parsed; read here so that the handlers' work can run in a thread (a plain function, or
+    app.serving.observed.served): matching a large log must not stall the event loop."""
     raw = await request.body()
     charge_paste(request, len(raw))
     return raw
@@ -70,15 +71,23 @@ def _texts_field(body: Any, key: str, kind: type) -> Any:
 
 
 @router.post("", response_model=MatchResult, openapi_extra=_TEXT_BODY)
-def create_match(
+async def create_match(
     request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
 ) -> Response:
     """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body."""
-    if request.headers.get("content-type", "").startswith("application/json"):
-        text = _texts_field(parse_body(raw), "text", str)
-    else:
-        text = raw.decode("utf-8", "replace")
-    return _json(match_counted(request, session, text, limit))
+
+    def match(waits: bool) -> tuple[Response, bool]:
+        if request.headers.get("content-type", "").startswith("application/json"):
+            text = _texts_field(parse_body(raw), "text", str)
+        else:
+            text = raw.decode("utf-8", "replace")
+        result, due = match_observed(request, session, text, limit, waits)
+        return _json(result), due
+
+    response, hits_due = await served(request, len(raw), match)
+    if hits_due:  # written after the reply, in a request thread
+        response.background = BackgroundTask(request.app.state.hits.flush)
+    return response
 
 
 class _BatchDoc(BaseModel):

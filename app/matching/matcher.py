@@ -86,9 +86,10 @@ class Matcher:
         waits, as there is nothing to answer with before it."""
         return self.index_at(session)[0]
 
-    def index_at(self, session: Session) -> tuple[PatternIndex, str]:
+    def index_at(self, session: Session, sync: bool = True) -> tuple[PatternIndex, str]:
         """The index as `index` gives it, and the store's dataset version it was asked at:
-        what the match reads of the store is kept under that version."""
+        what the match reads of the store is kept under that version. Without `sync`, a
+        loaded index is answered as it is, even behind the store."""
         version = self._saw(records.dataset_version(session))
         if self._index is None:
             with self._lock:
@@ -96,7 +97,7 @@ class Matcher:
                     self._sync(session, version)
         elif version != self._version:
             self._notice_behind()
-            if self._lock.acquire(blocking=False):
+            if sync and self._lock.acquire(blocking=False):
                 try:
                     if version != self._version:
                         self._sync(session, version)
@@ -161,11 +162,12 @@ class Matcher:
         return len(self._index) if self._index is not None else 0
 
     @contextmanager
-    def slot(self) -> Iterator[None]:
+    def slot(self, waits: bool = True) -> Iterator[None]:
         """One of the `concurrency` places to compute a match, waited for until the match
         deadline at most: a few CPU-bound matches at a time, so that the rest of
-        the server (/healthz, pages, writes) still gets the GIL."""
-        if self._slots is None:
+        the server (/healthz, pages, writes) still gets the GIL. A match that may not wait
+        (one of the small pastes, one at a time on a thread of their own) takes none."""
+        if self._slots is None or not waits:
             yield
             return
         while True:

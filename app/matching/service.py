@@ -171,11 +171,19 @@ def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list
 
 
 def match_text(
-    matcher: Matcher, session: Session, text: str, limit: int = DEFAULT_MATCHES
+    matcher: Matcher,
+    session: Session,
+    text: str,
+    limit: int = DEFAULT_MATCHES,
+    waits: bool = True,
 ) -> MatchResult:
     """The exceptions in `text` and the records that explain them, best first; a 503 when
     the matcher's deadline passes first (the work stops there too). Blank text holds no
-    exception and matches nothing: an empty result, as the API's schema allows it."""
+    exception and matches nothing: an empty result, as the API's schema allows it.
+
+    A match that may not wait (`waits=False`: one of a queue on a thread of their own,
+    app.serving.observed) takes no slot among the matches computing at once and leaves
+    bringing the index up to the store to others."""
     check_paste(text, matcher.max_paste_bytes)
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
@@ -185,9 +193,9 @@ def match_text(
         )
     # Following the store's writes (a harvest adds thousands of patterns) is the store's
     # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
-    index, version = matcher.index_at(session)
+    index, version = matcher.index_at(session, sync=waits)
     try:
-        with deadline.within(matcher.deadline_s), matcher.slot():
+        with deadline.within(matcher.deadline_s), matcher.slot(waits):
             return _match(matcher, index, version, session, text, limit)
     except deadline.DeadlineExceeded as error:
         raise AppError(

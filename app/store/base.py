@@ -60,6 +60,9 @@ class Backend(ABC):
     snapshot_isolation: str | None
     """The isolation level under which a connection's reads see one snapshot (None: its
     transactions already do)."""
+    reads_in_process: bool
+    """Whether a read is work of this process alone, with no server to wait for (SQLite's
+    file, its pages cached): then a read of microseconds may run on the event loop."""
 
     @abstractmethod
     def count(

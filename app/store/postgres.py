@@ -143,6 +143,7 @@ class PostgresBackend(Backend):
 
     name = "postgresql"
     snapshot_isolation = "REPEATABLE READ"
+    reads_in_process = False  # every read is a round trip to the server
 
     def count(
         self, session: Session, query: TextQuery, condition: Condition | None, cap: int
