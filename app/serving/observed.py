@@ -9,11 +9,11 @@ A small paste is matched on the process's one thread for small pastes (`served`)
 the store's reads are in this process (SQLite) and the match index is current: about a
 millisecond of CPU, which in the request threads cost as much again in switches of the
 GIL among them and the event loop (two workers at 64 connections served 904 matches a
-second, p99 159 ms; on one thread of their own 1,158, p99 98 ms). On the event loop
-itself they served more but starved some connections (p99 of seconds), and a thread
-keeps /healthz answering. A large paste, a store read over the network (PostgreSQL), or an
-index that must first catch up with the store's writes goes to the request threads, where
-a few compute at once and one may bring the index up to date.
+second, p99 159 ms; on one thread of their own 1,160-1,190, p99 about 100 ms). On the
+event loop itself they served more but starved some connections (p99 of seconds). A large
+paste, a store read over the network (PostgreSQL), or an index that must first catch up
+with the store's writes goes to the request threads, where a few compute at once and one
+may bring the index up to date.
 """
 
 import asyncio
