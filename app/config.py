@@ -27,12 +27,11 @@ DEFAULT_THREADS = 8
 runs one thread at a time, and every busy thread is one more that the event loop, and so
 /healthz, waits behind for the GIL: under 32 clients /healthz took 170-190 ms at p99 with 16
 threads, 105 ms with 4. 8 leave room for reads while matches wait for their slots."""
-SPARE_CONNECTIONS = 6
+SPARE_CONNECTIONS = 5
 """Connections used outside the request threads: the start-up and follow threads, the
-/readyz check, a hit flush, the thread for small pastes and the event loop's read of the
-dataset version before it hands one over (app.serving.observed). The pool holds at least
-ERRKB_THREADS + these, so that a request thread never waits for a connection that only
-another request could give back, and the event loop never waits for one at all."""
+/readyz check, a hit flush and the thread for small pastes (app.serving.observed). The
+pool holds at least ERRKB_THREADS + these, so that a request thread never waits for a
+connection that only another request could give back."""
 
 
 def _default_cache_dir() -> Path:
@@ -54,7 +53,7 @@ class Settings(BaseSettings):
         ge=1,
         description="Requests one process runs at once in its thread pool (every handler "
         "that reads the database or matches runs there; the rest wait for a thread). The "
-        "database pool must hold ERRKB_THREADS + 6 connections (size + overflow), checked "
+        "database pool must hold ERRKB_THREADS + 5 connections (size + overflow), checked "
         "at start: a thread must never wait on a connection that only another request, "
         "itself waiting for the event loop, could give back.",
     )
@@ -65,10 +64,10 @@ class Settings(BaseSettings):
         "A PostgreSQL server must allow replicas x workers x (size + overflow) connections.",
     )
     db_pool_max_overflow: int = Field(
-        default=DEFAULT_THREADS + 2,
+        default=DEFAULT_THREADS + 1,
         ge=0,
         description="Connections opened beyond the pool at peaks; size + overflow must be at "
-        "least ERRKB_THREADS + 6.",
+        "least ERRKB_THREADS + 5.",
     )
     db_pool_timeout_s: float = Field(
         default=30.0, gt=0, description="Seconds a request waits for a pool connection."

@@ -40,6 +40,11 @@ RaiseSites = dict[tuple[str, int], list[tuple[str, str]]]
 """(file name, line) -> (record id, the record's filePath) of the sites raising there."""
 
 
+class IndexBehind(Exception):
+    """The match index is not the store's dataset version, and the match asking may not
+    wait to bring it up (app.serving.observed sends it to a request thread, which does)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Freshness:
     """How the match index stands against the store: the dataset version it holds, the
@@ -88,9 +93,13 @@ class Matcher:
 
     def index_at(self, session: Session, sync: bool = True) -> tuple[PatternIndex, str]:
         """The index as `index` gives it, and the store's dataset version it was asked at:
-        what the match reads of the store is kept under that version. Without `sync`, a
-        loaded index is answered as it is, even behind the store."""
+        what the match reads of the store is kept under that version. Without `sync`, an
+        index that is not the store's version raises IndexBehind instead of being brought
+        up to it: the caller may not wait."""
         version = self._saw(records.dataset_version(session))
+        if not sync and (self._index is None or version != self._version):
+            self._notice_behind()
+            raise IndexBehind(version)
         if self._index is None:
             with self._lock:
                 if self._index is None:

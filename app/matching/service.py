@@ -182,8 +182,8 @@ def match_text(
     exception and matches nothing: an empty result, as the API's schema allows it.
 
     A match that may not wait (`waits=False`: one of a queue on a thread of their own,
-    app.serving.observed) takes no slot among the matches computing at once and leaves
-    bringing the index up to the store to others."""
+    app.serving.observed) takes no slot among the matches computing at once, and raises
+    IndexBehind (app.matching.matcher) before any work when the index is not the store's."""
     check_paste(text, matcher.max_paste_bytes)
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")

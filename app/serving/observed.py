@@ -30,9 +30,9 @@ from starlette.concurrency import run_in_threadpool
 
 from app import store
 from app.curation.hits import RECORD, match_subject
+from app.matching.matcher import IndexBehind
 from app.matching.result import MatchResult
 from app.matching.service import match_text, match_texts
-from app.records import derived
 
 T = TypeVar("T")
 SMALL_PASTE_BYTES = 16 * 1024
@@ -47,18 +47,17 @@ def small_paste_thread() -> ThreadPoolExecutor:
 
 async def served(request: Request, body_bytes: int, match: Callable[[bool], T]) -> T:
     """`match(waits)` on the thread for small pastes (`waits` False: no slot among the
-    matches computing at once, no sync of the index) when the body is small, the store is
-    read in process and the match index holds the store's dataset version; in a request
-    thread otherwise. Either way in a copy of this context (the request id of the logs)."""
+    matches computing at once, and IndexBehind rather than a sync of the index) when the
+    body is small and the store is read in process; in a request thread otherwise, or when
+    the index is behind the store's writes there. Either way in a copy of this context
+    (the request id of the logs). The event loop itself reads nothing."""
     state = request.app.state
-    small = (
-        body_bytes <= SMALL_PASTE_BYTES
-        and store.backend(state.engine).reads_in_process
-        and state.matcher.indexed(derived.dataset_version_now(state.engine))
-    )
-    if small:
+    if body_bytes <= SMALL_PASTE_BYTES and store.backend(state.engine).reads_in_process:
         run = partial(contextvars.copy_context().run, match, False)
-        return await asyncio.get_running_loop().run_in_executor(state.small_pastes, run)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(state.small_pastes, run)
+        except IndexBehind:
+            pass  # a request thread brings the index up to the store, then matches
     return await run_in_threadpool(match, True)
 
 
