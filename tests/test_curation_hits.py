@@ -1,6 +1,7 @@
 """Hits: one per match (its top record, else its scrubbed template) and per record-page view;
 only the subject and the day are kept, never the paste nor a captured value."""
 
+import time
 from datetime import date, timedelta
 
 import pytest
@@ -218,3 +219,16 @@ def test_the_upgrade_totals_the_hits_already_stored(session) -> None:
         (RECORD, SEED_002, 7, days[1]),
         (TEMPLATE, "KeyError: ab", 6, days[0]),
     ]
+
+
+def test_a_due_flush_is_owed_by_one_caller_only(session) -> None:
+    """Once the interval has passed, the next count is told the flush is due, and the
+    counts after it are not until the interval passes again: each caller told had sent a
+    flush of its own to the request threads."""
+    counter = HitCounter(session.get_bind(), True, interval_s=0.05)
+    time.sleep(0.06)
+    told = [counter.count(RECORD, "c53f6de81577a6bc")[1] for _ in range(100)]
+    assert told == [True] + [False] * 99
+    time.sleep(0.06)
+    assert counter.count(RECORD, "c53f6de81577a6bc") == (True, True)
+    assert counter.flush() == 1
