@@ -3,7 +3,10 @@ together for the keys not kept, dropped once the store moves on."""
 
 from sqlmodel import Session
 
+from app.records import derived
+from app.records import service as records
 from app.records.derived import Memo
+from app.store.engine import open_store, unit_of_work, write_session
 
 
 def test_only_the_missing_keys_are_computed_in_one_call(session: Session) -> None:
@@ -59,3 +62,25 @@ def test_the_least_recently_used_value_goes_first(session: Session) -> None:
     memo.get_many(session, "v1", ["c"], compute)
     memo.get_many(session, "v1", ["a", "b"], compute)
     assert computed == ["a", "b", "c", "b"]
+
+
+def test_a_fresh_session_reads_the_version_outside_any_transaction_a_writer_its_own(
+    settings,
+) -> None:
+    """A session that has begun nothing reads the committed version without beginning a
+    transaction; one that has written reads what it wrote, which nobody else sees yet."""
+    engine = open_store(settings)
+    with unit_of_work(engine) as writing:
+        records.bump_dataset_version(writing)
+    with Session(engine) as reading:
+        committed = derived.dataset_version(reading)
+        assert committed != derived.EMPTY_DATASET_VERSION
+        assert not reading.in_transaction()
+    with write_session(engine) as writing:
+        own = records.bump_dataset_version(writing)
+        assert derived.dataset_version(writing) == own != committed
+        with Session(engine) as other:
+            assert derived.dataset_version(other) == committed
+        writing.rollback()
+    with Session(engine) as reading:
+        assert derived.dataset_version(reading) == committed

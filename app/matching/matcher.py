@@ -106,7 +106,7 @@ class Matcher:
                     self._sync(session, version)
         elif version != self._version:
             self._notice_behind()
-            if sync and self._lock.acquire(blocking=False):
+            if self._lock.acquire(blocking=False):
                 try:
                     if version != self._version:
                         self._sync(session, version)
