@@ -30,6 +30,7 @@ _REQUIREMENT_BEFORE = "\"'(`"  # or whitespace
 _PATH_TAIL = re.compile(r"/[\w./]{1,512}\.py\b")
 _PATH_BEFORE = "/\"'("  # or whitespace
 _DISTRIBUTIONS = [project.distribution for project in upstreams.UPSTREAMS]
+_PACKAGES = list(upstreams.BY_PACKAGE)
 
 
 def _named(
@@ -69,9 +70,8 @@ def log_repos(lines: Sequence[CleanLine]) -> frozenset[str]:
         if (prefixes and project.log_prefix and project.log_prefix.search(prefixes))
         or (streams and project.stream_names and project.stream_names.search(streams))
     }
-    packages = list(upstreams.BY_PACKAGE)
     paths = "\n".join(line.text for line in head)
-    for package, _ in _named(paths, packages, _PATH_BEFORE, _PATH_TAIL):
+    for package, _ in _named(paths, _PACKAGES, _PATH_BEFORE, _PATH_TAIL):
         found.add(upstreams.BY_PACKAGE[package].repo)
     return frozenset(found)
 
