@@ -1,12 +1,16 @@
 """The memo of what depends only on the store: values kept per dataset version, computed
 together for the keys not kept, dropped once the store moves on."""
 
+import time
+
+from sqlalchemy import event
 from sqlmodel import Session
 
 from app.records import derived
 from app.records import service as records
 from app.records.derived import Memo
 from app.store.engine import open_store, unit_of_work, write_session
+from tests.helpers.records import make_record
 
 
 def test_only_the_missing_keys_are_computed_in_one_call(session: Session) -> None:
@@ -84,3 +88,59 @@ def test_a_fresh_session_reads_the_version_outside_any_transaction_a_writer_its_
         writing.rollback()
     with Session(engine) as reading:
         assert derived.dataset_version(reading) == committed
+
+
+def _reads(engine, call) -> tuple[object, int]:
+    """What `call()` answers, and how many statements it sent to the store."""
+    sent: list[str] = []
+
+    def keep(_conn, _cursor, statement, _parameters, _context, _many) -> None:
+        sent.append(statement)
+
+    event.listen(engine, "before_cursor_execute", keep)
+    try:
+        return call(), len(sent)
+    finally:
+        event.remove(engine, "before_cursor_execute", keep)
+
+
+def test_a_request_reads_the_version_unless_a_read_began_after_it_arrived(settings) -> None:
+    """A read begun after a request arrived saw every write committed before the request was
+    sent, so that request uses it; a request arriving after a write reads again and sees the
+    write; outside a request every call reads."""
+    engine = open_store(settings)
+    with unit_of_work(engine) as writing:
+        first = records.bump_dataset_version(writing)
+
+    def versions_in_request(arrived_ns: int) -> tuple[object, int]:
+        token = derived.ARRIVED_NS.set(arrived_ns)
+        try:
+            return _reads(engine, lambda: derived.record_versions_now(engine)[0])
+        finally:
+            derived.ARRIVED_NS.reset(token)
+
+    arrived = time.monotonic_ns()
+    assert versions_in_request(arrived) == (first, 1)
+    assert versions_in_request(arrived) == (first, 0)  # the read began after it arrived
+    with unit_of_work(engine) as writing:
+        second = records.bump_dataset_version(writing)
+    assert versions_in_request(arrived) == (first, 0)  # it arrived before the write
+    assert versions_in_request(time.monotonic_ns()) == (second, 1)
+    assert _reads(engine, lambda: derived.record_versions_now(engine)[0]) == (second, 1)
+    assert _reads(engine, lambda: derived.record_versions_now(engine)[0]) == (second, 1)
+    engine.dispose()
+
+
+def test_a_write_through_one_app_is_in_the_next_reply_of_another(make_client, auth) -> None:
+    """Two apps on one store, as two workers: a record written through one is matched and
+    served by the other at once, however busy it was reading the version before."""
+    writer, reader = make_client(), make_client()
+    record = make_record(0xBEEF, "Capybara pool overflowed at depth 23")
+    error_line = "MemoryError: Capybara pool overflowed at depth 23"
+    for _ in range(3):
+        assert reader.post("/api/match", json={"text": error_line}).json()["matches"] == []
+        assert reader.get(f"/api/errors/{record['id']}").status_code == 404
+    assert writer.post("/api/errors", json=record, headers=auth).status_code == 201
+    matched = reader.post("/api/match", json={"text": error_line}).json()["matches"]
+    assert [match["id"] for match in matched] == [record["id"]]
+    assert reader.get(f"/api/errors/{record['id']}").status_code == 200

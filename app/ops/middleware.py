@@ -1,4 +1,6 @@
-"""One middleware for what every request owes the operator: an id, metrics, an access log.
+"""One middleware for what every request owes the operator: an id, metrics, an access log;
+and the moment it arrived, which tells the store's version checks which earlier read is
+still fresh enough for it (app.records.derived.ARRIVED_NS).
 
 It sits outermost (under Starlette's own error handler), so it also sees the 413s of the
 body limit; a route is labelled by its template (`/errors/{record_id}`), never by the raw
@@ -13,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.ops.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
 from app.ops.metrics import Metrics
+from app.records.derived import ARRIVED_NS
 
 UNMATCHED_ROUTE = "unmatched"
 access_log = logging.getLogger("app.access")
@@ -41,6 +44,7 @@ class RequestObserver:
             return
         request_id = request_id_from(Headers(scope=scope).get(REQUEST_ID_HEADER))
         token = REQUEST_ID.set(request_id)
+        arrived = ARRIVED_NS.set(time.monotonic_ns())
         status = 500  # what the client gets if the app raises before answering
 
         async def send_with_id(message: Message) -> None:
@@ -72,3 +76,4 @@ class RequestObserver:
                 },
             )
             REQUEST_ID.reset(token)
+            ARRIVED_NS.reset(arrived)
