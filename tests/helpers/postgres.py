@@ -23,11 +23,20 @@ ENGINES = [SQLITE, POSTGRESQL] if POSTGRES_URL else [SQLITE]
 
 @cache
 def _admin() -> Engine:
-    """A connection-per-use engine on the test database, creating the extension once."""
+    """A connection-per-use engine on the test database, creating the extension once. The
+    test processes of one run may all begin at once on a new database, and two
+    `CREATE EXTENSION IF NOT EXISTS` at once fail one of them: they take turns."""
     engine = create_engine(POSTGRES_URL, poolclass=NullPool, isolation_level="AUTOCOMMIT")
     with engine.connect() as connection:
-        connection.execute(text("CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public"))
+        connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _EXTENSION_LOCK})
+        try:
+            connection.execute(text("CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public"))
+        finally:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _EXTENSION_LOCK})
     return engine
+
+
+_EXTENSION_LOCK = 0x6572726B62  # "errkb": any number other users of the database do not take
 
 
 def schema_url(schema: str) -> str:
