@@ -90,12 +90,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(SecurityHeaders)  # a 413 from the limit gets them too
     app.add_middleware(RequestObserver, metrics=app.state.metrics)  # outermost: sees the 413s
-    app.include_router(curation.router)
+    # Each request tries the routers in this order, every route of each until one fits:
+    # the hot paths first (matches, records, probes).
+    app.include_router(match.router)
     app.include_router(errors.router)
     app.include_router(meta.router)
-    app.include_router(reproducers.router)
-    app.include_router(match.router)
     app.include_router(search.router)
+    app.include_router(reproducers.router)
+    app.include_router(curation.router)
     app.include_router(docs.router)
     app.mount(docs.ASSETS_URL, StaticFiles(directory=docs.ASSETS_DIR), name="docs-assets")
     app.mount("/static", StaticFiles(directory=web.STATIC_DIR), name="static")

@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
+from sqlmodel import Session
 from starlette.background import BackgroundTask
 
 from app.api.responses import problems
@@ -72,16 +73,20 @@ def _texts_field(body: Any, key: str, kind: type) -> Any:
 
 @router.post("", response_model=MatchResult, openapi_extra=_TEXT_BODY)
 async def create_match(
-    request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
+    request: Request, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
 ) -> Response:
-    """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body."""
+    """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body.
+
+    The session is made and closed in the thread that matches, not by a dependency: the
+    hottest endpoint spares the event loop the generator dependency's exit stack."""
 
     def match(waits: bool) -> tuple[Response, bool]:
         if request.headers.get("content-type", "").startswith("application/json"):
             text = _texts_field(parse_body(raw), "text", str)
         else:
             text = raw.decode("utf-8", "replace")
-        result, due = match_observed(request, session, text, limit, waits)
+        with Session(request.app.state.engine) as session:
+            result, due = match_observed(request, session, text, limit, waits)
         return _json(result), due
 
     response, hits_due = await served(request, len(raw), match)
