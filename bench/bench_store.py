@@ -19,7 +19,8 @@ Run by hand:
   take turns, in slices, so that a busy moment of the machine does not fall on one store.
 * Writes beside a harvest: 8 writer threads POST/PUT/DELETE records for
   `--write-seconds` on a store of the curated records, first alone, then (in rounds, until
-  it is over) while the server harvests `--writes-release` (vLLM 0.33.0) in the background;
+  it is over) while the server harvests `--writes-release` (vLLM 0.33.0) in the background,
+  then while `errkb harvest` harvests it from a process of its own;
   on SQLite, and on PostgreSQL too when ERRKB_TEST_POSTGRES_URL names a database. Statuses,
   each write's time, and acknowledged writes missing from the store afterwards.
 * Throughput, `--workers` processes (uvicorn --workers), 64 connections: POST /api/match
@@ -80,6 +81,10 @@ WRITERS = 8
 WRITES_RELEASE = "vllm==0.33.0"
 WRITES_TOKEN = "bench-token"
 MAX_WRITE_ROUNDS = 20
+BACKGROUND, CLI = "background harvest", "errkb harvest"
+HARVESTS = (None, BACKGROUND, CLI)
+"""The writes section's runs: the writers alone, beside the server's background harvest,
+and beside `errkb harvest` run from another process."""
 
 
 def build_full_store(path: Path) -> None:
@@ -250,20 +255,21 @@ def _merged(results: list[LoadResult]) -> LoadResult:
 def writes_beside_harvest(seconds: float, release: str, codes: dict[str, Path]) -> None:
     """8 writers POST/PUT/DELETE on a fresh store of the curated records, first with nothing
     else writing, then while the server harvests `release` in the background (as an older
-    release, after readiness), on SQLite and, when ERRKB_TEST_POSTGRES_URL names a database,
-    on PostgreSQL, served by the code of each checkout in `codes`: statuses, each write's
-    time, and whether every acknowledged write holds."""
+    release, after readiness), then while `errkb harvest` harvests it, on SQLite and, when
+    ERRKB_TEST_POSTGRES_URL names a database, on PostgreSQL, served by the code of each
+    checkout in `codes`: statuses, each write's time, and whether every acknowledged write
+    holds."""
     print(
         f"\n| {WRITERS} writers | acknowledged writes | writes/s | statuses | 5xx | "
         "write median / p99 / max ms | lost |"
     )
     print("|---|---|---|---|---|---|---|")
-    runs = [(e, c, h) for e in ENGINES for c in sorted(codes) for h in (False, True)]
-    for engine, code, harvesting in runs:
+    runs = [(e, c, h) for e in ENGINES for c in sorted(codes) for h in HARVESTS]
+    for engine, code, harvest in runs:
         with _fresh_store(engine) as url:
             build_small_store(url)
             settings = {"admin_token": WRITES_TOKEN}
-            if harvesting:
+            if harvest == BACKGROUND:
                 settings |= {
                     "harvest_on_start": "true",
                     "default_releases": "[]",
@@ -271,11 +277,14 @@ def writes_beside_harvest(seconds: float, release: str, codes: dict[str, Path]) 
                 }
             with serving(url, root=codes[code], **settings) as port:
                 base = f"http://127.0.0.1:{port}"
-                logs, background = _write_until_harvested(base, seconds, harvesting)
+                if harvest == CLI:
+                    logs, background = _write_beside_cli(base, seconds, url, release, codes[code])
+                else:
+                    logs, background = _write_until_harvested(base, seconds, harvest is not None)
             lost = lost_writes(url, logs)
         done = total(logs)
         elapsed = max(log.window[1] for log in logs) - min(log.window[0] for log in logs)
-        label = f"{engine}, {code}, " + (f"harvest of {release}" if harvesting else "alone")
+        label = f"{engine}, {code}, " + (f"{harvest} of {release}" if harvest else "alone")
         print(
             f"| {label} | {done.writes} | {done.writes / elapsed:.0f} | "
             f"{dict(sorted(done.statuses.items()))} | {done.errors} | "
@@ -301,6 +310,32 @@ def _write_until_harvested(
         if not background or not background["pending"]:
             return logs, background
     return logs, background
+
+
+def _write_beside_cli(
+    base: str, seconds: float, url: str, release: str, root: Path
+) -> tuple[list[WriterLog], dict]:
+    """Rounds of the writers while `errkb harvest` (the code at `root`) harvests `release`
+    into the served store from a process of its own, until it exits; their logs, and how
+    the harvest ended."""
+    env = os.environ | {"PYTHONPATH": str(root), "ERRKB_DATABASE_URL": url}
+    command = [sys.executable, "-c", "from app.cli import main; main()", "harvest", release]
+    started = time.perf_counter()
+    harvest = subprocess.Popen(
+        command, env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    logs: list[WriterLog] = []
+    try:
+        for rounds in range(MAX_WRITE_ROUNDS):
+            logs += run_writer_threads(base, WRITES_TOKEN, WRITERS, seconds, first=rounds * WRITERS)
+            if harvest.poll() is not None:
+                break
+    finally:
+        if harvest.poll() is None:
+            harvest.kill()
+        output = harvest.communicate()[0]
+    took = time.perf_counter() - started
+    return logs, {"exit": harvest.returncode, "s": round(took), "said": output.strip()[:80]}
 
 
 @contextmanager
