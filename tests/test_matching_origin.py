@@ -9,7 +9,10 @@ from hypothesis import strategies as st
 from app.matching import origin
 from app.matching.logtext import clean_lines
 from app.matching.origin import log_repos, log_versions
-from app.upstreams import SGLANG, TORCH, VLLM
+from app.upstreams import BY_REPO, SGLANG, TORCH, VLLM
+
+VLLM_PROJECT = BY_REPO[VLLM]
+_VERSION = r"v?(?P<version>[0-9]{1,3}\.[0-9]{1,4}(?:\.[0-9]{1,4})?(?:\.?post[0-9]{1,3})?)\b"
 
 
 @pytest.mark.parametrize(
@@ -88,3 +91,30 @@ def test_names_are_found_as_the_leading_alternation_regex_finds_them(pieces: lis
             for name, tail_match in origin._named(text, _NAMES, before, tail)
         ]
         assert found == expected
+
+
+_BANNER_PIECES = [
+    "vLLM ",
+    "LLM ",
+    "TensorRT-",
+    "API server version ",
+    "engine (",
+    "version",
+    ":",
+    " ",
+]
+_BANNER_PIECES += ["v", "0.6.3", "0.8.5.post1", "x", "\n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_BANNER_PIECES), max_size=20))
+def test_the_vllm_banner_is_found_as_its_leading_alternation_finds_it(pieces: list[str]) -> None:
+    """vLLM's version banner begins with the literal its three shapes share, for speed; it
+    finds the versions that the alternation of the three shapes finds."""
+    text = "".join(pieces)
+    banner = VLLM_PROJECT.version_banner
+    assert banner is not None
+    shapes = re.compile(r"(?:vLLM API server version |LLM engine \(|vLLM version:? )" + _VERSION)
+    assert [m["version"] for m in banner.finditer(text)] == [
+        m["version"] for m in shapes.finditer(text)
+    ]
