@@ -1,8 +1,12 @@
 """Tests for app.jsontext: hostile JSON becomes a reason with a position, never a crash."""
 
-import pytest
+import re
 
-from app.jsontext import MAX_JSON_DEPTH, JsonTextError, parse_json
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.jsontext import MAX_JSON_DEPTH, JsonTextError, parse_json, unfit_text
 
 
 def _nested(depth: int) -> str:
@@ -61,3 +65,17 @@ def test_strings_no_reply_can_encode_or_store_are_refused(text: str, reason: str
 
 def test_a_surrogate_pair_is_one_character_and_parses() -> None:
     assert parse_json('"\\ud83d\\ude00"') == "\U0001f600"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", " ", "é", "日", "\x00", "\ud800", "\udfff", "😀"])))
+def test_unfit_text_finds_what_the_regex_alone_finds(text: str) -> None:
+    """The quick checks before the regex change no answer: the first NUL or lone surrogate,
+    where it is, or None."""
+    found = re.search("[\x00\ud800-\udfff]", text)
+    if found is None:
+        assert unfit_text(text) is None
+    else:
+        reason = unfit_text(text)
+        assert reason is not None
+        assert reason.endswith(f"at offset {found.start()}")
