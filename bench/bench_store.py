@@ -80,7 +80,7 @@ LOAD_CONNECTIONS = 64
 WRITERS = 8
 WRITES_RELEASE = "vllm==0.33.0"
 WRITES_TOKEN = "bench-token"
-MAX_WRITE_ROUNDS = 20
+MAX_WRITE_ROUNDS = 40  # 200 s of writes at most beside one harvest
 BACKGROUND, CLI = "background harvest", "errkb harvest"
 HARVESTS = (None, BACKGROUND, CLI)
 """The writes section's runs: the writers alone, beside the server's background harvest,

@@ -1,6 +1,7 @@
 """Harvested drafts in the store: create, re-harvest, curated records kept, gone sites,
 the draft state in the API, and `errkb harvest` on a source folder."""
 
+import itertools
 import json
 import sqlite3
 import textwrap
@@ -15,6 +16,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 from typer.testing import CliRunner
 
+from app import store
 from app.harvest import drafts
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
@@ -271,10 +273,14 @@ def test_a_curators_write_of_a_draft_makes_it_reviewed(make_client, tmp_path, au
     assert written.json()["review"]["state"] == "reviewed"
 
 
-def test_a_harvest_commits_in_short_batches(settings, tmp_path: Path) -> None:
+def test_a_harvest_commits_in_short_batches(settings, tmp_path: Path, monkeypatch) -> None:
     """A concurrent write waits behind one batch of drafts, never behind a whole release,
-    and the dataset version moves once, when the release is in."""
+    and the dataset version moves once, when the release is in. On SQLite the lock is left
+    free a moment after each transaction, for the writers of other processes, which poll
+    for it; on PostgreSQL they queue for it, and nothing pauses."""
     engine = open_store(settings)
+    order: list[str] = []
+    monkeypatch.setattr(drafts.time, "sleep", lambda seconds: order.append(f"pause {seconds}"))
     sites = 2 * drafts.HARVEST_BATCH + 7
     source = "".join(
         f"def check_{n}(slot):\n    raise ValueError('slot table {n} has no free entry')\n"
@@ -295,6 +301,7 @@ def test_a_harvest_commits_in_short_batches(settings, tmp_path: Path) -> None:
     def commit(_conn) -> None:
         per_transaction.append(inserted[-1])
         inserted[-1] = 0
+        order.append("commit")
 
     event.listen(engine, "after_cursor_execute", count)
     event.listen(engine, "commit", commit)
@@ -309,6 +316,14 @@ def test_a_harvest_commits_in_short_batches(settings, tmp_path: Path) -> None:
     assert len([n for n in per_transaction if n]) == 3
     assert max(per_transaction) <= drafts.HARVEST_BATCH
     assert len(bumps) == 1
+    if store.backend(engine).waiting_writers_poll:
+        pause = f"pause {drafts.HARVEST_YIELD_S}"
+        assert order.count("commit") >= 4  # 3 batches and the rest
+        assert [after for before, after in itertools.pairwise(order) if before == "commit"] == [
+            pause
+        ] * order.count("commit")
+    else:
+        assert not [step for step in order if step.startswith("pause")]
     with Session(engine) as session:
         stored = records.list_records(session, RecordFilters(repo="example/pooling"), 1)
         assert stored.total == sites

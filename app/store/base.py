@@ -63,6 +63,11 @@ class Backend(ABC):
     reads_in_process: bool
     """Whether a read is work of this process alone, with no server to wait for (SQLite's
     file, its pages cached): then a read of microseconds may run on the event loop."""
+    waiting_writers_poll: bool
+    """Whether a writer of another process waiting for the write lock tries again now and
+    then (SQLite's busy handler, up to 100 ms apart) rather than queueing for it
+    (PostgreSQL's locks): then a long run of transactions leaves the lock free a moment
+    between two, or such a writer may find it taken at every try."""
 
     @abstractmethod
     def count(

@@ -144,6 +144,7 @@ class PostgresBackend(Backend):
     name = "postgresql"
     snapshot_isolation = "REPEATABLE READ"
     reads_in_process = False  # every read is a round trip to the server
+    waiting_writers_poll = False  # a lock's waiters queue on the server
 
     def count(
         self, session: Session, query: TextQuery, condition: Condition | None, cap: int

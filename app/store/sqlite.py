@@ -65,6 +65,7 @@ class SqliteBackend(Backend):
     name = "sqlite"
     snapshot_isolation = None  # WAL: a read transaction sees the file as it was at its start
     reads_in_process = True
+    waiting_writers_poll = True
 
     def count(
         self, session: Session, query: TextQuery, condition: Condition | None, cap: int
