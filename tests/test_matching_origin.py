@@ -12,7 +12,6 @@ from app.matching.origin import log_repos, log_versions
 from app.upstreams import BY_REPO, SGLANG, TORCH, VLLM
 
 VLLM_PROJECT = BY_REPO[VLLM]
-_VERSION = r"v?(?P<version>[0-9]{1,3}\.[0-9]{1,4}(?:\.[0-9]{1,4})?(?:\.?post[0-9]{1,3})?)\b"
 
 
 @pytest.mark.parametrize(
@@ -114,7 +113,9 @@ def test_the_vllm_banner_is_found_as_its_leading_alternation_finds_it(pieces: li
     text = "".join(pieces)
     banner = VLLM_PROJECT.version_banner
     assert banner is not None
-    shapes = re.compile(r"(?:vLLM API server version |LLM engine \(|vLLM version:? )" + _VERSION)
+    shapes = re.compile(
+        r"(?:vLLM API server version |LLM engine \(|vLLM version:? )" + origin._VERSION
+    )
     assert [m["version"] for m in banner.finditer(text)] == [
         m["version"] for m in shapes.finditer(text)
     ]

@@ -3,7 +3,6 @@ together for the keys not kept, dropped once the store moves on."""
 
 import time
 
-from sqlalchemy import event
 from sqlmodel import Session
 
 from app.records import derived
@@ -11,6 +10,7 @@ from app.records import service as records
 from app.records.derived import Memo
 from app.store.engine import open_store, unit_of_work, write_session
 from tests.helpers.records import make_record
+from tests.helpers.statements import captured
 
 
 def test_only_the_missing_keys_are_computed_in_one_call(session: Session) -> None:
@@ -92,16 +92,9 @@ def test_a_fresh_session_reads_the_version_outside_any_transaction_a_writer_its_
 
 def _reads(engine, call) -> tuple[object, int]:
     """What `call()` answers, and how many statements it sent to the store."""
-    sent: list[str] = []
-
-    def keep(_conn, _cursor, statement, _parameters, _context, _many) -> None:
-        sent.append(statement)
-
-    event.listen(engine, "before_cursor_execute", keep)
-    try:
-        return call(), len(sent)
-    finally:
-        event.remove(engine, "before_cursor_execute", keep)
+    with captured(engine, everything=True) as sent:
+        answer = call()
+    return answer, len(sent)
 
 
 def test_a_request_reads_the_version_unless_a_read_began_after_it_arrived(settings) -> None:

@@ -5,29 +5,21 @@ import json
 from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
-from sqlalchemy import event
 
 from app.records import service as records
 from app.reproducers import drift, runner
 from app.store.engine import unit_of_work
 from tests.helpers.records import DATA_DIR, SEED_002, curated_records
+from tests.helpers.statements import captured
 
 RECORD = "c53f6de81577a6bc"  # curated: "Attempted to free more buffers than allocated"
 
 
 def _statements(client: TestClient, call) -> tuple[object, list[str]]:
     """What `call()` answers, and the statements it sent to the store."""
-    sent: list[str] = []
-
-    def keep(_conn, _cursor, statement, _parameters, _context, _many) -> None:
-        sent.append(statement)
-
-    engine = client.app.state.engine
-    event.listen(engine, "before_cursor_execute", keep)
-    try:
-        return call(), sent
-    finally:
-        event.remove(engine, "before_cursor_execute", keep)
+    with captured(client.app.state.engine, everything=True) as sent:
+        answer = call()
+    return answer, [statement for statement, _ in sent]
 
 
 def test_a_kept_record_costs_one_statement_and_the_same_bytes(client: TestClient) -> None:

@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine
 
 from app.config import Settings
 from app.main import create_app
 from app.store.engine import unit_of_work
 from tests.helpers import postgres
+from tests.helpers.statements import captured
 from tests.helpers.synthetic import fill_located_store, synthetic_paste
 
 RECORDS = 3000
@@ -31,24 +32,6 @@ WATCHED = ("records", "record_locations", "hits", "hit_totals", "record_search",
 # in order (a listing's page, stopped by its LIMIT) and FTS5 answers MATCH from its index.
 _SQLITE_SCAN = re.compile(rf"^SCAN ({'|'.join(WATCHED)})(?: AS \w+)?$")
 _POSTGRES_SCAN = re.compile(rf"Seq Scan on ({'|'.join(WATCHED)})\b")
-_SKIPPED = re.compile(r"^\s*(INSERT|PRAGMA|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET|SHOW)\b")
-
-
-@contextmanager
-def captured(engine: Engine, everything: bool = False) -> Iterator[list[tuple[str, Any]]]:
-    """The statements (and their parameters) the engine sends while the block runs: those
-    a plan tells something of, or `everything`."""
-    statements: list[tuple[str, Any]] = []
-
-    def keep(_conn: Any, _cursor: Any, statement: str, parameters: Any, _ctx: Any, many: bool):
-        if everything or (not many and not _SKIPPED.match(statement)):
-            statements.append((statement, parameters))
-
-    event.listen(engine, "before_cursor_execute", keep)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", keep)
 
 
 def full_scans(engine: Engine, statement: str, parameters: Any) -> list[str]:
