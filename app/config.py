@@ -29,7 +29,7 @@ runs one thread at a time, and every busy thread is one more that the event loop
 threads, 105 ms with 4. 8 leave room for reads while matches wait for their slots."""
 SPARE_CONNECTIONS = 5
 """Connections used outside the request threads: the start-up and follow threads, the
-/readyz check, a hit flush and the thread for small pastes (app.serving.observed). The
+/readyz check, a hit flush and a small paste matched on the event loop (app.serving.observed). The
 pool holds at least ERRKB_THREADS + these, so that a request thread never waits for a
 connection that only another request could give back."""
 

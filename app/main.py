@@ -30,8 +30,8 @@ from app.ops.protocol import HEADER_TIMEOUT_STATE
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
 from app.serving.budget import PasteBudget
-from app.serving.observed import small_paste_thread
 from app.serving.replies import Replies
+from app.serving.turns import LoopTurns
 from app.store.engine import is_lock_timeout, open_store
 from app.web import curation as web_curation
 from app.web import docs
@@ -81,7 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.paste_budget = PasteBudget(settings.paste_budget_bytes)
     app.state.replies = Replies(app.state.engine, settings.reply_cache_entries)
-    app.state.small_pastes = small_paste_thread()
+    app.state.loop_turns = LoopTurns()
     app.add_middleware(HeadAsGet)
     app.add_middleware(
         BodySizeLimit,
@@ -126,7 +126,6 @@ async def _start_up(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         threading.Thread(target=follow, args=following, name="errkb-follow", daemon=True).start()
     yield {HEADER_TIMEOUT_STATE: state.settings.header_timeout_s}
     stop.set()
-    state.small_pastes.shutdown(wait=False)
     state.hits.flush()
 
 

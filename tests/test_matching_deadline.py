@@ -6,7 +6,7 @@ import time
 import pytest
 
 from app.matching import deadline
-from app.matching.deadline import DeadlineExceeded, within
+from app.matching.deadline import DeadlineExceeded, OverBudget, budget, within
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
 from app.matching.traceback import parse_exceptions
@@ -46,6 +46,29 @@ def test_an_inner_limit_may_shorten_an_outer_one() -> None:
             with pytest.raises(DeadlineExceeded):
                 deadline.check()
         deadline.check()
+
+
+def spend_cpu(seconds: float) -> None:
+    """Keep this thread busy for `seconds` of its CPU time."""
+    ends = time.thread_time() + seconds
+    while time.thread_time() < ends:
+        pass
+
+
+def test_a_spent_budget_raises_over_budget_not_the_deadline() -> None:
+    """The budget is the caller's, not the client's limit: a match under a long deadline
+    that runs past its budget says so with its own exception, which match_text lets by."""
+    with within(60.0), budget(0.001):
+        deadline.check()
+        time.sleep(0.01)
+        deadline.check()  # a wait is no work: the budget is CPU time
+        spend_cpu(0.002)
+        with pytest.raises(OverBudget):
+            deadline.check()
+        with pytest.raises(OverBudget):
+            clean_lines(LINES)
+    deadline.check()  # the budget ends with its block
+    assert len(clean_lines(LINES)) == 5000
 
 
 def test_cleaning_lines_stops_at_the_limit() -> None:

@@ -1,7 +1,8 @@
-"""Where POST /api/match computes: a small paste on the thread for small pastes, the rest in
-the request threads; the hits a match makes due are written either way."""
+"""Where POST /api/match computes: a small paste on the event loop in its turn and within
+its budget, the rest in the request threads; the hits a match makes due are written either
+way."""
 
-import threading
+import asyncio
 import time
 
 import pytest
@@ -17,8 +18,8 @@ from tests.helpers.real_errors import sglang_cancel_traceback
 from tests.helpers.records import DATA_DIR
 from tests.helpers.writers import probe_record
 
-SMALL_PASTE_THREAD = "errkb-small-pastes"
 READY_WAIT_S = 30
+ON_LOOP, IN_THREAD = "event loop", "thread"
 
 
 def ready(client: TestClient) -> TestClient:
@@ -31,22 +32,32 @@ def ready(client: TestClient) -> TestClient:
     return client
 
 
+def _where() -> str:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return IN_THREAD
+    return ON_LOOP
+
+
 @pytest.fixture
-def threads_of_matches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of the thread each match ran in, in order."""
-    names: list[str] = []
+def places_of_matches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Where each match ran, in order: on the event loop or in a thread. The loop's budget
+    is made roomy, so that a slow test machine does not send a paste on."""
+    monkeypatch.setattr(observed, "LOOP_BUDGET_S", 60.0)
+    places: list[str] = []
     real = observed.match_text
 
     def recorded(*args, **kwargs):
-        names.append(threading.current_thread().name)
+        places.append(_where())
         return real(*args, **kwargs)
 
     monkeypatch.setattr(observed, "match_text", recorded)
-    return names
+    return places
 
 
-def test_a_small_paste_is_matched_on_its_own_thread_a_large_one_in_a_request_thread(
-    make_client, threads_of_matches: list[str], store_engine: str
+def test_a_small_paste_is_matched_on_the_event_loop_a_large_one_in_a_request_thread(
+    make_client, places_of_matches: list[str], store_engine: str
 ) -> None:
     """On PostgreSQL, whose reads wait for the server, every paste goes to a request thread."""
     with make_client(DATA_DIR) as client:
@@ -58,17 +69,17 @@ def test_a_small_paste_is_matched_on_its_own_thread_a_large_one_in_a_request_thr
             response = client.post("/api/match", json={"text": text})
             assert response.status_code == 200
             assert response.json()["matches"][0]["id"] == "edc4df790b100979"
-    on_own_thread = [name.startswith(SMALL_PASTE_THREAD) for name in threads_of_matches]
-    assert on_own_thread == [store_engine == SQLITE, False]
+    small_place = ON_LOOP if store_engine == SQLITE else IN_THREAD
+    assert places_of_matches == [small_place, IN_THREAD]
 
 
 @pytest.mark.sqlite_only
 def test_after_a_write_the_next_paste_brings_the_index_up_and_finds_the_record(
-    make_client, threads_of_matches: list[str], auth: dict[str, str]
+    make_client, places_of_matches: list[str], auth: dict[str, str]
 ) -> None:
-    """A match on the small-paste thread never syncs the index: the first paste after a
-    write finds it behind the store there, and goes on to a request thread, which brings it
-    up; so the written record answers at once, and the next paste is small again."""
+    """A match on the event loop never syncs the index: the first paste after a write finds
+    it behind the store there, and goes on to a request thread, which brings it up; so the
+    written record answers at once, and the next paste is on the loop again."""
     with make_client(DATA_DIR, index_poll_s=0) as client:
         ready(client)
         assert client.post("/api/match", json={"text": "ValueError: x"}).status_code == 200
@@ -78,12 +89,11 @@ def test_after_a_write_the_next_paste_brings_the_index_up_and_finds_the_record(
         assert response.json()["matches"][0]["id"] == record["id"]
         again = client.post("/api/match", json={"text": record["errorMessage"]})
         assert again.json()["matches"][0]["id"] == record["id"]
-    on_own_thread = [name.startswith(SMALL_PASTE_THREAD) for name in threads_of_matches]
-    assert on_own_thread == [True, True, False, True]
+    assert places_of_matches == [ON_LOOP, ON_LOOP, IN_THREAD, ON_LOOP]
 
 
 def test_hits_due_after_a_small_paste_are_written(make_client) -> None:
-    """The thread for small pastes leaves the write of due hits to after the reply."""
+    """A match on the event loop leaves the write of due hits to after the reply."""
     with make_client(DATA_DIR) as client:
         hits = client.app.state.hits  # type: ignore[attr-defined]
         hits.interval_s = 0  # every count is due
@@ -92,3 +102,20 @@ def test_hits_due_after_a_small_paste_are_written(make_client) -> None:
         with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
             stored = session.execute(select(Hit.kind, Hit.subject, Hit.count)).all()
         assert stored == [(RECORD, "edc4df790b100979", 1)]
+
+
+@pytest.mark.sqlite_only
+def test_a_paste_past_its_budget_on_the_loop_is_matched_again_in_a_request_thread(
+    make_client, places_of_matches: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A match stops on the loop once it has had its budget, and the request thread's
+    answer is the whole one: the same as a match that kept to its budget."""
+    text = sglang_cancel_traceback(8192)
+    with make_client(DATA_DIR) as client:
+        ready(client)
+        within_budget = client.post("/api/match", json={"text": text})
+        monkeypatch.setattr(observed, "LOOP_BUDGET_S", 0.0)
+        past_budget = client.post("/api/match", json={"text": text})
+    assert within_budget.status_code == past_budget.status_code == 200
+    assert past_budget.json() == within_budget.json()
+    assert places_of_matches == [ON_LOOP, ON_LOOP, IN_THREAD]

@@ -175,7 +175,7 @@ class Matcher:
         """One of the `concurrency` places to compute a match, waited for until the match
         deadline at most: a few CPU-bound matches at a time, so that the rest of
         the server (/healthz, pages, writes) still gets the GIL. A match that may not wait
-        (one of the small pastes, one at a time on a thread of their own) takes none."""
+        (a small paste, matched on the event loop in its turn) takes none."""
         if self._slots is None or not waits:
             yield
             return

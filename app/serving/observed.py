@@ -5,23 +5,22 @@ The API, the batch endpoint and the web pages all go through here, so a paste is
 the same way wherever it comes in; the CLI and the search page's error-line boost call
 match_text directly and count nothing.
 
-A small paste is matched on the process's one thread for small pastes (`served`), where
-the store's reads are in this process (SQLite) and the match index is current: about a
-millisecond of CPU, which in the request threads cost as much again in switches of the
-GIL among them and the event loop (two workers at 64 connections served 904 matches a
-second, p99 159 ms; on one thread of their own 1,160-1,190, p99 about 100 ms). On the
-event loop itself they served more but starved some connections (p99 of seconds). A large
-paste, a store read over the network (PostgreSQL), or an index that must first catch up
-with the store's writes goes to the request threads, where a few compute at once and one
-may bring the index up to date.
+A small paste is matched on the event loop itself (`served`), one per pass of the loop
+(app.serving.turns), where the store's reads are in this process (SQLite) and the match
+index is current: about a millisecond of CPU. Handed to a thread, the same match cost a
+fifth more again in the hand-over: the future and the wake-up of each side, and the GIL
+taken back and forth some five times a paste (one worker, 16 connections: 1.59-1.81 ms of
+server CPU a paste on the thread, 1.41-1.55 on the loop, runs taking turns). It may hold
+the loop for LOOP_BUDGET_S at most: a paste that needs longer (a flood of short lines, a
+paste naming hundreds of records) stops there, and is matched again from the start in a
+request thread, where the GIL is shared every millisecond and /healthz keeps answering.
+So does a large paste, a store read over the network (PostgreSQL), or an index that must
+first catch up with the store's writes: there a few compute at once, and one may bring the
+index up to date.
 """
 
-import asyncio
-import contextvars
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import TypeVar
 
 from fastapi import Request
@@ -30,34 +29,33 @@ from starlette.concurrency import run_in_threadpool
 
 from app import store
 from app.curation.hits import RECORD, match_subject
+from app.matching import deadline
 from app.matching.matcher import IndexBehind
 from app.matching.result import MatchResult
 from app.matching.service import match_text, match_texts
 
 T = TypeVar("T")
 SMALL_PASTE_BYTES = 16 * 1024
-"""Largest request body matched on the thread for small pastes: a 5 KB traceback costs
-about a millisecond there, so a queue of them moves; a larger one would hold it up."""
-
-
-def small_paste_thread() -> ThreadPoolExecutor:
-    """The one thread of a process that matches small pastes, one after the other."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="errkb-small-pastes")
+"""Largest request body matched on the event loop: a 5 KB traceback costs about a
+millisecond there; a larger one is more likely to run out of its budget."""
+LOOP_BUDGET_S = 0.005
+"""CPU time a match may spend on the event loop before it goes on in a request thread: what
+a request that only needs the loop (/healthz, a kept reply) may wait behind it."""
 
 
 async def served(request: Request, body_bytes: int, match: Callable[[bool], T]) -> T:
-    """`match(waits)` on the thread for small pastes (`waits` False: no slot among the
+    """`match(waits)` on the event loop in its turn (`waits` False: no slot among the
     matches computing at once, and IndexBehind rather than a sync of the index) when the
     body is small and the store is read in process; in a request thread otherwise, or when
-    the index is behind the store's writes there. Either way in a copy of this context
-    (the request id of the logs). The event loop itself reads nothing."""
+    the index is behind the store's writes, or the match ran past LOOP_BUDGET_S."""
     state = request.app.state
     if body_bytes <= SMALL_PASTE_BYTES and store.backend(state.engine).reads_in_process:
-        run = partial(contextvars.copy_context().run, match, False)
+        await state.loop_turns.take()
         try:
-            return await asyncio.get_running_loop().run_in_executor(state.small_pastes, run)
-        except IndexBehind:
-            pass  # a request thread brings the index up to the store, then matches
+            with deadline.budget(LOOP_BUDGET_S):
+                return match(False)
+        except (IndexBehind, deadline.OverBudget):
+            pass  # a request thread brings the index up to the store, or takes its time
     return await run_in_threadpool(match, True)
 
 
@@ -65,9 +63,9 @@ def match_observed(
     request: Request, session: Session, text: str, limit: int, waits: bool = True
 ) -> tuple[MatchResult, bool]:
     """match_text, timed as errkb_match_seconds, its top record (or template) counted; and
-    whether the counted hits are due to be written, which is the caller's to do: the thread
-    for small pastes must not wait for a write's turn, so the API writes them after the
-    reply, in a request thread."""
+    whether the counted hits are due to be written, which is the caller's to do: the event
+    loop must not wait for a write's turn, so the API writes them after the reply, in a
+    request thread."""
     started = time.perf_counter()
     result = match_text(request.app.state.matcher, session, text, limit, waits)
     due = _observed(request, [match_subject(result)], time.perf_counter() - started)
