@@ -43,8 +43,18 @@ class OverBudget(Exception):
     """The work ran past the budget its caller gave it; nothing of it is kept."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """Ends at `cpu_ends` (time.thread_time()); not before `not_before` (time.monotonic()):
+    a thread uses no more CPU time than the clock shows pass, so until then the clock,
+    cheaper to read, answers for it."""
+
+    not_before: float
+    cpu_ends: float
+
+
 _current: ContextVar[_Limit | None] = ContextVar("errkb_match_deadline", default=None)
-_budget_ends: ContextVar[float | None] = ContextVar("errkb_match_budget", default=None)
+_budget: ContextVar[_Budget | None] = ContextVar("errkb_match_budget", default=None)
 
 
 @contextmanager
@@ -71,11 +81,11 @@ def budget(seconds: float) -> Iterator[None]:
     """Run the block with a budget of `seconds` of this thread's CPU time: past it, `check()`
     raises OverBudget. CPU time, not the clock's: on a machine busy with other processes a
     quick match is not sent elsewhere for the time it waited for a core (and done twice)."""
-    token = _budget_ends.set(time.thread_time() + seconds)
+    token = _budget.set(_Budget(time.monotonic() + seconds, time.thread_time() + seconds))
     try:
         yield
     finally:
-        _budget_ends.reset(token)
+        _budget.reset(token)
 
 
 def remaining() -> float | None:
@@ -90,6 +100,10 @@ def check() -> None:
     limit = _current.get()
     if limit is not None and time.monotonic() > limit.expires_at:
         raise DeadlineExceeded(limit.seconds)
-    ends = _budget_ends.get()
-    if ends is not None and time.thread_time() > ends:
+    spent = _budget.get()
+    if (
+        spent is not None
+        and time.monotonic() > spent.not_before
+        and time.thread_time() > spent.cpu_ends
+    ):
         raise OverBudget
