@@ -31,6 +31,11 @@ Run by hand:
 * `--sections wrk`: GET by id and a 5 KB match (a fresh paste each request) beside /healthz
   on the same server, with wrk: one worker at one connection, then `--workers` at 64; each
   row's requests per second as a ratio of /healthz's.
+* `--sections turns --baseline ROOT`: fresh 5 KB pastes at 64 connections, `--workers`
+  processes of this code and of ROOT's both serving each store at once, `--pairs` runs of
+  `--seconds` each taking turns (which goes first alternates): this machine's speed comes
+  and goes by half from minute to minute, and a pair meets the same minute, so the ratio
+  of each pair is what the code changed.
 
 Every level is bounded in time (`--seconds`) and in requests; servers listen on 127.0.0.1
 only and are stopped at the end.
@@ -46,7 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -367,11 +372,13 @@ def main() -> None:
     parser.add_argument("--write-seconds", type=float, default=20.0)
     parser.add_argument("--writes-release", default=WRITES_RELEASE)
     parser.add_argument("--baseline", type=Path, help="a checkout to compare throughput with")
+    parser.add_argument("--pairs", type=int, default=6, help="runs of each code (turns)")
     args = parser.parse_args()
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{' '.join(sys.argv)}`, {_uptime()}")
-    if not args.skip_build and {"build", "latency", "load", "wrk"} & set(args.sections):
+    measured = {"latency", "load", "wrk", "turns"} & set(args.sections)
+    if not args.skip_build and ({"build"} | measured) & set(args.sections):
         build_full_store(args.full)
-    if {"latency", "load", "wrk"} & set(args.sections):
+    if measured:
         hot_paths(args)
     if "writes" in args.sections:
         codes = {"this": PROJECT_ROOT} | ({"baseline": args.baseline} if args.baseline else {})
@@ -420,6 +427,8 @@ def hot_paths(args: argparse.Namespace) -> None:
             throughput(args, stores, requests)
         if "wrk" in args.sections:
             against_healthz(args, stores, texts)
+        if "turns" in args.sections:
+            in_turns(args, stores, fresh_paste(texts))
 
 
 def throughput(args: argparse.Namespace, stores: dict[str, Path], requests: dict) -> None:
@@ -461,13 +470,10 @@ def against_healthz(args: argparse.Namespace, stores: dict[str, Path], texts: di
     machine's load. Each match sends a fresh paste (a number of its own on its first line),
     as people do: what a match costs is the match itself."""
     codes = {"this": PROJECT_ROOT} | ({"baseline": args.baseline} if args.baseline else {})
-    paste = texts["5 KB"].decode()
     chosen = {
         "GET /healthz": get("/healthz"),
         "GET /api/errors/{id}": get(f"/api/errors/{RECORD_ID}"),
-        "POST /api/match, 5 KB, fresh paste": post_json(
-            "/api/match", json.dumps({"text": f"request {wrk.FRESH}\n{paste}"}).encode()
-        ),
+        "POST /api/match, 5 KB, fresh paste": fresh_paste(texts),
     }
     for workers, connections in ((1, 1), (args.workers, LOAD_CONNECTIONS)):
         print(f"\n{workers} worker(s), c={connections}, wrk, {args.seconds:g} s a row, {_uptime()}")
@@ -491,6 +497,51 @@ def against_healthz(args: argparse.Namespace, stores: dict[str, Path], texts: di
                             f"{result.rps / healthz:.2f} |",
                             flush=True,
                         )
+
+
+def fresh_paste(texts: dict[str, bytes]) -> bytes:
+    """POST /api/match of the 5 KB paste with a number of its own on its first line: a new
+    paste each request, as people send them (bench/wrk.py)."""
+    paste = texts["5 KB"].decode()
+    return post_json("/api/match", json.dumps({"text": f"request {wrk.FRESH}\n{paste}"}).encode())
+
+
+def in_turns(args: argparse.Namespace, stores: dict[str, Path], request: bytes) -> None:
+    """Fresh pastes at LOAD_CONNECTIONS connections on this code and `--baseline`'s, both
+    serving at once, `--pairs` wrk runs each in turns; each pair's ratio and their median."""
+    if args.baseline is None or not wrk.available():
+        raise SystemExit("--sections turns needs --baseline ROOT and wrk")
+    codes = {"this": PROJECT_ROOT, "baseline": args.baseline}
+    print(
+        f"\nFresh 5 KB pastes, {args.workers} workers, c={LOAD_CONNECTIONS}, wrk, "
+        f"{args.pairs} pairs of {args.seconds:g} s runs in turns, {_uptime()}"
+    )
+    print("\n| store | pair | this req/s (median / p99 ms) | baseline | this / baseline |")
+    print("|---|---|---|---|---|")
+    for name, path in stores.items():
+        with ExitStack() as servers:
+            ports = {
+                code: servers.enter_context(serving(f"sqlite:///{path}", args.workers, root=root))
+                for code, root in codes.items()
+            }
+            for port in ports.values():
+                wrk.drive(port, request, LOAD_CONNECTIONS, WARM_UP_S)
+            ratios = []
+            for pair in range(args.pairs):
+                order = list(codes) if pair % 2 == 0 else list(codes)[::-1]
+                runs = {
+                    code: wrk.drive(ports[code], request, LOAD_CONNECTIONS, args.seconds)
+                    for code in order
+                }
+                ratios.append(runs["this"].rps / runs["baseline"].rps)
+                cells = [_load_cell(runs["this"]), _load_cell(runs["baseline"])]
+                print(
+                    f"| {name} | {pair + 1} | {' | '.join(cells)} | {ratios[-1]:.2f} |", flush=True
+                )
+            print(
+                f"| {name} | median | | | {statistics.median(ratios):.2f} "
+                f"({min(ratios):.2f}-{max(ratios):.2f}) |"
+            )
 
 
 def _load(port: int, request: bytes, seconds: float) -> LoadResult:
