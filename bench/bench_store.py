@@ -36,6 +36,10 @@ Run by hand:
   `--seconds` each taking turns (which goes first alternates): this machine's speed comes
   and goes by half from minute to minute, and a pair meets the same minute, so the ratio
   of each pair is what the code changed.
+* `--sections costly`: on the full store, one worker, a fresh 5 KB paste at one connection
+  (wrk) while COSTLY_CLIENTS clients send pastes under 16 KB that each name some 250
+  records no paste named before: what a costly paste costs the others. With `--baseline`,
+  that code too, after this one.
 
 Every level is bounded in time (`--seconds`) and in requests; servers listen on 127.0.0.1
 only and are stopped at the end.
@@ -49,6 +53,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -82,6 +87,9 @@ LATENCY_ROUNDS = 5  # slices per store, taking turns
 WARM_UP_S = 1.0  # per request and store, before any is measured
 LOAD_REQUESTS = 200_000
 LOAD_CONNECTIONS = 64
+COSTLY_CLIENTS = 4
+COSTLY_PASTES = 400  # more than four clients send in `--seconds`: each paste is new to the server
+COSTLY_PASTE_CHARS = 15_500  # under the 16 KB of a small paste (app.serving.observed)
 WRITERS = 8
 WRITES_RELEASE = "vllm==0.33.0"
 WRITES_TOKEN = "bench-token"
@@ -375,7 +383,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=6, help="runs of each code (turns)")
     args = parser.parse_args()
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{' '.join(sys.argv)}`, {_uptime()}")
-    measured = {"latency", "load", "wrk", "turns"} & set(args.sections)
+    measured = {"latency", "load", "wrk", "turns", "costly"} & set(args.sections)
     if not args.skip_build and ({"build"} | measured) & set(args.sections):
         build_full_store(args.full)
     if measured:
@@ -429,6 +437,8 @@ def hot_paths(args: argparse.Namespace) -> None:
             against_healthz(args, stores, texts)
         if "turns" in args.sections:
             in_turns(args, stores, fresh_paste(texts))
+        if "costly" in args.sections and "full" in stores:
+            beside_costly_pastes(args, stores["full"], fresh_paste(texts))
 
 
 def throughput(args: argparse.Namespace, stores: dict[str, Path], requests: dict) -> None:
@@ -542,6 +552,78 @@ def in_turns(args: argparse.Namespace, stores: dict[str, Path], request: bytes) 
                 f"| {name} | median | | | {statistics.median(ratios):.2f} "
                 f"({min(ratios):.2f}-{max(ratios):.2f}) |"
             )
+
+
+def costly_pastes(path: Path, count: int) -> list[str]:
+    """`count` pastes just under 16 KB, each the class and message of some 250 records of the
+    store (a different, random set each): every one of them a candidate to look up and rank."""
+    engine = open_store(Settings(database_url=f"sqlite:///{path}"))
+    with Session(engine) as session:
+        messages = session.execute(select(Record.error_class, Record.error_message)).all()
+    engine.dispose()
+    random.Random(18).shuffle(messages)
+    found: list[str] = []
+    lines: list[str] = []
+    for error_class, message in messages:
+        lines.append(f"{error_class}: {message}"[:200])
+        if sum(map(len, lines)) + len(lines) > COSTLY_PASTE_CHARS:
+            found.append("\n".join(lines[:-1]))
+            lines = lines[-1:]
+            if len(found) == count:
+                break
+    return found
+
+
+def beside_costly_pastes(args: argparse.Namespace, full: Path, request: bytes) -> None:
+    """A fresh 5 KB paste's latency at one connection, alone and beside COSTLY_CLIENTS
+    clients sending costly pastes (`costly_pastes`) for `--seconds`, one worker."""
+    codes = {"this": PROJECT_ROOT} | ({"baseline": args.baseline} if args.baseline else {})
+    costly = costly_pastes(full, COSTLY_PASTES)
+    print(f"\nOne worker, full store, {COSTLY_CLIENTS} clients sending costly pastes, {_uptime()}")
+    print(
+        "\n| code | 5 KB alone: median / p99 ms | beside them | costly: statuses, median / max ms |"
+    )
+    print("|---|---|---|---|")
+    for code, root in codes.items():
+        with serving(f"sqlite:///{full}", 1, root=root) as port:
+            wrk.drive(port, request, 1, WARM_UP_S)
+            alone = wrk.drive(port, request, 1, args.seconds)
+            stop = time.monotonic() + args.seconds + 2
+            took: list[float] = []
+            statuses: dict[int, int] = {}
+            clients = [
+                threading.Thread(
+                    target=_send_costly,
+                    args=(port, costly[n::COSTLY_CLIENTS], stop, took, statuses),
+                )
+                for n in range(COSTLY_CLIENTS)
+            ]
+            for client in clients:
+                client.start()
+            time.sleep(1)  # their first pastes are in
+            beside = wrk.drive(port, request, 1, args.seconds)
+            for client in clients:
+                client.join()
+        print(
+            f"| {code} | {alone.median_ms:.2f} / {alone.p99_ms:.2f} | "
+            f"{beside.median_ms:.2f} / {beside.p99_ms:.2f} | {dict(sorted(statuses.items()))}, "
+            f"{statistics.median(took) * 1000:,.0f} / {max(took) * 1000:,.0f} |",
+            flush=True,
+        )
+
+
+def _send_costly(
+    port: int, texts: list[str], stop: float, took: list[float], statuses: dict[int, int]
+) -> None:
+    """One client sending `texts` in turn until `stop`: each paste's time and status."""
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+        for text in texts:
+            if time.monotonic() > stop:
+                return
+            started = time.perf_counter()
+            status = client.post("/api/match", json={"text": text}).status_code
+            took.append(time.perf_counter() - started)
+            statuses[status] = statuses.get(status, 0) + 1
 
 
 def _load(port: int, request: bytes, seconds: float) -> LoadResult:

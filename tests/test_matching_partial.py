@@ -5,10 +5,14 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.harvest import extract_raises
 from app.matching.partial import (
     MAX_NEAR_WORDS,
+    MessageWords,
+    Piece,
     cut_match,
     near_match,
     pieces,
@@ -17,7 +21,7 @@ from app.matching.partial import (
 )
 from tests.helpers.releases import RELEASES
 
-pytestmark = pytest.mark.network  # downloads from the package index
+network = pytest.mark.network  # the templates fixture downloads from the package index
 
 MESSAGES = {
     "range": "temperature must be in [0, 2], got 5.0.",
@@ -44,6 +48,7 @@ def templates() -> dict[str, str]:
     return found
 
 
+@network
 @pytest.mark.parametrize("keep", [24, 30, 36])
 def test_a_message_cut_short_matches_what_is_there(templates: dict[str, str], keep: int) -> None:
     cut = MESSAGES["range"][:keep]
@@ -55,6 +60,7 @@ def test_a_message_cut_short_matches_what_is_there(templates: dict[str, str], ke
     assert 0 < found.share < 1
 
 
+@network
 def test_the_share_follows_what_is_left(templates: dict[str, str]) -> None:
     template = pieces(templates["diffusion"])
     shares = [cut_match(template, MESSAGES["diffusion"][:n]).share for n in (40, 80, 120)]
@@ -62,6 +68,7 @@ def test_the_share_follows_what_is_left(templates: dict[str, str]) -> None:
     assert shares[0] < 0.4 < shares[-1]
 
 
+@network
 def test_a_cut_inside_a_value_captures_the_part_shown(templates: dict[str, str]) -> None:
     found = cut_match(pieces(templates["finite"]), "temperature must be a finite number, got in")
     assert found is not None
@@ -76,14 +83,17 @@ def test_a_cut_inside_a_value_captures_the_part_shown(templates: dict[str, str])
         "temperatu",  # too little to tell
     ],
 )
+@network
 def test_what_disagrees_is_no_cut(templates: dict[str, str], text: str) -> None:
     assert cut_match(pieces(templates["range"]), text) is None
 
 
+@network
 def test_a_whole_message_is_no_cut(templates: dict[str, str]) -> None:
     assert cut_match(pieces(templates["range"]), MESSAGES["range"]) is None
 
 
+@network
 def test_whitespace_and_quoting_are_a_near_match(templates: dict[str, str]) -> None:
     spaced = MESSAGES["diffusion"].replace(" ", "\n  ", 3).replace("The", "`The`")
     found = near_match(pieces(templates["diffusion"]), spaced)
@@ -94,6 +104,7 @@ def test_whitespace_and_quoting_are_a_near_match(templates: dict[str, str]) -> N
     )
 
 
+@network
 def test_one_or_two_words_are_a_near_match(templates: dict[str, str]) -> None:
     text = MESSAGES["diffusion"].replace("not yet", "not currently").replace("models", "LLMs")
     found = near_match(pieces(templates["diffusion"]), text)
@@ -139,3 +150,28 @@ def test_a_value_that_runs_into_other_words_is_no_cut() -> None:
     inside = cut_match(template, shown[: shown.index(" in model's")])
     assert inside is not None
     assert inside.captures["model_max_length"] == "None"
+
+
+_WORDS = st.lists(st.sampled_from(["model", "length", "is", "not", "max", "tokens", "x1", "2"]))
+_TEMPLATES = st.lists(
+    st.lists(
+        st.tuples(_WORDS, st.booleans()).map(
+            lambda run: Piece(" ".join(run[0]), None, variable=run[1])
+        ),
+        min_size=1,
+        max_size=5,
+    ).map(tuple),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(templates=_TEMPLATES, message=_WORDS.map(" ".join))
+def test_a_message_compared_with_many_templates_agrees_as_compared_alone(
+    templates: list[tuple[Piece, ...]], message: str
+) -> None:
+    """One MessageWords reused for every template (difflib keeps what it learned of the
+    message) finds what a fresh comparison of each finds."""
+    words = MessageWords(message)
+    assert [near_match(t, words) for t in templates] == [near_match(t, message) for t in templates]
