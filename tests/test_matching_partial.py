@@ -21,7 +21,7 @@ from app.matching.partial import (
 )
 from tests.helpers.releases import RELEASES
 
-network = pytest.mark.network  # the templates fixture downloads from the package index
+pytestmark = pytest.mark.network  # downloads from the package index
 
 MESSAGES = {
     "range": "temperature must be in [0, 2], got 5.0.",
@@ -48,7 +48,6 @@ def templates() -> dict[str, str]:
     return found
 
 
-@network
 @pytest.mark.parametrize("keep", [24, 30, 36])
 def test_a_message_cut_short_matches_what_is_there(templates: dict[str, str], keep: int) -> None:
     cut = MESSAGES["range"][:keep]
@@ -60,7 +59,6 @@ def test_a_message_cut_short_matches_what_is_there(templates: dict[str, str], ke
     assert 0 < found.share < 1
 
 
-@network
 def test_the_share_follows_what_is_left(templates: dict[str, str]) -> None:
     template = pieces(templates["diffusion"])
     shares = [cut_match(template, MESSAGES["diffusion"][:n]).share for n in (40, 80, 120)]
@@ -68,7 +66,6 @@ def test_the_share_follows_what_is_left(templates: dict[str, str]) -> None:
     assert shares[0] < 0.4 < shares[-1]
 
 
-@network
 def test_a_cut_inside_a_value_captures_the_part_shown(templates: dict[str, str]) -> None:
     found = cut_match(pieces(templates["finite"]), "temperature must be a finite number, got in")
     assert found is not None
@@ -83,17 +80,14 @@ def test_a_cut_inside_a_value_captures_the_part_shown(templates: dict[str, str])
         "temperatu",  # too little to tell
     ],
 )
-@network
 def test_what_disagrees_is_no_cut(templates: dict[str, str], text: str) -> None:
     assert cut_match(pieces(templates["range"]), text) is None
 
 
-@network
 def test_a_whole_message_is_no_cut(templates: dict[str, str]) -> None:
     assert cut_match(pieces(templates["range"]), MESSAGES["range"]) is None
 
 
-@network
 def test_whitespace_and_quoting_are_a_near_match(templates: dict[str, str]) -> None:
     spaced = MESSAGES["diffusion"].replace(" ", "\n  ", 3).replace("The", "`The`")
     found = near_match(pieces(templates["diffusion"]), spaced)
@@ -104,7 +98,6 @@ def test_whitespace_and_quoting_are_a_near_match(templates: dict[str, str]) -> N
     )
 
 
-@network
 def test_one_or_two_words_are_a_near_match(templates: dict[str, str]) -> None:
     text = MESSAGES["diffusion"].replace("not yet", "not currently").replace("models", "LLMs")
     found = near_match(pieces(templates["diffusion"]), text)
