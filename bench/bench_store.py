@@ -384,7 +384,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, `{' '.join(sys.argv)}`, {_uptime()}")
     measured = {"latency", "load", "wrk", "turns", "costly"} & set(args.sections)
-    if not args.skip_build and ({"build"} | measured) & set(args.sections):
+    if not args.skip_build and ("build" in args.sections or measured):
         build_full_store(args.full)
     if measured:
         hot_paths(args)
