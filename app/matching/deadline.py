@@ -40,7 +40,8 @@ class DeadlineExceeded(Exception):
 
 
 class OverBudget(Exception):
-    """The work ran past the budget its caller gave it; nothing of it is kept."""
+    """The work ran past the budget its caller gave it; it returns nothing, and the caller
+    does it again elsewhere (what it put in the store's memo stays: it is the same there)."""
 
 
 @dataclass(frozen=True, slots=True)

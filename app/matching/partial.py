@@ -225,8 +225,9 @@ def _cut_inside(literal: str, text: str, position: int, after_variable: bool) ->
 
 class MessageWords:
     """A message's words, ready to be compared with many templates: difflib learns its
-    second sequence once and keeps what it learned (a message compared with the ninety-odd
-    templates that share its literals had that done ninety times, most of a match's time)."""
+    second sequence once and keeps what it learned (a message compared with the
+    MAX_CANDIDATES templates that share most of its literals had that done once a template:
+    most of the time of the costliest real pastes' matches)."""
 
     def __init__(self, message: str) -> None:
         self.length = len(message)
