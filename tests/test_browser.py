@@ -111,9 +111,11 @@ def _install_chromium() -> str | None:
     return None if CHROMIUM.exists() else "apt-get installed chromium but not /usr/bin/chromium"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Debian's Chromium, headless, installed first if need be."""
+    """Debian's Chromium, headless, installed first if need be. For this module only:
+    Playwright's sync API keeps an event loop running in the main thread while it is open,
+    and a test after this module that runs its own loop (asyncio.run) would find it."""
     reason = _install_chromium()
     if reason is not None:
         pytest.skip(reason)
@@ -142,7 +144,7 @@ def _draft() -> dict:
     return record
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """errkb on 127.0.0.1 at a port the OS chose, over a fresh database holding the three seed
     records of data/ (the pages below are checked against them) and one draft."""
