@@ -9,6 +9,7 @@ from app.matching import deadline
 from app.matching.deadline import DeadlineExceeded, OverBudget, budget, within
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
+from app.matching.partial import second_chance
 from app.matching.traceback import parse_exceptions
 from tests.helpers.index import BACKENDS
 
@@ -93,6 +94,20 @@ def test_parsing_stops_at_the_limit() -> None:
         with pytest.raises(DeadlineExceeded):
             parse_exceptions(LINES, lines)
     assert len(parse_exceptions(LINES, lines)) == 5000
+
+
+def test_near_matches_stop_at_the_limit() -> None:
+    """The last stage too: each exception no pattern matched whole is compared with up to
+    MAX_CANDIDATES templates, which on a paste of thousands of exceptions is most of the
+    match."""
+    paste = "\n".join(f"ValueError: the value {n} given to the layer is bad" for n in range(500))
+    exceptions = parse_exceptions(paste)
+    index = PatternIndex([("bad-value", r"the value (\d+) given to this layer is bad")])
+    assert len(second_chance(index, exceptions, [], len(paste))) == 500
+    with within(1e-6):
+        time.sleep(1e-3)
+        with pytest.raises(DeadlineExceeded):
+            second_chance(index, exceptions, [], len(paste))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

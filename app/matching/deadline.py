@@ -1,10 +1,11 @@
 """The time limit of one match request, checked inside every loop of the pipeline.
 
 A thread cannot be killed and an RE2 call cannot be interrupted, so a request that runs too
-long must stop itself: logtext, the traceback parser, the index's scan and confirm loops and
-every pattern call of ranking call `check()`, which raises `DeadlineExceeded` once the limit
-has passed. What one step costs between two checks is bounded elsewhere (the pattern limits
-of app.matching.index), so the work stops soon after the limit, not only the reply.
+long must stop itself: logtext, the traceback parser, the index's scan and confirm loops,
+the near matches of each exception and every pattern call of ranking call `check()`, which
+raises `DeadlineExceeded` once the limit has passed. What one step costs between two checks
+is bounded elsewhere (the pattern limits of app.matching.index), so the work stops soon
+after the limit, not only the reply.
 
 The limit belongs to the current context, like a cancel scope: `within()` sets it around a
 request, and the stages need no extra parameter. With no limit set, `check()` does nothing.

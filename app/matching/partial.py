@@ -29,6 +29,7 @@ from re import _constants as sre_constants  # Python's own regex parser: shape o
 from re import _parser as sre_parser
 from typing import Protocol
 
+from app.matching import deadline
 from app.matching.index import Captures
 from app.matching.traceback import ParsedException
 
@@ -293,6 +294,7 @@ def second_chance(
     }
     found: list[tuple[str, int, Partial]] = []
     for exception in exceptions:
+        deadline.check()  # each exception may be compared with MAX_CANDIDATES templates
         if exception.index in full or not exception.message.strip():
             continue
         at_end = exception.message_span[1] >= paste_end

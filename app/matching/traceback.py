@@ -221,9 +221,13 @@ def parse_exceptions(text: str, lines: Sequence[CleanLine] | None = None) -> lis
     if not drafts:
         drafts = _message_alone([line for lines in streams.values() for line in lines])
     drafts.sort(key=lambda draft: draft.span)
+    frozen = []
     for index, draft in enumerate(drafts):
+        if index % deadline.CHECK_EVERY == 0:
+            deadline.check()
         draft.index = index
-    return [draft.freeze() for draft in drafts]
+        frozen.append(draft.freeze())
+    return frozen
 
 
 @dataclass(slots=True)
