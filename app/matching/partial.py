@@ -302,6 +302,8 @@ def second_chance(
         joined = unwrapped(exception.message)
         for text in [exception.message, *joined]:
             near = index.near_keys(text)
+            if not near:  # most messages of a flood: no template shares their literals
+                continue
             words = MessageWords(text)
             for key in sorted(near, key=lambda k: (-near[k], k))[:MAX_CANDIDATES]:
                 partial = _agreement(index, key, text, words, text in joined, at_end)
