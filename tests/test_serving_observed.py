@@ -2,7 +2,6 @@
 its budget, the rest in the request threads; the hits a match makes due are written either
 way."""
 
-import asyncio
 import time
 
 import pytest
@@ -13,13 +12,13 @@ from sqlmodel import Session
 from app.curation.hits import RECORD
 from app.serving import observed
 from app.store.tables import Hit
+from tests.helpers.places import IN_THREAD, ON_LOOP, where
 from tests.helpers.postgres import SQLITE
 from tests.helpers.real_errors import sglang_cancel_traceback
 from tests.helpers.records import DATA_DIR
 from tests.helpers.writers import probe_record
 
 READY_WAIT_S = 30
-ON_LOOP, IN_THREAD = "event loop", "thread"
 
 
 def ready(client: TestClient) -> TestClient:
@@ -32,14 +31,6 @@ def ready(client: TestClient) -> TestClient:
     return client
 
 
-def _where() -> str:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return IN_THREAD
-    return ON_LOOP
-
-
 @pytest.fixture
 def places_of_matches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Where each match ran, in order: on the event loop or in a thread. The loop's budget
@@ -49,7 +40,7 @@ def places_of_matches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     real = observed.match_text
 
     def recorded(*args, **kwargs):
-        places.append(_where())
+        places.append(where())
         return real(*args, **kwargs)
 
     monkeypatch.setattr(observed, "match_text", recorded)

@@ -4,11 +4,15 @@ write, an import or a reproducer run changes is in the next reply."""
 import json
 from datetime import UTC, datetime
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.records import service as records
 from app.reproducers import drift, runner
+from app.serving.replies import Replies
 from app.store.engine import unit_of_work
+from tests.helpers.places import IN_THREAD, ON_LOOP, where
+from tests.helpers.postgres import SQLITE
 from tests.helpers.records import DATA_DIR, SEED_002, curated_records
 from tests.helpers.statements import captured
 
@@ -30,6 +34,30 @@ def test_a_kept_record_costs_one_statement_and_the_same_bytes(client: TestClient
     assert again.headers["etag"] == first.headers["etag"]
     assert len(sent) == 1
     assert "dataset_state" in sent[0]
+
+
+def test_a_kept_record_is_answered_on_the_event_loop_where_the_store_is_read_in_process(
+    client: TestClient, store_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On SQLite the kept reply's one statement runs on the loop, and only a reply to make
+    goes to a request thread; on PostgreSQL, whose reads wait for the server, every GET
+    does."""
+    places: list[str] = []
+    real = Replies.kept_record
+
+    def recorded(self: Replies, *args: object) -> object:
+        places.append(where())
+        return real(self, *args)
+
+    monkeypatch.setattr(Replies, "kept_record", recorded)
+    made = client.get(f"/api/errors/{RECORD}")
+    kept = client.get(f"/api/errors/{RECORD}")
+    assert made.status_code == kept.status_code == 200
+    assert kept.content == made.content
+    if store_engine == SQLITE:
+        assert places == [ON_LOOP, IN_THREAD, ON_LOOP]
+    else:
+        assert places == [IN_THREAD, IN_THREAD]
 
 
 def test_an_etag_sent_back_answers_304_without_a_body(client: TestClient) -> None:
