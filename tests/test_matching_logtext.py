@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.matching.logtext import MAX_PREFIXES, CleanLine, clean_lines
+from app.matching.logtext import _ANY_PREFIX, MAX_PREFIXES, CleanLine, clean_lines
 
 
 def real_traceback() -> str:
@@ -28,64 +28,75 @@ def originals(text: str, line: CleanLine) -> str:
     return "".join(text[line.offset(index)] for index in range(len(line.text)))
 
 
-@pytest.mark.parametrize(
-    ("raw", "text", "stream"),
-    [
-        ("2026-08-14 12:00:01,123 ERROR boom", "boom", ""),
-        ("2026-08-14 12:00:01,123 - ERROR - boom", "boom", ""),
-        ("INFO 08-14 12:00:01 [core.py:710] boom", "boom", ""),
-        ("[2026-08-14T12:00:01.123Z] boom", "boom", ""),
-        ("[2026-08-14 12:00:01 DP0 TP1] boom", "boom", ""),
-        ("2026-08-14T12:00:01.123456789Z stderr F boom", "boom", ""),
-        ("E1114 12:00:01.123456 1234 file.cc:12] boom", "boom", ""),
-        ("[W reducer.cpp:1300] boom", "boom", ""),
-        ("ERROR: boom", "boom", ""),
-        ("ERROR:root:boom", "boom", ""),
-        ("[ERROR] boom", "boom", ""),
-        (
-            "(EngineCore_DP0 pid=1234) ERROR 08-14 12:00:01 [core.py:710] boom",
-            "boom",
-            "EngineCore_DP0 pid=1234",
-        ),
-        ("[rank0]: boom", "boom", "rank0"),
-        ("[rank12]:boom", "boom", "rank12"),
-        ("(RayWorkerWrapper pid=5678) boom", "boom", "RayWorkerWrapper pid=5678"),
-        (
-            "(RayWorkerWrapper pid=5678, ip=10.0.0.7) [rank1]: INFO 08-14 12:00:01 [w.py:1] boom",
-            "boom",
-            "RayWorkerWrapper pid=5678, ip=10.0.0.7 rank1",
-        ),
-        ("(VllmWorker rank=0 pid=99) boom", "boom", "VllmWorker rank=0 pid=99"),
-        # vLLM before 0.7, docker compose, journald, quoted replies
-        ("ERROR 12-05 20:24:46 engine.py:366] boom", "boom", ""),
-        (
-            "(VllmWorkerProcess pid=8) ERROR 12-05 20:24:46 multiproc_worker_utils.py:120] boom",
-            "boom",
-            "VllmWorkerProcess pid=8",
-        ),
-        ("vllm-1  | boom", "boom", "vllm-1"),
-        ("project_sglang_1 | boom", "boom", "project_sglang_1"),
-        ("Aug 19 18:34:30 gpu-host vllm[8707]: boom", "boom", "vllm[8707]"),
-        ("Dec  1 08:04:30 host python3[12]: boom", "boom", "python3[12]"),
-        ("2026-08-19T18:34:30+0000 gpu-host vllm[8707]: boom", "boom", "vllm[8707]"),
-        ("> boom", "boom", ""),
-        ("> > boom", "boom", ""),
-        ("> [rank3]: boom", "boom", "rank3"),
-        ("vllm-1  | ERROR 12-05 20:24:46 engine.py:366] boom", "boom", "vllm-1"),
-        # a tool relaying its child's streams
-        ("[training STDERR] boom", "boom", "training STDERR"),
-        # the tags of an issue title from the projects' issue templates
-        ("[Bug] boom", "boom", ""),
-        ("[Bug]: boom", "boom", ""),
-        ("[Bug][V1]: boom", "boom", ""),
-        ("[Usage]: boom", "boom", ""),
-    ],
-)
+KNOWN_PREFIXES = [
+    ("2026-08-14 12:00:01,123 ERROR boom", "boom", ""),
+    ("2026-08-14 12:00:01,123 - ERROR - boom", "boom", ""),
+    ("INFO 08-14 12:00:01 [core.py:710] boom", "boom", ""),
+    ("[2026-08-14T12:00:01.123Z] boom", "boom", ""),
+    ("[2026-08-14 12:00:01 DP0 TP1] boom", "boom", ""),
+    ("2026-08-14T12:00:01.123456789Z stderr F boom", "boom", ""),
+    ("E1114 12:00:01.123456 1234 file.cc:12] boom", "boom", ""),
+    ("[W reducer.cpp:1300] boom", "boom", ""),
+    ("ERROR: boom", "boom", ""),
+    ("ERROR:root:boom", "boom", ""),
+    ("[ERROR] boom", "boom", ""),
+    (
+        "(EngineCore_DP0 pid=1234) ERROR 08-14 12:00:01 [core.py:710] boom",
+        "boom",
+        "EngineCore_DP0 pid=1234",
+    ),
+    ("[rank0]: boom", "boom", "rank0"),
+    ("[rank12]:boom", "boom", "rank12"),
+    ("(RayWorkerWrapper pid=5678) boom", "boom", "RayWorkerWrapper pid=5678"),
+    (
+        "(RayWorkerWrapper pid=5678, ip=10.0.0.7) [rank1]: INFO 08-14 12:00:01 [w.py:1] boom",
+        "boom",
+        "RayWorkerWrapper pid=5678, ip=10.0.0.7 rank1",
+    ),
+    ("(VllmWorker rank=0 pid=99) boom", "boom", "VllmWorker rank=0 pid=99"),
+    # vLLM before 0.7, docker compose, journald, quoted replies
+    ("ERROR 12-05 20:24:46 engine.py:366] boom", "boom", ""),
+    (
+        "(VllmWorkerProcess pid=8) ERROR 12-05 20:24:46 multiproc_worker_utils.py:120] boom",
+        "boom",
+        "VllmWorkerProcess pid=8",
+    ),
+    ("vllm-1  | boom", "boom", "vllm-1"),
+    ("project_sglang_1 | boom", "boom", "project_sglang_1"),
+    ("Aug 19 18:34:30 gpu-host vllm[8707]: boom", "boom", "vllm[8707]"),
+    ("Dec  1 08:04:30 host python3[12]: boom", "boom", "python3[12]"),
+    ("2026-08-19T18:34:30+0000 gpu-host vllm[8707]: boom", "boom", "vllm[8707]"),
+    ("> boom", "boom", ""),
+    ("> > boom", "boom", ""),
+    ("> [rank3]: boom", "boom", "rank3"),
+    ("vllm-1  | ERROR 12-05 20:24:46 engine.py:366] boom", "boom", "vllm-1"),
+    # a tool relaying its child's streams
+    ("[training STDERR] boom", "boom", "training STDERR"),
+    # the tags of an issue title from the projects' issue templates
+    ("[Bug] boom", "boom", ""),
+    ("[Bug]: boom", "boom", ""),
+    ("[Bug][V1]: boom", "boom", ""),
+    ("[Usage]: boom", "boom", ""),
+]
+"""(raw line, its text, its stream): a line in each prefix shape."""
+
+
+@pytest.mark.parametrize(("raw", "text", "stream"), KNOWN_PREFIXES)
 def test_known_prefixes_are_stripped(raw: str, text: str, stream: str) -> None:
     (line,) = clean_lines(raw)
     assert (line.text, line.stream) == (text, stream)
     assert raw[line.start : line.end] == text
     assert line.prefix == raw[: -len(text)]
+
+
+@pytest.mark.parametrize("indent", [" ", "\t"])
+def test_no_prefix_begins_with_whitespace(indent: str) -> None:
+    """An indented line is looked at for no prefix (most lines of a traceback): for that to
+    change nothing, no shape may match at an indent."""
+    for raw, _, _ in KNOWN_PREFIXES:
+        (line,) = clean_lines(indent + raw)
+        assert (line.text, line.prefix) == (indent + raw, ""), raw
+        assert _ANY_PREFIX.match(indent + raw) is None, raw
 
 
 @pytest.mark.parametrize(

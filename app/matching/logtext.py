@@ -127,6 +127,8 @@ _EMPHASIS_MARKS = "*_"
 # not one per shape. A branch holds no capturing group but its stream tag ("tag<i>"), so a
 # match's last group names the tag of the shape that matched, if it has one. No group
 # wraps a branch: the engine then skips each branch whose first character does not fit.
+_NO_PREFIX_BEGINS = ("", " ", "\t")
+"""What no prefix begins with: a line that begins so has none, and is spared the search."""
 _ANY_PREFIX = re.compile(
     "|".join(
         f"(?:{p.pattern.replace('(?P<tag>', f'(?P<tag{i}>')})" for i, p in enumerate(_PREFIXES)
@@ -320,6 +322,8 @@ def _strip_prefixes(clean: str) -> tuple[int, str]:
     Only the shapes listed above are removed, and only at the very start of the line (or right
     after another prefix), so a message that itself starts with a bracket keeps it.
     """
+    if clean[:1] in _NO_PREFIX_BEGINS:  # most lines of a traceback: indented frames, code
+        return 0, ""
     cut = 0
     streams: list[str] = []
     for _ in range(MAX_PREFIXES):
