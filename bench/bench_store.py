@@ -31,11 +31,11 @@ Run by hand:
 * `--sections wrk`: GET by id and a 5 KB match (a fresh paste each request) beside /healthz
   on the same server, with wrk: one worker at one connection, then `--workers` at 64; each
   row's requests per second as a ratio of /healthz's.
-* `--sections turns --baseline ROOT`: fresh 5 KB pastes at 64 connections, `--workers`
-  processes of this code and of ROOT's both serving each store at once, `--pairs` runs of
-  `--seconds` each taking turns (which goes first alternates): this machine's speed comes
-  and goes by half from minute to minute, and a pair meets the same minute, so the ratio
-  of each pair is what the code changed.
+* `--sections turns --baseline ROOT`: fresh 5 KB pastes, then GET by id, at 64
+  connections, `--workers` processes of this code and of ROOT's both serving each store at
+  once, `--pairs` runs of `--seconds` each taking turns (which goes first alternates):
+  this machine's speed comes and goes by half from minute to minute, and a pair meets the
+  same minute, so the ratio of each pair is what the code changed.
 * `--sections costly`: on the full store, one worker, a fresh 5 KB paste at one connection
   (wrk) while COSTLY_CLIENTS clients send pastes under 16 KB that each name some 250
   records no paste named before: what a costly paste costs the others. With `--baseline`,
@@ -436,7 +436,9 @@ def hot_paths(args: argparse.Namespace) -> None:
         if "wrk" in args.sections:
             against_healthz(args, stores, texts)
         if "turns" in args.sections:
-            in_turns(args, stores, fresh_paste(texts))
+            turns = {"fresh 5 KB paste": fresh_paste(texts)}
+            turns["GET /api/errors/{id}"] = requests["GET /api/errors/{id}"]
+            in_turns(args, stores, turns)
         if "costly" in args.sections and "full" in stores:
             beside_costly_pastes(args, stores["full"], fresh_paste(texts))
 
@@ -516,42 +518,47 @@ def fresh_paste(texts: dict[str, bytes]) -> bytes:
     return post_json("/api/match", json.dumps({"text": f"request {wrk.FRESH}\n{paste}"}).encode())
 
 
-def in_turns(args: argparse.Namespace, stores: dict[str, Path], request: bytes) -> None:
-    """Fresh pastes at LOAD_CONNECTIONS connections on this code and `--baseline`'s, both
+def in_turns(args: argparse.Namespace, stores: dict[str, Path], requests: dict[str, bytes]) -> None:
+    """Each request at LOAD_CONNECTIONS connections on this code and `--baseline`'s, both
     serving at once, `--pairs` wrk runs each in turns; each pair's ratio and their median."""
     if args.baseline is None or not wrk.available():
         raise SystemExit("--sections turns needs --baseline ROOT and wrk")
     codes = {"this": PROJECT_ROOT, "baseline": args.baseline}
     print(
-        f"\nFresh 5 KB pastes, {args.workers} workers, c={LOAD_CONNECTIONS}, wrk, "
+        f"\n{args.workers} workers, c={LOAD_CONNECTIONS}, wrk, "
         f"{args.pairs} pairs of {args.seconds:g} s runs in turns, {_uptime()}"
     )
-    print("\n| store | pair | this req/s (median / p99 ms) | baseline | this / baseline |")
-    print("|---|---|---|---|---|")
+    print(
+        "\n| store | request | pair | this req/s (median / p99 ms) | baseline | this / baseline |"
+    )
+    print("|---|---|---|---|---|---|")
     for name, path in stores.items():
         with ExitStack() as servers:
             ports = {
                 code: servers.enter_context(serving(f"sqlite:///{path}", args.workers, root=root))
                 for code, root in codes.items()
             }
-            for port in ports.values():
-                wrk.drive(port, request, LOAD_CONNECTIONS, WARM_UP_S)
-            ratios = []
-            for pair in range(args.pairs):
-                order = list(codes) if pair % 2 == 0 else list(codes)[::-1]
-                runs = {
-                    code: wrk.drive(ports[code], request, LOAD_CONNECTIONS, args.seconds)
-                    for code in order
-                }
-                ratios.append(runs["this"].rps / runs["baseline"].rps)
-                cells = [_load_cell(runs["this"]), _load_cell(runs["baseline"])]
+            for label, request in requests.items():
+                for port in ports.values():
+                    wrk.drive(port, request, LOAD_CONNECTIONS, WARM_UP_S)
+                ratios = []
+                for pair in range(args.pairs):
+                    order = list(codes) if pair % 2 == 0 else list(codes)[::-1]
+                    runs = {
+                        code: wrk.drive(ports[code], request, LOAD_CONNECTIONS, args.seconds)
+                        for code in order
+                    }
+                    ratios.append(runs["this"].rps / runs["baseline"].rps)
+                    cells = [_load_cell(runs["this"]), _load_cell(runs["baseline"])]
+                    print(
+                        f"| {name} | {label} | {pair + 1} | {' | '.join(cells)} "
+                        f"| {ratios[-1]:.2f} |",
+                        flush=True,
+                    )
                 print(
-                    f"| {name} | {pair + 1} | {' | '.join(cells)} | {ratios[-1]:.2f} |", flush=True
+                    f"| {name} | {label} | median | | | {statistics.median(ratios):.2f} "
+                    f"({min(ratios):.2f}-{max(ratios):.2f}) |"
                 )
-            print(
-                f"| {name} | median | | | {statistics.median(ratios):.2f} "
-                f"({min(ratios):.2f}-{max(ratios):.2f}) |"
-            )
 
 
 def costly_pastes(path: Path, count: int) -> list[str]:
