@@ -122,13 +122,14 @@ _RAY_REPEATED = re.compile(
 _CLOSERS = ("`", "]", ")", "*", "_")
 _EMPHASIS_MARKS = "*_"
 
+_NO_PREFIX_BEGINS = ("", " ", "\t")
+"""What no prefix begins with: a line that begins so has none, and is spared the search."""
+
 # All of them in one alternation, tried in order as Python tries the branches: the first
 # that matches at the position wins, as if each were tried alone; one attempt per prefix,
 # not one per shape. A branch holds no capturing group but its stream tag ("tag<i>"), so a
 # match's last group names the tag of the shape that matched, if it has one. No group
 # wraps a branch: the engine then skips each branch whose first character does not fit.
-_NO_PREFIX_BEGINS = ("", " ", "\t")
-"""What no prefix begins with: a line that begins so has none, and is spared the search."""
 _ANY_PREFIX = re.compile(
     "|".join(
         f"(?:{p.pattern.replace('(?P<tag>', f'(?P<tag{i}>')})" for i, p in enumerate(_PREFIXES)
