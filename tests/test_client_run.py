@@ -168,6 +168,9 @@ def test_sigterm_and_sigint_reach_the_command(tmp_path: Path, signum: int) -> No
         """
         import signal, sys, time
         signal.signal(signal.SIGTERM, lambda *_: (print("got SIGTERM", flush=True), sys.exit(143)))
+        # Python leaves SIGINT ignored when it starts so (a background job's, and so all the
+        # test run's), and the command would never see it: the test asks for it.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:  # "ready" inside the try: a SIGINT right after it is still caught
             print("ready", flush=True)
             time.sleep(60)
