@@ -119,17 +119,19 @@ async def read_error(request: Request, settings: SettingsDep, record_id: str) ->
     more than the rest of the request. A reply to make, or a store read over the network,
     is left to a request thread."""
     state = request.app.state
-    if store.backend(state.engine).reads_in_process:
+    looked = store.backend(state.engine).reads_in_process
+    if looked:
         reply = state.replies.kept_record(settings, record_id)
         if reply is not None:
             return _reply_response(request, reply)
-    return await run_in_threadpool(_read_error, request, settings, record_id)
+    return await run_in_threadpool(_read_error, request, settings, record_id, not looked)
 
 
-def _read_error(request: Request, settings: Settings, record_id: str) -> Response:
-    """read_error in a request thread: the reply kept, or made and kept."""
+def _read_error(request: Request, settings: Settings, record_id: str, look: bool) -> Response:
+    """read_error in a request thread: the reply kept (looked for first without a session
+    when `look`: the loop has not looked), or made and kept."""
     replies = request.app.state.replies
-    reply = replies.kept_record(settings, record_id)
+    reply = replies.kept_record(settings, record_id) if look else None
     if reply is None:
         with Session(request.app.state.engine) as session:
             reply = replies.record(
