@@ -12,7 +12,9 @@ Run by hand:
   about 15 s of harvest per release on a quiet machine. `--skip-build` measures the store
   as it is, however many releases it holds (the tables say how many).
 * The small store holds the curated records only, made afresh in a temporary folder.
-* Latency, one worker (uvicorn, no harvest, no paste budget), one connection: POST
+* Every server is `errkb serve` as people run it (no import, no harvest, no paste budget),
+  its access log written to a file.
+* Latency, one worker, one connection: POST
   /api/match with a 5 KB traceback in a log, a 5 KB vLLM log (colour codes, engine prefixes)
   and a 1 MB log ending in that traceback, GET /api/errors/{id}, GET /errors/{id}, a listing
   and a search; median and p99 on each store, and the ratio. Both servers run at once and
@@ -23,16 +25,17 @@ Run by hand:
   then while `errkb harvest` harvests it from a process of its own;
   on SQLite, and on PostgreSQL too when ERRKB_TEST_POSTGRES_URL names a database. Statuses,
   each write's time, and acknowledged writes missing from the store afterwards.
-* Throughput, `--workers` processes (uvicorn --workers), 64 connections: POST /api/match
+* Throughput, `--workers` processes (`errkb serve --workers`), 64 connections: POST /api/match
   (5 KB) and GET /api/errors/{id}; requests per second, median, p99, errors; with wrk as
   the load tool where it is installed (bench/wrk.py), and with `--baseline ROOT` the code
   of another checkout served in turn with this one (the writes section too).
 * `--sections build`: only builds the full store (and prints its time and size).
-* `--sections wrk`: GET by id and a 5 KB match (a fresh paste each request) beside /healthz
-  on the same server, with wrk: one worker at one connection, then `--workers` at 64; each
-  row's requests per second as a ratio of /healthz's.
-* `--sections turns --baseline ROOT`: fresh 5 KB pastes, then GET by id, at 64
-  connections, `--workers` processes of this code and of ROOT's both serving each store at
+* `--sections wrk`: GET by id, a 5 KB match (a fresh paste each request) and the real
+  pastes of tests/fixtures/real_pastes in turn beside /healthz on the same server, with
+  wrk: one worker at one connection, then `--workers` at 64; each row's requests per second
+  as a ratio of /healthz's.
+* `--sections turns --baseline ROOT`: fresh 5 KB pastes, the real pastes, then GET by id,
+  at 64 connections, `--workers` processes of this code and of ROOT's both serving each store at
   once, `--pairs` runs of `--seconds` each taking turns (which goes first alternates):
   this machine's speed comes and goes by half from minute to minute, and a pair meets the
   same minute, so the ratio of each pair is what the code changed.
@@ -59,6 +62,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 import httpx
 from sqlalchemy import func, select
@@ -180,42 +184,53 @@ def pastes() -> dict[str, bytes]:
 def serving(
     url: str, workers: int = 1, root: Path = PROJECT_ROOT, **settings: str
 ) -> Iterator[int]:
-    """uvicorn over the store (no import, no harvest unless `settings` say so), with
-    `workers` processes, running the code of the checkout at `root`; its port once the
-    match index is loaded."""
+    """`errkb serve` over the store, as people run it (its HTTP protocol, uvicorn's access
+    log on, written to a file here), with `workers` processes, running the code of the
+    checkout at `root`: no import and no harvest unless `settings` ask for the harvest
+    (harvest_on_start); its port once the match index is loaded. The server's output is
+    printed when it does not start."""
     port = free_port()
+    harvest = settings.pop("harvest_on_start", "false") == "true"
     env = os.environ | {
         "PYTHONPATH": str(root),
         "ERRKB_DATABASE_URL": url,
-        "ERRKB_HARVEST_ON_START": "false",
         "ERRKB_LOG_FORMAT": "text",
         "ERRKB_PASTE_BUDGET_BYTES": "0",  # one client sends every request: no budget per client
         **{f"ERRKB_{name.upper()}": value for name, value in settings.items()},
     }
-    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    command += ["--no-access-log", "--workers", str(workers)]
-    process = subprocess.Popen(command, env=env, cwd=root)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        ready = 0
-        while ready < workers * 4:  # each worker answers ready (the index is per process)
-            try:
-                status = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30).status_code
-                ready = ready + 1 if status == 200 else 0
-            except httpx.TransportError:
-                ready = 0
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.05)
-        yield port
-    finally:
-        process.terminate()
+    command = [sys.executable, "-c", "from app.cli import main; main()", "serve"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    command += ["--no-import-data", "--harvest" if harvest else "--no-harvest"]
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(command, env=env, cwd=root, stdout=output, stderr=output)
         try:
-            process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            _wait_until_ready(process, port, workers, output)
+            yield port
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_ready(process: subprocess.Popen, port: int, workers: int, output: IO) -> None:
+    """Until /readyz answers 200 several times in a row (each worker loads its own index);
+    RuntimeError with the server's last output when it exits or takes too long."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    ready = 0
+    while ready < workers * 4:
+        try:
+            status = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30).status_code
+            ready = ready + 1 if status == 200 else 0
+        except httpx.TransportError:
+            ready = 0
+        if time.monotonic() > deadline or process.poll() is not None:
+            output.seek(0)
+            tail = output.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"the server did not start:\n{tail}")
+        time.sleep(0.05)
 
 
 def requests_of(texts: dict[str, bytes]) -> dict[str, bytes]:
@@ -436,7 +451,7 @@ def hot_paths(args: argparse.Namespace) -> None:
         if "wrk" in args.sections:
             against_healthz(args, stores, texts)
         if "turns" in args.sections:
-            turns = {"fresh 5 KB paste": fresh_paste(texts)}
+            turns = {"fresh 5 KB paste": fresh_paste(texts), "real pastes": real_pastes()}
             turns["GET /api/errors/{id}"] = requests["GET /api/errors/{id}"]
             in_turns(args, stores, turns)
         if "costly" in args.sections and "full" in stores:
@@ -486,6 +501,7 @@ def against_healthz(args: argparse.Namespace, stores: dict[str, Path], texts: di
         "GET /healthz": get("/healthz"),
         "GET /api/errors/{id}": get(f"/api/errors/{RECORD_ID}"),
         "POST /api/match, 5 KB, fresh paste": fresh_paste(texts),
+        "POST /api/match, real pastes in turn": real_pastes(),
     }
     for workers, connections in ((1, 1), (args.workers, LOAD_CONNECTIONS)):
         print(f"\n{workers} worker(s), c={connections}, wrk, {args.seconds:g} s a row, {_uptime()}")
@@ -518,7 +534,20 @@ def fresh_paste(texts: dict[str, bytes]) -> bytes:
     return post_json("/api/match", json.dumps({"text": f"request {wrk.FRESH}\n{paste}"}).encode())
 
 
-def in_turns(args: argparse.Namespace, stores: dict[str, Path], requests: dict[str, bytes]) -> None:
+def real_pastes() -> list[bytes]:
+    """POST /api/match of each paste copied from a public issue thread
+    (tests/fixtures/real_pastes: 329, 1.5 KB at most, half under 320 bytes), as it was
+    pasted; wrk sends them in turn (bench/wrk.py). Nothing keeps a match's reply, so a paste
+    sent again is matched again: only what each record's memo holds is shared, as between
+    people who paste the same error."""
+    cases = sorted((PROJECT_ROOT / "tests" / "fixtures" / "real_pastes").glob("*.json"))
+    texts = [json.loads(case.read_text())["paste"] for case in cases]
+    return [post_json("/api/match", json.dumps({"text": text}).encode()) for text in texts]
+
+
+def in_turns(
+    args: argparse.Namespace, stores: dict[str, Path], requests: dict[str, bytes | list[bytes]]
+) -> None:
     """Each request at LOAD_CONNECTIONS connections on this code and `--baseline`'s, both
     serving at once, `--pairs` wrk runs each in turns; each pair's ratio and their median."""
     if args.baseline is None or not wrk.available():

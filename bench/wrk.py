@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.helpers.load import LoadResult
@@ -33,10 +34,13 @@ FRESH = "FRESHREQUESTNUMBER"
 a number of its own: every request is a new paste, which no reply cache has seen."""
 
 
-def lua_script(request: bytes) -> str:
+def lua_script(request: bytes | Sequence[bytes]) -> str:
     """A wrk script sending this raw HTTP/1.1 request (its Host and Content-Length are
-    wrk's own to set); a body holding FRESH is made anew for each request."""
-    head, _, body = request.partition(b"\r\n\r\n")
+    wrk's own to set); a body holding FRESH is made anew for each request. Several requests
+    (one method, path and headers; their bodies differ) are sent in turn, one after the
+    other, from the first again after the last."""
+    several = [request] if isinstance(request, bytes) else list(request)
+    head, _, body = several[0].partition(b"\r\n\r\n")
     request_line, *lines = head.decode().split("\r\n")
     method, path, _ = request_line.split(" ")
     script = [f'wrk.method = "{method}"', f"wrk.path = {_lua_string(path)}"]
@@ -44,17 +48,21 @@ def lua_script(request: bytes) -> str:
         name, _, value = line.partition(": ")
         if name.lower() not in ("host", "content-length"):
             script.append(f"wrk.headers[ {_lua_string(name)} ] = {_lua_string(value)}")
-    if body:
-        script.append(f"wrk.body = {_lua_string(body.decode())}")
-    if FRESH.encode() in body:
-        script += [
-            "counter = 0",
-            "request = function()",
-            "  counter = counter + 1",
-            f'  local body = string.gsub(wrk.body, "{FRESH}", tostring(counter))',
-            "  return wrk.format(nil, nil, nil, body)",
-            "end",
-        ]
+    bodies = [each.partition(b"\r\n\r\n")[2].decode() for each in several]
+    if len(bodies) == 1 and FRESH not in body.decode():
+        if body:
+            script.append(f"wrk.body = {_lua_string(body.decode())}")
+        return "\n".join(script) + "\n"
+    script.append("bodies = {" + ", ".join(_lua_string(each) for each in bodies) + "}")
+    script += [
+        "counter = 0",
+        "request = function()",
+        "  counter = counter + 1",
+        "  local body = bodies[(counter - 1) % #bodies + 1]",
+        f'  body = string.gsub(body, "{FRESH}", tostring(counter))',
+        "  return wrk.format(nil, nil, nil, body)",
+        "end",
+    ]
     return "\n".join(script) + "\n"
 
 
@@ -67,9 +75,12 @@ def _lua_string(text: str) -> str:
     return f"[{'=' * level}[\n{text}]{'=' * level}]"
 
 
-def drive(port: int, request: bytes, connections: int, seconds: float) -> LoadResult:
-    """`connections` keep-alive connections sending `request` for `seconds` from one wrk
-    thread; raises RuntimeError when any answer was not 2xx/3xx or a socket failed."""
+def drive(
+    port: int, request: bytes | Sequence[bytes], connections: int, seconds: float
+) -> LoadResult:
+    """`connections` keep-alive connections sending `request` (or each of several in turn,
+    lua_script) for `seconds` from one wrk thread; raises RuntimeError when any answer was
+    not 2xx/3xx or a socket failed."""
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "request.lua"
         script.write_text(lua_script(request))
