@@ -644,30 +644,29 @@ def check_invariants(text: str, found: list[ParsedException]) -> None:
         assert e.qualified_class.endswith(e.error_class)
 
 
-def best_time(function: Callable[[], object]) -> float:
-    """The least of three runs: the one least disturbed by whatever else the machine does.
-    The garbage collector is off while it runs: a paste of many tiny matches triggers it
-    again and again, and each full pass walks every object of the test process (the other
-    tests' too), so the growth measured would be the process's heap, not the parser."""
-    times = []
+def per_byte_growth(make: Callable[[int], str], small: int) -> float:
+    """How much more each byte costs at ten times ``small`` bytes: about 1 when linear.
+
+    Each size's least CPU time (this thread's, not the clock's: another process taking the
+    core is not the parser's time) over five runs, the two sizes taking turns: this
+    machine's speed comes and goes by half within a minute, and runs of one size together
+    could meet a fast moment while the other's met a slow one. The garbage collector is
+    off while they run: a paste of many tiny matches triggers it again and again, and each
+    full pass walks every object of the test process (the other tests' too), so the growth
+    measured would be the process's heap, not the parser."""
+    texts = {"short": make(small), "long": make(small * 10)}
+    least = dict.fromkeys(texts, float("inf"))
     gc.collect()
     gc.disable()
     try:
-        for _ in range(3):
-            begin = time.perf_counter()
-            function()
-            times.append(time.perf_counter() - begin)
+        for _ in range(5):
+            for size, text in texts.items():
+                begin = time.thread_time()
+                parse_exceptions(text)
+                least[size] = min(least[size], time.thread_time() - begin)
     finally:
         gc.enable()
-    return min(times)
-
-
-def per_byte_growth(make: Callable[[int], str], small: int) -> float:
-    """How much more each byte costs at ten times ``small`` bytes: about 1 when linear."""
-    short, long = make(small), make(small * 10)
-    return (best_time(lambda: parse_exceptions(long)) / len(long)) / (
-        best_time(lambda: parse_exceptions(short)) / len(short)
-    )
+    return (least["long"] / len(texts["long"])) / (least["short"] / len(texts["short"]))
 
 
 def test_time_is_linear_on_realistic_paste(real: dict[str, str]) -> None:
