@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.matching.logtext import _ANY_PREFIX, MAX_PREFIXES, CleanLine, clean_lines
+from app.matching.logtext import _ANY_PREFIX, _ENTITIES, MAX_PREFIXES, CleanLine, clean_lines
 
 
 def real_traceback() -> str:
@@ -24,8 +24,15 @@ def real_traceback() -> str:
 
 
 def originals(text: str, line: CleanLine) -> str:
-    """The original characters each clean character maps back to."""
-    return "".join(text[line.offset(index)] for index in range(len(line.text)))
+    """The original characters each clean character maps back to; where an HTML escape
+    begins (a paste copied out of a web page's source: `&#34;`), the character it stands
+    for."""
+    return "".join(_original(text, line.offset(index)) for index in range(len(line.text)))
+
+
+def _original(text: str, at: int) -> str:
+    escape = next((escape for escape in _ENTITIES if text.startswith(escape, at)), None)
+    return text[at] if escape is None else _ENTITIES[escape]
 
 
 KNOWN_PREFIXES = [
@@ -273,9 +280,9 @@ def test_html_escapes_are_read_and_offsets_kept() -> None:
     text = "  File &quot;/x/vllm/engine/llm_engine.py&quot;, line 2010, in f &lt;&amp;&#39;&gt;"
     (line,) = clean_lines(text)
     assert line.text == '  File "/x/vllm/engine/llm_engine.py", line 2010, in f <&\'>'
-    assert originals(text, line) == line.text.replace('"', "&").translate(
-        str.maketrans("<'>", "&&&")
-    )
+    escapes = [line.offset(index) for index, char in enumerate(line.text) if char in "\"<&'>"]
+    assert [text[at] for at in escapes] == ["&"] * 6
+    assert originals(text, line) == line.text
     assert line.span(0, len(line.text)) == (0, text.rindex("&") + 1)
     (plain,) = clean_lines("R&D: a & b &quotx")
     assert plain.text == "R&D: a & b &quotx"
