@@ -17,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.classes import class_graph_of
+from app.matching import partial
 from app.matching.index import PatternIndex
 from app.matching.rank import (
     CLASS_AGREES,
@@ -560,3 +561,57 @@ def test_the_frames_site_with_a_near_message_wins_over_a_copy_raised_elsewhere()
     assert (first.id, second.id) == ("6" * 16, "5" * 16)
     assert "message.near" in {part.id for part in first.components}
     assert "frames.raised-elsewhere" in {part.id for part in second.components}
+
+
+TRANSFORMERS_CONFIGS = [
+    TRANSFORMERS_LLAMA,
+    "src/transformers/models/mistral/configuration_mistral.py",
+    "src/transformers/models/qwen2/configuration_qwen2.py",
+]
+
+
+def test_records_sharing_a_message_cost_what_one_does(
+    make_client: Callable[..., TestClient], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real paste, and a near copy of it (a word of the message changed), against one
+    record of its message and against three (the message raised in three files, as many
+    releases repeat one): each record sharing the pattern is matched and scored, yet the
+    pattern is searched for, matched and compared with the message no more often than for
+    one record (those raised elsewhere go together, under the first of them). On the
+    whole-history store most messages are shared by many records."""
+    paste = case("vllm-121-transformers-rope-scaling-runpod.json")["paste"]
+    near = paste.replace("must be a dictionary with two", "must be a dict with two")
+    work: dict[str, int] = {}
+
+    def counted(name: str, function: Callable) -> Callable:
+        def call(*args: object, **kwargs: object) -> object:
+            work[name] = work.get(name, 0) + 1
+            return function(*args, **kwargs)
+
+        return call
+
+    confirm = PatternIndex._confirm
+    monkeypatch.setattr(PatternIndex, "_confirm", staticmethod(counted("search", confirm)))
+    monkeypatch.setattr(PatternIndex, "match", counted("match", PatternIndex.match))
+    monkeypatch.setattr(partial, "_agreement", counted("compare", partial._agreement))
+    spent = {}
+    for count in (1, 3):
+        sites = [
+            _site(number, ROPE_SCALING, "ValueError", "huggingface/transformers", path)
+            for number, path in enumerate(TRANSFORMERS_CONFIGS[:count], 1)
+        ]
+        (tmp_path / str(count)).mkdir()
+        client = make_client(*_records(tmp_path / str(count), *sites))
+        for text in (paste, near):
+            client.post("/api/match", json={"text": text})  # what a first match computes once
+            work.clear()
+            body = client.post("/api/match", json={"text": text}, params={"limit": 10}).json()
+            spent[count, text] = dict(work)
+            found = {match["id"]: match for match in body["matches"]}
+            alike = {same["id"] for match in body["matches"] for same in match["sameMessage"]}
+            assert set(found) | alike == {site["id"] for site in sites}
+            assert found[sites[0]["id"]]["score"] >= CONFIDENT  # raised in the pasted file
+    assert spent[1, paste]["search"] == spent[1, near]["search"] == 1
+    assert spent[1, near]["compare"] >= 1
+    assert spent[3, paste] == spent[1, paste]
+    assert spent[3, near] == spent[1, near]

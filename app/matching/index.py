@@ -560,11 +560,25 @@ class PatternIndex:
             entry = self._entries[id_]
             if entry is not None and (at := text.find(entry.literal)) >= 0:
                 offsets[id_] = min(at, offsets.get(id_, at))
-        hits: list[Hit] = []
+        # Records of many releases share one pattern (an unchanged message): it is searched
+        # for once, from the first offset any of them was flagged at, and its hits are
+        # each record's. On the whole-history store that is half the searches of a paste.
+        keys_at: dict[str, tuple[_Entry, int, list[str]]] = {}
         for id_, at in offsets.items():
             entry = self._entries[id_]
-            if entry is not None:  # None: removed since the engine was built
-                self._confirm(entry, at, pasted, hits)
+            if entry is None:  # removed since the engine was built
+                continue
+            kept = keys_at.get(entry.pattern)
+            if kept is None:
+                keys_at[entry.pattern] = (entry, at, [entry.key])
+            else:
+                kept[2].append(entry.key)
+                if at < kept[1]:
+                    keys_at[entry.pattern] = (kept[0], at, kept[2])
+        hits: list[Hit] = []
+        for entry, at, keys in keys_at.values():
+            for start, end in self._confirm(entry, at, pasted):
+                hits.extend(Hit(key, start, end) for key in keys)
         hits.sort(key=attrgetter("start", "end", "key"))
         return hits
 
@@ -714,15 +728,16 @@ class PatternIndex:
         return entry
 
     @staticmethod
-    def _confirm(entry: _Entry, at: int, text: _Text, hits: list[Hit]) -> None:
-        """RE2 over the text from the line of the engine's first hit (from the top for a
-        pattern that spans lines), one match per line, in windows of at most
+    def _confirm(entry: _Entry, at: int, text: _Text) -> list[tuple[int, int]]:
+        """The (start, end) char offsets of the pattern's matches: RE2 over the text from the
+        line of the engine's first hit (from the top for a pattern that spans lines), one
+        match per line, ``MAX_HITS_PER_KEY`` at most, in windows of at most
         ``MAX_SCAN_BYTES``. Each search resumes after the previous match or window, so one
         pattern costs one pass over the text at most; the deadline is checked before each."""
         regex = _compiled(entry.pattern, in_lines=True, spans_lines=entry.spans_lines, groups=False)
         line = 0 if entry.spans_lines else text.line_of_char(at)
-        found_hits = 0
-        while line < len(text.byte_starts) and found_hits < MAX_HITS_PER_KEY:
+        spans: list[tuple[int, int]] = []
+        while line < len(text.byte_starts) and len(spans) < MAX_HITS_PER_KEY:
             deadline.check()
             end = text.window_end(line)
             found = regex.search(text.data, text.byte_starts[line], end)
@@ -731,8 +746,6 @@ class PatternIndex:
                 continue
             start, stop = found.span()
             line = bisect_right(text.byte_starts, start) - 1
-            hits.append(
-                Hit(entry.key, text.char_of_byte(line, start), text.char_of_byte(line, stop))
-            )
-            found_hits += 1
+            spans.append((text.char_of_byte(line, start), text.char_of_byte(line, stop)))
             line += 1
+        return spans

@@ -284,14 +284,19 @@ def second_chance(
     (``elsewhere``: a copy of the message in another file) explains nothing: the site the
     frames are in may raise a near copy (an older release's `bitsandbytes>=0.44.0` where the
     harvested one says `>=0.45.0`), which is looked for too."""
-    full = {
-        exception_index
-        for key, exception_index, _, on_message in hits
-        if on_message
-        and exception_index is not None
-        and _matches_whole(index, key, exceptions[exception_index])
-        and not (elsewhere and elsewhere(key, exceptions[exception_index]))
-    }
+    # Records of many releases share one template (an unchanged message): how a message
+    # agrees with it is worked out once, and is each record's.
+    whole: dict[tuple[str, int], bool] = {}
+    full = set()
+    for key, exception_index, _, on_message in hits:
+        if not on_message or exception_index is None:
+            continue
+        exception = exceptions[exception_index]
+        known = (index.pattern(key), exception_index)
+        if known not in whole:
+            whole[known] = _matches_whole(index, key, exception)
+        if whole[known] and not (elsewhere and elsewhere(key, exception)):
+            full.add(exception_index)
     found: list[tuple[str, int, Partial]] = []
     for exception in exceptions:
         deadline.check()  # each exception may be compared with MAX_CANDIDATES templates
@@ -305,8 +310,14 @@ def second_chance(
             if not near:  # most messages of a flood: no template shares their literals
                 continue
             words = MessageWords(text)
+            agreements: dict[str, Partial | None] = {}
             for key in sorted(near, key=lambda k: (-near[k], k))[:MAX_CANDIDATES]:
-                partial = _agreement(index, key, text, words, text in joined, at_end)
+                template = index.pattern(key)
+                if template not in agreements:
+                    agreements[template] = _agreement(
+                        index, key, text, words, text in joined, at_end
+                    )
+                partial = agreements[template]
                 if partial is not None and (key not in best or _rank(partial) > _rank(best[key])):
                     best[key] = partial
         found.extend((key, exception.index, partial) for key, partial in best.items())

@@ -240,20 +240,36 @@ def _message_variants(exception: ParsedException) -> list[str]:
     return [exception.message] if inner is None else [exception.message, inner]
 
 
+class _Matches:
+    """PatternIndex.match for one ranking, each pattern and subject matched once: records of
+    many releases share one pattern (an unchanged message), and each is scored against the
+    same exception. Held for one paste only: nothing of a paste outlives its match."""
+
+    def __init__(self, index: PatternIndex) -> None:
+        self._index = index
+        self._found: dict[tuple[str, str, bool], Captures | None] = {}
+
+    def __call__(self, key: str, subject: str, full: bool = False) -> Captures | None:
+        asked = (self._index.pattern(key), subject, full)
+        if asked not in self._found:
+            self._found[asked] = self._index.match(key, subject, full)
+        return self._found[asked]
+
+
 def _message_score(
-    index: PatternIndex, candidate: Candidate, exception: ParsedException, line: str
+    match: _Matches, candidate: Candidate, exception: ParsedException, line: str
 ) -> tuple[Component, Captures | None]:
     """How well the pattern covers the exception's message, and its captures."""
     for message in _message_variants(exception):
-        found = index.match(candidate.id, message, full=True)
+        found = match(candidate.id, message, full=True)
         if found is not None:
             hint = "pattern matches the whole exception message"
             return Component("message.full", FULL_MESSAGE, hint), found
-    found = index.match(candidate.id, line, full=True)
+    found = match(candidate.id, line, full=True)
     if found is not None:
         hint = "pattern matches a whole line of the exception message"
         return Component("message.full-line", FULL_LINE, hint), found
-    found = index.match(candidate.id, exception.message)
+    found = match(candidate.id, exception.message)
     if found is None:
         hint = "pattern found in the exception message"
         return Component("message.partial", PARTIAL_MIN, hint), None
@@ -524,6 +540,7 @@ def rank(
     last_index = exceptions[-1].index if exceptions else -1
     causes = {e.cause_index for e in exceptions if e.cause_index is not None}
     best: dict[str, Match] = {}
+    matches = _Matches(index)
 
     def keep(match: Match) -> None:
         if match.id not in best or _better(match, best[match.id]):
@@ -538,7 +555,7 @@ def rank(
             exception = exceptions[exception_index]
             if specificity < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
                 continue  # `{x} tensor` alone says too little to name a site
-            message, found = _message_score(index, candidate, exception, line)
+            message, found = _message_score(matches, candidate, exception, line)
             explains = message.points >= FULL_LINE
             tally = _said(message)
             if _generic_for(specificity, exception) and not _frames_agree(candidate, exception):
