@@ -13,7 +13,9 @@ from app.matching.partial import (
     MAX_NEAR_WORDS,
     MessageWords,
     Piece,
+    _aligned,
     cut_match,
+    may_be_near,
     near_match,
     pieces,
     unquoted,
@@ -168,3 +170,18 @@ def test_a_message_compared_with_many_templates_agrees_as_compared_alone(
     message) finds what a fresh comparison of each finds."""
     words = MessageWords(message)
     assert [near_match(t, words) for t in templates] == [near_match(t, message) for t in templates]
+
+
+@settings(max_examples=500, deadline=None)
+@given(templates=_TEMPLATES, message=_WORDS.map(" ".join))
+def test_the_words_in_common_never_rule_out_a_near_match(
+    templates: list[tuple[Piece, ...]], message: str
+) -> None:
+    """The bound that spares most templates the alignment (the words the two have in
+    common, counted) rules out none that the alignment finds near, and near_match finds
+    what the alignment alone does."""
+    words = MessageWords(message)
+    for template in templates:
+        aligned = _aligned(template, words)
+        assert aligned is None or may_be_near(template, words)
+        assert near_match(template, words) == aligned

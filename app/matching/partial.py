@@ -21,6 +21,7 @@ text in each variable part, never text from elsewhere in the paste.
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
@@ -233,18 +234,51 @@ class MessageWords:
     def __init__(self, message: str) -> None:
         self.length = len(message)
         self.words = _WORD.findall(_normal(message[:MAX_MESSAGE_CHARS]))
+        self.counts = Counter(self.words)
         self.matcher = SequenceMatcher(None, [], self.words, autojunk=False)
+
+
+@lru_cache(maxsize=4096)
+def _literal_words(template: tuple[Piece, ...]) -> tuple[list[str], Counter[str]]:
+    """The template's literal words, in order and counted (a template of the store, never a
+    paste: kept across matches)."""
+    words = [w for piece in template if not piece.variable for w in _WORD.findall(piece.text)]
+    return words, Counter(words)
 
 
 def near_match(template: tuple[Piece, ...], message: str | MessageWords) -> Partial | None:
     """The message as the template with at most ``MAX_NEAR_WORDS`` of its literal words
     changed or left out. Only words count: whitespace, quoting and punctuation do not, and
-    words the message adds are taken for variable values when the template has any."""
-    words = [w for piece in template if not piece.variable for w in _WORD.findall(piece.text)]
+    words the message adds are taken for variable values when the template has any.
+
+    The words the two have in common, counted, bound any alignment of them: the words
+    that agree are at most those, and the template's words changed or left out at least
+    the rest. Most templates a message shares a literal with fail that bound, and are
+    spared the alignment (a third of the costliest real pastes' matches)."""
+    compared = message if isinstance(message, MessageWords) else MessageWords(message)
+    if not may_be_near(template, compared):
+        return None
+    return _aligned(template, compared)
+
+
+def may_be_near(template: tuple[Piece, ...], compared: MessageWords) -> bool:
+    """Whether the words the template and the message have in common, counted, leave room
+    for a near match (near_match's bound)."""
+    words, counts = _literal_words(template)
+    common = (counts & compared.counts).total()
+    return (
+        bool(words)
+        and len(words) - common <= MAX_NEAR_WORDS
+        and common >= _needed_words(len(words))
+    )
+
+
+def _aligned(template: tuple[Piece, ...], compared: MessageWords) -> Partial | None:
+    """near_match by aligning the message's words with the template's literal words."""
+    words, _ = _literal_words(template)
     if not words:
         return None
     has_variables = any(piece.variable for piece in template)
-    compared = message if isinstance(message, MessageWords) else MessageWords(message)
     found = compared.words
     matcher = compared.matcher
     matcher.set_seq1(words)
@@ -256,7 +290,7 @@ def near_match(template: tuple[Piece, ...], message: str | MessageWords) -> Part
         changed += max(t2 - t1, 0 if has_variables else f2 - f1)
         differences.append((" ".join(words[t1:t2]), " ".join(found[f1:f2])))
     agreeing = sum(block.size for block in matcher.get_matching_blocks())
-    if changed > MAX_NEAR_WORDS or agreeing < max(MIN_NEAR_WORDS, MIN_NEAR_SHARE * len(words)):
+    if changed > MAX_NEAR_WORDS or agreeing < _needed_words(len(words)):
         return None
     covered = sum(len(word) for word in words) * agreeing // len(words)
     return Partial(
@@ -267,6 +301,11 @@ def near_match(template: tuple[Piece, ...], message: str | MessageWords) -> Part
         tuple(differences),
         changed=changed,
     )
+
+
+def _needed_words(literal_words: int) -> float:
+    """Words a near match must have in common with a template of this many literal words."""
+    return max(MIN_NEAR_WORDS, MIN_NEAR_SHARE * literal_words)
 
 
 def second_chance(
