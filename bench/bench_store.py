@@ -82,6 +82,7 @@ from bench.server import START_TIMEOUT_S, STOP_TIMEOUT_S, free_port
 from tests.helpers.load import LoadResult, drive, get, post_json
 from tests.helpers.logs import ENGINE_PREFIX, VLLM_LOG
 from tests.helpers.postgres import ENGINES, POSTGRESQL, fresh_schema
+from tests.helpers.real_pastes import load_cases
 from tests.helpers.writers import WriterLog, lost_writes, run_writer_threads, total
 
 RECORD_ID = "c53f6de81577a6bc"  # curated, in both stores: "Attempted to free more buffers"
@@ -545,9 +546,10 @@ def real_pastes() -> list[bytes]:
     pasted; wrk sends them in turn (bench/wrk.py). Nothing keeps a match's reply, so a paste
     sent again is matched again: only what each record's memo holds is shared, as between
     people who paste the same error."""
-    cases = sorted((PROJECT_ROOT / "tests" / "fixtures" / "real_pastes").glob("*.json"))
-    texts = [json.loads(case.read_text())["paste"] for case in cases]
-    return [post_json("/api/match", json.dumps({"text": text}).encode()) for text in texts]
+    return [
+        post_json("/api/match", json.dumps({"text": case["paste"]}).encode())
+        for case in load_cases().values()
+    ]
 
 
 def _warm_up_s(request: bytes | list[bytes]) -> float:

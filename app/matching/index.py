@@ -563,21 +563,17 @@ class PatternIndex:
         # Records of many releases share one pattern (an unchanged message): it is searched
         # for once, from the first offset any of them was flagged at, and its hits are
         # each record's. On the whole-history store that is half the searches of a paste.
-        keys_at: dict[str, tuple[_Entry, int, list[str]]] = {}
+        shared: dict[str, tuple[_Entry, list[str]]] = {}
+        first: dict[str, int] = {}
         for id_, at in offsets.items():
             entry = self._entries[id_]
             if entry is None:  # removed since the engine was built
                 continue
-            kept = keys_at.get(entry.pattern)
-            if kept is None:
-                keys_at[entry.pattern] = (entry, at, [entry.key])
-            else:
-                kept[2].append(entry.key)
-                if at < kept[1]:
-                    keys_at[entry.pattern] = (kept[0], at, kept[2])
+            shared.setdefault(entry.pattern, (entry, []))[1].append(entry.key)
+            first[entry.pattern] = min(at, first.get(entry.pattern, at))
         hits: list[Hit] = []
-        for entry, at, keys in keys_at.values():
-            for start, end in self._confirm(entry, at, pasted):
+        for pattern, (entry, keys) in shared.items():
+            for start, end in self._confirm(entry, first[pattern], pasted):
                 hits.extend(Hit(key, start, end) for key in keys)
         hits.sort(key=attrgetter("start", "end", "key"))
         return hits
