@@ -4,10 +4,19 @@
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.config import PROJECT_ROOT
 from app.curation.hits import TEMPLATE
-from app.curation.scrub import shown_template, template_key
+from app.curation.scrub import (
+    KEY_WORD_PIECES,
+    MIN_SECRET_CHARS,
+    _detectors,
+    _secrets,
+    shown_template,
+    template_key,
+)
 from tests.helpers.store_dump import database_text
 
 README_PROMISE = "no value from the paste is kept"
@@ -118,3 +127,49 @@ def test_a_template_stored_by_an_older_filter_is_shown_clean(make_client, stored
         text = client.get(page).text
         for secret in ("SecretPwZZ", "AbCdEfGhIj", "wWPw5k4aXc"):
             assert secret not in text, page
+
+
+def _all_rules_find(text: str) -> set[str]:
+    """What every rule of detect-secrets finds in the text, none of them skipped."""
+    shapes, keywords = _detectors()
+    found = (finding for analyze in shapes + keywords for finding in analyze(text))
+    return {f for f in found if isinstance(f, str) and len(f) >= MIN_SECRET_CHARS}
+
+
+def test_every_key_word_of_the_keyword_rules_holds_a_piece_looked_for() -> None:
+    from detect_secrets.plugins import keyword
+
+    for word in keyword.DENYLIST:
+        spellings = {word.replace("_?", ""), word.replace("_?", "_")}
+        assert all(any(p in s for p in KEY_WORD_PIECES) for s in spellings), word
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "config password: plughxyzzy invalid",
+        'db_pass = "Qz9xKwYtRvB3"',
+        "PRIVATE_KEY: hunter2zqv",
+        "pa\u017f\u017fword: plughxyzzy",  # a long s: re.IGNORECASE reads it as s
+        "contraseña = 'tr0mbone'",
+        "client_key := value123",
+        "token mismatch: expected 4096 got 8192",
+    ],
+)
+def test_the_keyword_rules_skipped_find_what_all_rules_find(text: str) -> None:
+    assert _secrets(text) == _all_rules_find(text)
+
+
+KEY_WORDS_SPELT = ["password", "PassWd", "api_key", "Secret", "pwd", "\u017fecret", "= ", ": "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(KEY_WORDS_SPELT)
+        | st.text(alphabet="abcKS\u017f_-:='\" 0123456789", max_size=12),
+        max_size=8,
+    ).map("".join)
+)
+def test_skipping_the_keyword_rules_never_loses_a_secret(text: str) -> None:
+    assert _secrets(text) == _all_rules_find(text)
