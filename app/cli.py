@@ -387,6 +387,7 @@ def serve_command(
     import uvicorn
 
     from app.main import create_app
+    from app.ops.logs import TEXT_LOG_CONFIG
     from app.ops.protocol import HeaderTimeoutProtocol
 
     settings = _settings(ctx).model_copy(update={"harvest_on_start": harvest_defaults})
@@ -401,7 +402,7 @@ def serve_command(
     # JSON logs: uvicorn's loggers go to errkb's JSON handler, and errkb logs each request.
     if workers > 1:
         _serve_workers(settings, host, port, workers)
-    logs: dict[str, Any] = {}
+    logs: dict[str, Any] = {"log_config": str(TEXT_LOG_CONFIG)}
     if settings.log_format == "json":
         logs = {"log_config": None, "access_log": False}
     uvicorn.run(create_app(settings), host=host, port=port, http=HeaderTimeoutProtocol, **logs)
@@ -412,6 +413,7 @@ def _serve_workers(settings: Settings, host: str, port: int, workers: int) -> No
     the environment (create_app is its entry point); this command's settings reach them in the
     environment of the uvicorn process this one becomes (exec, not a child: a process manager
     that stops this process stops the server, where a child would be left running)."""
+    from app.ops.logs import TEXT_LOG_CONFIG
     from app.ops.protocol import PROTOCOL_PATH
 
     environment = os.environ | {
@@ -423,6 +425,8 @@ def _serve_workers(settings: Settings, host: str, port: int, workers: int) -> No
     command += ["--http", PROTOCOL_PATH]  # request headers in time (app.ops.protocol)
     if settings.log_format == "json":  # errkb's JSON handler takes uvicorn's loggers
         command += ["--no-access-log", "--log-config", str(UVICORN_LOG_CONFIG)]
+    else:
+        command += ["--log-config", str(TEXT_LOG_CONFIG)]
     sys.stdout.flush()  # what the import printed, before the process is replaced
     sys.stderr.flush()
     os.execve(sys.executable, command, environment)

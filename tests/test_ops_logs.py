@@ -1,14 +1,24 @@
-"""ERRKB_LOG_FORMAT=json: one JSON object a line, each request's line naming its id."""
+"""ERRKB_LOG_FORMAT=json: one JSON object a line, each request's line naming its id; as
+text, uvicorn's own lines."""
 
+import copy
 import json
 import logging
 import re
 
 import pytest
 from pydantic import ValidationError
+from uvicorn.config import LOGGING_CONFIG
+from uvicorn.logging import AccessFormatter as UvicornAccessFormatter
 
 from app.config import Settings
-from app.ops.logs import JsonFormatter, configure_logging
+from app.ops.logs import (
+    ACCESS_FORMAT,
+    TEXT_LOG_CONFIG,
+    AccessFormatter,
+    JsonFormatter,
+    configure_logging,
+)
 
 
 def test_json_logs_name_the_request_id_echoed_to_the_client(make_client, capsys) -> None:
@@ -53,3 +63,44 @@ def test_text_format_installs_no_handler(make_client) -> None:
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(ValidationError, match="log_format"):
         Settings(log_format="xml")
+
+
+def test_the_text_log_config_is_uvicorns_own_but_for_the_access_formatter() -> None:
+    expected = copy.deepcopy(LOGGING_CONFIG)
+    expected["formatters"]["access"]["()"] = "app.ops.logs.AccessFormatter"
+    assert json.loads(TEXT_LOG_CONFIG.read_text()) == expected
+
+
+def _access_record(
+    client: str, method: str, path: str, version: str, status: int, level: int = logging.INFO
+) -> logging.LogRecord:
+    """The record uvicorn's protocol logs for a request."""
+    args = (client, method, path, version, status)
+    message = '%s - "%s %s HTTP/%s" %d'
+    return logging.LogRecord("uvicorn.access", level, __file__, 1, message, args, None)
+
+
+@pytest.mark.parametrize("use_colors", [False, True])
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        ("127.0.0.1:51234", "POST", "/api/match", "1.1", 200),
+        ("127.0.0.1:51234", "GET", "/api/errors/c53f6de81577a6bc", "1.1", 304),
+        ("[::1]:443", "HEAD", "/errors?q=free%20buffers&limit=5", "2", 404),
+        ("10.0.0.7:80", "POST", "/api/errors", "1.0", 413),
+        ("10.0.0.7:80", "GET", "/readyz", "1.1", 503),
+        ("10.0.0.7:80", "GET", "/odd", "1.1", 599),  # no phrase
+    ],
+)
+def test_access_lines_are_uvicorns_own(request_line: tuple, use_colors: bool) -> None:
+    ours = AccessFormatter(ACCESS_FORMAT, use_colors=use_colors)
+    uvicorns = UvicornAccessFormatter(ACCESS_FORMAT, use_colors=use_colors)
+    for level in (logging.INFO, logging.WARNING):
+        line = ours.format(_access_record(*request_line, level=level))
+        assert line == uvicorns.format(_access_record(*request_line, level=level))
+
+
+def test_another_access_format_is_formatted_as_uvicorn_does() -> None:
+    fmt = "%(client_addr)s %(status_code)s"
+    record = _access_record("a:1", "GET", "/", "1.1", 200)
+    assert AccessFormatter(fmt, use_colors=False).format(record) == "a:1 200 OK"
