@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.config import PROJECT_ROOT
+from app.curation import scrub
 from app.curation.hits import TEMPLATE
 from app.curation.scrub import (
     KEY_WORD_PIECES,
@@ -173,3 +174,28 @@ KEY_WORDS_SPELT = ["password", "PassWd", "api_key", "Secret", "pwd", "\u017fecre
 )
 def test_skipping_the_keyword_rules_never_loses_a_secret(text: str) -> None:
     assert _secrets(text) == _all_rules_find(text)
+
+
+def test_a_message_pasted_again_is_not_scrubbed_again(monkeypatch) -> None:
+    scrubbed: list[str] = []
+    monkeypatch.setattr(scrub, "_kept", {})
+    monkeypatch.setattr(scrub, "scrub_message", lambda text: scrubbed.append(text) or text)
+    message = "CUDA out of memory. Tried to allocate 2.00 GiB"
+    first = template_key("torch.OutOfMemoryError", message)
+    assert template_key("torch.OutOfMemoryError", f"  {message}\nsecond line") == first
+    assert len(scrubbed) == 1
+    template_key("RuntimeError", message)  # another class: another template
+    template_key("torch.OutOfMemoryError", message + " (GPU 0)")
+    assert len(scrubbed) == 3
+
+
+def test_kept_templates_hold_no_value_of_a_paste_and_stay_bounded(monkeypatch) -> None:
+    monkeypatch.setattr(scrub, "_kept", {})
+    monkeypatch.setattr(scrub, "TEMPLATES_KEPT", 8)
+    for paste in PASTES * 2:
+        error_class, _, message = paste.partition(": ")
+        template_key(error_class, message)
+        assert len(scrub._kept) <= 8
+    kept = " ".join(scrub._kept.values())
+    assert not _leaks(kept)
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in scrub._kept)

@@ -14,6 +14,7 @@ The same filter runs when a template is stored and when it is shown, so template
 by an earlier, weaker scrubbing are shown clean too.
 """
 
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache, partial
@@ -60,11 +61,29 @@ _CONSONANTS = re.compile(rf"[b-df-hj-np-tv-xz]{{{MAX_CONSONANTS + 1}}}", re.IGNO
 _SEPARATORS = re.compile(r"([=:,;|])")
 
 
+TEMPLATES_KEPT = 4096
+"""Templates of messages seen lately kept, by a digest of the message (never the message:
+it may hold a secret): an unmatched error is pasted again and again, and scrubbing its
+message costs more than matching it (about 160 us for a real paste's message)."""
+_kept: dict[bytes, str] = {}
+
+
 def template_key(error_class: str, message: str) -> str:
     """The template kept for an error: `Class: first line`, every token that is not plainly
     prose replaced by a placeholder (`<path>`, `<secret>`...), at most MAX_TEMPLATE_CHARS."""
-    kept = _class_name(error_class)
     line = message.strip()[:MAX_SCRUBBED_CHARS].split("\n", 1)[0]
+    said = f"{len(error_class)}:{error_class}{line}".encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(said, digest_size=16).digest()
+    template = _kept.get(digest)
+    if template is None:
+        if len(_kept) >= TEMPLATES_KEPT:
+            _kept.clear()  # the errors pasted most come back first
+        template = _kept[digest] = _template(error_class, line)
+    return template
+
+
+def _template(error_class: str, line: str) -> str:
+    kept = _class_name(error_class)
     words: list[str] = []
     size = len(kept) + 2
     for token in scrub_message(line).split():
