@@ -71,7 +71,7 @@ _kept: dict[bytes, str] = {}
 def template_key(error_class: str, message: str) -> str:
     """The template kept for an error: `Class: first line`, every token that is not plainly
     prose replaced by a placeholder (`<path>`, `<secret>`...), at most MAX_TEMPLATE_CHARS."""
-    line = message.strip()[:MAX_SCRUBBED_CHARS].split("\n", 1)[0]
+    line = _first_line(message)
     said = f"{len(error_class)}:{error_class}{line}".encode("utf-8", "surrogatepass")
     digest = hashlib.blake2b(said, digest_size=16).digest()
     template = _kept.get(digest)
@@ -80,6 +80,10 @@ def template_key(error_class: str, message: str) -> str:
             _kept.clear()  # the errors pasted most come back first
         template = _kept[digest] = _template(error_class, line)
     return template
+
+
+def _first_line(message: str) -> str:
+    return message.strip()[:MAX_SCRUBBED_CHARS].split("\n", 1)[0]
 
 
 def _template(error_class: str, line: str) -> str:
@@ -100,7 +104,7 @@ def shown_template(template: str) -> str:
     weaker scrubbing never shows the values it let through. Cached: a listing shows the
     same templates again and again."""
     error_class, _, message = template.partition(": ")
-    return template_key(error_class, message)
+    return _template(error_class, _first_line(message))  # its own cache, not pastes' memo
 
 
 def scrub_message(text: str) -> str:
