@@ -110,6 +110,14 @@ class Candidate:
     releases: frozenset[str] = frozenset()  # the `name==version` releases its site is in
     template: str = ""  # its message template: records raising the same one go together
     calls: str | None = None  # the raising helper its site calls, which raises the message
+    suffixes: tuple[str, ...] = field(init=False)  # a frame in its files ends with one
+
+    def __post_init__(self) -> None:
+        """The path suffixes of its files, worked out once per record (a candidate is kept
+        per dataset version) rather than for every frame of every paste it is ranked for."""
+        files = self.files | ({self.file_path} if self.file_path else set())
+        suffixes = tuple(suffix for file in sorted(files) for suffix in path_suffixes(file))
+        object.__setattr__(self, "suffixes", suffixes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +224,10 @@ def path_suffixes(file_path: str) -> tuple[str, ...]:
     return tuple(suffixes)
 
 
-def _frame_in_file(frame: Frame, suffixes: tuple[str, ...]) -> bool:
-    path = "/" + frame.file.replace("\\", "/").lstrip("/")
-    return path.endswith(suffixes)
+def frame_path(frame: Frame) -> str:
+    """The frame's file as a path with forward slashes and a leading one, to compare its end
+    with a record's path suffixes."""
+    return "/" + frame.file.replace("\\", "/").lstrip("/")
 
 
 def _captures(candidate: Candidate, found: Captures | None) -> dict[str, str | None]:
@@ -278,19 +287,61 @@ def _message_score(
     return Component("message.partial", points, f"pattern covers {share:.0%} of the message"), found
 
 
-def _context_score(
-    candidate: Candidate,
-    exception: ParsedException,
-    last_index: int,
-    causes: set[int],
-    graph: ClassGraph,
-    log_repos: frozenset[str],
-    log_versions: Mapping[str, str],
-) -> _Tally:
+class _Paste:
+    """What ranking reads of the paste, worked out once for all its candidates: records of
+    many releases are ranked against the same exception, and each asked again which of its
+    frames are in their files and which repositories they come from."""
+
+    def __init__(
+        self,
+        exceptions: Sequence[ParsedException],
+        graph: ClassGraph,
+        log_repos: frozenset[str],
+        log_versions: Mapping[str, str],
+    ) -> None:
+        self.last_index = exceptions[-1].index if exceptions else -1
+        self.causes = {e.cause_index for e in exceptions if e.cause_index is not None}
+        self.graph = graph
+        self.log_repos = log_repos
+        self.log_versions = log_versions
+        self._paths: dict[int, list[str]] = {}
+        self._repos: dict[int, set[str]] = {}
+        self._in_files: dict[tuple[str, int], list[Frame]] = {}
+
+    def frames_in_files(self, candidate: Candidate, exception: ParsedException) -> list[Frame]:
+        """The exception's frames in the record's files (`_frames_in_files`)."""
+        key = (candidate.id, exception.index)
+        found = self._in_files.get(key)
+        if found is None:
+            paths = self._paths.get(exception.index)
+            if paths is None:
+                paths = self._paths[exception.index] = list(map(frame_path, exception.frames))
+            found = [
+                frame
+                for frame, path in zip(exception.frames, paths, strict=True)
+                if path.endswith(candidate.suffixes)
+            ]
+            self._in_files[key] = found
+        return found
+
+    def frames_agree(self, candidate: Candidate, exception: ParsedException) -> bool:
+        """Whether a frame of the exception is in the record's file."""
+        return bool(candidate.file_path) and bool(self.frames_in_files(candidate, exception))
+
+    def repos(self, exception: ParsedException) -> set[str]:
+        """The upstream repositories the exception's frames come from."""
+        found = self._repos.get(exception.index)
+        if found is None:
+            frames = exception.frames
+            found = {repo for frame in frames if (repo := frame_repo(frame))}
+            self._repos[exception.index] = found
+        return found
+
+
+def _context_score(candidate: Candidate, exception: ParsedException, paste: _Paste) -> _Tally:
     """Points from everything but the message: class, frames, function, repo, position."""
     tally = _Tally()
     recorded = short_class(candidate.error_class)
-    related = relation(exception.error_class, recorded, graph)
     if not exception.error_class:
         tally.add("class.unknown", 0, "the paste names no exception class")
     elif recorded == exception.error_class:
@@ -298,7 +349,7 @@ def _context_score(
     elif candidate.error_class in RUN_TIME_CLASSES:
         tally.add("class.run-time", 0, "the record's class is decided at run time")
     elif exception.error_class in RUN_TIME_CLASSES and exception.error_class in ancestors(
-        recorded, graph
+        recorded, paste.graph
     ):
         hint = (
             f"exception class {exception.error_class} is a superclass of {recorded}, which the "
@@ -306,7 +357,7 @@ def _context_score(
             "bare), so it neither agrees nor differs"
         )
         tally.add("class.root", 0, hint)
-    elif related is not None:
+    elif (related := relation(exception.error_class, recorded, paste.graph)) is not None:
         tally.add(
             "class.related",
             CLASS_RELATED,
@@ -318,7 +369,7 @@ def _context_score(
         tally.add("class.differs", CLASS_DIFFERS, hint)
     frames = exception.frames
     if frames and candidate.file_path:
-        in_file = _frames_in_files(candidate, frames)
+        in_file = paste.frames_in_files(candidate, exception)
         if in_file:
             hint = f"a frame of the traceback is in the record's file {candidate.file_path}"
             tally.add("frames.file", FILE_IN_FRAMES, hint, said=False)
@@ -350,22 +401,22 @@ def _context_score(
                 "at most a copy of its message"
             )
             tally.add("frames.raised-elsewhere", RAISED_ELSEWHERE, hint)
-    repos = {repo for frame in frames if (repo := frame_repo(frame))}
+    repos = paste.repos(exception)
     if candidate.repo in repos:
         tally.add("repo.agrees", REPO_AGREES, f"frames come from {candidate.repo}")
     elif repos:
         hint = f"frames come from {', '.join(sorted(repos))}, not {candidate.repo}"
         tally.add("repo.differs", REPO_DIFFERS, hint, said=False)
-    elif not frames and candidate.repo in log_repos:  # no frames: only the log names the repo
+    elif not frames and candidate.repo in paste.log_repos:  # no frames: only the log names the repo
         hint = f"the log's format and paths point at {candidate.repo}"
         tally.add("repo.log", REPO_AGREES, hint)
-    if named := log_versions.get(candidate.repo):
+    if named := paste.log_versions.get(candidate.repo):
         clue = _release_clue(candidate, named)
         if clue is not None:
             tally.count(clue)
-    if exception.index == last_index:
+    if exception.index == paste.last_index:
         tally.add("position.last", LAST_EXCEPTION, "last exception of the paste")
-    if exception.cause_index is None and exception.index in causes:
+    if exception.cause_index is None and exception.index in paste.causes:
         tally.add("position.root-cause", ROOT_CAUSE, "innermost cause of the chain")
     return tally
 
@@ -444,9 +495,7 @@ def _better(match: Match, other: Match) -> bool:
 
 def _frames_in_files(candidate: Candidate, frames: Sequence[Frame]) -> list[Frame]:
     """The frames in the record's file, as written or in any harvested release."""
-    files = candidate.files | ({candidate.file_path} if candidate.file_path else set())
-    suffixes = [path_suffixes(file) for file in sorted(files)]
-    return [frame for frame in frames if any(_frame_in_file(frame, s) for s in suffixes)]
+    return [frame for frame in frames if frame_path(frame).endswith(candidate.suffixes)]
 
 
 def _makes_exceptions(frame: Frame) -> bool:
@@ -469,11 +518,6 @@ def raised_elsewhere(candidate: Candidate, exception: ParsedException) -> bool:
         and not _frames_in_files(candidate, frames)
         and _makes_exceptions(frames[-1])
     )
-
-
-def _frames_agree(candidate: Candidate, exception: ParsedException) -> bool:
-    """Whether a frame of the exception is in the record's file."""
-    return bool(candidate.file_path) and bool(_frames_in_files(candidate, exception.frames))
 
 
 def _finish(
@@ -535,10 +579,7 @@ def rank(
     file some frame is in ranks above every record from elsewhere; and records that raise
     the same message with the same score go together under the first one.
     """
-    graph = graph or BUILTIN_GRAPH
-    versions = log_versions or {}
-    last_index = exceptions[-1].index if exceptions else -1
-    causes = {e.cause_index for e in exceptions if e.cause_index is not None}
+    paste = _Paste(exceptions, graph or BUILTIN_GRAPH, log_repos, log_versions or {})
     best: dict[str, Match] = {}
     matches = _Matches(index)
 
@@ -553,16 +594,15 @@ def rank(
         specificity = index.specificity(record_id)
         if exception_index is not None and on_message:
             exception = exceptions[exception_index]
-            if specificity < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
+            in_frames = paste.frames_agree(candidate, exception)
+            if specificity < NEEDS_FRAMES_BELOW and not in_frames:
                 continue  # `{x} tensor` alone says too little to name a site
             message, found = _message_score(matches, candidate, exception, line)
             explains = message.points >= FULL_LINE
             tally = _said(message)
-            if _generic_for(specificity, exception) and not _frames_agree(candidate, exception):
+            if _generic_for(specificity, exception) and not in_frames:
                 tally.count(_generic(specificity))
-            tally.extend(
-                _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
-            )
+            tally.extend(_context_score(candidate, exception, paste))
         else:
             found = None  # captures come from a message, never from a log or frame line
             explains = False
@@ -580,7 +620,7 @@ def rank(
         match.in_frames = (
             explains
             and exception_index is not None
-            and _frames_agree(candidate, exceptions[exception_index])
+            and paste.frames_agree(candidate, exceptions[exception_index])
         )
         keep(match)
     for record_id, exception_index, partial in partials:
@@ -588,19 +628,18 @@ def rank(
         if candidate is None:
             continue
         exception = exceptions[exception_index]
-        if partial.covered < NEEDS_FRAMES_BELOW and not _frames_agree(candidate, exception):
+        in_frames = paste.frames_agree(candidate, exception)
+        if partial.covered < NEEDS_FRAMES_BELOW and not in_frames:
             continue
         tally = _said(_partial_component(partial))
-        if _generic_for(partial.covered, exception) and not _frames_agree(candidate, exception):
+        if _generic_for(partial.covered, exception) and not in_frames:
             tally.count(_generic(partial.covered))
-        tally.extend(
-            _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
-        )
+        tally.extend(_context_score(candidate, exception, paste))
         tally.count(_specificity(partial.covered), said=False)
         match = _finish(candidate, tally, exception_index, dict(partial.captures))
         match.message_points = tally.components[0].points
         match.literal = partial.covered
-        match.in_frames = _frames_agree(candidate, exception)
+        match.in_frames = in_frames
         keep(match)
     for record_id, exception_index in raised_at:
         candidate = candidates.get(record_id)
@@ -620,9 +659,7 @@ def rank(
                 "raised at the record's site, whose message is built at run time",
             )
         tally = _said(site)
-        tally.extend(
-            _context_score(candidate, exception, last_index, causes, graph, log_repos, versions)
-        )
+        tally.extend(_context_score(candidate, exception, paste))
         names = _PLACEHOLDER.findall(candidate.error_message)
         captures = {names[0]: exception.message} if record_id not in index and names else {}
         match = _finish(candidate, tally, exception_index, captures)

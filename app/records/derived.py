@@ -195,7 +195,16 @@ class Memo:
 def _store(where: Session | Engine) -> str:
     """The store a session or an engine reads (without opening a connection)."""
     bind = where.get_bind() if isinstance(where, Session) else where
-    return str(bind.engine.url)
+    engine = bind.engine
+    text = _URL_TEXT.get(engine)
+    if text is None:
+        text = _URL_TEXT[engine] = str(engine.url)
+    return text
+
+
+_URL_TEXT: "WeakKeyDictionary[Engine, str]" = WeakKeyDictionary()
+"""Each engine's URL as text, rendered once: rendering quotes every part anew (and so does
+hashing a URL), which each memo read of a match paid for."""
 
 
 memo = Memo()
