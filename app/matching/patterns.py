@@ -8,10 +8,10 @@ the records' validation does not load them.
 """
 
 import re
+import re._constants as sre_constants
+import re._parser as sre_parser
 import warnings
 from functools import lru_cache
-from re import _constants as sre_constants
-from re import _parser as sre_parser
 from typing import Any
 
 import re2
