@@ -303,9 +303,44 @@ def corpus() -> list[Template]:
     )
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=[*BACKENDS, "automaton"])
 def index(request: pytest.FixtureRequest, corpus: list[Template]) -> PatternIndex:
-    return PatternIndex(((t.key, t.pattern) for t in corpus), backend=request.param)
+    """Each backend; ``automaton`` is the portable one where Hyperscan is not installed (its
+    literals found by Aho–Corasick), which a machine with Hyperscan would not test otherwise."""
+    entries = ((t.key, t.pattern) for t in corpus)
+    if request.param != "automaton":
+        return PatternIndex(entries, backend=request.param)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(index_module, "HYPERSCAN", False)
+        return PatternIndex(entries, backend="portable")
+
+
+LITERALS = ["cache", "KV cache", "on rank", "échec", "nul\x00byte", "k", "absent"]
+LITERAL_TEXT = "échec: KV cache of rank 3 (nul\x00byte) ... the cache on rank 3"
+"""Literals and a text with each kind the prefilter meets: overlapping ones, a non-ASCII one
+and one with a NUL (both found by str.find beside Hyperscan), repeats and one not there."""
+
+
+@pytest.mark.parametrize("scanner", ["hyperscan", "automaton"])
+def test_literal_set_reports_each_literals_first_occurrence(
+    scanner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if scanner == "hyperscan" and hyperscan is None:
+        pytest.skip("hyperscan not installed")
+    monkeypatch.setattr(index_module, "HYPERSCAN", scanner == "hyperscan")
+    literals = index_module._LiteralSet(LITERALS)
+    ends = literals.first_ends(LITERAL_TEXT, index_module._one_byte(LITERAL_TEXT))
+    expected = {
+        id_: LITERAL_TEXT.index(literal) + len(literal) - 1
+        for id_, literal in enumerate(LITERALS)
+        if literal in LITERAL_TEXT
+    }
+    assert ends == expected
+    assert set(expected) == {0, 1, 2, 3, 4, 5}
+    again = index_module._LiteralSet(LITERALS, literals.blob())  # saved, then loaded
+    assert again.first_ends(LITERAL_TEXT, index_module._one_byte(LITERAL_TEXT)) == expected
+    stale = index_module._LiteralSet(LITERALS, b"not a database")  # compiled afresh
+    assert stale.first_ends(LITERAL_TEXT, index_module._one_byte(LITERAL_TEXT)) == expected
 
 
 def small(backend: str, *templates: Template) -> PatternIndex:

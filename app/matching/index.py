@@ -6,7 +6,9 @@ line. This index makes one pass of a multi-pattern engine over the text, then co
 patterns that engine flags with RE2, whose running time is linear in the text. Two engines sit
 behind one interface:
 
-* ``portable`` (the default, ``auto``): Aho–Corasick over each pattern's longest required literal;
+* ``portable`` (the default, ``auto``): each pattern's longest required literal, found by
+  Hyperscan's literal compiler where its wheel is installed, by Aho–Corasick elsewhere
+  (``_LiteralSet``);
 * ``hyperscan`` (x86-64 only): every pattern compiled into Hyperscan databases, in shards so a
   write recompiles one shard, serialised by :meth:`PatternIndex.save` because compiling is slow.
 
@@ -36,16 +38,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import re._constants as sre_constants  # Python's own regex parser: literals only, never run
 import tempfile
 import threading
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from itertools import accumulate, chain
 from operator import attrgetter
 from pathlib import Path
-from re import _constants as sre_constants  # Python's own regex parser: literals only, never run
 from typing import Any, Literal, Protocol
 
 import ahocorasick
@@ -93,7 +95,8 @@ character is at most four bytes of UTF-8, so the subject fits one scan."""
 MIN_HEAD_CHARS = 8
 """A pattern's leading literal shorter than this is too common to find its cut messages by."""
 
-CACHE_FORMAT = 3  # 2: patterns past the cost limits left out; 3: literals for cut messages
+CACHE_FORMAT = 4  # 2: patterns past the cost limits left out; 3: literals for cut messages;
+# 4: the literal prefilters' Hyperscan databases
 _CACHE_MAGIC = b"errkb-pattern-index\n"
 
 _HS_FLAGS = (
@@ -303,6 +306,13 @@ class _Text:
         return self.char_starts[line] + len(self.data[start:byte].decode("utf-8", "surrogatepass"))
 
 
+def _one_byte(text: str) -> bytes:
+    """``text`` with one byte a character, as ``_Text.one_byte`` gives it."""
+    if text.isascii():
+        return text.encode("ascii")
+    return text.encode("utf-8", "surrogatepass").translate(_ONE_BYTE, _UTF8_CONTINUATION)
+
+
 class _Engine(Protocol):
     """A prefilter: for each pattern it covers that may match, the char offset at or before
     the line of its first match."""
@@ -319,87 +329,165 @@ class _Engine(Protocol):
         ...
 
 
-class _PortableEngine:
-    """Aho–Corasick over the longest required literal of each pattern."""
+class _LiteralSet:
+    """Which of a list of literals occur in a text, each with the char offset where its first
+    occurrence ends: Hyperscan's literal compiler where the wheel is installed, Aho–Corasick
+    elsewhere.
 
-    def __init__(self, automaton: Any = None, ids_by_literal: list[list[int]] | None = None):
-        self._automaton = automaton
-        self._ids_by_literal = ids_by_literal or []
-        self._lengths: list[int] = []
+    Under load the prefilter's cost is cache misses, not instructions: the automaton walks one
+    trie node per character through some 37,000 literals on the whole-history store (314-344 us
+    a real paste once other requests have evicted it), where Hyperscan's database of the same
+    literals, 4.8 MB, takes 92-114 us (docs/benchmarks.md). Literals Hyperscan cannot take here
+    (a non-ASCII character, which the one-byte text does not hold, or a NUL, at which the
+    binding cuts an expression) are found with ``str.find``.
+    """
+
+    def __init__(self, literals: list[str], blob: bytes = b"") -> None:
+        self._automaton: Any = None
+        self._database: Any = None
+        self._scratch = threading.local()  # Hyperscan needs one scratch per concurrent scan
+        self._by_find: list[tuple[int, str]] = []
+        if not HYPERSCAN:
+            if literals:
+                self._automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+                for literal_id, literal in enumerate(literals):
+                    self._automaton.add_word(literal, literal_id)
+                self._automaton.make_automaton()
+            return
+        ids: list[int] = []
+        for literal_id, literal in enumerate(literals):
+            if literal.isascii() and "\x00" not in literal:
+                ids.append(literal_id)
+            else:
+                self._by_find.append((literal_id, literal))
+        if ids:
+            self._database = _load_literals(blob) or _compile_literals(
+                [literals[id_] for id_ in ids], ids
+            )
+
+    def blob(self) -> bytes:
+        """The compiled database, to be given back to the constructor with the same literals;
+        empty where there is none (the automaton rebuilds in well under a second)."""
+        return hyperscan.dumpb(self._database) if self._database is not None else b""
+
+    def first_ends(self, text: str, one_byte: bytes) -> dict[int, int]:
+        """Literal id -> char offset of the last character of its first occurrence in ``text``
+        (``one_byte`` is ``text`` with one byte a character, see ``_Text.one_byte``)."""
+        ends: dict[int, int] = {}
+        if self._automaton is not None:
+            for number, (end, literal_id) in enumerate(self._automaton.iter(text)):
+                if number % deadline.CHECK_EVERY == 0:
+                    deadline.check()
+                ends.setdefault(literal_id, end)
+            return ends
+        if self._database is not None:
+            scratch = getattr(self._scratch, "scratch", None)
+            if scratch is None:
+                scratch = self._scratch.scratch = hyperscan.Scratch(self._database)
+
+            def on_match(literal_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+                ends[literal_id] = end - 1  # SINGLEMATCH: the first, by end offset
+
+            self._database.scan(one_byte, match_event_handler=on_match, scratch=scratch)
+        for literal_id, literal in self._by_find:
+            if (at := text.find(literal)) >= 0:
+                ends[literal_id] = at + len(literal) - 1
+        return ends
+
+
+def _compile_literals(literals: list[str], ids: list[int]) -> Any:
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[literal.encode("ascii") for literal in literals],
+        ids=ids,
+        elements=len(ids),
+        flags=hyperscan.HS_FLAG_SINGLEMATCH,
+        literal=True,
+    )
+    return database
+
+
+def _load_literals(blob: bytes) -> Any:
+    """The database saved as ``blob``, or None when there is none or another Hyperscan built it."""
+    if not blob:
+        return None
+    try:
+        return hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+    except hyperscan.error:
+        return None
+
+
+class _PortableEngine:
+    """A literal prefilter: the longest required literal of each pattern."""
+
+    def __init__(self, ids_by_literal: dict[str, list[int]] | None = None, blob: bytes = b""):
+        self._by_literal = ids_by_literal or {}
+        self._literals = _LiteralSet(list(self._by_literal), blob) if self._by_literal else None
+        self._ids_by_literal = list(self._by_literal.values())
+        self._lengths = [len(literal) for literal in self._by_literal]
 
     @classmethod
     def restore(
         cls,
-        entries: list[_Entry | None],
-        state: Any,  # noqa: ARG003 - the _Engine protocol's signature; the literals suffice
-        blobs: list[bytes],  # noqa: ARG003 - as for state
-    ) -> _Engine:
-        """Rebuilt from the literals: quicker than pyahocorasick's own load (0.7 s vs 1.9 s at
-        100k patterns)."""
-        engine, _ = cls().extended(entries, [])
-        return engine
+        entries: list[_Entry | None],  # noqa: ARG003 - the _Engine protocol's signature
+        state: Any,
+        blobs: list[bytes],
+    ) -> _PortableEngine:
+        """Rebuilt from the literals as they were when it was built (entries removed since
+        keep theirs), with the compiled database saved beside them: compiling takes seconds
+        at 100k patterns; the automaton is quicker to rebuild than to load."""
+        literals, ids = state
+        return cls(dict(zip(literals, ids, strict=True)), b"".join(blobs))
 
     def first_offsets(self, text: _Text) -> dict[int, int]:
         offsets: dict[int, int] = {}
-        if self._automaton is None:
+        if self._literals is None:
             return offsets
-        seen: set[int] = set()
-        for number, (end, literal_id) in enumerate(self._automaton.iter(text.text)):
-            if number % deadline.CHECK_EVERY == 0:
-                deadline.check()
-            if literal_id not in seen:
-                seen.add(literal_id)
-                for id_ in self._ids_by_literal[literal_id]:
-                    offsets[id_] = end
+        deadline.check()
+        for literal_id, end in self._literals.first_ends(text.text, text.one_byte()).items():
+            for id_ in self._ids_by_literal[literal_id]:
+                offsets[id_] = end
         return offsets
 
     def extended(self, entries: list[_Entry | None], ids: list[int]) -> tuple[_Engine, list[int]]:
-        """Remade from every live entry: one automaton is cheaper to scan than several."""
-        ids_by_literal: dict[str, list[int]] = {}
-        for id_, entry in enumerate(entries):
-            if entry is not None and entry.literal:
-                ids_by_literal.setdefault(entry.literal, []).append(id_)
-        automaton = None
-        if ids_by_literal:
-            automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
-            for literal_id, literal in enumerate(ids_by_literal):
-                automaton.add_word(literal, literal_id)
-            automaton.make_automaton()
+        """Remade from every live entry: one scan is cheaper than several."""
+        engine = _PortableEngine(_ids_by_literal(entries, lambda entry: [entry.literal]))
         uncovered = [id_ for id_ in ids if not entries[id_].literal]  # type: ignore[union-attr]
-        return _PortableEngine(automaton, list(ids_by_literal.values())), uncovered
+        return engine, uncovered
 
     def dump(self) -> tuple[Any, list[bytes]]:
-        return None, []
+        blobs = [self._literals.blob()] if self._literals is not None else []
+        return [list(self._by_literal), self._ids_by_literal], blobs
 
     @classmethod
     def of_literals(cls, entries: list[_Entry | None]) -> _PortableEngine:
-        """An automaton over each pattern's longest and leading literal, for ``near_keys``."""
-        ids_by_literal: dict[str, list[int]] = {}
-        for id_, entry in enumerate(entries):
-            if entry is not None:
-                for literal in {entry.literal, entry.head} - {""}:
-                    ids_by_literal.setdefault(literal, []).append(id_)
-        if not ids_by_literal:
-            return cls()
-        automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
-        for literal_id, literal in enumerate(ids_by_literal):
-            automaton.add_word(literal, literal_id)
-        automaton.make_automaton()
-        engine = cls(automaton, list(ids_by_literal.values()))
-        engine._lengths = [len(literal) for literal in ids_by_literal]
-        return engine
+        """A prefilter over each pattern's longest and leading literal, for ``near_keys``."""
+        return cls(_ids_by_literal(entries, lambda entry: [entry.literal, entry.head]))
 
     def literal_hits(self, text: str) -> dict[int, int]:
         """Pattern id -> length of the longest of its literals found in ``text``."""
         found: dict[int, int] = {}
-        if self._automaton is None:
+        if self._literals is None:
             return found
-        for _, literal_id in self._automaton.iter(text):
+        for literal_id in self._literals.first_ends(text, _one_byte(text)):
             length = self._lengths[literal_id]
             for id_ in self._ids_by_literal[literal_id]:
                 if found.get(id_, 0) < length:
                     found[id_] = length
         return found
+
+
+def _ids_by_literal(
+    entries: list[_Entry | None], literals_of: Callable[[_Entry], list[str]]
+) -> dict[str, list[int]]:
+    """Each distinct literal of the live entries -> the ids of the entries that have it."""
+    ids_by_literal: dict[str, list[int]] = {}
+    for id_, entry in enumerate(entries):
+        if entry is not None:
+            for literal in dict.fromkeys(literals_of(entry)):
+                if literal:
+                    ids_by_literal.setdefault(literal, []).append(id_)
+    return ids_by_literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -658,6 +746,7 @@ class PatternIndex:
         dataset version) is current: building checks and parses every pattern (3 s at 28k,
         15 s with Hyperscan), loading reads them back (0.1 s)."""
         state, blobs = self._engine.dump()
+        near_state, near_blobs = self._near.dump()
         header = {
             "format": CACHE_FORMAT,
             "version": version,
@@ -670,13 +759,15 @@ class PatternIndex:
             "pending": self._pending,
             "engine": state,
             "blobs": [len(blob) for blob in blobs],
+            "near": near_state,
+            "near_blobs": [len(blob) for blob in near_blobs],
         }
         path = Path(path)
         with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False) as file:
             file.write(_CACHE_MAGIC)
             file.write(json.dumps(header, separators=(",", ":")).encode())
             file.write(b"\n")
-            for blob in blobs:
+            for blob in chain(blobs, near_blobs):
                 file.write(blob)
         os.replace(file.name, path)
 
@@ -700,9 +791,10 @@ class PatternIndex:
         ):
             return None
         blobs, at = [], header_end + 1
-        for size in header["blobs"]:
+        for size in chain(header["blobs"], header["near_blobs"]):
             blobs.append(raw[at : at + size])
             at += size
+        blobs, near_blobs = blobs[: len(header["blobs"])], blobs[len(header["blobs"]) :]
         columns = (header["entries"][name] for name in _ENTRY_FIELDS)
         index._entries = [
             _Entry(*row) if row[0] is not None else None for row in zip(*columns, strict=True)
@@ -714,7 +806,7 @@ class PatternIndex:
             index._engine = _ENGINES[index.backend].restore(index._entries, header["engine"], blobs)
         except _STALE_DATABASE:
             return None
-        index._near = _PortableEngine.of_literals(index._entries)
+        index._near = _PortableEngine.restore(index._entries, header["near"], near_blobs)
         return index
 
     def _entry(self, key: str) -> _Entry:
