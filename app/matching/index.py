@@ -14,8 +14,9 @@ behind one interface:
 
 Per paste they cost the same (bench/bench_index.py: 0.57 vs 0.55 ms at 28k patterns, 2.7 vs
 2.8 ms at 100k, against 2.3 s and 8.2 s for a loop of ``re.search``): the time goes to confirming
-and locating the real hits, which both must do. Aho–Corasick builds five times faster (3 s vs
-15 s at 28k), takes half the memory and runs everywhere, so ``auto`` picks it.
+and locating the real hits, which both must do. The literal prefilter builds five times faster
+(3 s vs 15 s at 28k, measured with Aho–Corasick), takes half the memory and runs everywhere, so
+``auto`` picks it.
 
 Patterns neither engine can take (no literal, or refused by Hyperscan) and patterns added since
 the last :meth:`PatternIndex.rebuild` are few; they are checked with ``str.find`` on their literal
@@ -335,11 +336,11 @@ class _LiteralSet:
     elsewhere.
 
     Under load the prefilter's cost is cache misses, not instructions: the automaton walks one
-    trie node per character through some 37,000 literals on the whole-history store (314-344 us
-    a real paste once other requests have evicted it), where Hyperscan's database of the same
-    literals, 4.8 MB, takes 92-114 us (docs/benchmarks.md). Literals Hyperscan cannot take here
-    (a non-ASCII character, which the one-byte text does not hold, or a NUL, at which the
-    binding cuts an expression) are found with ``str.find``.
+    trie node per character through the 36,738 literals of the whole-history store, where
+    Hyperscan's database of them is 4.8 MB; a real paste's scan after other work has taken the
+    caches, as under load, is 108 us against 175 (bench/bench_prefilter.py). Literals Hyperscan
+    cannot take here (a non-ASCII character, which the one-byte text does not hold, or a NUL,
+    at which the binding cuts an expression) are found with ``str.find``.
     """
 
     def __init__(self, literals: list[str], blob: bytes = b"") -> None:
@@ -732,9 +733,10 @@ class PatternIndex:
             self._entries[id_] = None
 
     def rebuild(self) -> None:
-        """Move the patterns added since the last rebuild into the engine: remakes the automaton
-        (0.3 s at 100k patterns) or recompiles a Hyperscan shard or two (3 s); call it off the
-        request path."""
+        """Move the patterns added since the last rebuild into the engine: remakes the literal
+        prefilters (2.1 s for the 100k patterns of the whole-history store with Hyperscan's
+        literal compiler, 0.25 s with Aho–Corasick: bench/bench_prefilter.py) or recompiles a
+        Hyperscan shard or two (3 s); call it off the request path."""
         pending = [id_ for id_ in self._pending if self._entries[id_] is not None]
         self._engine, uncovered = self._engine.extended(self._entries, pending)
         self._near = _PortableEngine.of_literals(self._entries)
