@@ -409,13 +409,16 @@ def _compile_literals(literals: list[str], ids: list[int]) -> Any:
 
 
 def _load_literals(blob: bytes) -> Any:
-    """The database saved as ``blob``, or None when there is none or another Hyperscan built it."""
+    """The database saved as ``blob``, or None when there is none or it is not for this
+    Hyperscan and CPU: allocating a scratch checks the platform here rather than at a scan."""
     if not blob:
         return None
     try:
-        return hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+        database = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+        hyperscan.Scratch(database)
     except hyperscan.error:
         return None
+    return database
 
 
 class _PortableEngine:
