@@ -397,28 +397,17 @@ class _LiteralSet:
 
 
 def _compile_literals(literals: list[str], ids: list[int]) -> Any:
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(
-        expressions=[literal.encode("ascii") for literal in literals],
-        ids=ids,
-        elements=len(ids),
-        flags=hyperscan.HS_FLAG_SINGLEMATCH,
-        literal=True,
-    )
-    return database
+    flags = [hyperscan.HS_FLAG_SINGLEMATCH] * len(ids)
+    return _compile_database(literals, ids, flags, literal=True)
 
 
 def _load_literals(blob: bytes) -> Any:
     """The database saved as ``blob``, or None when there is none or it is not for this
-    Hyperscan and CPU: allocating a scratch checks the platform here rather than at a scan."""
-    if not blob:
-        return None
+    Hyperscan and CPU (then it is compiled afresh)."""
     try:
-        database = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
-        hyperscan.Scratch(database)
+        return _load_database(blob)
     except hyperscan.error:
         return None
-    return database
 
 
 class _PortableEngine:
@@ -579,14 +568,20 @@ def _compile_shard(entries: list[_Entry | None], ids: list[int]) -> tuple[_Shard
     return _Shard(kept, database), refused
 
 
-def _compile_database(patterns: list[str], ids: list[int], flags: list[int]) -> Any:
+def _compile_database(
+    patterns: list[str], ids: list[int], flags: list[int], literal: bool = False
+) -> Any:
+    """One block-mode database; with ``literal``, the patterns are plain text, compiled by
+    Hyperscan's literal compiler."""
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     encoded = [pattern.encode("ascii") for pattern in patterns]
-    database.compile(expressions=encoded, ids=ids, elements=len(ids), flags=flags)
+    database.compile(expressions=encoded, ids=ids, elements=len(ids), flags=flags, literal=literal)
     return database
 
 
 def _load_database(blob: bytes) -> Any:
+    """The database saved as ``blob`` with a scratch of its own (allocating it checks that the
+    database was built for this CPU, here rather than at a scan); None for no blob."""
     if not blob:
         return None
     database = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
