@@ -37,6 +37,8 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+runs_app = typer.Typer(help="Reproducer runs made elsewhere.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -127,6 +129,41 @@ def import_command(
     """Validate and upsert records by id; all-or-nothing unless --partial."""
     report = run_import(_settings(ctx), paths, partial)
     if report.rejected:
+        raise typer.Exit(1)
+
+
+def run_runs_import(settings: Settings, paths: list[Path]) -> bool:
+    """Import run files and print what happened; shared by `runs import` and `serve`.
+    False when a file was refused (nothing of it is kept)."""
+    from app.reproducers import runs
+
+    engine = open_store(settings)
+    with unit_of_work(engine) as session:
+        report = runs.import_runs(session, paths, origin_root=settings.runs_dir.parent)
+    for refusal in report.refused:
+        typer.echo(f"refused {refusal}", err=True)
+    typer.echo(
+        f"runs: added {report.added}, already kept {report.known}, "
+        f"waiting for their record {len(report.without_record)}"
+        + (" -- nothing imported (a file with a line that is not a run)" if report.refused else "")
+    )
+    return not report.refused
+
+
+@runs_app.command("import")
+def runs_import_command(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Run files (.jsonl, as `errkb verify --out` writes) or folders."),
+    ],
+) -> None:
+    """Keep the runs of these files beside their records (each run once)."""
+    missing = [str(path) for path in paths if not path.exists()]
+    if missing:
+        typer.echo(f"error: no such file: {', '.join(missing)}", err=True)
+        raise typer.Exit(2)
+    if not run_runs_import(_settings(ctx), paths):
         raise typer.Exit(1)
 
 
@@ -398,6 +435,8 @@ def serve_command(
         with store.backend(engine).exclusive(engine, "import"):
             if run_import(settings, [settings.data_dir], partial=False).rejected:
                 raise typer.Exit(1)
+            if settings.runs_dir.is_dir() and not run_runs_import(settings, [settings.runs_dir]):
+                raise typer.Exit(1)
         engine.dispose()  # the app opens its own; no connection is handed to the server
     # JSON logs: uvicorn's loggers go to errkb's JSON handler, and errkb logs each request.
     if workers > 1:
@@ -464,22 +503,76 @@ def verify_command(
         int | None, typer.Option(min=1, help="With --generated: try at most this many drafts.")
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="With --generated: scripts run at once.")] = 1,
+    torch: Annotated[
+        str,
+        typer.Option(
+            help="pinned: torch reproducers run only on the release they name; installed: on "
+            "the installed torch (a GPU machine's own), the run naming it."
+        ),
+    ] = "pinned",
+    bundle: Annotated[
+        Path | None,
+        typer.Option(
+            help="Make a bundle in this folder for a GPU machine without network (every "
+            "curated CUDA reproducer, the store's generated CUDA-only ones, the wheels they "
+            "import) instead of running anything; `python3 -m app.reproducers.offline DIR` "
+            "runs it there.",
+        ),
+    ] = None,
+    python_version: Annotated[
+        str, typer.Option(help="With --bundle: the GPU machine's Python (wheels are for it).")
+    ] = "3.12",
+    platform: Annotated[
+        list[str] | None,
+        typer.Option(help="With --bundle: a platform tag of its wheels; repeat for more."),
+    ] = None,
+    device_torch: Annotated[
+        str | None,
+        typer.Option(
+            help="With --bundle: the torch release the GPU machine has; generated torch "
+            "scripts move to where its harvest found their raise."
+        ),
+    ] = None,
+    from_bundle: Annotated[
+        Path | None,
+        typer.Option(help="Run the reproducers of a bundle made with --bundle (stores nothing)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write each run, with the machine it ran on, to this run file (one JSON "
+            "line a run: what `errkb runs import` reads)."
+        ),
+    ] = None,
 ) -> None:
     """Run reproducers against the real upstream code and store each run."""
     from app.reproducers import runner
 
     if device not in ("auto", "cpu", "cuda"):
         raise typer.BadParameter("must be cpu, cuda or auto", param_hint="--device")
+    if torch not in ("pinned", "installed"):
+        raise typer.BadParameter("must be pinned or installed", param_hint="--torch")
     settings = _settings(ctx)
+    commit = _commit() if out is not None else None  # of the code that runs, before it runs
+    if bundle is not None:
+        raise typer.Exit(
+            _make_bundle(settings, bundle, python_version, platform, device_torch, record_ids)
+        )
+    if from_bundle is not None:
+        raise typer.Exit(_run_bundle(settings, from_bundle, device, torch, out))
     if generated:
         raise typer.Exit(
-            verify_generated(settings, record_ids or [], repo, path or [], limit, workers, as_json)
+            verify_generated(
+                settings, record_ids or [], repo, path or [], limit, workers, as_json, out, commit
+            )
         )
     try:
-        outcomes = runner.verify(open_store(settings), settings, record_ids or [], device)
+        outcomes = runner.verify(open_store(settings), settings, record_ids or [], device, torch)
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
+    if out is not None:
+        _write_runs(out, outcomes, commit)
     if as_json:
         typer.echo(json.dumps([verify_json(outcome) for outcome in outcomes], indent=2))
     else:
@@ -491,6 +584,82 @@ def verify_command(
     raise typer.Exit(runner.exit_status(outcomes))
 
 
+def _commit() -> str | None:
+    from app.config import PROJECT_ROOT
+    from app.reproducers import runs
+
+    return runs.checkout_commit(PROJECT_ROOT)
+
+
+def _write_runs(out: Path, outcomes: list["RunOutcome"], commit: str | None) -> None:
+    from app.reproducers import runs
+
+    written = runs.write_runs(out, outcomes, commit)
+    typer.echo(f"wrote {written} runs to {out}", err=True)
+
+
+def _make_bundle(
+    settings: Settings,
+    folder: Path,
+    python_version: str,
+    platforms: list[str] | None,
+    device_torch: str | None,
+    record_ids: list[str] | None,
+) -> int:
+    """`errkb verify --bundle DIR`: make the bundle, say what is in it and what is not."""
+    from app.reproducers import bundle
+
+    try:
+        manifest = bundle.make_bundle(
+            settings,
+            open_store(settings),
+            folder,
+            python_version,
+            platforms or bundle.DEFAULT_PLATFORMS,
+            device_torch,
+            record_ids=record_ids or (),
+        )
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        return 1
+    generated = sum(len(ids) for ids in manifest.generated.values())
+    typer.echo(
+        f"{folder}: {len(manifest.curated)} curated and {generated} generated reproducers, "
+        f"{len(manifest.wheels)} wheels, environments of "
+        f"{', '.join(manifest.environments) or 'no release'}; "
+        f"{manifest.bytes / 2**20:.1f} MiB"
+    )
+    for left in manifest.left_out:
+        typer.echo(f"left out {left['what']}: {left['why']}")
+    return 0
+
+
+def _run_bundle(settings: Settings, folder: Path, device: str, torch: str, out: Path | None) -> int:
+    """`errkb verify --from-bundle DIR`: run what a bundle holds; exit 1 when a curated
+    reproducer that could run failed (a generated one that fails is a draft without one)."""
+    from app.reproducers import bundle, runner
+
+    try:
+        manifest = bundle.read_manifest(folder)
+        outcomes = bundle.run_bundle(
+            settings, folder, "cuda" if device == "auto" else device, torch
+        )
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        return 2
+    if out is not None:
+        _write_runs(out, outcomes, manifest.commit)
+    for outcome in outcomes:
+        typer.echo(
+            f"{outcome.record_id}  {outcome.status:<7}  {outcome.device:<4}  "
+            f"{outcome.duration_s:6.1f} s  {outcome.reason[:120]}"
+        )
+    passed = sum(outcome.status == "passed" for outcome in outcomes)
+    typer.echo(f"passed {passed} of {len(outcomes)}")
+    curated = [outcome for outcome in outcomes if outcome.record_id in manifest.curated]
+    return runner.exit_status(curated)
+
+
 def verify_generated(
     settings: Settings,
     record_ids: list[str],
@@ -499,6 +668,8 @@ def verify_generated(
     limit: int | None,
     workers: int,
     as_json: bool,
+    out: Path | None = None,
+    commit: str | None = None,
 ) -> int:
     """Generate (unless record ids are named: those run as stored), verify, print figures.
 
@@ -515,6 +686,8 @@ def verify_generated(
         outcomes, figures = generated.verify_scripts(engine, settings, record_ids, workers, figures)
     else:
         outcomes = []
+    if out is not None:
+        _write_runs(out, outcomes, commit)
     if as_json:
         typer.echo(
             json.dumps(

@@ -86,6 +86,11 @@ class Settings(BaseSettings):
         default=PROJECT_ROOT / "data" / "records",
         description="Curated records imported on start by `errkb serve`.",
     )
+    runs_dir: Path = Field(
+        default=PROJECT_ROOT / "data" / "runs",
+        description="Reproducer runs made elsewhere (a GPU machine, CI) and kept with the "
+        "data: imported on start by `errkb serve`, each once.",
+    )
     admin_token: str | None = Field(
         default=None, description="Bearer token for writes; with none set, writes answer 403."
     )

@@ -100,11 +100,11 @@ def test_a_passing_reproducer_run_says_where_it_reproduced(
     (found,) = explain_log(store, VLLM_LOG)
     assert found.reproduced is not None
     assert re.fullmatch(
-        r"reproduced on cpu against vllm 0\.33\.0 \(\d{4}-\d\d-\d\d\)", found.reproduced
+        r"Reproduced on CPU \(torch [\w.+]+, Python 3\.\d+\.\d+\) on \d{4}-\d\d-\d\d, "
+        r"against vllm 0\.33\.0",
+        found.reproduced,
     )
-    assert f"Reproduced on cpu against vllm 0.33.0 ({found.reproduced[-11:-1]})." in as_markdown(
-        [found], "log"
-    )
+    assert found.reproduced in as_markdown([found], "log")
 
 
 def test_the_local_store_creates_nothing_when_asked_not_to(tmp_path: Path) -> None:

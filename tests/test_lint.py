@@ -3,26 +3,20 @@
 mypy follows every import of `app/` into its packages; a package that only the test or
 reproducers extra installs makes `make lint` fail on a fresh clone while `make test`, which
 installs those extras first, passes. The closure is computed from the installed packages'
-own metadata, as pip would resolve it.
+own metadata, as pip would resolve it (app/reproducers/environments.py, which the GPU
+machine's bundle computes its wheels with).
 """
 
 import ast
-import re
 import sys
 import tomllib
 from importlib import metadata
 
-from packaging.markers import default_environment
-from packaging.requirements import Requirement
-
 from app.config import PROJECT_ROOT
+from app.reproducers.environments import normal_name, requirement_closure
 
 # A virtual environment has pip; nothing installs it.
 IN_EVERY_VENV = {"pip"}
-
-
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _top_level_imports() -> dict[str, str]:
@@ -43,37 +37,16 @@ def _top_level_imports() -> dict[str, str]:
     return found
 
 
-def _closure(requirements: list[str], extras: frozenset[str] = frozenset()) -> set[str]:
-    """The distributions these requirements install, read from the installed metadata."""
-    environment = {str(key): str(value) for key, value in default_environment().items()}
-    wanted, seen = [(Requirement(r), extras) for r in requirements], set()
-    while wanted:
-        requirement, asked = wanted.pop()
-        if requirement.marker and not any(
-            requirement.marker.evaluate({**environment, "extra": extra})
-            for extra in (asked or {""})
-        ):
-            continue
-        name = _normal(requirement.name)
-        key = (name, frozenset(requirement.extras))
-        if key in seen:
-            continue
-        seen.add(key)
-        wanted.extend(
-            (Requirement(r), frozenset(requirement.extras))
-            for r in metadata.requires(requirement.name) or []
-        )
-    return {name for name, _ in seen}
-
-
 def test_the_dev_extra_installs_every_package_mypy_reads_in_app() -> None:
     project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
-    installed = _closure([*project["dependencies"], *project["optional-dependencies"]["dev"]])
+    installed = requirement_closure(
+        [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    )
     providers = metadata.packages_distributions()
     missing = {
         module: where
         for module, where in _top_level_imports().items()
         if module not in IN_EVERY_VENV
-        and not installed & {_normal(name) for name in providers.get(module, [module])}
+        and not installed & {normal_name(name) for name in providers.get(module, [module])}
     }
     assert not missing, f"imported by app/ but not installed by `make lint`: {missing}"

@@ -379,6 +379,79 @@ def test_spawned_and_launched_failures_report_the_failing_rank() -> None:
     assert launched["fix"]["state"]["returned"] == {"0": 0, "1": 1}
 
 
+def test_a_torch_reproducer_runs_on_the_installed_torch_only_when_asked(tmp_path: Path) -> None:
+    """A GPU machine's torch is what it is: `--torch installed` runs a reproducer written for
+    another release on it, and the result names both; the pin stays the default."""
+    script = (REPRODUCERS / f"{TORCH_IDS[0]}.py").read_text(encoding="utf-8")
+    assert 'version="2.13.0"' in script
+    other = tmp_path / f"{TORCH_IDS[0]}.py"
+    other.write_text(script.replace('version="2.13.0"', 'version="2.12.0"'), encoding="utf-8")
+
+    def result(*args: str) -> tuple[int, dict]:
+        done = subprocess.run(
+            [sys.executable, str(other), *args],
+            capture_output=True,
+            text=True,
+            cwd=PROJECT_ROOT,
+            check=False,
+        )
+        return done.returncode, json.loads(done.stdout.strip().splitlines()[-1])
+
+    code, refused = result()
+    assert (code, refused["status"]) == (EXIT_CODES["error"], "error")
+    assert "is installed, but the reproducer pins 2.12.0" in refused["reason"]
+    code, ran = result("--torch", "installed")
+    assert (code, ran["status"]) == (EXIT_CODES["passed"], "passed"), ran
+    assert ran["target"]["version"] == "2.13.0"
+    assert ran["target"]["pinned"] == "2.12.0"
+    assert ran["torch"].startswith("2.13.0")
+    assert ran["machine"]["kind"] == "cpu"
+    assert ran["machine"]["cores"] >= 1
+
+
+# What torch 2.11.0+cu130 printed on an NVIDIA H200 for the model on CUDA and the batch on
+# the CPU (the first GPU run of e969721df7a93b42, 2026-12-04).
+DEVICE_MISMATCH_ON_A_GPU = (
+    "Expected all tensors to be on the same device, but got mat1 is on cpu, different from "
+    "other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)"
+)
+
+
+def _library_strings(path: Path) -> str:
+    """The printable runs of a compiled library, as `strings` lists them."""
+    return "\n".join(
+        run.decode("ascii") for run in re.findall(rb"[\x20-\x7e]{6,}", path.read_bytes())
+    )
+
+
+def test_the_device_mismatch_record_matches_every_wording_of_the_installed_torch() -> None:
+    """Each wording the installed torch's library holds, rebuilt from its own literals with
+    values between them, and the wording a GPU printed, are the record's message."""
+    import torch
+
+    library = _library_strings(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so")
+    prefix = "Expected all tensors to be on the same device"
+    wordings = sorted({line for line in library.splitlines() if line.startswith(prefix)})
+    assert len(wordings) >= 3, wordings
+    pieces = {
+        "Expected all tensors to be on the same device, but found at least two devices, ": (
+            "cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_addmm)"
+        ),
+        "Expected all tensors to be on the same device, but got ": (
+            "index is on cpu, different from other tensors on cuda:0 (when checking argument "
+            "in method wrapper_CUDA__index_select)"
+        ),
+    }
+    assert ", different from other tensors on " in library
+    assert " (when checking argument in method " in library
+    pattern = re2.compile(record("e969721df7a93b42")["messagePattern"])
+    for wording in wordings:
+        message = wording + pieces.get(wording, "cuda:0")
+        assert pattern.fullmatch(message), message
+    assert pattern.fullmatch(DEVICE_MISMATCH_ON_A_GPU)
+    assert not pattern.fullmatch(prefix + ".")
+
+
 def test_device_bundle_stands_in_for_the_download(tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     code, made = run(f"{CUDA_ID}.py", "--bundle", str(bundle))

@@ -79,3 +79,32 @@ def test_a_release_module_that_cannot_be_imported_says_why(settings):
     with forked.Zygote("torch", "2.13.0", "torch.errkb_absent", environment, 300) as zygote:
         assert zygote.error is not None
         assert "errkb_absent" in zygote.error
+
+
+# What a generated fix did (modelopt_checkpoint.prepare_output_dir(output_dir='',
+# overwrite=True)): an empty path is where the process runs, and it was removed.
+REMOVES_WHERE_IT_RUNS = """
+import json, os, pathlib, shutil
+pathlib.Path("~/written-home").expanduser().write_text("x")
+shutil.rmtree(pathlib.Path("").resolve())
+print(json.dumps({"id": "removes", "status": "passed", "reason": "", "device": "cpu"}))
+"""
+
+
+def test_a_child_runs_in_its_own_scratch_folder_and_home(settings, tmp_path, monkeypatch):
+    """What upstream code a generated script calls writes or removes relative to where it
+    runs: the script's own folder, never the caller's working directory or home."""
+    caller = tmp_path / "checkout"
+    (caller / "app").mkdir(parents=True)
+    (caller / "app" / "keep.py").write_text("kept\n")
+    monkeypatch.chdir(caller)
+    scratch = tmp_path / "scripts" / "removes"
+    scratch.mkdir(parents=True)
+    script = tmp_path / "scripts" / "removes.py"
+    script.write_text(REMOVES_WHERE_IT_RUNS, encoding="utf-8")
+    environment = generated._environment(settings) | {"HOME": str(caller)}
+    with forked.Zygote("torch", "2.13.0", "torch", environment, 300) as zygote:
+        zygote.run(forked.Script("removes", script, scratch), timeout_s=30)
+    assert (caller / "app" / "keep.py").read_text() == "kept\n"
+    assert not (caller / "written-home").exists()
+    assert not scratch.exists()  # what it removed was its own folder

@@ -31,6 +31,13 @@ segment.close()
 resource_tracker.unregister(segment._name, "shared_memory")  # leak it, as a crash would
 print(json.dumps({{"id": "{rid}", "status": "passed", "reason": "ok", "device": "cpu"}}))
 """
+REMOVING = """
+import json, pathlib, shutil
+RECORD_ID = "{rid}"
+DEVICES = ("cpu",)
+shutil.rmtree(pathlib.Path("").resolve())  # an empty path: where the script runs
+print(json.dumps({{"id": "{rid}", "status": "passed", "reason": "ok", "device": "cpu"}}))
+"""
 CRASHING = """
 import os
 RECORD_ID = "{rid}"
@@ -48,6 +55,7 @@ def scripts(tmp_path: Path, settings):
         ("000000000000000a", HANGING),
         ("000000000000000b", LEAKING),
         ("000000000000000c", CRASHING),
+        ("000000000000000d", REMOVING),
     ):
         (folder / f"{rid}.py").write_text(body.format(rid=rid))
     return settings.model_copy(update={"reproducers_dir": folder, "reproducer_timeout_s": 2.0})
@@ -89,6 +97,19 @@ def test_leaked_shared_memory_is_removed(scripts) -> None:
     assert outcome.status == "passed"
     assert "errkb_test_000000000000000b" in outcome.reason
     assert not Path("/dev/shm/errkb_test_000000000000000b").exists()
+
+
+def test_a_reproducer_runs_in_a_scratch_folder_not_where_it_was_started(
+    scripts, tmp_path, monkeypatch
+) -> None:
+    started_in = tmp_path / "checkout"
+    started_in.mkdir()
+    (started_in / "keep.txt").write_text("kept\n")
+    monkeypatch.chdir(started_in)
+    info = runner.reproducer_info(scripts, "000000000000000d")
+    outcome = runner.run_reproducer(scripts, info, "cpu")
+    assert outcome.status == "passed", outcome.output_tail
+    assert (started_in / "keep.txt").read_text() == "kept\n"
 
 
 def test_verify_runs_the_real_reproducer_and_stores_it(session: Session, settings) -> None:

@@ -43,7 +43,8 @@ def test_the_record_twin_carries_what_the_page_shows(client: TestClient) -> None
     assert run["package"] == "sglang"
     assert run["version"] == "0.5.23"
     assert run["startedAt"].startswith("2026-11-29T12:00:00")
-    assert "Latest run: <strong>passed</strong>" in reproducer
+    assert f"<strong>{run['summary']}</strong>" in reproducer
+    assert run["summary"].startswith("Reproduced on ")
     assert body["drift"]["status"] == "moved"
     assert body["drift"]["foundLine"] == 412
     assert "<strong>moved</strong> (line 412)" in reproducer

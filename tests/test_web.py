@@ -245,8 +245,7 @@ def test_record_page_shows_the_latest_reproducer_run(client: TestClient) -> None
         )
         session.commit()
     text = client.get(f"/errors/{SEED_002}").text
-    assert "Latest run: <strong>passed</strong>" in text
-    assert "against sglang 0.5.23" in text
+    assert "<strong>Reproduced on CPU on 2026-11-29</strong>, against sglang 0.5.23" in text
     assert "No reproducer run yet" not in text
 
 

@@ -14,6 +14,7 @@ from app.records.model import ErrorRecord
 from app.records.service import Page, Stats
 from app.records.summary import RecordSummary, summarize
 from app.reproducers.runner import ReproducerInfo
+from app.reproducers.runs import summary as run_summary
 from app.serving.views import RecordView
 from app.store.tables import DriftCheck, GeneratedReproducer, ReproducerRun
 from app.wire import ApiModel
@@ -177,6 +178,10 @@ class ReproducerRunOut(ApiModel):
     duration_s: float
     started_at: datetime
     output_tail: str
+    machine: str | None = None  # "NVIDIA H200, 143,771 MiB, driver 580.159.04, ..."
+    cuda: str | None = None
+    origin: str | None = None  # the run file it was imported from (runs/...)
+    summary: str = ""  # "Reproduced on NVIDIA H200 (torch 2.11.0+cu130, ...) on 2026-12-04"
 
 
 class DriftOut(ApiModel):
@@ -275,7 +280,9 @@ def generated_reproducer_out(
 
 def run_out(run: ReproducerRun) -> ReproducerRunOut:
     """The API shape of a stored reproducer run."""
-    return ReproducerRunOut.model_validate(run, from_attributes=True)
+    shown = ReproducerRunOut.model_validate(run, from_attributes=True)
+    shown.summary = run_summary(run)
+    return shown
 
 
 def drift_out(check: DriftCheck) -> DriftOut:

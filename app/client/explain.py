@@ -53,7 +53,8 @@ class Explanation:
     repo: str
     link: str
     advice: str  # the top solution, or why there is none yet
-    reproduced: str | None  # "reproduced on cpu against vllm 0.33.0 (2026-11-30)"
+    # "Reproduced on CPU (torch 2.13.0+cpu, Python 3.11.7) on 2026-12-04, against vllm 0.33.0"
+    reproduced: str | None
     seen: str  # the exception as it was raised: "RuntimeError: ... at control offset 4096"
 
 
@@ -159,11 +160,10 @@ def _reproduced(document: dict[str, Any]) -> str | None:
     for run in document.get("runs") or []:  # newest first
         if run.get("status") == "passed":
             against = " ".join(part for part in (run.get("package"), run.get("version")) if part)
-            return (
-                f"reproduced on {run['device']}"
-                + (f" against {against}" if against else "")
-                + f" ({str(run['startedAt'])[:10]})"
+            said = run.get("summary") or (
+                f"Reproduced on {run['device']} on {str(run['startedAt'])[:10]}"
             )
+            return said + (f", against {against}" if against else "")
     if document.get("reproducer"):
         return f"reproducer: {document['reproducer']} (no passing run yet)"
     return None

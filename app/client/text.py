@@ -152,9 +152,9 @@ def _reproducer_lines(document: dict[str, Any]) -> list[str]:
         latest = runs[0]
         against = " ".join(part for part in (latest.get("package"), latest.get("version")) if part)
         body.append(
-            f"Latest run: {latest['status']} on {latest['device']}"
-            + (f" against {against}" if against else "")
-            + f", {latest['startedAt'][:16].replace('T', ' ')}."
+            f"Latest run: {latest.get('summary') or latest['status']}"
+            + (f", against {against}" if against else "")
+            + f" ({latest['startedAt'][:16].replace('T', ' ')})."
         )
         if latest.get("reason"):
             body.append(latest["reason"])

@@ -7,7 +7,11 @@ process with the release's environment) imports the kit, torch and, for torch, i
 package once, and answers a line when ready or the first line of why it cannot import them.
 Then, for each script it is sent, it forks a child that runs the script as `__main__`, as
 `python script.py --device cpu` would, in a process group of its own, its output in a file,
-killed at the time limit. Nothing flows back into the zygote from a child but its exit
+killed at the time limit (`--device cuda --torch installed` where a GPU machine runs them).
+A generated script calls upstream code with values a search chose (an empty path among
+them), so each child runs in its script's own scratch folder, which is also its HOME: what
+the call writes or removes "here" is that folder, never the caller's checkout.
+Nothing flows back into the zygote from a child but its exit
 status and the names of the modules it imported (its target module, and what torch's
 optimizers import on first use, torch._dynamo, 10 s): the zygote imports those too, so the
 next child finds them imported; scripts come in module order. Each script still runs in a
@@ -69,8 +73,10 @@ for line in sys.stdin:
             sys.stdout = os.fdopen(1, "w", closefd=False)
             sys.stderr = os.fdopen(2, "w", closefd=False)
             os.environ["ERRKB_DATA_DIR"] = request["data_dir"]
+            os.chdir(request["data_dir"])  # a scratch folder: paths left empty land here
+            os.environ["HOME"] = request["data_dir"]
             signal.alarm(request["timeout"])
-            sys.argv = [request["script"], "--device", "cpu"]
+            sys.argv = [request["script"], *request["args"]]
             runpy.run_path(request["script"], run_name="__main__")
             status = 0
         except SystemExit as stop:
@@ -117,7 +123,8 @@ class ZygoteGone(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Script:
-    """One generated script to run: its file, and the folder holding its record."""
+    """One generated script to run: its file, and the folder holding its record, where it
+    runs (a scratch folder of its own)."""
 
     record_id: str
     path: Path
@@ -180,8 +187,11 @@ class Zygote:
                 return None
             self._pending += chunk
 
-    def run(self, script: Script, timeout_s: float) -> runner.RunOutcome:
-        """Run one script in a forked child and read its result protocol."""
+    def run(
+        self, script: Script, timeout_s: float, args: tuple[str, ...] = ("--device", "cpu")
+    ) -> runner.RunOutcome:
+        """Run one script in a forked child, with these arguments (`python script.py
+        --device cpu`), and read its result protocol."""
         if self.error is not None or self._process.stdin is None:
             raise ZygoteGone(self.error or "no zygote")
         started_at = datetime.now(UTC)
@@ -191,6 +201,7 @@ class Zygote:
             "data_dir": str(script.data_dir),
             "output": str(output),
             "timeout": max(1, round(timeout_s)),
+            "args": list(args),
         }
         try:
             self._process.stdin.write(json.dumps(request).encode() + b"\n")

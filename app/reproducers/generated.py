@@ -246,7 +246,7 @@ def verify_scripts(
     that reason."""
     figures = figures if figures is not None else {}
     with Session(engine) as session:
-        rows = _stored(session, record_ids)
+        rows = stored_rows(session, record_ids)
     releases = upstream.Upstream(settings.cache_dir)
     by_release: dict[tuple[str, str], list[tuple[GeneratedReproducer, str, str]]] = {}
     for item in [item for item in rows if "cpu" not in script_devices(item[0].script)]:
@@ -294,7 +294,7 @@ def verify_scripts(
                 for _row, repo, _document in items:
                     keep(repo, failure)
                 return
-            _run_release(settings, scratch, key, items, keep)
+            run_release(settings, scratch, key, items, keep)
 
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             list(pool.map(run_shard, shards))
@@ -306,6 +306,12 @@ def _shards(items: list[Any], count: int) -> list[list[Any]]:
     be (the zygote imports a module once, for the next scripts of it)."""
     size = -(-len(items) // count)
     return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def script_module(script: str) -> str:
+    """The module a generated script targets (`module='vllm.config'` in its TARGET)."""
+    found = re.search(r"(?m)^    module=('[^']*'|\"[^\"]*\"),$", script)
+    return ast.literal_eval(found.group(1)) if found else ""
 
 
 def script_devices(script: str) -> tuple[str, ...]:
@@ -331,16 +337,17 @@ def _prepare(releases: upstream.Upstream, package: str, version: str) -> str | N
     return None
 
 
-def _run_release(
+def run_release(
     settings: Settings,
     scratch: Path,
     key: tuple[str, str],
     items: list[tuple[GeneratedReproducer, str, str]],
     keep: Callable[[str, runner.RunOutcome | str], None],
+    args: tuple[str, ...] = ("--device", "cpu"),
 ) -> None:
-    """Scripts of one release, each in a child of one zygote, each outcome handed to `keep`
-    as it comes; a zygote that dies is started again for the scripts after the one it died
-    in."""
+    """Scripts of one release, each in a child of one zygote with these arguments, each
+    outcome handed to `keep` as it comes, one per script in order; a zygote that dies is
+    started again for the scripts after the one it died in."""
     package, version = key
     pending = list(items)
     while pending:
@@ -358,7 +365,9 @@ def _run_release(
             while pending:
                 row, repo, document = pending.pop(0)
                 try:
-                    outcome = zygote.run(_script_file(scratch, row, document), GENERATED_TIMEOUT_S)
+                    outcome = zygote.run(
+                        _script_file(scratch, row, document), GENERATED_TIMEOUT_S, args
+                    )
                 except forked.ZygoteGone as gone:
                     keep(
                         repo,
@@ -379,9 +388,11 @@ def _run_release(
                 keep(repo, outcome)
 
 
-def _stored(
+def stored_rows(
     session: Session, record_ids: Sequence[str]
 ) -> list[tuple[GeneratedReproducer, str, str]]:
+    """The stored scripts of these records (all when none are named) with each record's
+    repository and document, in file and line order."""
     statement = (
         select(GeneratedReproducer, col(Record.repo), col(Record.document))
         .join(Record, col(Record.id) == col(GeneratedReproducer.record_id))
@@ -504,7 +515,8 @@ def _collect(
     into.append(found)
 
 
-def _raise_line(script: str) -> int | None:
+def pinned_line(script: str) -> int | None:
+    """The raise line a generated script checks, in the release it pins."""
     found = re.search(r"(?m)^    raise_line=(\d+),$", script)
     return int(found.group(1)) if found else None
 
@@ -524,7 +536,7 @@ def check_drift(
     check is stored, and the second mapping says why (record id -> reason)."""
     with Session(engine) as session:
         plans = []
-        for row, repo, document in _stored(session, record_ids):
+        for row, repo, document in stored_rows(session, record_ids):
             runs = runner.latest_runs(session, row.record_id, 1)
             newer = drift_releases(session, row)
             if runs and runs[0].status == "passed" and newer:
@@ -535,7 +547,7 @@ def check_drift(
     with tempfile.TemporaryDirectory(prefix="errkb-generated-drift-") as folder:
         for row, repo, document, (version, location) in plans:
             package = row.package
-            pinned = _raise_line(row.script)
+            pinned = pinned_line(row.script)
             if location.gone or location.line_number is None or pinned is None:
                 detail = f"the harvest of {package} {version} found no raise site of the record"
                 outcomes.append(
@@ -555,7 +567,7 @@ def check_drift(
             if failure is not None:
                 unjudged[row.record_id] = failure
                 continue
-            _run_release(
+            run_release(
                 settings,
                 Path(folder),
                 (package, version),

@@ -13,13 +13,15 @@ CUDA is there, so the runner and the tests can import this module without it.
 import argparse
 import importlib
 import json
+import os
 import platform
+import subprocess
 import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from types import FrameType, ModuleType
@@ -35,6 +37,7 @@ from app.reproducers import upstream
 
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "skipped": 3}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+TORCH_CHOICES = ("pinned", "installed")
 # environment problems (missing module, wrong stub list): an error, never a pass or a failure
 ENVIRONMENT_ERRORS = (ImportError, upstream.UpstreamError, upstream.StubUsedError)
 
@@ -55,6 +58,9 @@ class Target:
     # The names a module imports that its tested classes never use; and whether packages below
     # the top one run their __init__ as in a plain import (generated scripts) or stay empty.
     package_inits: bool = False
+    # The release the reproducer was written for, when it runs on another (`--torch
+    # installed`); None when it runs on the one it names.
+    pinned: str | None = None
     # Whether the target imports more of its release than errkb's environment has (vLLM's
     # config package: transformers, pyzmq, cbor2...): the project's `cpu_requirements` are
     # then installed once, at the versions the release asks for, into the cached environment.
@@ -62,12 +68,13 @@ class Target:
 
     def describe(self) -> dict[str, Any]:
         """The result's "target" object."""
-        return {
+        described = {
             "package": self.package,
             "version": self.version,
             "module": self.module,
             "classes": list(self.classes),
         }
+        return described | ({"pinned": self.pinned} if self.pinned else {})
 
     def stubbed(self) -> list[str]:
         """Each stubbed name as "module:name"."""
@@ -211,6 +218,56 @@ def _skip_reason(device: str, devices: Sequence[str]) -> str | None:
     return None
 
 
+def _nvidia_driver() -> str | None:
+    """The NVIDIA driver's version, as nvidia-smi reports it; None without nvidia-smi."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = done.stdout.strip().splitlines()
+    return found[0].strip() if done.returncode == 0 and found else None
+
+
+def _cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else what the platform module says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def machine(device: str) -> dict[str, Any]:
+    """What the run runs on, for the result's "machine": the GPU (name, memory, driver,
+    compute capability) on cuda, the CPU otherwise. A run is only as good as where it ran:
+    the record page says "Reproduced on NVIDIA H200 (...)" from this."""
+    if device == "cuda":
+        torch = importlib.import_module("torch")
+        properties = torch.cuda.get_device_properties(torch.cuda.current_device())
+        return {
+            "kind": "gpu",
+            "name": properties.name,
+            "memoryMiB": properties.total_memory // 2**20,
+            "driver": _nvidia_driver(),
+            "computeCapability": f"{properties.major}.{properties.minor}",
+        }
+    return {
+        "kind": "cpu",
+        "name": _cpu_model(),
+        "platform": platform.machine() or None,
+        "cores": os.cpu_count(),
+    }
+
+
 def _overall(checks: list[dict]) -> tuple[str, str]:
     for status in ("error", "failed"):
         bad = [check for check in checks if check["status"] == status]
@@ -226,6 +283,13 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=DEVICE_CHOICES,
         default="auto",
         help="device to run on; auto takes the reproducer's first device",
+    )
+    parser.add_argument(
+        "--torch",
+        choices=TORCH_CHOICES,
+        default="pinned",
+        help="pinned: run only on the torch release the reproducer names; installed: on "
+        "whatever release is installed (a GPU machine's own), named in the result",
     )
     parser.add_argument(
         "--bundle",
@@ -256,6 +320,8 @@ def main(
     (ERRKB_DATA_DIR, ERRKB_CACHE_DIR, which the runner passes on) are read here.
     """
     args = _parse(argv)
+    if args.torch == "installed":
+        target = on_installed(target)
     settings = Settings()
     releases = upstream.Upstream(settings.cache_dir)
     start = time.perf_counter()
@@ -276,9 +342,7 @@ def main(
         module = load_target(releases, target)
         result["torch"] = getattr(sys.modules.get("torch"), "__version__", None)
         if args.bundle is not None:
-            files = releases.copy_loaded_files(target.package, target.version, args.bundle)
-            print(json.dumps({"id": record_id, "bundle": str(args.bundle), "files": len(files)}))
-            return 0
+            return _bundle(releases, target, record_id, args.bundle)
         skip = _skip_reason(device, devices)
         if skip is None and hardware is not None:
             skip = hardware(module, device)
@@ -288,6 +352,8 @@ def main(
     if skip is not None:
         result.update(status="skipped", reason=skip)
         return _finish(result, start)
+    result["machine"] = machine(device)
+    result["cuda"] = getattr(getattr(sys.modules.get("torch"), "version", None), "cuda", None)
     result["trigger"] = _timed(lambda: _run_trigger(record, trigger, module, device))
     result["fix"] = _timed(lambda: _run_fix(fix, module, device))
     for name, extra in (extra_triggers or {}).items():
@@ -296,6 +362,35 @@ def main(
     checks += [{"name": name, **check} for name, check in result["extra"].items()]
     result["status"], result["reason"] = _overall(checks)
     return _finish(result, start)
+
+
+def _bundle(releases: upstream.Upstream, target: Target, record_id: str, into: Path) -> int:
+    """`--bundle`: copy the upstream files this process loaded into a bundle's cache and say
+    which distributions it imported (app.reproducers.bundle turns them into wheels)."""
+    from app.reproducers.environments import imported_distributions
+
+    files = releases.copy_loaded_files(target.package, target.version, into)
+    environment = releases.environment_dir(target.package, target.version)
+    report = {
+        "id": record_id,
+        "bundle": str(into),
+        "files": len(files),
+        "release": f"{target.package}=={target.version}",
+        "distributions": imported_distributions(environment),
+    }
+    print(json.dumps(report), flush=True)
+    return 0
+
+
+def on_installed(target: Target) -> Target:
+    """The target moved to the installed release of a project run as installed (torch): a
+    GPU machine's torch is what it is, so its run names the release it ran on, and keeps
+    the one the reproducer was written for as `pinned`."""
+    project = upstreams.BY_PACKAGE.get(target.package)
+    found = upstream.installed_version(target.package)
+    if project is None or not project.installed or found is None or found == target.version:
+        return target
+    return replace(target, version=found, pinned=target.version)
 
 
 def _finish(result: dict[str, Any], start: float) -> int:

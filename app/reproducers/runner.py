@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -132,35 +133,41 @@ def run_reproducer(
     data_dir: Path | None = None,
     timeout_s: float | None = None,
     environment: dict[str, str] | None = None,
+    torch: str = "pinned",
 ) -> RunOutcome:
-    """Run one reproducer script in its own process group, bounded by the timeout.
+    """Run one reproducer script in its own process group, bounded by the timeout, in a
+    scratch folder of its own: what upstream code writes or removes relative to where it
+    runs (a path left empty is that folder) never touches the caller's.
 
     A generated script reads its record from `data_dir` (the record is a draft, not a file
-    of data/), runs under a shorter `timeout_s`, and with errkb on its path (`environment`)."""
+    of data/), runs under a shorter `timeout_s`, and with errkb on its path (`environment`).
+    `torch="installed"` runs a torch reproducer on the installed release, whichever it is."""
     started_at = datetime.now(UTC)
     before = _shm_entries()
     timeout = timeout_s if timeout_s is not None else settings.reproducer_timeout_s
     env = (environment if environment is not None else dict(os.environ)) | {
-        "ERRKB_CACHE_DIR": str(settings.cache_dir),
-        "ERRKB_DATA_DIR": str(data_dir or settings.data_dir),
+        "ERRKB_CACHE_DIR": str(settings.cache_dir.expanduser().resolve()),
+        "ERRKB_DATA_DIR": str((data_dir or settings.data_dir).expanduser().resolve()),
     }
-    command = [sys.executable, str(info.script), "--device", device]
+    command = [sys.executable, str(info.script.resolve()), "--device", device, "--torch", torch]
     start = time.perf_counter()
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        timed_out = True
+    with tempfile.TemporaryDirectory(prefix="errkb-run-") as scratch:
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=scratch,
+            start_new_session=True,
+        )
+        try:
+            output, _ = process.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            timed_out = True
     duration = time.perf_counter() - start
     leaked = _remove_leaked_shm(before)
     result = None if timed_out else last_json_line(output)
@@ -210,7 +217,11 @@ def store_run(session: Session, outcome: RunOutcome) -> ReproducerRun:
 
 
 def verify(
-    engine: Engine, settings: Settings, record_ids: Iterable[str], device: str = "auto"
+    engine: Engine,
+    settings: Settings,
+    record_ids: Iterable[str],
+    device: str = "auto",
+    torch: str = "pinned",
 ) -> list[RunOutcome]:
     """Run and store the reproducers of these records (all of them when none are named).
 
@@ -226,7 +237,7 @@ def verify(
         infos = [known[record_id] for record_id in wanted]
     outcomes = []
     for info in infos:
-        outcome = run_reproducer(settings, info, device)
+        outcome = run_reproducer(settings, info, device, torch=torch)
         with unit_of_work(engine) as session:
             if records.get_record(session, info.record_id) is not None:
                 store_run(session, outcome)

@@ -558,8 +558,10 @@ class Upstream:
 
         Run after `load_module`, it makes a bundle with the cache directory's layout (only
         what the target needs, plus the dist-info), so a GPU machine without network runs the
-        same reproducer with ERRKB_CACHE_DIR pointing at the bundle. Returns the copied files;
-        none for a project run as installed, which that machine installs itself.
+        same reproducer with ERRKB_CACHE_DIR pointing at the bundle. The files are added to
+        what the bundle holds of the release already: every reproducer of a release bundled in
+        turn leaves the files of each. Returns the copied files; none for a project run as
+        installed, which that machine has itself.
         """
         if _runs_installed(name):
             return []
@@ -572,13 +574,8 @@ class Upstream:
         }
         files.update(path for path in self._dist_info(name, version).rglob("*") if path.is_file())
         target = dest_cache_dir.resolve() / UNPACKED_DIR / _release(name, version)
-        if target.exists():
-            shutil.rmtree(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
         for path in sorted(files):
-            copy = tmp / path.relative_to(root)
+            copy = target / path.relative_to(root)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, copy)
-        tmp.rename(target)
         return sorted(target / path.relative_to(root) for path in files)

@@ -112,7 +112,10 @@ class ReproducerRun(SQLModel, table=True):
     """One run of a record's reproducer: what ran, where, and how each check ended."""
 
     __tablename__ = "reproducer_runs"
-    __table_args__ = (Index("ix_reproducer_runs_record_started", "record_id", "started_at"),)
+    __table_args__ = (
+        Index("ix_reproducer_runs_record_started", "record_id", "started_at"),
+        Index("ux_reproducer_runs_run_key", "run_key", unique=True),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     record_id: str = Field(
@@ -131,6 +134,13 @@ class ReproducerRun(SQLModel, table=True):
     output_tail: str = Field(sa_column=Column(Text, nullable=False))
     result: str | None = Field(default=None, sa_column=Column(Text))
     started_at: datetime
+    # What it ran on, in words ("NVIDIA H200, 143,771 MiB, driver 580.159.04, compute
+    # capability 9.0"), the CUDA version of its torch, and the file it was imported from
+    # (a GPU machine's results, data/runs/); `run_key` makes importing a file twice a no-op.
+    machine: str | None = Field(default=None, sa_column=Column(Text))
+    cuda: str | None = None
+    origin: str | None = Field(default=None, sa_column=Column(Text))
+    run_key: str | None = None
 
 
 class GeneratedReproducer(SQLModel, table=True):

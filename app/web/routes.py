@@ -19,6 +19,7 @@ from app.errors import AppError, not_found
 from app.records import locations
 from app.records import service as records
 from app.records.service import StoredRecord
+from app.reproducers import runs
 from app.search import query
 from app.search import service as search
 from app.serving.budget import charge_paste
@@ -46,6 +47,8 @@ def _environment() -> Environment:
     environment.globals["search_url"] = render.search_url
     environment.filters["python_code"] = render.python_code
     environment.filters["source_excerpt"] = render.source_excerpt
+    environment.filters["run_summary"] = runs.summary
+    environment.filters["holds_on"] = runs.holds_on
     return environment
 
 
