@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # imported where used: the commands that need neither start f
     from app.client.explain import Source
     from app.client.http import ClientError
     from app.reproducers.runner import RunOutcome
+    from app.store.tables import GeneratedReproducer
 
 UVICORN_LOG_CONFIG = Path(__file__).parent / "ops" / "uvicorn-logging.json"
 """A logging config that changes nothing, for workers whose logs are errkb's JSON (uvicorn's
@@ -165,6 +166,27 @@ def runs_import_command(
         raise typer.Exit(2)
     if not run_runs_import(_settings(ctx), paths):
         raise typer.Exit(1)
+
+
+@runs_app.command("keep")
+def runs_keep_command(
+    source: Annotated[Path, typer.Argument(help="A run file (`errkb verify --out`).")],
+    dest: Annotated[
+        Path, typer.Argument(help="The file to ship (data/runs/NAME.jsonl, or .jsonl.gz).")
+    ],
+) -> None:
+    """Keep the runs that passed, without their tracebacks, in a file to ship in data/runs/."""
+    from app.reproducers import runs
+
+    if not source.is_file():
+        typer.echo(f"error: no such file: {source}", err=True)
+        raise typer.Exit(2)
+    try:
+        kept = runs.keep_passed(source, dest)
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"kept {kept} passed runs in {dest}")
 
 
 def with_filter_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -591,10 +613,15 @@ def _commit() -> str | None:
     return runs.checkout_commit(PROJECT_ROOT)
 
 
-def _write_runs(out: Path, outcomes: list["RunOutcome"], commit: str | None) -> None:
+def _write_runs(
+    out: Path,
+    outcomes: list["RunOutcome"],
+    commit: str | None,
+    scripts: "dict[str, GeneratedReproducer] | None" = None,
+) -> None:
     from app.reproducers import runs
 
-    written = runs.write_runs(out, outcomes, commit)
+    written = runs.write_runs(out, outcomes, commit, scripts)
     typer.echo(f"wrote {written} runs to {out}", err=True)
 
 
@@ -687,7 +714,11 @@ def verify_generated(
     else:
         outcomes = []
     if out is not None:
-        _write_runs(out, outcomes, commit)
+        with Session(engine) as session:
+            scripts = {
+                row.record_id: row for row, _, _ in generated.stored_rows(session, record_ids)
+            }
+        _write_runs(out, outcomes, commit, scripts)
     if as_json:
         typer.echo(
             json.dumps(

@@ -35,6 +35,7 @@ from app.matching.matcher import Matcher
 from app.ops import heap
 from app.ops.metrics import Metrics
 from app.ops.readiness import Readiness
+from app.reproducers import runs
 from app.reproducers.upstream import Upstream
 from app.store.engine import unit_of_work
 
@@ -52,8 +53,9 @@ def startup_lock(engine: Engine) -> AbstractContextManager:
     return store.backend(engine).exclusive(engine, "start-up")
 
 
-def _harvest(engine: Engine, releases: Upstream, spec: str) -> None:
-    """Harvest one release into the store unless it is there already."""
+def _harvest(settings: Settings, engine: Engine, releases: Upstream, spec: str) -> None:
+    """Harvest one release into the store unless it is there already; then keep the runs
+    of data/runs/ that waited for its drafts."""
     with Session(engine) as session:
         if drafts.is_harvested(session, spec):
             return
@@ -71,6 +73,25 @@ def _harvest(engine: Engine, releases: Upstream, spec: str) -> None:
         counts.updated,
         extra={"release": spec, "drafts": counts.created + counts.updated},
     )
+    _import_kept_runs(settings, engine)
+
+
+def _import_kept_runs(settings: Settings, engine: Engine) -> None:
+    """The runs data/runs/ keeps of drafts a harvest just stored (verified generated
+    reproducers): `errkb serve` imported the others before it served; these waited."""
+    if not settings.runs_dir.is_dir():
+        return
+    with unit_of_work(engine) as session:
+        report = runs.import_runs(
+            session, [settings.runs_dir], origin_root=settings.runs_dir.parent
+        )
+    if report.added or report.refused:
+        log.info(
+            "kept runs: %d added, %d refused",
+            report.added,
+            len(report.refused),
+            extra={"runs": report.added},
+        )
 
 
 def _extracted(release: drafts.Release) -> drafts.Extracted:
@@ -95,7 +116,7 @@ def start_up(
         with startup_lock(engine):
             for spec in specs:
                 step = harvest_step(spec)
-                _harvest(engine, Upstream(settings.cache_dir), spec)
+                _harvest(settings, engine, Upstream(settings.cache_dir), spec)
                 readiness.done(step)
             step = LOAD_INDEX
             started = time.perf_counter()
@@ -126,7 +147,7 @@ def harvest_older(
         readiness.background_step(step, running=True)
         try:
             with startup_lock(engine):
-                _harvest(engine, Upstream(settings.cache_dir), spec)
+                _harvest(settings, engine, Upstream(settings.cache_dir), spec)
         except Exception:  # reported, and the next release is still tried
             readiness.background_step(step, failed=True)
             log.exception("background step failed: %s", step)

@@ -1,4 +1,4 @@
-"""Reading record files (.json, .jsonl) with the position of every record in them.
+"""Reading record files (.json, .jsonl, .jsonl.gz) with the position of every record in them.
 
 Import reports each rejected record by file and position (line of a .jsonl, index in a
 .json list), so this module yields positions along with the records. Text that is
@@ -6,6 +6,7 @@ no JSON, nests too deeply or holds absurd numbers is reported the same way, neve
 a JSON Schema (such as data/record.schema.json beside the records) is skipped, and said so.
 """
 
+import gzip
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,9 @@ from typing import Any
 
 from app.jsontext import JsonTextError, parse_json
 
-RECORD_SUFFIXES = (".json", ".jsonl")
+RECORD_SUFFIXES = (".json", ".jsonl", ".jsonl.gz")
+LINES_SUFFIXES = (".jsonl", ".jsonl.gz")  # one JSON document a line
+MAX_UNPACKED_BYTES = 512 * 2**20  # a .jsonl.gz that unpacks to more is refused, not read
 WHOLE_FILE = "(whole file)"
 SCHEMA_SKIPPED = "a JSON Schema ($schema), not records"
 
@@ -38,7 +41,7 @@ def record_files(paths: Iterable[Path]) -> Iterator[Path]:
     """The record files named or found (recursively, sorted) in the given paths."""
     for path in paths:
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.suffix in RECORD_SUFFIXES)
+            yield from sorted(p for p in path.rglob("*") if p.name.endswith(RECORD_SUFFIXES))
         else:
             yield path
 
@@ -47,11 +50,11 @@ def load_records(path: Path) -> Iterator[LoadedRecord]:
     """Each record in one file; unreadable text becomes a LoadedRecord with an error."""
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        text = _read_text(path)
+    except (OSError, UnicodeDecodeError, EOFError, ValueError) as error:
         yield LoadedRecord(name, WHOLE_FILE, error=f"cannot read file: {error}")
         return
-    if path.suffix == ".jsonl":
+    if path.name.endswith(LINES_SUFFIXES):
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 yield _decode(name, f"line {number}", line)
@@ -66,6 +69,17 @@ def load_records(path: Path) -> Iterator[LoadedRecord]:
             yield LoadedRecord(name, f"[{index}]", record=item)
     else:
         yield loaded
+
+
+def _read_text(path: Path) -> str:
+    """A file's text; a `.gz` one unpacked (gzip), up to MAX_UNPACKED_BYTES."""
+    if not path.name.endswith(".gz"):
+        return path.read_text(encoding="utf-8")
+    with gzip.open(path, "rb") as unpacked:
+        data = unpacked.read(MAX_UNPACKED_BYTES + 1)
+    if len(data) > MAX_UNPACKED_BYTES:
+        raise ValueError(f"unpacks to more than {MAX_UNPACKED_BYTES // 2**20} MiB")
+    return data.decode("utf-8")
 
 
 def _decode(file: str, position: str, text: str) -> LoadedRecord:

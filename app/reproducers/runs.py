@@ -13,6 +13,7 @@ release not harvested yet) is left for a later import, and counted as such.
 (torch 2.11.0+cu130, CUDA 13.0, Python 3.12.3) on 2026-12-04".
 """
 
+import gzip
 import hashlib
 import json
 import subprocess
@@ -27,12 +28,11 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from app.records import service as records
-from app.records.files import load_records, record_files
+from app.records.files import LINES_SUFFIXES, load_records, record_files
 from app.records.model import ID_PATTERN
 from app.reproducers.runner import RunOutcome
-from app.store.tables import Record, ReproducerRun
+from app.store.tables import GeneratedReproducer, Record, ReproducerRun
 
-RUN_FILE_SUFFIX = ".jsonl"
 CHANGED = "+changes"  # a commit's suffix when the code that ran had changes not committed
 RAN_CODE = ("app", "reproducers", "data")  # what a reproducer's run depends on
 
@@ -49,6 +49,21 @@ class Machine(BaseModel):
     compute_capability: str | None = Field(default=None, alias="computeCapability", max_length=20)
     cores: int | None = Field(default=None, ge=1)
     platform: str | None = Field(default=None, max_length=100)
+
+
+class GeneratedScript(BaseModel):
+    """The generated script a run ran (a draft's reproducer is generated, not in
+    reproducers/): kept with the run, so a store that never generated it shows it."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    package: str = Field(max_length=200)
+    version: str = Field(max_length=100)
+    module: str = Field(max_length=500)
+    trigger_call: str = Field(alias="triggerCall", max_length=20_000)
+    fix_call: str = Field(alias="fixCall", max_length=20_000)
+    direct_state: bool = Field(alias="directState")
+    script: str = Field(max_length=200_000)
 
 
 class RunLine(BaseModel):
@@ -68,6 +83,7 @@ class RunLine(BaseModel):
     cuda: str | None = Field(default=None, max_length=100)
     commit: str | None = Field(default=None, max_length=64)
     result: dict[str, Any] | None = None
+    generated: GeneratedScript | None = None
 
 
 def machine_words(machine: Mapping[str, Any] | None) -> str | None:
@@ -90,9 +106,23 @@ def machine_words(machine: Mapping[str, Any] | None) -> str | None:
     return f"CPU: {machine['name']}" + (f" ({', '.join(about)})" if about else "")
 
 
-def run_line(outcome: RunOutcome, commit: str | None) -> dict[str, Any]:
-    """A run as one line of a run file: what `errkb verify --out` writes."""
+def run_line(
+    outcome: RunOutcome, commit: str | None, script: GeneratedReproducer | None = None
+) -> dict[str, Any]:
+    """A run as one line of a run file: what `errkb verify --out` writes; a generated
+    script's run carries the script."""
     result = outcome.result or {}
+    generated = None
+    if script is not None:
+        generated = GeneratedScript(
+            package=script.package,
+            version=script.version,
+            module=script.module,
+            trigger_call=script.trigger_call,
+            fix_call=script.fix_call,
+            direct_state=script.direct_state,
+            script=script.script,
+        ).model_dump(by_alias=True)
     return {
         "id": outcome.record_id,
         "status": outcome.status,
@@ -106,6 +136,7 @@ def run_line(outcome: RunOutcome, commit: str | None) -> dict[str, Any]:
         "cuda": result.get("cuda"),
         "commit": commit,
         "result": outcome.result,
+        **({"generated": generated} if generated else {}),
     }
 
 
@@ -132,6 +163,7 @@ class RunImport:
     known: int = 0
     without_record: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    other_script: int = 0  # a generated run whose record the store has another script for
 
 
 def read_runs(paths: Iterable[Path]) -> tuple[list[tuple[str, RunLine]], list[str]]:
@@ -140,7 +172,7 @@ def read_runs(paths: Iterable[Path]) -> tuple[list[tuple[str, RunLine]], list[st
     found: list[tuple[str, RunLine]] = []
     refused: list[str] = []
     for path in record_files(paths):
-        if path.suffix != RUN_FILE_SUFFIX:
+        if not path.name.endswith(LINES_SUFFIXES):
             continue
         for loaded in load_records(path):
             if loaded.error is not None:
@@ -175,6 +207,12 @@ def import_runs(
     )
     ids = {line.record_id for _, line in lines}
     held = set(session.execute(select(col(Record.id)).where(col(Record.id).in_(ids))).scalars())
+    scripts = {
+        row.record_id: row.script
+        for row in session.execute(
+            select(GeneratedReproducer).where(col(GeneratedReproducer.record_id).in_(ids))
+        ).scalars()
+    }
     for (where, line), key in zip(lines, keys, strict=True):
         if key in known:
             report.known += 1
@@ -182,12 +220,35 @@ def import_runs(
         if line.record_id not in held:
             report.without_record.append(line.record_id)
             continue
+        if line.generated is not None:
+            stored = scripts.setdefault(line.record_id, line.generated.script)
+            if stored != line.generated.script:
+                report.other_script += 1
+                continue
+            if session.get(GeneratedReproducer, line.record_id) is None:
+                session.add(_generated_row(line.record_id, line.generated, line.started_at))
         known.add(key)
         session.add(_stored_run(line, key, _origin(where, origin_root)))
         report.added += 1
     if report.added:
         records.bump_reproducers_version(session)
     return report
+
+
+def _generated_row(
+    record_id: str, generated: GeneratedScript, started_at: datetime
+) -> GeneratedReproducer:
+    return GeneratedReproducer(
+        record_id=record_id,
+        package=generated.package,
+        version=generated.version,
+        module=generated.module,
+        trigger_call=generated.trigger_call,
+        fix_call=generated.fix_call,
+        direct_state=generated.direct_state,
+        script=generated.script,
+        generated_at=_utc(started_at),
+    )
 
 
 def _origin(where: str, root: Path | None) -> str:
@@ -284,9 +345,47 @@ def checkout_commit(root: Path) -> str | None:
     return commit + (CHANGED if changed is None or changed.stdout.strip() else "")
 
 
-def write_runs(path: Path, outcomes: Iterable[RunOutcome], commit: str | None) -> int:
-    """Write these runs to a run file, one line each; how many were written."""
-    lines = [json.dumps(run_line(outcome, commit), ensure_ascii=False) for outcome in outcomes]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+def write_runs(
+    path: Path,
+    outcomes: Iterable[RunOutcome],
+    commit: str | None,
+    scripts: Mapping[str, GeneratedReproducer] | None = None,
+) -> int:
+    """Write these runs to a run file, one line each, a generated script's run with its
+    script (`scripts`, by record id); how many were written."""
+    lines = [
+        json.dumps(run_line(outcome, commit, (scripts or {}).get(outcome.record_id)))
+        for outcome in outcomes
+    ]
+    _write_lines(path, lines)
     return len(lines)
+
+
+def keep_passed(source: Path, dest: Path) -> int:
+    """The runs of a run file that passed, without their tracebacks (the run's message and
+    checks stay), into a file to ship: data/runs/ keeps proof, not output. A `.gz` dest is
+    compressed. How many were kept; ValueError naming the lines that are not runs."""
+    lines, refused = read_runs([source])
+    if refused:
+        raise ValueError("; ".join(refused[:5]))
+    kept = [
+        json.dumps(_without_tracebacks(line.model_dump(mode="json", by_alias=True)))
+        for _, line in lines
+        if line.status == "passed"
+    ]
+    _write_lines(dest, kept)
+    return len(kept)
+
+
+def _without_tracebacks(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_tracebacks(v) for k, v in value.items() if k != "traceback"}
+    if isinstance(value, list):
+        return [_without_tracebacks(item) for item in value]
+    return value
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    text = "".join(f"{line}\n" for line in lines).encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(text, mtime=0) if path.name.endswith(".gz") else text)
