@@ -2,6 +2,7 @@
 named when a step fails; /healthz answers all along; older releases harvested in
 the background once ready, with their progress."""
 
+import json
 import time
 from contextlib import ExitStack
 
@@ -129,3 +130,36 @@ def test_older_releases_are_harvested_after_ready(settings) -> None:
             assert drafts.is_harvested(session, "typer==0.20.0")
             harvested = locations.harvested_releases(session)
         assert harvested == ["typer==0.20.0", "typer==0.29.2"]
+
+
+def test_kept_runs_of_drafts_wait_for_the_harvest_that_stores_their_record(
+    settings, tmp_path
+) -> None:
+    """A run data/runs/ keeps for a draft (a verified generated reproducer) cannot be kept
+    before its release is harvested; start-up keeps it once the harvest stored the draft."""
+    first = settings.model_copy(update={"harvest_on_start": True, "default_releases": ["typer"]})
+    with TestClient(create_app(first)) as client:
+        _wait_ready(client)
+        [draft] = client.get("/api/errors", params={"repo": "fastapi/typer", "limit": 1}).json()[
+            "items"
+        ]
+    kept = tmp_path / "runs"
+    line = {
+        "id": draft["id"],
+        "status": "passed",
+        "device": "cpu",
+        "reason": "the trigger raised the record's error and the fix held",
+        "durationS": 0.4,
+        "startedAt": "2026-12-04T12:00:00+00:00",
+        "machine": {"kind": "cpu", "name": "Some CPU", "cores": 2},
+        "python": "3.11.7",
+    }
+    kept.mkdir()
+    (kept / "generated.jsonl").write_text(json.dumps(line) + "\n")
+    fresh = first.model_copy(
+        update={"database_url": f"sqlite:///{tmp_path / 'fresh.db'}", "runs_dir": kept}
+    )
+    with TestClient(create_app(fresh)) as client:
+        _wait_ready(client)
+        runs = client.get(f"/api/errors/{draft['id']}").json()["runs"]
+    assert [run["summary"] for run in runs] == ["Reproduced on CPU (Python 3.11.7) on 2026-12-04"]

@@ -18,7 +18,7 @@ from app.config import PROJECT_ROOT, Settings
 from app.reproducers import runs
 from app.reproducers.runner import RunOutcome, latest_runs
 from app.store.engine import open_store, unit_of_work
-from app.store.tables import ReproducerRun
+from app.store.tables import GeneratedReproducer, ReproducerRun
 from tests.helpers.records import DATA_DIR, SEED_002, SEED_FILES
 
 SHIPPED = PROJECT_ROOT / "data" / "runs"
@@ -237,3 +237,61 @@ def test_a_run_names_its_commit_and_whether_the_code_that_ran_had_changes(tmp_pa
     assert runs.checkout_commit(tmp_path) == clean
     (tmp_path / "app" / "kit.py").write_text("A = 2\n")
     assert runs.checkout_commit(tmp_path) == clean + "+changes"
+
+
+def _generated_outcome(record_id: str) -> tuple[RunOutcome, GeneratedReproducer]:
+    outcome = _outcome(record_id, device="cpu")
+    assert outcome.result is not None
+    outcome.result["trigger"]["traceback"] = "Traceback (most recent call last): ..."
+    script = GeneratedReproducer(
+        record_id=record_id,
+        package="sglang",
+        version="0.5.23",
+        module="sglang.srt.utils.common",
+        trigger_call="f(x=-1)",
+        fix_call="f(x=1)",
+        direct_state=False,
+        script="# a generated script\n",
+        generated_at=datetime(2026, 12, 4, tzinfo=UTC),
+    )
+    return outcome, script
+
+
+@pytest.mark.usefixtures("seeded")
+def test_a_generated_run_brings_its_script_and_a_shipped_file_keeps_what_passed(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A store that never generated the script gets it with its run; the file shipped in
+    data/runs/ keeps the runs that passed, compressed, without their tracebacks."""
+    passed, script = _generated_outcome(SEED_002)
+    failed, _ = _generated_outcome(SEED_002)
+    failed.status, failed.started_at = "failed", datetime(2026, 12, 4, 11, tzinfo=UTC)
+    full = tmp_path / "out.jsonl"
+    runs.write_runs(full, [passed, failed], None, {SEED_002: script})
+    shipped = tmp_path / "shipped" / "generated.jsonl.gz"
+    assert runs.keep_passed(full, shipped) == 1
+    [(_, line)] = runs.read_runs([shipped.parent])[0]
+    assert line.generated is not None
+    assert line.generated.trigger_call == "f(x=-1)"
+    assert "traceback" not in json.dumps(line.result)
+
+    assert _import(settings, shipped.parent).added == 1
+    with Session(open_store(settings)) as session:
+        kept = session.get(GeneratedReproducer, SEED_002)
+        assert kept is not None
+        assert (kept.script, kept.fix_call) == ("# a generated script\n", "f(x=1)")
+    other, changed = _generated_outcome(SEED_002)
+    changed.script = "# another script\n"
+    other.started_at = datetime(2026, 12, 5, tzinfo=UTC)
+    runs.write_runs(tmp_path / "other.jsonl", [other], None, {SEED_002: changed})
+    report = _import(settings, tmp_path / "other.jsonl")
+    assert (report.added, report.other_script) == (0, 1)  # a run of another script: not kept
+
+
+def test_a_gzipped_file_that_unpacks_to_nonsense_is_refused_with_its_name(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(b"not gzip at all")
+    lines, refused = runs.read_runs([broken])
+    assert lines == []
+    [said] = refused
+    assert said.startswith(f"{broken}:(whole file): cannot read file")
