@@ -73,6 +73,27 @@ def test_a_record_without_any_reproducer_is_still_not_found(settings, tmp_path, 
     assert answer.status_code == 404
 
 
+def test_a_limited_selection_spreads_over_projects_and_files_before_it_repeats_one(
+    settings, tmp_path
+):
+    """`--limit N` samples what errkb harvests: the projects in turn, and each file once
+    before any file twice, not the first N sites of one file."""
+    torch_lr = ("torch", "2.13.0", "torch/optim/lr_scheduler.py", "pytorch/pytorch")
+    engine = helper.harvested_store(
+        settings, tmp_path, helper.TORCH_SGD, torch_lr, helper.VLLM_SAMPLING
+    )
+    with Session(engine) as session:
+        everything = generated.draft_sites(session)
+        chosen = generated.draft_sites(session, limit=6)
+    assert len(everything) > 20
+    assert [draft.repo for draft in chosen] == ["pytorch/pytorch", "vllm-project/vllm"] * 3
+    torch_files = [draft.file_path for draft in chosen if draft.repo == "pytorch/pytorch"]
+    assert sorted(torch_files[:2]) == sorted({torch_lr[2], helper.TORCH_SGD[2]})
+    in_file = [d for d in chosen if d.file_path == helper.VLLM_SAMPLING[2]]
+    assert [d.site.line for d in in_file] == sorted(d.site.line for d in in_file)
+    assert {d.site.record_id for d in chosen} <= {d.site.record_id for d in everything}
+
+
 # The real-paste corpus's vLLM validation errors: the cases whose raising file is one of
 # these (a folder ends with "/").
 VALIDATION_FILES = (

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,15 @@ def draft_sites(
     limit: int | None = None,
     exclude: Iterable[str] = (),
 ) -> list[_Draft]:
-    """The records to try, in file and line order: each at its own raise site, in the
-    release a location of it was harvested from (`name==version`), a prefix of `paths`
-    when any are given; `exclude` (records with a curated reproducer) left out."""
+    """The records to try, each at its own raise site, in the release a location of it was
+    harvested from (`name==version`: its project's current release where the site is there),
+    a prefix of `paths` when any are given; `exclude` (records with a curated reproducer)
+    left out.
+
+    All of them in file and line order; with a `limit`, the current releases' first, spread
+    over projects and their files in turn (one site of each file before a second of any), so
+    that `errkb verify --generated --limit 40` samples what errkb harvests rather than the
+    first file of one package."""
     statement = (
         select(
             col(Record.id),
@@ -112,17 +119,18 @@ def draft_sites(
     if repo:
         statement = statement.where(col(Record.repo) == repo)
     skipped = set(exclude)
-    drafts: list[_Draft] = []
-    seen: set[str] = set()
+    drafts: dict[str, _Draft] = {}
     for row in session.execute(statement):
         release = _release_of(row.release)
-        if row.id in seen or row.id in skipped or release is None:
+        if row.id in skipped or release is None:
             continue
         prefix = upstreams.path_prefix(row.repo)
         in_package = row.file_path.removeprefix(prefix)
         if paths and not any(in_package.startswith(path) for path in paths):
             continue
-        seen.add(row.id)
+        known = drafts.get(row.id)
+        if known is not None and (_is_current(known) or not _is_current_release(*release)):
+            continue
         package, version = release
         site = SiteSpec(
             record_id=row.id,
@@ -133,10 +141,35 @@ def draft_sites(
             line=row.line_number,
             function=row.function,
         )
-        drafts.append(_Draft(site, row.repo, row.file_path))
-        if limit is not None and len(drafts) >= limit:
-            break
-    return drafts
+        drafts[row.id] = _Draft(site, row.repo, row.file_path)
+    found = list(drafts.values())
+    if limit is None:
+        return found
+    current = [draft for draft in found if _is_current(draft)]
+    older = [draft for draft in found if not _is_current(draft)]
+    return (_spread(current) + _spread(older))[:limit]
+
+
+def _is_current_release(package: str, version: str) -> bool:
+    project = upstreams.BY_PACKAGE.get(package)
+    return project is not None and project.current_release == f"{project.distribution}=={version}"
+
+
+def _is_current(draft: _Draft) -> bool:
+    return _is_current_release(draft.site.package, draft.site.version)
+
+
+def _spread(drafts: list[_Draft]) -> list[_Draft]:
+    """Drafts in turns: each project in turn, and within a project each of its files in turn
+    (a file's sites in line order)."""
+    by_repo: dict[str, dict[str, list[_Draft]]] = {}
+    for draft in drafts:
+        by_repo.setdefault(draft.repo, {}).setdefault(draft.file_path, []).append(draft)
+    turns = {
+        repo: [site for rank in zip_longest(*files.values()) for site in rank if site is not None]
+        for repo, files in by_repo.items()
+    }
+    return [draft for rank in zip_longest(*turns.values()) for draft in rank if draft is not None]
 
 
 def _release_of(release: str) -> tuple[str, str] | None:
