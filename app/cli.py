@@ -747,16 +747,11 @@ def verify_generated(
 
 
 def verify_json(outcome: "RunOutcome") -> dict:
-    """The JSON form of a run for `errkb verify --json` (the CI artefact)."""
-    return {
-        "id": outcome.record_id,
-        "status": outcome.status,
-        "device": outcome.device,
-        "reason": outcome.reason,
-        "durationS": outcome.duration_s,
-        "startedAt": outcome.started_at.isoformat(),
-        "result": outcome.result,
-    }
+    """The JSON form of a run for `errkb verify --json` (the CI artefact): a run file's line
+    (app/reproducers/runs.py), the machine it ran on included."""
+    from app.reproducers import runs
+
+    return runs.run_line(outcome, None)
 
 
 @app.command("drift")

@@ -112,17 +112,11 @@ def run_line(
     """A run as one line of a run file: what `errkb verify --out` writes; a generated
     script's run carries the script."""
     result = outcome.result or {}
-    generated = None
-    if script is not None:
-        generated = GeneratedScript(
-            package=script.package,
-            version=script.version,
-            module=script.module,
-            trigger_call=script.trigger_call,
-            fix_call=script.fix_call,
-            direct_state=script.direct_state,
-            script=script.script,
-        ).model_dump(by_alias=True)
+    generated = (
+        GeneratedScript.model_validate(script, from_attributes=True).model_dump(by_alias=True)
+        if script is not None
+        else None
+    )
     return {
         "id": outcome.record_id,
         "status": outcome.status,
@@ -239,15 +233,7 @@ def _generated_row(
     record_id: str, generated: GeneratedScript, started_at: datetime
 ) -> GeneratedReproducer:
     return GeneratedReproducer(
-        record_id=record_id,
-        package=generated.package,
-        version=generated.version,
-        module=generated.module,
-        trigger_call=generated.trigger_call,
-        fix_call=generated.fix_call,
-        direct_state=generated.direct_state,
-        script=generated.script,
-        generated_at=_utc(started_at),
+        record_id=record_id, generated_at=_utc(started_at), **generated.model_dump()
     )
 
 
