@@ -173,21 +173,30 @@ def raised_where_known(name: str, case: dict[str, Any]) -> bool:
     )
 
 
+def _assert_well_formed(name: str, case: dict[str, Any], number_prefix: str = "") -> None:
+    """A case keeps the corpus's format: the fragment and the class are the paste's own
+    text; a held-out case (`number_prefix` "h") may also be a logged line or name a C++ or
+    CUDA file where native code raised it."""
+    assert KEYS <= set(case) <= KEYS | OPTIONAL_KEYS, name
+    assert SOURCE.match(case["source"]), name
+    assert case["project"] in PROJECTS, name
+    assert name.startswith(f"{case['project']}-{number_prefix}"), name
+    assert case["shape"] in SHAPES, name
+    assert case["messageFragment"], name
+    assert case["messageFragment"] in case["paste"], name
+    assert case["release"] is None or RELEASE.match(case["release"]), name
+    assert isinstance(case["thirdParty"], bool), name
+    assert isinstance(case.get("logged", False), bool), name
+    native = NATIVE_FILES if case.get("raisedInNative") and number_prefix else ()
+    assert case["raisingFile"] is None or case["raisingFile"].endswith((".py", *native)), name
+
+
 def test_every_case_is_well_formed() -> None:
     """The corpus keeps its format: the fragment and the class are the paste's own text."""
     cases = load_cases()
     assert len(cases) >= 300  # the measure needs at least 300 real pastes
     for name, case in cases.items():
-        assert KEYS <= set(case) <= KEYS | OPTIONAL_KEYS, name
-        assert SOURCE.match(case["source"]), name
-        assert case["project"] in PROJECTS, name
-        assert name.startswith(case["project"] + "-"), name
-        assert case["shape"] in SHAPES, name
-        assert case["messageFragment"], name
-        assert case["messageFragment"] in case["paste"], name
-        assert case["release"] is None or RELEASE.match(case["release"]), name
-        assert isinstance(case["thirdParty"], bool), name
-        assert case["raisingFile"] is None or case["raisingFile"].endswith(".py"), name
+        _assert_well_formed(name, case)
     assert set(KNOWN_MISSES) <= set(cases), set(KNOWN_MISSES) - set(cases)
 
 
@@ -198,19 +207,8 @@ def test_every_heldout_case_is_well_formed_and_from_a_thread_the_dev_set_has_not
     assert len(cases) >= 100  # the first round collected at least 100
     dev_sources = {case["source"] for case in load_cases().values()}
     for name, case in cases.items():
-        assert KEYS <= set(case) <= KEYS | OPTIONAL_KEYS, name
-        assert SOURCE.match(case["source"]), name
+        _assert_well_formed(name, case, number_prefix="h")
         assert case["source"] not in dev_sources, name
-        assert case["project"] in PROJECTS, name
-        assert name.startswith(case["project"] + "-h"), name
-        assert case["shape"] in SHAPES, name
-        assert case["messageFragment"], name
-        assert case["messageFragment"] in case["paste"], name
-        assert case["release"] is None or RELEASE.match(case["release"]), name
-        assert isinstance(case["thirdParty"], bool), name
-        assert isinstance(case.get("logged", False), bool), name
-        native = NATIVE_FILES if case.get("raisedInNative") else ()
-        assert case["raisingFile"] is None or case["raisingFile"].endswith((".py", *native)), name
     assert not set(KNOWN_MISSES) & set(cases)
     assert len({case["source"] for case in cases.values()}) == len(cases)
 
