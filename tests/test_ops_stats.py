@@ -52,6 +52,8 @@ def test_charts_data_of_runs_drift_and_hits(make_client, settings) -> None:
     assert set(by_record) == {info.record_id for info in runner.all_reproducers(settings)}
     assert {C53, B6B, EDC} <= set(by_record)
     assert by_record[C53]["latestStatus"] == "passed"
+    assert by_record[C53]["latest"].startswith("Reproduced on CPU (torch 2.13.0")
+    assert by_record[B6B]["latest"] is None
     assert by_record[C53]["runs"]["passed"] == 1
     assert by_record[EDC]["latestStatus"] == "skipped"
     assert by_record[EDC]["latestAt"]

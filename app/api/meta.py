@@ -53,6 +53,9 @@ class ReproducerStatusOut(ApiModel):
     runs: dict[str, int]
     latest_status: str | None
     latest_at: datetime | None
+    latest: str | None = Field(
+        description="The latest run in a sentence: where it ran, on what, and when."
+    )
 
 
 class StatsCharts(ApiModel):

@@ -17,6 +17,7 @@ from app.curation.hits import RECORD, TEMPLATE, today
 from app.curation.queue import UNEXPLAINED, QueueItem, curation_queue
 from app.records import service as records
 from app.reproducers import generated, runner
+from app.reproducers import runs as reproducer_runs
 from app.store.tables import DriftCheck, Hit, Record
 
 DEFAULT_DAYS = 30
@@ -35,6 +36,7 @@ class ReproducerStatus:
     runs: dict[str, int]
     latest_status: str | None
     latest_at: datetime | None
+    latest: str | None  # the latest run in a sentence: "Reproduced on NVIDIA H200 (...) on ..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,7 @@ def _reproducers(session: Session, settings: Settings) -> list[ReproducerStatus]
                 {status: counts[status] for status in RUN_STATUSES},
                 latest.status if latest else None,
                 latest.started_at if latest else None,
+                reproducer_runs.summary(latest) if latest else None,
             )
         )
     return statuses
