@@ -2,11 +2,16 @@
 their runs stored, and the endpoint and record page showing them as generated, verified
 only when the run passed."""
 
+import json
+import random
+import subprocess
+
 import pytest
 from sqlmodel import Session
 
-from app.config import Settings
-from app.reproducers import generate, generated
+from app import upstreams
+from app.config import PROJECT_ROOT, Settings
+from app.reproducers import generate, generated, runs
 from app.store.engine import unit_of_work
 from app.store.tables import GeneratedReproducer
 from tests.helpers import accuracy
@@ -211,3 +216,50 @@ def test_a_verified_generated_reproducer_that_stops_raising_on_a_newer_release_i
     assert "stopped raising" in answer["drift"]["detail"]
     page = client.get(f"/errors/{tokens.record_id}").text
     assert "Raise site in vllm 0.33.0: <strong>changed</strong>" in page
+
+
+SHIPPED_GENERATED = PROJECT_ROOT / "data" / "runs" / "2026-12-04-generated-cpu.jsonl.gz"
+CI_SAMPLE_SIZE = 50
+CI_SAMPLE_PASSING = 0.9
+
+
+def _commit() -> str:
+    done = subprocess.run(
+        ["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or "no commit"
+
+
+def test_a_sample_of_the_shipped_verified_reproducers_verifies_on_this_machine(
+    harvested: accuracy.Harvested, tmp_path
+) -> None:
+    """What verified on one machine must verify on a fresh one: each run draws its own
+    sample (seeded by the commit) of the generated reproducers data/runs/ ships for the
+    current releases, imports them into a store harvested here, and runs them again."""
+    lines = [
+        line
+        for _, line in runs.read_runs([SHIPPED_GENERATED])[0]
+        if line.generated is not None
+        and upstreams.BY_PACKAGE[line.generated.package].current_release
+        == f"{line.generated.package}=={line.generated.version}"
+    ]
+    seed = _commit()
+    sample = random.Random(seed).sample(lines, CI_SAMPLE_SIZE)
+    store = accuracy.harvested_store(tmp_path, (), start_from=harvested.database)
+    engine = store.client.app.state.engine
+    chosen = tmp_path / "sample.jsonl"
+    chosen.write_text(
+        "".join(json.dumps(line.model_dump(mode="json", by_alias=True)) + "\n" for line in sample)
+    )
+    with unit_of_work(engine) as session:
+        report = runs.import_runs(session, [chosen])
+    assert (report.added, report.without_record) == (CI_SAMPLE_SIZE, []), report
+    settings = Settings(database_url=str(engine.url), cache_dir=RELEASES.cache_dir)
+    ids = [line.record_id for line in sample]
+    outcomes, _figures = generated.verify_scripts(engine, settings, ids, workers=2)
+    failed = {o.record_id: o.reason for o in outcomes if o.status != "passed"}
+    assert len(outcomes) == CI_SAMPLE_SIZE
+    assert len(failed) <= (1 - CI_SAMPLE_PASSING) * CI_SAMPLE_SIZE, (seed, failed)

@@ -53,9 +53,8 @@ def startup_lock(engine: Engine) -> AbstractContextManager:
     return store.backend(engine).exclusive(engine, "start-up")
 
 
-def _harvest(settings: Settings, engine: Engine, releases: Upstream, spec: str) -> None:
-    """Harvest one release into the store unless it is there already; then keep the runs
-    of data/runs/ that waited for its drafts."""
+def _harvest(engine: Engine, releases: Upstream, spec: str) -> None:
+    """Harvest one release into the store unless it is there already."""
     with Session(engine) as session:
         if drafts.is_harvested(session, spec):
             return
@@ -73,12 +72,12 @@ def _harvest(settings: Settings, engine: Engine, releases: Upstream, spec: str) 
         counts.updated,
         extra={"release": spec, "drafts": counts.created + counts.updated},
     )
-    _import_kept_runs(settings, engine)
 
 
 def _import_kept_runs(settings: Settings, engine: Engine) -> None:
     """The runs data/runs/ keeps of drafts a harvest just stored (verified generated
-    reproducers): `errkb serve` imported the others before it served; these waited."""
+    reproducers, verified on the current releases): `errkb serve` imported the others before
+    it served; these waited for the default harvest."""
     if not settings.runs_dir.is_dir():
         return
     with unit_of_work(engine) as session:
@@ -116,8 +115,9 @@ def start_up(
         with startup_lock(engine):
             for spec in specs:
                 step = harvest_step(spec)
-                _harvest(settings, engine, Upstream(settings.cache_dir), spec)
+                _harvest(engine, Upstream(settings.cache_dir), spec)
                 readiness.done(step)
+            _import_kept_runs(settings, engine)
             step = LOAD_INDEX
             started = time.perf_counter()
             with Session(engine) as session:
@@ -147,7 +147,7 @@ def harvest_older(
         readiness.background_step(step, running=True)
         try:
             with startup_lock(engine):
-                _harvest(settings, engine, Upstream(settings.cache_dir), spec)
+                _harvest(engine, Upstream(settings.cache_dir), spec)
         except Exception:  # reported, and the next release is still tried
             readiness.background_step(step, failed=True)
             log.exception("background step failed: %s", step)
