@@ -13,7 +13,8 @@ $(VENV)/.serve-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-# lint's tools only (ruff, mypy, stubs) beside the service's own packages: no torch.
+# lint's tools (ruff, mypy, stubs, and what mypy reads of app/ besides the service's own packages:
+# packaging, pytest) on their own: `make lint` passes on a fresh clone without the test extra; no torch.
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.serve-installed

@@ -55,7 +55,7 @@ def read_queue(
 ) -> QueuePageOut:
     """Drafts and unexplained templates people hit, most-hit first; filters keep drafts."""
     request.app.state.hits.flush()
-    page = curation_queue(session, filters, limit, cursor)
+    page = curation_queue(session, request.app.state.matcher.vocabulary(), filters, limit, cursor)
     return QueuePageOut(
         items=[queue_item_out(item) for item in page.items],
         total=page.total,

@@ -49,7 +49,8 @@ def read_curate_page(
     request.app.state.hits.flush()
     # The form's "any repository" sends repo=: an empty field is no filter.
     filters = RecordFilters.model_validate({k: v for k, v in filters.active().items() if v})
-    page = curation_queue(session, filters, DEFAULT_QUEUE_PAGE, cursor)
+    vocabulary = request.app.state.matcher.vocabulary()
+    page = curation_queue(session, vocabulary, filters, DEFAULT_QUEUE_PAGE, cursor)
     params = filters.active()
     json_url = _with_query("/api/curation/queue", **params, cursor=cursor)
     context = {
@@ -71,7 +72,7 @@ def read_stats_page(
 ) -> Response:
     """Charts of the dataset, its use, its reproducers and its drift."""
     request.app.state.hits.flush()
-    overview = stats.overview(session, settings, days)
+    overview = stats.overview(session, settings, request.app.state.matcher.vocabulary(), days)
     json_url = _with_query("/api/stats/charts", days=days)
     context = {
         "overview": overview,

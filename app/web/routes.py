@@ -18,6 +18,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from app.errors import AppError, not_found
 from app.records import locations
 from app.records import service as records
+from app.records.filters import NO_FILTERS, RecordFilters
 from app.records.service import StoredRecord
 from app.search import query
 from app.search import service as search
@@ -80,6 +81,12 @@ def read_search_page(
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
 ) -> Response:
     """Search results: marked snippets, filters as links, pages."""
+    return _search_page(request, session, q, filters, cursor)
+
+
+def _search_page(
+    request: Request, session: SessionDep, q: str, filters: RecordFilters, cursor: str | None
+) -> Response:
     results = search.search(session, q, filters, cursor=cursor, matcher=request.app.state.matcher)
     context: dict[str, Any] = {
         "results": results,
@@ -100,9 +107,13 @@ def create_match_page(
     text: Annotated[str, Form()] = "",
     mode: Annotated[Literal["auto", "search", "match"], Form()] = "auto",
 ) -> Response:
-    """The home box: a paste is matched here, a query is sent on to the search page."""
+    """The home box: a paste is matched here, a query searched here. Never redirected to
+    /search?q=...: what was pasted would then be in a URL, and so in access logs, the
+    browser's history and a proxy's logs (a one-line paste is often a secret's line)."""
     if mode == "search" or (mode == "auto" and not query.looks_like_paste(text)):
-        return RedirectResponse(render.search_url({"q": text.strip()}), status_code=303)
+        return _search_page(
+            request, session, text.strip()[: query.MAX_QUERY_LENGTH], NO_FILTERS, None
+        )
     charge_paste(request, len(text.encode("utf-8", "surrogatepass")))
     result = match_counted(request, session, text, MATCHES_ON_PAGE)
     matched = {m.exception_index for m in result.matches if m.exception_index is not None}
