@@ -29,7 +29,7 @@ from app.ops.middleware import RequestObserver
 from app.ops.protocol import HEADER_TIMEOUT_STATE
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
-from app.serving.budget import PasteBudget
+from app.serving.budget import PasteBudget, PastesInFlight
 from app.serving.replies import Replies
 from app.serving.turns import LoopTurns
 from app.store.engine import is_lock_timeout, open_store
@@ -80,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         templates_per_day=settings.queue_templates_per_day,
     )
     app.state.paste_budget = PasteBudget(settings.paste_budget_bytes)
+    app.state.pastes_in_flight = PastesInFlight(settings.large_pastes_in_flight_bytes)
     app.state.replies = Replies(app.state.engine, settings.reply_cache_entries)
     app.state.loop_turns = LoopTurns()
     app.add_middleware(HeadAsGet)

@@ -22,6 +22,11 @@ Run by hand (each section starts its own uvicorn on 127.0.0.1 with a temporary d
   64 KiB, up to 70 MB a connection, a new connection after each answer), with errkb's HTTP
   protocol (what `errkb serve` runs) and with uvicorn's own httptools protocol: the
   probes' median, p99 and worst latency, and what the streaming clients got.
+* crowd: a 5 KB match, one at a time from 127.0.0.1, alone and then while 8 clients send
+  1 MiB pastes without pause, each paste from a new address (127.x.y.z), so that no
+  client's own paste budget ever runs out; on SQLite, and on PostgreSQL with --postgres
+  (a database of the run is created there and dropped): the 5 KB match's median each
+  time, the ratio to its idle median, and what the crowd got.
 * patterns: every harvested pattern of vLLM 0.33.0, SGLang 0.5.23 and the installed torch
   through check_pattern: how many the limits refuse and why, and the largest program size
   and group count among them.
@@ -38,9 +43,12 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from sqlalchemy import NullPool, create_engine, make_url, text
 from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -67,7 +75,7 @@ HOSTILE_PATTERNS = {
 PASTE_TIMEOUT_S = 180.0
 HEALTH_CLIENTS = 6
 HEALTH_INTERVAL_S = 0.05
-SECTIONS = ["writes", "pastes", "healthz", "fairness", "headers", "patterns"]
+SECTIONS = ["writes", "pastes", "healthz", "fairness", "headers", "crowd", "patterns"]
 FAIR_IDLE_MATCHES = 40
 FAIR_BUDGET_SHARE = 0.5
 """Of the default paste budget, what the measured 5 KB client sends: it waits between its
@@ -228,16 +236,25 @@ def _hostile_client(base: str, body: bytes, stop: float, statuses) -> None:
             statuses.append(_post(client, body)[1])
 
 
-def _medians(client: httpx.Client, text: str, until: float | None, count: int) -> list[float]:
+def _medians(
+    client: httpx.Client,
+    text: str,
+    until: float | None,
+    count: int,
+    statuses: list[int] | None = None,
+) -> list[float]:
     """Each match's time, one paste after the other, at most FAIR_BUDGET_SHARE of the
-    default paste budget a second."""
+    default paste budget a second; each answer must be a 200, or is put in `statuses`."""
     pause_s = len(text) / (Settings().paste_budget_bytes / 60 * FAIR_BUDGET_SHARE)
     took = []
     while len(took) < count if until is None else time.monotonic() < until:
         started = time.perf_counter()
         response = client.post("/api/match", json={"text": text})
         took.append(time.perf_counter() - started)
-        assert response.status_code == 200, response.text
+        if statuses is None:
+            assert response.status_code == 200, response.text
+        else:
+            statuses.append(response.status_code)
         time.sleep(pause_s)
     return took
 
@@ -403,6 +420,94 @@ def bench_headers(seconds: float) -> None:
     print(_refusal_cost())
 
 
+CROWD_CLIENTS = 8
+
+
+def _crowd_client(base: str, body: bytes, stop: float, first: int, statuses) -> None:
+    """1 MiB pastes one after the other until `stop`, each from a new loopback address."""
+    sent = 0
+    while time.monotonic() < stop:
+        address = first + sent
+        sent += 1
+        local = f"127.{address >> 16 & 255}.{address >> 8 & 255}.{address & 255 or 1}"
+        transport = httpx.HTTPTransport(local_address=local)
+        with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S, transport=transport) as client:
+            statuses.append(_post(client, body)[1])
+
+
+@contextmanager
+def _crowd_store(engine: str, folder: str, postgres: str | None) -> Iterator[str]:
+    """The store of a crowd run, data/records imported: SQLite in `folder`, or a database
+    of its own on the PostgreSQL server of `postgres`, dropped afterwards."""
+    if engine == "sqlite":
+        url = f"sqlite:///{folder}/bench.db"
+        yield url
+        return
+    assert postgres is not None
+    name = f"errkb_crowd_{os.getpid()}"
+    admin = create_engine(postgres, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    try:
+        yield make_url(postgres).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
+def bench_crowd(seconds: float, postgres: str | None) -> None:
+    """The 5 KB match's median alone and beside 8 clients pasting 1 MiB from new addresses,
+    with the server-wide budget of large pastes (the default) and without it."""
+    small = _five_kb()
+    hostile = _pastes()["1 MiB of 'ValueError: x' lines"]
+    context = multiprocessing.get_context("fork")
+    print(
+        "| engine | large pastes in flight | 5 KB alone: median | beside the crowd: median "
+        "| ratio | 5 KB statuses | crowd |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    runs = [("on (default)", {}), ("off", {"ERRKB_LARGE_PASTES_IN_FLIGHT_BYTES": "0"})]
+    for engine in ("sqlite", "postgresql") if postgres else ("sqlite",):
+        for label, extra in runs:
+            with (
+                tempfile.TemporaryDirectory() as folder,
+                context.Manager() as manager,
+                _crowd_store(engine, folder, postgres) as url,
+            ):
+                env = {"ERRKB_DATABASE_URL": url, "ERRKB_CACHE_DIR": f"{folder}/cache", **extra}
+                store = open_store(Settings(database_url=url))
+                with Session(store) as session:
+                    records.import_paths(session, [DATA_DIR])
+                    session.commit()
+                store.dispose()
+                statuses, mine = manager.list(), []
+                with (
+                    running_server(env, PROTOCOL_PATH) as base,
+                    httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client,
+                ):
+                    idle = statistics.median(_medians(client, small, None, FAIR_IDLE_MATCHES))
+                    stop = time.monotonic() + seconds
+                    crowd = [
+                        context.Process(
+                            target=_crowd_client, args=(base, hostile, stop, n << 16, statuses)
+                        )
+                        for n in range(1, CROWD_CLIENTS + 1)
+                    ]
+                    for process in crowd:
+                        process.start()
+                    time.sleep(1.0)  # the crowd's first pastes are in
+                    loaded = statistics.median(_medians(client, small, stop, 0, mine))
+                    for process in crowd:
+                        process.join()
+                    seen = list(statuses)
+            print(
+                f"| {engine} | {label} | {idle * 1000:.1f} ms | {loaded * 1000:.1f} ms "
+                f"| {loaded / idle:.2f}x | { {s: mine.count(s) for s in sorted(set(mine))} } "
+                f"| { {s: seen.count(s) for s in sorted(set(seen), key=str)} } |",
+                flush=True,
+            )
+
+
 def bench_patterns() -> None:
     import re2
 
@@ -447,6 +552,11 @@ def main() -> None:
         help="What to measure (all by default).",
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="Length of each run.")
+    parser.add_argument(
+        "--postgres",
+        help="URL of a PostgreSQL server's database to create the crowd's database from "
+        "(postgresql+psycopg://postgres@127.0.0.1:5432/postgres); SQLite only without it.",
+    )
     args = parser.parse_args()
     if "writes" in args.sections:
         bench_writes(args.seconds)
@@ -458,6 +568,8 @@ def main() -> None:
         bench_fairness(args.seconds)
     if "headers" in args.sections:
         bench_headers(args.seconds)
+    if "crowd" in args.sections:
+        bench_crowd(args.seconds, args.postgres)
     if "patterns" in args.sections:
         bench_patterns()
 

@@ -14,6 +14,8 @@ from fastapi import APIRouter, Form, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.errors import AppError, not_found
 from app.records import locations
@@ -22,7 +24,7 @@ from app.records.filters import NO_FILTERS, RecordFilters
 from app.records.service import StoredRecord
 from app.search import query
 from app.search import service as search
-from app.serving.budget import charge_paste
+from app.serving.budget import charge_paste, large_paste_turn
 from app.serving.deps import MAX_CURSOR_CHARS, RecordFiltersDep, SessionDep, SettingsDep
 from app.serving.observed import count_view, match_counted
 from app.serving.views import record_view
@@ -85,7 +87,7 @@ def read_search_page(
 
 
 def _search_page(
-    request: Request, session: SessionDep, q: str, filters: RecordFilters, cursor: str | None
+    request: Request, session: Session, q: str, filters: RecordFilters, cursor: str | None
 ) -> Response:
     results = search.search(session, q, filters, cursor=cursor, matcher=request.app.state.matcher)
     context: dict[str, Any] = {
@@ -101,7 +103,7 @@ def _search_page(
 
 
 @router.post("/match", response_class=HTMLResponse)
-def create_match_page(
+async def create_match_page(
     request: Request,
     session: SessionDep,
     text: Annotated[str, Form()] = "",
@@ -111,10 +113,15 @@ def create_match_page(
     /search?q=...: what was pasted would then be in a URL, and so in access logs, the
     browser's history and a proxy's logs (a one-line paste is often a secret's line)."""
     if mode == "search" or (mode == "auto" and not query.looks_like_paste(text)):
-        return _search_page(
-            request, session, text.strip()[: query.MAX_QUERY_LENGTH], NO_FILTERS, None
-        )
-    charge_paste(request, len(text.encode("utf-8", "surrogatepass")))
+        searched = text.strip()[: query.MAX_QUERY_LENGTH]
+        return await run_in_threadpool(_search_page, request, session, searched, NO_FILTERS, None)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    charge_paste(request, size)
+    async with large_paste_turn(request, size):
+        return await run_in_threadpool(_match_page, request, session, text)
+
+
+def _match_page(request: Request, session: Session, text: str) -> Response:
     result = match_counted(request, session, text, MATCHES_ON_PAGE)
     matched = {m.exception_index for m in result.matches if m.exception_index is not None}
     spans = {exc.index: exc.message_spans or [exc.span] for exc in result.exceptions}
