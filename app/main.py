@@ -16,7 +16,7 @@ from starlette.routing import Match
 
 from app.api import curation, errors, match, meta, reproducers, search
 from app.api.limits import BodySizeLimit
-from app.api.methods import HeadAsGet
+from app.api.methods import HeadAsGet, allowed_methods
 from app.api.responses import with_problem_details
 from app.config import Settings, get_settings
 from app.curation.hits import HitCounter
@@ -195,8 +195,8 @@ def _add_error_handlers(app: FastAPI) -> None:
             return redirect
         title = {404: "Not found", 405: "Method not allowed"}.get(error.status_code, "Error")
         headers = dict(error.headers or {})
-        if "GET" in headers.get("Allow", "").split(", "):  # a 405's: app.api.methods
-            headers["Allow"] += ", HEAD"
+        if error.status_code == 405:
+            headers["Allow"] = allowed_methods(request.app.router.routes, request.scope)
         answer = AppError(error.status_code, title, str(error.detail), more_headers=headers)
         return error_response(request, answer)
 
