@@ -3,13 +3,14 @@
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from sqlmodel import Session
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
-from app.api.responses import problems
+from app.api.responses import json_object, problems
 from app.errors import AppError
+from app.jsontext import NO_NUL
 from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
 from app.serving.budget import charge_paste, large_paste_turn
@@ -19,18 +20,26 @@ from app.serving.observed import match_observed, matches_counted, served
 router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 429, 503))
 MAX_BATCH_TEXTS = 100
 LimitQuery = Annotated[int, Query(ge=1, le=MAX_MATCHES, description="Most matches per text.")]
+_TEXT = {"type": "string", "pattern": NO_NUL}
 _TEXT_BODY = {
     "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": json_object({"text": _TEXT})},
+            "text/plain": {"schema": {"type": "string"}},
+        },
+    }
+}
+_TEXTS_BODY = {
+    "requestBody": {
+        "required": True,
         "content": {
             "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["text"],
-                    "properties": {"text": {"type": "string"}},
-                }
-            },
-            "text/plain": {"schema": {"type": "string"}},
-        }
+                "schema": json_object(
+                    {"texts": {"type": "array", "maxItems": MAX_BATCH_TEXTS, "items": _TEXT}}
+                )
+            }
+        },
     }
 }
 
@@ -98,17 +107,7 @@ async def create_match(request: Request, limit: LimitQuery = DEFAULT_MATCHES) ->
     return response
 
 
-class _BatchDoc(BaseModel):
-    texts: list[str] = Field(max_length=MAX_BATCH_TEXTS)
-
-
-@router.post(
-    "/batch",
-    response_model=BatchResult,
-    openapi_extra={
-        "requestBody": {"content": {"application/json": {"schema": _BatchDoc.model_json_schema()}}}
-    },
-)
+@router.post("/batch", response_model=BatchResult, openapi_extra=_TEXTS_BODY)
 async def create_matches(
     request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
 ) -> Response:

@@ -4,10 +4,9 @@ They render what /api/curation/queue and /api/stats/charts return, from the same
 functions, and link to those JSON twins.
 """
 
-from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from app.curation.queue import DEFAULT_QUEUE_PAGE, curation_queue
@@ -15,8 +14,8 @@ from app.ops import stats
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.serving.deps import (
-    MAX_QUEUE_CURSOR_CHARS,
     DaysQuery,
+    QueueCursorQuery,
     RecordFiltersDep,
     SessionDep,
     SettingsDep,
@@ -43,7 +42,7 @@ def read_curate_page(
     request: Request,
     session: SessionDep,
     filters: RecordFiltersDep,
-    cursor: Annotated[str | None, Query(max_length=MAX_QUEUE_CURSOR_CHARS)] = None,
+    cursor: QueueCursorQuery = None,
 ) -> Response:
     """The curation queue: the drafts and unexplained errors people hit most, first."""
     request.app.state.hits.flush()

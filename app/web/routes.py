@@ -25,7 +25,7 @@ from app.records.service import StoredRecord
 from app.search import query
 from app.search import service as search
 from app.serving.budget import charge_paste, large_paste_turn
-from app.serving.deps import MAX_CURSOR_CHARS, RecordFiltersDep, SessionDep, SettingsDep
+from app.serving.deps import CursorQuery, RecordFiltersDep, SessionDep, SettingsDep
 from app.serving.observed import count_view, match_counted
 from app.serving.views import record_view
 from app.web import render
@@ -80,7 +80,7 @@ def read_search_page(
     session: SessionDep,
     filters: RecordFiltersDep,
     q: Annotated[str, Query(max_length=query.MAX_QUERY_LENGTH)] = "",
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+    cursor: CursorQuery = None,
 ) -> Response:
     """Search results: marked snippets, filters as links, pages."""
     return _search_page(request, session, q, filters, cursor)
