@@ -17,12 +17,12 @@ public when it was written.
 """
 
 import re
-import unicodedata
 from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlmodel import Session, col
 
+from app.store.fulltext import APOSTROPHES, normal_text
 from app.store.tables import Record
 
 WORD = re.compile(r"[^\W\d]+(?:['-][^\W\d]+)*")
@@ -30,8 +30,7 @@ WORD = re.compile(r"[^\W\d]+(?:['-][^\W\d]+)*")
 hyphen (`doesn't`, `non-contiguous`, `max_model_len`)."""
 _PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[^\W\d_A-Za-z]+")
 """The parts of a word: CamelCase humps, and runs of other letters."""
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'"})
-_APOSTROPHE = re.compile("[\u2019\u2018\u02bc\u2032]")
+_APOSTROPHE = re.compile(f"[{APOSTROPHES}]")
 
 
 class Vocabulary:
@@ -51,9 +50,9 @@ class Vocabulary:
 
 
 def normal_word(word: str) -> str:
-    """A word as vocabularies hold it: NFKC (full-width letters, ligatures), one apostrophe,
-    case folded."""
-    return unicodedata.normalize("NFKC", word).translate(_APOSTROPHES).casefold()
+    """A word as vocabularies hold it: as the full-text index does (NFKC, one apostrophe:
+    app.store.fulltext.normal_text), case folded."""
+    return (normal_text(word) or "").casefold()
 
 
 def words_of(text: str) -> set[str]:
@@ -65,7 +64,7 @@ def words_of(text: str) -> set[str]:
         if word.isascii():
             _add(found, word)
         else:  # full-width letters, ligatures: NFKC may make several words of one
-            for normal in WORD.findall(unicodedata.normalize("NFKC", word)):
+            for normal in WORD.findall(normal_text(word) or ""):
                 _add(found, normal)
     return found
 
