@@ -48,7 +48,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-from sqlalchemy import NullPool, create_engine, make_url, text
 from sqlmodel import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -58,6 +57,7 @@ from app.ops.protocol import PROTOCOL_PATH
 from app.records import service as records
 from app.reproducers.upstream import Upstream
 from app.store.engine import open_store
+from bench.bench_engines import postgres_database
 from bench.server import running_server, running_servers
 from tests.helpers import load
 from tests.helpers.writers import probe_record, run_writers, stored_markers, total
@@ -437,22 +437,14 @@ def _crowd_client(base: str, body: bytes, stop: float, first: int, statuses) -> 
 
 @contextmanager
 def _crowd_store(engine: str, folder: str, postgres: str | None) -> Iterator[str]:
-    """The store of a crowd run, data/records imported: SQLite in `folder`, or a database
-    of its own on the PostgreSQL server of `postgres`, dropped afterwards."""
+    """The store of a crowd run: SQLite in `folder`, or a database of its own on the
+    PostgreSQL server of `postgres`, dropped afterwards."""
     if engine == "sqlite":
-        url = f"sqlite:///{folder}/bench.db"
-        yield url
+        yield f"sqlite:///{folder}/bench.db"
         return
     assert postgres is not None
-    name = f"errkb_crowd_{os.getpid()}"
-    admin = create_engine(postgres, poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f"CREATE DATABASE {name}"))
-    try:
-        yield make_url(postgres).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    with postgres_database(postgres) as url:
+        yield url
 
 
 def bench_crowd(seconds: float, postgres: str | None) -> None:

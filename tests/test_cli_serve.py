@@ -22,14 +22,14 @@ LINE = "RuntimeError: Attempted to free more buffers than allocated"
 ACCESS_LINE = re.compile(r'INFO: +127\.0\.0\.1:\d+ - "POST /api/match HTTP/1\.1" 200 OK\n')
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_serve_answers_from_every_worker_and_logs_each_request(
-    tmp_path: Path, workers: int
-) -> None:
+def _serve(tmp_path: Path, workers: int, **settings: str) -> tuple[subprocess.Popen, str, Path]:
+    """`errkb serve --workers N` over a store in tmp_path with these settings, once /readyz
+    answers: the process (the caller stops it), its base URL and its log."""
     port = free_port()
     env = os.environ | {
         "ERRKB_DATABASE_URL": f"sqlite:///{tmp_path / 'errkb.db'}",
         "ERRKB_CACHE_DIR": str(tmp_path / "cache"),
+        **settings,
     }
     log = tmp_path / "serve.log"
     command = [ERRKB, "serve", "--no-harvest", "--port", str(port), "--workers", str(workers)]
@@ -39,6 +39,19 @@ def test_serve_answers_from_every_worker_and_logs_each_request(
     try:
         deadline = time.monotonic() + SERVER_START_S
         wait_until_ready(server, f"{base}/readyz", deadline, lambda: log.read_text()[-3000:])
+    except BaseException:
+        stop(server)
+        raise
+    return server, base, log
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_answers_from_every_worker_and_logs_each_request(
+    tmp_path: Path, workers: int
+) -> None:
+    server, base, log = _serve(tmp_path, workers)
+    try:
+        deadline = time.monotonic() + SERVER_START_S
         while log.read_text().count("Application startup complete") < workers:
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.2)
@@ -53,23 +66,6 @@ def test_serve_answers_from_every_worker_and_logs_each_request(
 
 FORWARDED_LINE = re.compile(r'INFO: +(\S+):\d+ - "POST /api/match HTTP/1\.1" (\d+)')
 PASTE = "Traceback (most recent call last):\n" + '  File "x.py", line 1, in f\n' * 100 + LINE
-
-
-def _serve(tmp_path: Path, workers: int, **settings: str) -> tuple[subprocess.Popen, str, Path]:
-    port = free_port()
-    env = os.environ | {
-        "ERRKB_DATABASE_URL": f"sqlite:///{tmp_path / 'errkb.db'}",
-        "ERRKB_CACHE_DIR": str(tmp_path / "cache"),
-        **settings,
-    }
-    log = tmp_path / "serve.log"
-    command = [ERRKB, "serve", "--no-harvest", "--port", str(port), "--workers", str(workers)]
-    with log.open("w") as output:
-        server = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + SERVER_START_S
-    wait_until_ready(server, f"{base}/readyz", deadline, lambda: log.read_text()[-3000:])
-    return server, base, log
 
 
 def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_paste_budget(

@@ -17,6 +17,10 @@ Revises: 0011
 Create Date: 2026-12-04
 """
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
 from alembic import op
 
 from app.store.fulltext import APOSTROPHES, BODY_FIELDS, HEAD_FIELDS, NORMAL_TEXT_SQL
@@ -92,22 +96,23 @@ def _words_vector(normal: bool) -> str:
     $$"""
 
 
-def _vector(fields) -> str:
-    """The tsvector of these fields, as migration 0008 computes it."""
-    labels = dict.fromkeys(field.label for field in fields)
-    return " || ".join(
-        "errkb_words_vector(concat_ws(' ', "
-        + ", ".join(f"errkb_field_text(d -> '{f.key}')" for f in fields if f.label == label)
-        + f"), '{label}')"
-        for label in labels
-    )
+def _migration(file_name: str) -> ModuleType:
+    """Another migration of this folder, for what it built (its file name is no module
+    name Python imports)."""
+    spec = importlib.util.spec_from_file_location(file_name, Path(__file__).with_name(file_name))
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _rebuild_postgres(normal: bool) -> None:
+    vector = _migration("0008_search_postgres.py")._vector  # the vectors as 0008 builds them
     op.execute(_words_vector(normal))
     op.execute(
         f"""UPDATE record_search k SET head_tsv = v.head, full_tsv = v.head || v.body
-        FROM (SELECT r.id, {_vector(HEAD_FIELDS)} AS head, {_vector(BODY_FIELDS)} AS body
+        FROM (SELECT r.id, {vector(HEAD_FIELDS)} AS head, {vector(BODY_FIELDS)} AS body
               FROM (SELECT id, document::jsonb AS d FROM records) r) v
         WHERE k.record_id = v.id"""
     )
