@@ -466,7 +466,14 @@ def serve_command(
     logs: dict[str, Any] = {"log_config": str(TEXT_LOG_CONFIG)}
     if settings.log_format == "json":
         logs = {"log_config": None, "access_log": False}
-    uvicorn.run(create_app(settings), host=host, port=port, http=HeaderTimeoutProtocol, **logs)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        http=HeaderTimeoutProtocol,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
+        **logs,
+    )
 
 
 def _serve_workers(settings: Settings, host: str, port: int, workers: int) -> NoReturn:
@@ -484,6 +491,8 @@ def _serve_workers(settings: Settings, host: str, port: int, workers: int) -> No
     command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
     command += ["--host", host, "--port", str(port), "--workers", str(workers)]
     command += ["--http", PROTOCOL_PATH]  # request headers in time (app.ops.protocol)
+    if settings.forwarded_allow_ips is not None:
+        command += ["--forwarded-allow-ips", settings.forwarded_allow_ips]
     if settings.log_format == "json":  # errkb's JSON handler takes uvicorn's loggers
         command += ["--no-access-log", "--log-config", str(UVICORN_LOG_CONFIG)]
     else:

@@ -119,11 +119,28 @@ class Settings(BaseSettings):
     paste_budget_bytes: int = Field(
         default=2 * 1024 * 1024,
         ge=0,
-        description="Bytes of paste one client (by its address; behind a proxy, run uvicorn "
-        "with --forwarded-allow-ips so that is the client's) may send to matching per minute, "
-        "in bursts of up to as much; past it matching answers 429 with Retry-After, so one "
+        description="Bytes of paste one client (by its address; behind a proxy, name the "
+        "proxy in ERRKB_FORWARDED_ALLOW_IPS so that is the client's) may send to matching per "
+        "minute, in bursts of up to as much; past it matching answers 429 with Retry-After, so one "
         "client looping large pastes cannot take every other client's matching time "
         "(0: no budget).",
+    )
+    large_pastes_in_flight_bytes: int = Field(
+        default=1024 * 1024,
+        ge=0,
+        description="Bytes of large pastes (over 16 KiB) the server matches at once, whoever "
+        "sends them; a large paste waits for room (holding no request thread), and one that "
+        "finds none within ERRKB_MATCH_DEADLINE_S answers 503 with Retry-After. Clients with "
+        "many addresses never run out of their own paste budgets: this keeps them from taking "
+        "every thread and match slot, so small pastes never wait behind them (0: no limit).",
+    )
+    forwarded_allow_ips: str | None = Field(
+        default=None,
+        description="Addresses (or networks, 10.0.0.0/8) of the proxies whose X-Forwarded-For "
+        "and X-Forwarded-Proto `errkb serve` believes, comma-separated; * believes anyone. A "
+        "client is then known by the address the proxy forwards: its paste budget is its own, "
+        "not the proxy's. None: uvicorn's own default (its FORWARDED_ALLOW_IPS, else "
+        "127.0.0.1 and ::1).",
     )
     body_timeout_s: float = Field(
         default=30.0,

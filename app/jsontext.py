@@ -21,6 +21,10 @@ from typing import Any
 MAX_JSON_DEPTH = 32
 """Most nested arrays and objects accepted; a record nests two deep, a match body two."""
 _UNFIT_CHAR = re.compile("[\x00\ud800-\udfff]")
+NO_NUL = "^[^\\x00]*$"
+"""A string from outside as OpenAPI describes it (a JSON Schema pattern): no NUL, which is
+refused here anywhere in a body and in every text parameter: PostgreSQL cannot store or
+even compare one."""
 
 
 @dataclass

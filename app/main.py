@@ -16,7 +16,7 @@ from starlette.routing import Match
 
 from app.api import curation, errors, match, meta, reproducers, search
 from app.api.limits import BodySizeLimit
-from app.api.methods import HeadAsGet
+from app.api.methods import HeadAsGet, allowed_methods
 from app.api.responses import with_problem_details
 from app.config import Settings, get_settings
 from app.curation.hits import HitCounter
@@ -29,7 +29,7 @@ from app.ops.middleware import RequestObserver
 from app.ops.protocol import HEADER_TIMEOUT_STATE
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
-from app.serving.budget import PasteBudget
+from app.serving.budget import PasteBudget, PastesInFlight
 from app.serving.replies import Replies
 from app.serving.turns import LoopTurns
 from app.store.engine import is_lock_timeout, open_store
@@ -80,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         templates_per_day=settings.queue_templates_per_day,
     )
     app.state.paste_budget = PasteBudget(settings.paste_budget_bytes)
+    app.state.pastes_in_flight = PastesInFlight(settings.large_pastes_in_flight_bytes)
     app.state.replies = Replies(app.state.engine, settings.reply_cache_entries)
     app.state.loop_turns = LoopTurns()
     app.add_middleware(HeadAsGet)
@@ -194,8 +195,8 @@ def _add_error_handlers(app: FastAPI) -> None:
             return redirect
         title = {404: "Not found", 405: "Method not allowed"}.get(error.status_code, "Error")
         headers = dict(error.headers or {})
-        if "GET" in headers.get("Allow", "").split(", "):  # a 405's: app.api.methods
-            headers["Allow"] += ", HEAD"
+        if error.status_code == 405:
+            headers["Allow"] = allowed_methods(request.app.router.routes, request.scope)
         answer = AppError(error.status_code, title, str(error.detail), more_headers=headers)
         return error_response(request, answer)
 

@@ -86,7 +86,7 @@ def _backend_pids(url: str | None) -> list[int]:
 
 
 @contextmanager
-def _postgres_database(admin_url: str) -> Iterator[str]:
+def postgres_database(admin_url: str) -> Iterator[str]:
     """A database of this run on the server of `admin_url`, dropped afterwards."""
     name = f"errkb_bench_{uuid.uuid4().hex[:8]}"
     admin = create_engine(admin_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
@@ -249,7 +249,7 @@ def _store(engine: str, folder: Path, postgres: str) -> Iterator[str]:
     if engine == "sqlite":
         yield f"sqlite:///{folder / 'bench.db'}"
     else:
-        with _postgres_database(postgres) as url:
+        with postgres_database(postgres) as url:
             yield url
 
 

@@ -16,18 +16,35 @@ Run by hand (each section starts its own uvicorn on 127.0.0.1 with a temporary d
   (from 127.0.0.2) sends 1 MiB pastes without pause, with the paste budget on (the
   default) and off (ERRKB_PASTE_BUDGET_BYTES=0); the 5 KB match's median each time, the
   ratio to its idle median, and what the hostile client got.
+* headers: /healthz and /readyz polled every 50 ms while 32 clients send ordinary requests
+  (a record, a search, a 5 KB match) without pause, alone and beside 4 clients streaming
+  giant request headers (`GET / HTTP/1.1`, `Host: x`, `X: ` and then 64 KiB of `a` after
+  64 KiB, up to 70 MB a connection, a new connection after each answer), with errkb's HTTP
+  protocol (what `errkb serve` runs) and with uvicorn's own httptools protocol: the
+  probes' median, p99 and worst latency, and what the streaming clients got.
+* crowd: a 5 KB match, one at a time from 127.0.0.1, alone and then while 8 clients send
+  1 MiB pastes without pause, each paste from a new address (127.x.y.z), so that no
+  client's own paste budget ever runs out; on SQLite, and on PostgreSQL with --postgres
+  (a database of the run is created there and dropped): the 5 KB match's median each
+  time, the ratio to its idle median, and what the crowd got.
 * patterns: every harvested pattern of vLLM 0.33.0, SGLang 0.5.23 and the installed torch
   through check_pattern: how many the limits refuse and why, and the largest program size
   and group count among them.
 """
 
 import argparse
+import json
 import multiprocessing
+import os
 import random
+import select
+import socket
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -36,13 +53,17 @@ from sqlmodel import Session
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.config import Settings
+from app.ops.protocol import PROTOCOL_PATH
 from app.records import service as records
 from app.reproducers.upstream import Upstream
 from app.store.engine import open_store
-from bench.server import running_server
+from bench.bench_engines import postgres_database
+from bench.server import running_server, running_servers
+from tests.helpers import load
 from tests.helpers.writers import probe_record, run_writers, stored_markers, total
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
+DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "records"
 
 TOKEN = "bench-token"
 CONTESTED_IDS = [f"{0xD000:04x}{n:012x}" for n in range(20)]
@@ -54,7 +75,7 @@ HOSTILE_PATTERNS = {
 PASTE_TIMEOUT_S = 180.0
 HEALTH_CLIENTS = 6
 HEALTH_INTERVAL_S = 0.05
-SECTIONS = ["writes", "pastes", "healthz", "fairness", "patterns"]
+SECTIONS = ["writes", "pastes", "healthz", "fairness", "headers", "crowd", "patterns"]
 FAIR_IDLE_MATCHES = 40
 FAIR_BUDGET_SHARE = 0.5
 """Of the default paste budget, what the measured 5 KB client sends: it waits between its
@@ -215,16 +236,25 @@ def _hostile_client(base: str, body: bytes, stop: float, statuses) -> None:
             statuses.append(_post(client, body)[1])
 
 
-def _medians(client: httpx.Client, text: str, until: float | None, count: int) -> list[float]:
+def _medians(
+    client: httpx.Client,
+    text: str,
+    until: float | None,
+    count: int,
+    statuses: list[int] | None = None,
+) -> list[float]:
     """Each match's time, one paste after the other, at most FAIR_BUDGET_SHARE of the
-    default paste budget a second."""
+    default paste budget a second; each answer must be a 200, or is put in `statuses`."""
     pause_s = len(text) / (Settings().paste_budget_bytes / 60 * FAIR_BUDGET_SHARE)
     took = []
     while len(took) < count if until is None else time.monotonic() < until:
         started = time.perf_counter()
         response = client.post("/api/match", json={"text": text})
         took.append(time.perf_counter() - started)
-        assert response.status_code == 200, response.text
+        if statuses is None:
+            assert response.status_code == 200, response.text
+        else:
+            statuses.append(response.status_code)
         time.sleep(pause_s)
     return took
 
@@ -261,6 +291,213 @@ def bench_fairness(seconds: float) -> None:
             f"{ {status: seen.count(status) for status in sorted(set(seen), key=str)} } |",
             flush=True,
         )
+
+
+ORDINARY_CLIENTS = 32
+GIANT_CLIENTS = 4
+GIANT_START = b"GET / HTTP/1.1\r\nHost: x\r\nX: "
+GIANT_CHUNK = b"a" * 65536
+GIANT_BYTES = 70_000_000
+PROBE_INTERVAL_S = 0.05
+
+
+def _ordinary_load(port: int, seconds: float) -> str:
+    """ORDINARY_CLIENTS keep-alive connections reading records, searching and matching a
+    line, in turn, for `seconds` (tests/helpers/load.py: raises on any answer but 200)."""
+    record_ids = sorted(path.stem for path in DATA_DIR.glob("*.json"))
+    match = load.post_json("/api/match", json.dumps({"text": FAIR_LINE}).encode())
+    search = load.get("/api/search?q=cuda+out+of+memory")
+    one_round = [
+        r for record_id in record_ids for r in (load.get(f"/api/errors/{record_id}"), search, match)
+    ]
+    result = load.drive([("127.0.0.1", port)], one_round * 2000, ORDINARY_CLIENTS, seconds)
+    return f"{result.requests} x 200 ({result.rps:.0f}/s, p99 {result.p99_ms:.0f} ms)"
+
+
+def _giant_client(base: str, stop: float, answers) -> None:
+    """A connection streaming a header that never ends (up to GIANT_BYTES), again and again
+    until `stop`: the first line of each answer, or how the connection ended."""
+    host, port = base.removeprefix("http://").split(":")
+    while time.monotonic() < stop:
+        with socket.create_connection((host, int(port))) as sock:
+            sock.settimeout(PASTE_TIMEOUT_S)
+            sent, answer = 0, "no answer"
+            try:
+                sock.sendall(GIANT_START)
+                while sent < GIANT_BYTES and time.monotonic() < stop:
+                    if select.select([sock], [], [], 0)[0]:
+                        break  # the server answered: read it
+                    sock.sendall(GIANT_CHUNK)
+                    sent += len(GIANT_CHUNK)
+                answer = sock.recv(200).split(b"\r\n", 1)[0].decode() or "closed"
+            except OSError as error:
+                answer = type(error).__name__
+            answers.append(answer)
+
+
+def _probe(base: str, stop: float) -> list[float]:
+    """/healthz and /readyz in turn every PROBE_INTERVAL_S until `stop`: each one's time."""
+    took = []
+    with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client:
+        while time.monotonic() < stop:
+            for path in ("/healthz", "/readyz"):
+                started = time.perf_counter()
+                assert client.get(path).status_code == 200
+                took.append(time.perf_counter() - started)
+                time.sleep(PROBE_INTERVAL_S)
+    return took
+
+
+REFUSALS_TIMED = 300
+
+
+def _cpu_s(pid: int) -> float:
+    """A process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _refusal_cost() -> str:
+    """The server's CPU for each of REFUSALS_TIMED giant headers, one after the other."""
+    with tempfile.TemporaryDirectory() as folder:
+        env, url = _settings(folder)
+        open_store(Settings(database_url=url))
+        with running_servers(env, 1, PROTOCOL_PATH) as (server,):
+            before, started = _cpu_s(server.pid), time.perf_counter()
+            for _ in range(REFUSALS_TIMED):
+                with socket.create_connection(("127.0.0.1", server.port)) as sock:
+                    sock.sendall(GIANT_START)
+                    while not select.select([sock], [], [], 0)[0]:
+                        sock.sendall(GIANT_CHUNK)
+                    assert sock.recv(200).startswith(b"HTTP/1.1 431 ")
+            cpu, wall = _cpu_s(server.pid) - before, time.perf_counter() - started
+    return (
+        f"{REFUSALS_TIMED} giant headers one after the other: {cpu / REFUSALS_TIMED * 1000:.2f} "
+        f"ms of server CPU each ({wall / REFUSALS_TIMED * 1000:.2f} ms from connect to answer)"
+    )
+
+
+def bench_headers(seconds: float) -> None:
+    """The probes' latency under ordinary load, with and without giant headers streaming."""
+    context = multiprocessing.get_context("fork")
+    print(
+        "| protocol | giant-header clients | probes | median | p99 | max | giant answers "
+        "| ordinary |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    runs = [("errkb", PROTOCOL_PATH, 0), ("errkb", PROTOCOL_PATH, GIANT_CLIENTS)]
+    runs.append(("uvicorn httptools", "httptools", GIANT_CLIENTS))
+    for label, protocol, giants in runs:
+        with tempfile.TemporaryDirectory() as folder, context.Manager() as manager:
+            env, url = _settings(folder)
+            store = open_store(Settings(database_url=url))
+            with Session(store) as session:
+                records.import_paths(session, [DATA_DIR])
+                session.commit()
+            answers = manager.list()
+            with running_server(env, protocol) as base, context.Pool(1) as pool:
+                port = int(base.rsplit(":", 1)[1])
+                stop = time.monotonic() + seconds
+                ordinary = pool.apply_async(_ordinary_load, (port, seconds))
+                giant = [
+                    context.Process(target=_giant_client, args=(base, stop, answers))
+                    for _ in range(giants)
+                ]
+                for client in giant:
+                    client.start()
+                took = sorted(_probe(base, stop))
+                for client in giant:
+                    client.join()
+                done = ordinary.get()
+            got = list(answers)
+        p99 = took[max(0, int(len(took) * 0.99) - 1)]
+        print(
+            f"| {label} | {giants} | {len(took)} | {statistics.median(took) * 1000:.1f} ms "
+            f"| {p99 * 1000:.1f} ms | {took[-1] * 1000:.1f} ms "
+            f"| { {a: got.count(a) for a in sorted(set(got))} } | {done} |",
+            flush=True,
+        )
+    print(_refusal_cost())
+
+
+CROWD_CLIENTS = 8
+
+
+def _crowd_client(base: str, body: bytes, stop: float, first: int, statuses) -> None:
+    """1 MiB pastes one after the other until `stop`, each from a new loopback address."""
+    sent = 0
+    while time.monotonic() < stop:
+        address = first + sent
+        sent += 1
+        local = f"127.{address >> 16 & 255}.{address >> 8 & 255}.{address & 255 or 1}"
+        transport = httpx.HTTPTransport(local_address=local)
+        with httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S, transport=transport) as client:
+            statuses.append(_post(client, body)[1])
+
+
+@contextmanager
+def _crowd_store(engine: str, folder: str, postgres: str | None) -> Iterator[str]:
+    """The store of a crowd run: SQLite in `folder`, or a database of its own on the
+    PostgreSQL server of `postgres`, dropped afterwards."""
+    if engine == "sqlite":
+        yield f"sqlite:///{folder}/bench.db"
+        return
+    assert postgres is not None
+    with postgres_database(postgres) as url:
+        yield url
+
+
+def bench_crowd(seconds: float, postgres: str | None) -> None:
+    """The 5 KB match's median alone and beside 8 clients pasting 1 MiB from new addresses,
+    with the server-wide budget of large pastes (the default) and without it."""
+    small = _five_kb()
+    hostile = _pastes()["1 MiB of 'ValueError: x' lines"]
+    context = multiprocessing.get_context("fork")
+    print(
+        "| engine | large pastes in flight | 5 KB alone: median | beside the crowd: median "
+        "| ratio | 5 KB statuses | crowd |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    runs = [("on (default)", {}), ("off", {"ERRKB_LARGE_PASTES_IN_FLIGHT_BYTES": "0"})]
+    for engine in ("sqlite", "postgresql") if postgres else ("sqlite",):
+        for label, extra in runs:
+            with (
+                tempfile.TemporaryDirectory() as folder,
+                context.Manager() as manager,
+                _crowd_store(engine, folder, postgres) as url,
+            ):
+                env = {"ERRKB_DATABASE_URL": url, "ERRKB_CACHE_DIR": f"{folder}/cache", **extra}
+                store = open_store(Settings(database_url=url))
+                with Session(store) as session:
+                    records.import_paths(session, [DATA_DIR])
+                    session.commit()
+                store.dispose()
+                statuses, mine = manager.list(), []
+                with (
+                    running_server(env, PROTOCOL_PATH) as base,
+                    httpx.Client(base_url=base, timeout=PASTE_TIMEOUT_S) as client,
+                ):
+                    idle = statistics.median(_medians(client, small, None, FAIR_IDLE_MATCHES))
+                    stop = time.monotonic() + seconds
+                    crowd = [
+                        context.Process(
+                            target=_crowd_client, args=(base, hostile, stop, n << 16, statuses)
+                        )
+                        for n in range(1, CROWD_CLIENTS + 1)
+                    ]
+                    for process in crowd:
+                        process.start()
+                    time.sleep(1.0)  # the crowd's first pastes are in
+                    loaded = statistics.median(_medians(client, small, stop, 0, mine))
+                    for process in crowd:
+                        process.join()
+                    seen = list(statuses)
+            print(
+                f"| {engine} | {label} | {idle * 1000:.1f} ms | {loaded * 1000:.1f} ms "
+                f"| {loaded / idle:.2f}x | { {s: mine.count(s) for s in sorted(set(mine))} } "
+                f"| { {s: seen.count(s) for s in sorted(set(seen), key=str)} } |",
+                flush=True,
+            )
 
 
 def bench_patterns() -> None:
@@ -307,6 +544,11 @@ def main() -> None:
         help="What to measure (all by default).",
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="Length of each run.")
+    parser.add_argument(
+        "--postgres",
+        help="URL of a PostgreSQL server's database to create the crowd's database from "
+        "(postgresql+psycopg://postgres@127.0.0.1:5432/postgres); SQLite only without it.",
+    )
     args = parser.parse_args()
     if "writes" in args.sections:
         bench_writes(args.seconds)
@@ -316,6 +558,10 @@ def main() -> None:
         bench_healthz(args.seconds)
     if "fairness" in args.sections:
         bench_fairness(args.seconds)
+    if "headers" in args.sections:
+        bench_headers(args.seconds)
+    if "crowd" in args.sections:
+        bench_crowd(args.seconds, args.postgres)
     if "patterns" in args.sections:
         bench_patterns()
 

@@ -128,7 +128,7 @@ def main() -> None:
     with Session(client.app.state.engine) as session:
         started = time.process_time()
         for _ in range(arguments.requests):
-            curation_queue(session)
+            curation_queue(session, client.app.state.matcher.vocabulary())
         cpu_ms = (time.process_time() - started) / arguments.requests * 1000
     print(f"  curation_queue() CPU time: {cpu_ms:.1f} ms a call")
 

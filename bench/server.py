@@ -32,15 +32,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(env: dict[str, str]) -> Iterator[str]:
-    """Start `uvicorn app.main:create_app` with these ERRKB_* settings; yield its base URL
-    once /readyz answers 200 (the match index is loaded); stop it afterwards."""
-    with running_servers(env, 1) as (server,):
+def running_server(env: dict[str, str], protocol: str | None = None) -> Iterator[str]:
+    """Start `uvicorn app.main:create_app` with these ERRKB_* settings (and uvicorn's
+    `--http protocol` if given); yield its base URL once /readyz answers 200 (the match
+    index is loaded); stop it afterwards."""
+    with running_servers(env, 1, protocol) as (server,):
         yield server.base
 
 
 @contextmanager
-def running_servers(env: dict[str, str], count: int) -> Iterator[list[Server]]:
+def running_servers(
+    env: dict[str, str], count: int, protocol: str | None = None
+) -> Iterator[list[Server]]:
     """`count` servers of one store (replicas), started together; yielded once
     each answers /readyz with 200; stopped afterwards."""
     started: list[tuple[subprocess.Popen, Server]] = []
@@ -49,6 +52,7 @@ def running_servers(env: dict[str, str], count: int) -> Iterator[list[Server]]:
             port = free_port()
             command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
             command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+            command += ["--http", protocol] if protocol else []
             process = subprocess.Popen(command, env=os.environ | env)
             started.append((process, Server(f"http://127.0.0.1:{port}", port, process.pid)))
         deadline = time.monotonic() + START_TIMEOUT_S

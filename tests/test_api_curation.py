@@ -20,8 +20,9 @@ KEY_PASTE = (
     "line 699, in put\n"
     "ValueError: Key 'mm-cache-8f2a' already exists in the storage.\n"
 )
-UNEXPLAINED = "Traceback (most recent call last):\nOSError: shard 7 of /models/x is missing\n"
-UNEXPLAINED_TEMPLATE = "OSError: shard <num> of <path> is missing"
+# In words the store's templates have (app.records.vocabulary): kept in the template.
+UNEXPLAINED = "Traceback (most recent call last):\nOSError: data 7 of /models/x is empty\n"
+UNEXPLAINED_TEMPLATE = "OSError: data <num> of <path> is empty"
 
 
 def _client(make_client, tmp_path):
@@ -101,7 +102,7 @@ def test_curate_page_shows_the_queue_and_links_its_json(make_client, tmp_path) -
     assert page.status_code == 200
     assert page.headers["link"] == '</api/curation/queue>; rel="alternate"; type="application/json"'
     html = page.text
-    assert html.index(f"errkb curate {KEY_EXISTS}") < html.index("OSError: shard &lt;num&gt;")
+    assert html.index(f"errkb curate {KEY_EXISTS}") < html.index("OSError: data &lt;num&gt;")
     assert f'href="/errors/{KEY_EXISTS}"' in html
     assert "unexplained" in html
     assert '<option value="vllm-project/vllm">' in html

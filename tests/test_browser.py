@@ -290,7 +290,8 @@ def test_a_word_of_seed_001_documentation_finds_it(page) -> None:
     page.get_by_label("Paste a traceback or a log, or type what to search for").fill("wrapping")
     assert "will be searched" in page.locator("#mode-hint").inner_text()
     page.get_by_role("button", name="Explain").click()
-    page.wait_for_url("**/search?q=wrapping")
+    page.wait_for_url("**/match")  # searched in place: the query is in no URL
+    assert page.locator("h1").inner_text() == "Search results"
     first = page.locator(".hit").first
     assert first.locator("h3 a").get_attribute("href") == f"/errors/{SEED_001}"
     assert first.locator(".snippet mark").first.inner_text() == "wrapping"
@@ -395,7 +396,7 @@ def test_stats_page_draws_its_charts_with_and_without_javascript(browser, page, 
     """Server-side SVG charts, no script of their own, readable on a phone."""
     paste = "Traceback (most recent call last):\n" + SEED_002_ERROR + "\n"
     assert page.request.post("/api/match", data={"text": paste}).ok
-    unexplained = "Traceback (most recent call last):\nValueError: no shard at /data/x.bin\n"
+    unexplained = "Traceback (most recent call last):\nValueError: no data at /data/x.bin\n"
     assert page.request.post("/api/match", data={"text": unexplained}).ok
     page.goto(f"/errors/{SEED_002}")
     response = page.goto("/stats")
@@ -414,7 +415,7 @@ def test_stats_page_draws_its_charts_with_and_without_javascript(browser, page, 
     drawn = "rects => rects.filter(r => r.getBBox().width > 0 && r.getBBox().height > 0).length"
     # today: one stack, its reviewed and its unexplained parts
     assert page.locator("#hits svg rect.rect").evaluate_all(drawn) == 2
-    assert "ValueError: no shard at <path>" in page.locator("#most-hit svg").text_content()
+    assert "ValueError: no data at <path>" in page.locator("#most-hit svg").text_content()
     scripts = runner.all_reproducers(Settings())  # one row per script of reproducers/
     assert page.locator("#reproducers tbody tr").count() == len(scripts)
     _screenshot(page, "stats")

@@ -9,7 +9,8 @@ from sqlalchemy import Engine, func, insert, select
 from sqlmodel import Session
 
 from app.curation.hits import RECORD, TEMPLATE, HitCounter, retotal, today
-from app.curation.scrub import template_key
+from app.curation.scrub import COMMON_WORDS, template_key
+from app.records.vocabulary import Vocabulary, words_of
 from app.store.engine import unit_of_work, upgrade
 from app.store.tables import Hit, HitTotal
 from tests.helpers.old_store import downgrade
@@ -37,6 +38,17 @@ UNMATCHED = (
 UNMATCHED_TEMPLATE = (
     "ValueError: cannot open <str> for rank <num> (handle <hex>, shard <hex>, <num> GiB)"
 )
+# The same, on a store of data/records alone: no template of it says open, handle or shard.
+UNMATCHED_SEEDS_TEMPLATE = (
+    "ValueError: cannot <value> <str> for rank <num> (<value> <hex>, <value> <hex>, <num> GiB)"
+)
+# Words of upstream message templates, as a store holds them (app.records.vocabulary).
+VOCABULARY = Vocabulary(
+    words_of(
+        "Cannot open {path} for rank {rank}. Invalid handle {handle} of shard {shard_id}. "
+        "Unknown path {path} in the first line of {file}: {size} GiB."
+    )
+)
 
 
 def _hits(engine) -> list[tuple[str, str, int]]:
@@ -47,15 +59,18 @@ def _hits(engine) -> list[tuple[str, str, int]]:
 
 
 def test_template_replaces_every_value() -> None:
-    assert template_key("ValueError", UNMATCHED.splitlines()[-1][12:]) == UNMATCHED_TEMPLATE
-    assert template_key("KeyError", "'layers.31.mlp'") == "KeyError: <str>"
+    message = UNMATCHED.splitlines()[-1][12:]
+    assert template_key("ValueError", message, VOCABULARY) == UNMATCHED_TEMPLATE
+    assert template_key("KeyError", "'layers.31.mlp'", VOCABULARY) == "KeyError: <str>"
     assert template_key(
-        "RuntimeError", "bad path C:\\models\\x.bin, id 3fa85f64-5717-4562-b3fc-2c963f66afa6"
-    ) == ("RuntimeError: bad path <path>, id <hex>")
-    assert template_key("OSError", "first line 1e-05\nsecond line /etc/x") == (
+        "RuntimeError",
+        "bad path C:\\models\\x.bin, id 3fa85f64-5717-4562-b3fc-2c963f66afa6",
+        VOCABULARY,
+    ) == ("RuntimeError: <value> path <path>, id <hex>")
+    assert template_key("OSError", "first line 1e-05\nsecond line /etc/x", VOCABULARY) == (
         "OSError: first line <num>"
     )
-    assert template_key("StopIteration", "") == "StopIteration"
+    assert template_key("StopIteration", "", VOCABULARY) == "StopIteration"
 
 
 def test_matches_and_views_count_and_no_paste_or_capture_is_kept(make_client) -> None:
@@ -72,7 +87,7 @@ def test_matches_and_views_count_and_no_paste_or_capture_is_kept(make_client) ->
     client.app.state.hits.flush()
     assert _hits(client.app.state.engine) == [
         (RECORD, SEED_002, 4),
-        (TEMPLATE, UNMATCHED_TEMPLATE, 1),
+        (TEMPLATE, UNMATCHED_SEEDS_TEMPLATE, 1),
     ]
     stored = database_text(client.app.state.engine)
     for secret in (SECRET_OFFSET, "alice", "sk-live", "7731", "llama-7b", "0x7f3a9c001e40"):
@@ -124,7 +139,7 @@ def test_a_row_the_store_refuses_costs_only_its_own_count(session) -> None:
 
 def test_the_queue_keeps_at_most_the_cap_of_templates_per_day(make_client) -> None:
     client = make_client(queue_templates_per_day=5)
-    names = [a + b for a in "bcdfg" for b in "aeiou"]  # 25 distinct words of prose
+    names = sorted(COMMON_WORDS)[:25]  # 25 distinct words that every template may keep
     popular = names[:3]
     for name in popular:  # hit more often than any other: never the ones dropped
         for _ in range(3):

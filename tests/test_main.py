@@ -95,6 +95,10 @@ def test_head_of_a_missing_page_is_404(client) -> None:
         ("DELETE", "/healthz", "GET, HEAD"),
         ("GET", "/api/match", "POST"),
         ("PUT", "/", "GET, HEAD"),
+        # several routes share a path: every one's methods
+        ("PATCH", "/api/errors/c53f6de81577a6bc", "GET, HEAD, PUT, DELETE"),
+        ("POST", "/api/errors/c53f6de81577a6bc", "GET, HEAD, PUT, DELETE"),
+        ("DELETE", "/api/errors", "GET, HEAD, POST"),
     ],
 )
 def test_405_says_what_is_allowed(client, method, path, allow) -> None:

@@ -6,6 +6,7 @@ import json
 import logging
 import re
 
+import httpx
 import pytest
 from pydantic import ValidationError
 from uvicorn.config import LOGGING_CONFIG
@@ -18,7 +19,9 @@ from app.ops.logs import (
     AccessFormatter,
     JsonFormatter,
     configure_logging,
+    logged_path,
 )
+from tests.helpers.served import errkb_serve
 
 
 def test_json_logs_name_the_request_id_echoed_to_the_client(make_client, capsys) -> None:
@@ -104,3 +107,53 @@ def test_another_access_format_is_formatted_as_uvicorn_does() -> None:
     fmt = "%(client_addr)s %(status_code)s"
     record = _access_record("a:1", "GET", "/", "1.1", 200)
     assert AccessFormatter(fmt, use_colors=False).format(record) == "a:1 200 OK"
+
+
+SECRET = "postgres://admin:S3cretPassw0rd@db.internal:5432/prod"
+
+
+@pytest.mark.parametrize(
+    ("path", "logged"),
+    [
+        ("/search?q=HF_TOKEN%3Dhf_abc", "/search"),
+        ("/search/?q=x", "/search/"),
+        ("/api/search?q=x&limit=5", "/api/search"),
+        ("/match?text=x", "/match"),
+        ("/api/match?limit=3", "/api/match"),
+        ("/errors?q=free", "/errors?q=free"),  # no paste goes there
+        ("/api/errors/c53f6de81577a6bc", "/api/errors/c53f6de81577a6bc"),
+        ("/searches?q=x", "/searches?q=x"),
+    ],
+)
+def test_the_query_string_of_a_path_that_may_carry_a_paste_is_left_out(
+    path: str, logged: str
+) -> None:
+    assert logged_path(path) == logged
+    for use_colors, fmt in (
+        (False, ACCESS_FORMAT),
+        (True, ACCESS_FORMAT),
+        (False, "%(request_line)s"),
+    ):
+        line = AccessFormatter(fmt, use_colors=use_colors).format(
+            _access_record("127.0.0.1:1", "GET", path, "1.1", 200)
+        )
+        assert f"GET {logged} HTTP/1.1" in line
+        assert path.partition("?")[2] not in line or logged == path
+
+
+def test_a_served_paste_or_query_never_reaches_the_text_access_log(tmp_path) -> None:
+    """A real `errkb serve` logging as text: a one-line secret pasted in the box, searched
+    for and matched, shows in no line of its log."""
+    with errkb_serve(tmp_path) as base, httpx.Client(base_url=base) as client:
+        assert client.post("/match", data={"text": SECRET}).status_code == 200
+        assert client.get("/search", params={"q": SECRET}).status_code == 200
+        assert client.get("/api/search", params={"q": SECRET}).status_code == 200
+        assert client.post("/api/match", json={"text": SECRET}).status_code == 200
+        assert client.get("/healthz", params={"probe": "kept"}).status_code == 200
+    log = (tmp_path / "serve.log").read_text()
+    assert '"POST /match HTTP/1.1" 200' in log
+    assert '"GET /search HTTP/1.1" 200' in log
+    assert '"GET /api/search HTTP/1.1" 200' in log
+    assert '"GET /healthz?probe=kept HTTP/1.1" 200' in log  # other paths keep theirs
+    for piece in ("S3cret", "admin", "db.internal", "postgres"):
+        assert piece not in log

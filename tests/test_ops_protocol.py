@@ -1,5 +1,6 @@
-"""Request headers must arrive in time: a real `errkb serve` on 127.0.0.1, raw sockets that
-trickle or stall their headers, and ordinary clients served meanwhile."""
+"""Request heads must arrive in time and within their size limits: a real `errkb serve` on
+127.0.0.1, raw sockets that trickle, stall or stream their headers, and ordinary clients
+served meanwhile."""
 
 import select
 import socket
@@ -10,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.ops.protocol import MAX_HEAD_BYTES, MAX_HEADERS, MAX_TARGET_BYTES
 from tests.helpers.served import errkb_serve
 
 HEADER_TIMEOUT_S = 1.0
@@ -18,6 +20,10 @@ HEADER_TIMEOUT_S = 1.0
 SLACK_S = 3.0
 TRICKLE_S = 0.2
 PARTIAL = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+GIANT_START = b"GET / HTTP/1.1\r\nHost: x\r\nX: "
+STREAM_CHUNK = b"a" * 65536
+MAX_STREAMED = 64 * 1024 * 1024  # the giant header's client gives up past this (a bound)
+STREAM_S = 20.0
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +118,92 @@ def test_a_request_that_outlasts_the_limit_after_its_headers_is_answered(server:
         reply = _until_closed(sock)
     assert reply.startswith(b"HTTP/1.1 200 "), reply[:300]
     assert b"c53f6de81577a6bc" in reply
+
+
+def _refused_while_streaming(sock: socket.socket, base: str) -> tuple[bytes, int, int]:
+    """Stream a header value that never ends until the server answers (within STREAM_S and
+    MAX_STREAMED): the answer up to the server's close, the bytes sent, /healthz answers
+    meanwhile."""
+    sock.setblocking(False)
+    sent, served, rounds = 0, 0, 0
+    started = time.monotonic()
+    with httpx.Client(base_url=base) as other:
+        while sent < MAX_STREAMED and time.monotonic() - started < STREAM_S:
+            if rounds % 8 == 0:
+                assert other.get("/healthz").status_code == 200
+                served += 1
+            rounds += 1
+            readable, writable, _ = select.select([sock], [sock], [], 0.5)
+            if readable:
+                break
+            if writable:  # room in the socket's buffer: some of the chunk goes
+                sent += sock.send(STREAM_CHUNK)
+    sock.setblocking(True)
+    return _until_closed(sock), sent, served
+
+
+def test_a_giant_header_is_refused_with_431_while_others_are_served(server: str) -> None:
+    with _connect(server) as sock:
+        sock.sendall(GIANT_START)
+        reply, sent, served = _refused_while_streaming(sock, server)
+    assert reply.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"), reply[:200]
+    assert b"connection: close\r\n" in reply
+    assert reply.endswith(f"request headers larger than {MAX_HEAD_BYTES} bytes".encode())
+    # refused while the client streamed (what it sent is mostly what the sockets' buffers
+    # took in before the server stopped reading)
+    assert sent < MAX_STREAMED
+    assert served >= 1
+    assert httpx.get(f"{server}/healthz").status_code == 200
+
+
+def _exchange(base: str, request: bytes) -> bytes:
+    with _connect(base) as sock:
+        sock.sendall(request)
+        return _until_closed(sock)
+
+
+def _get(target: bytes, headers: bytes = b"") -> bytes:
+    return b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s\r\n" % (target, headers)
+
+
+def test_a_head_of_the_limit_is_served_and_one_byte_more_is_refused(server: str) -> None:
+    # the fields counted: the target, and each name and value with ": " and CRLF
+    fixed = len(b"/healthz") + len(b"Host") + len(b"x") + len(b"Connection") + len(b"close")
+    filler = MAX_HEAD_BYTES - fixed - 3 * 4 - len(b"X-Fill")
+    at_limit = _exchange(server, _get(b"/healthz", b"X-Fill: %s\r\n" % (b"f" * filler)))
+    assert at_limit.startswith(b"HTTP/1.1 200 "), at_limit[:200]
+    over = _exchange(server, _get(b"/healthz", b"X-Fill: %s\r\n" % (b"f" * (filler + 1))))
+    assert over.startswith(b"HTTP/1.1 431 "), over[:200]
+
+
+def test_more_header_fields_than_the_limit_are_refused(server: str) -> None:
+    def fields(count: int) -> bytes:
+        return b"".join(b"X-%d: v\r\n" % n for n in range(count))
+
+    allowed = _exchange(server, _get(b"/healthz", fields(MAX_HEADERS - 2)))  # + Host, Connection
+    assert allowed.startswith(b"HTTP/1.1 200 "), allowed[:200]
+    refused = _exchange(server, _get(b"/healthz", fields(MAX_HEADERS - 1)))
+    assert refused.startswith(b"HTTP/1.1 431 "), refused[:200]
+    assert refused.endswith(f"more than {MAX_HEADERS} request header fields".encode())
+
+
+def test_a_request_target_over_the_limit_is_refused_with_414(server: str) -> None:
+    query = b"/healthz?q="
+    allowed = _exchange(server, _get(query + b"a" * (MAX_TARGET_BYTES - len(query))))
+    assert allowed.startswith(b"HTTP/1.1 200 "), allowed[:200]
+    refused = _exchange(server, _get(query + b"a" * (MAX_TARGET_BYTES - len(query) + 1)))
+    assert refused.startswith(b"HTTP/1.1 414 "), refused[:200]
+    assert refused.endswith(f"request target longer than {MAX_TARGET_BYTES} bytes".encode())
+
+
+def test_pipelined_requests_after_a_large_body_are_not_counted_as_one_head(server: str) -> None:
+    """Two requests in one send: the first with a body larger than a head may be, the
+    second's head after it. Both are answered."""
+    body = b"a" * (MAX_HEAD_BYTES * 2)
+    first = (
+        b"POST /api/match HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    reply = _exchange(server, first + _get(b"/healthz"))
+    assert reply.startswith(b"HTTP/1.1 200 "), reply[:200]
+    assert reply.count(b"HTTP/1.1 200 ") == 2, reply[-300:]

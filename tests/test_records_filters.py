@@ -79,6 +79,11 @@ def test_the_matcher_boost_obeys_every_filter(client: TestClient) -> None:
         ({"tag": "t" * (MAX_TAG_CHARS + 1)}, "tag"),
         ({"severity": "s" * 65}, "severity"),
         ({"modifiedSince": "yesterday"}, "modifiedSince"),
+        # PostgreSQL cannot compare with a NUL (it answered 422 where SQLite found nothing)
+        ({"repo": "a/b\x00"}, "repo"),
+        ({"errorClass": "\x00"}, "errorClass"),
+        ({"tag": "x\x00y"}, "tag"),
+        ({"reviewState": "draft\x00"}, "reviewState"),
     ],
 )
 def test_bad_filters_are_4xx_naming_the_parameter(
@@ -111,3 +116,21 @@ def test_openapi_documents_each_filter(client: TestClient, path: str) -> None:
     described = {p["name"]: p.get("description") for p in parameters if p["in"] == "query"}
     for field in RecordFilters.model_fields.values():
         assert described[field.alias], field.alias
+
+
+def test_a_nul_in_a_filter_is_a_clear_422_and_openapi_says_so(client: TestClient) -> None:
+    """The same answer on both engines (this runs once per engine), and the reason."""
+    for path in LISTINGS:
+        response = client.get(path, params={"repo": "a\x00b"})
+        assert response.status_code == 422, path
+        if path.startswith("/api"):
+            assert response.json()["errors"] == [
+                {
+                    "field": "query.repo",
+                    "reason": "Value error, must not contain a NUL character (U+0000)",
+                }
+            ]
+    parameters = client.get("/openapi.json").json()["paths"]["/api/errors"]["get"]["parameters"]
+    schemas = {p["name"]: p["schema"] for p in parameters}
+    for field in ("repo", "errorClass", "tag", "reviewState", "severity"):
+        assert schemas[field]["pattern"] == "^[^\\x00]*$", field

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.web.charts import COLORS, SERIES, _chart, stylesheet
 
-PASTE = "Traceback (most recent call last):\nValueError: no shard at /data/x.bin\n"
+PASTE = "Traceback (most recent call last):\nValueError: no data at /data/x.bin\n"
 
 
 def _style_of(chart: pygal.graph.graph.Graph) -> str:
@@ -37,7 +37,7 @@ def test_stats_page_charts_hold_no_style_and_link_the_stylesheet(client: TestCli
         assert "<style" not in svg
         assert " style=" not in svg
         assert "<script" not in svg
-    assert "ValueError: no shard at &lt;path&gt;" in svgs[2]
+    assert "ValueError: no data at &lt;path&gt;" in svgs[2]
     assert '<link rel="stylesheet" href="/stats/charts.css">' in page.text
 
 

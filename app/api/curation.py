@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 from app.api.responses import problems
 from app.curation.queue import DEFAULT_QUEUE_PAGE, MAX_QUEUE_PAGE, QueueItem, curation_queue
 from app.records.summary import RecordSummary, summarize
-from app.serving.deps import MAX_QUEUE_CURSOR_CHARS, RecordFiltersDep, SessionDep
+from app.serving.deps import QueueCursorQuery, RecordFiltersDep, SessionDep
 from app.wire import ApiModel
 
 router = APIRouter(prefix="/api/curation", tags=["curation"], responses=problems(400, 422))
@@ -51,11 +51,11 @@ def read_queue(
     session: SessionDep,
     filters: RecordFiltersDep,
     limit: Annotated[int, Query(ge=1, le=MAX_QUEUE_PAGE)] = DEFAULT_QUEUE_PAGE,
-    cursor: Annotated[str | None, Query(max_length=MAX_QUEUE_CURSOR_CHARS)] = None,
+    cursor: QueueCursorQuery = None,
 ) -> QueuePageOut:
     """Drafts and unexplained templates people hit, most-hit first; filters keep drafts."""
     request.app.state.hits.flush()
-    page = curation_queue(session, filters, limit, cursor)
+    page = curation_queue(session, request.app.state.matcher.vocabulary(), filters, limit, cursor)
     return QueuePageOut(
         items=[queue_item_out(item) for item in page.items],
         total=page.total,

@@ -16,9 +16,9 @@ from app.records import derived, locations
 from app.records import service as records
 from app.records.service import MAX_PAGE_SIZE
 from app.serving.deps import (
-    MAX_CURSOR_CHARS,
     AdminBodyDep,
     AdminDep,
+    CursorQuery,
     RecordFiltersDep,
     SessionDep,
     SettingsDep,
@@ -85,7 +85,7 @@ def read_errors(
     session: SessionDep,
     filters: RecordFiltersDep,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = records.DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+    cursor: CursorQuery = None,
 ) -> RecordPage:
     """List record summaries in a stable order, filtered, with the total and a cursor."""
     page = records.list_records(session, filters, limit, cursor)

@@ -3,33 +3,43 @@
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from sqlmodel import Session
 from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
 
-from app.api.responses import problems
+from app.api.responses import json_object, problems
 from app.errors import AppError
+from app.jsontext import NO_NUL
 from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
-from app.serving.budget import charge_paste
+from app.serving.budget import charge_paste, large_paste_turn
 from app.serving.deps import SessionDep, parse_body
 from app.serving.observed import match_observed, matches_counted, served
 
 router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 429, 503))
 MAX_BATCH_TEXTS = 100
 LimitQuery = Annotated[int, Query(ge=1, le=MAX_MATCHES, description="Most matches per text.")]
+_TEXT = {"type": "string", "pattern": NO_NUL}
 _TEXT_BODY = {
     "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": json_object({"text": _TEXT})},
+            "text/plain": {"schema": {"type": "string"}},
+        },
+    }
+}
+_TEXTS_BODY = {
+    "requestBody": {
+        "required": True,
         "content": {
             "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["text"],
-                    "properties": {"text": {"type": "string"}},
-                }
-            },
-            "text/plain": {"schema": {"type": "string"}},
-        }
+                "schema": json_object(
+                    {"texts": {"type": "array", "maxItems": MAX_BATCH_TEXTS, "items": _TEXT}}
+                )
+            }
+        },
     }
 }
 
@@ -90,31 +100,27 @@ async def create_match(request: Request, limit: LimitQuery = DEFAULT_MATCHES) ->
             result, due = match_observed(request, session, text, limit, waits)
         return _json(result), due
 
-    response, hits_due = await served(request, len(raw), match)
+    async with large_paste_turn(request, len(raw)):
+        response, hits_due = await served(request, len(raw), match)
     if hits_due:  # written after the reply, in a request thread
         response.background = BackgroundTask(request.app.state.hits.flush)
     return response
 
 
-class _BatchDoc(BaseModel):
-    texts: list[str] = Field(max_length=MAX_BATCH_TEXTS)
-
-
-@router.post(
-    "/batch",
-    response_model=BatchResult,
-    openapi_extra={
-        "requestBody": {"content": {"application/json": {"schema": _BatchDoc.model_json_schema()}}}
-    },
-)
-def create_matches(
+@router.post("/batch", response_model=BatchResult, openapi_extra=_TEXTS_BODY)
+async def create_matches(
     request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
 ) -> Response:
     """Match up to 100 texts at once, together no larger than one paste: {"texts": [...]} ->
     one result per text, in order (none for none)."""
-    texts = _texts_field(parse_body(raw), "texts", list)
-    if len(texts) > MAX_BATCH_TEXTS:
-        raise AppError(422, "Invalid batch", f"send at most {MAX_BATCH_TEXTS} texts")
-    if not all(isinstance(text, str) for text in texts):
-        raise AppError(422, "Invalid batch", "every item of 'texts' must be a string")
-    return _json(BatchResult(results=matches_counted(request, session, texts, limit)))
+
+    def match() -> Response:
+        texts = _texts_field(parse_body(raw), "texts", list)
+        if len(texts) > MAX_BATCH_TEXTS:
+            raise AppError(422, "Invalid batch", f"send at most {MAX_BATCH_TEXTS} texts")
+        if not all(isinstance(text, str) for text in texts):
+            raise AppError(422, "Invalid batch", "every item of 'texts' must be a string")
+        return _json(BatchResult(results=matches_counted(request, session, texts, limit)))
+
+    async with large_paste_turn(request, len(raw)):
+        return await run_in_threadpool(match)

@@ -99,7 +99,8 @@ def read_stats_charts(
     """Records per repo and state, hits per day, most-hit unexplained errors, reproducer
     status per record, drift per release: the data of the /stats page."""
     request.app.state.hits.flush()
-    return stats_charts_out(stats.overview(session, settings, days))
+    vocabulary = request.app.state.matcher.vocabulary()
+    return stats_charts_out(stats.overview(session, settings, vocabulary, days))
 
 
 def _index_json(freshness: Freshness | None) -> dict[str, Any]:

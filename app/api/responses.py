@@ -7,8 +7,37 @@ from typing import Any
 from pydantic import BaseModel
 
 from app.errors import PROBLEM_MEDIA, PROBLEM_TYPE
+from app.jsontext import NO_NUL
 
 PROBLEM_REF = "#/components/schemas/Problem"
+JSON_VALUE_REF = "#/components/schemas/JsonValue"
+JSON_VALUE = {
+    "description": "Any JSON value whose strings and keys hold no NUL (app.jsontext).",
+    "anyOf": [
+        {"type": "string", "pattern": NO_NUL},
+        {"type": ["number", "boolean", "null"]},
+        {"type": "array", "items": {"$ref": JSON_VALUE_REF}},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": {"$ref": JSON_VALUE_REF},
+        },
+    ],
+}
+
+
+def json_object(required: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a JSON body: an object with these `required` properties, and any other
+    property the server reads past, as long as it holds no NUL."""
+    return {
+        "type": "object",
+        "required": list(required),
+        "properties": required,
+        "propertyNames": {"pattern": NO_NUL},
+        "additionalProperties": {"$ref": JSON_VALUE_REF},
+    }
+
+
 _FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
 
 
@@ -63,9 +92,10 @@ def with_problem_details(openapi: Callable[[], dict[str, Any]]) -> Callable[[], 
                 for status, response in operation.get("responses", {}).items():
                     if status[0] in "45":
                         response["content"] = {PROBLEM_MEDIA: {"schema": {"$ref": PROBLEM_REF}}}
-        schemas = document.get("components", {}).get("schemas", {})
+        schemas = document.setdefault("components", {}).setdefault("schemas", {})
         for name in _FASTAPI_VALIDATION_SCHEMAS:
             schemas.pop(name, None)
+        schemas["JsonValue"] = JSON_VALUE
         return document
 
     return schema

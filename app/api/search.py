@@ -10,7 +10,7 @@ from app.records.summary import RecordSummary, summarize
 from app.search import service as search
 from app.search.highlight import Marked
 from app.search.query import MAX_QUERY_LENGTH
-from app.serving.deps import MAX_CURSOR_CHARS, RecordFiltersDep, SessionDep
+from app.serving.deps import CursorQuery, RecordFiltersDep, SessionDep
 from app.wire import ApiModel
 
 router = APIRouter(prefix="/api/search", tags=["search"], responses=problems(400, 422, 503))
@@ -80,7 +80,7 @@ def read_search(
     filters: RecordFiltersDep,
     q: Annotated[str, Query(max_length=MAX_QUERY_LENGTH)] = "",
     limit: Annotated[int, Query(ge=1, le=search.MAX_SEARCH_LIMIT)] = search.DEFAULT_SEARCH_LIMIT,
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+    cursor: CursorQuery = None,
 ) -> Response:
     """Search the records' text; an error line also goes through the matcher, first."""
     results = search.search(

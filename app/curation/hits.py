@@ -29,6 +29,7 @@ from sqlmodel import Session
 from app import store
 from app.curation.scrub import template_key
 from app.matching.result import MatchResult
+from app.records.vocabulary import Vocabulary
 from app.store.engine import unit_of_work
 from app.store.tables import Hit, HitTotal, table_of
 
@@ -39,15 +40,16 @@ TEMPLATES_PER_DAY = 1000  # ERRKB_QUEUE_TEMPLATES_PER_DAY's default
 log = logging.getLogger(__name__)
 
 
-def match_subject(result: MatchResult) -> tuple[str, str] | None:
-    """What a match counts toward: its top record, else the last exception's template. A
-    line with no class that matched nothing (a message alone) is not known to be an error
-    at all, and counts toward nothing."""
+def match_subject(result: MatchResult, vocabulary: Vocabulary) -> tuple[str, str] | None:
+    """What a match counts toward: its top record, else the last exception's template,
+    keeping only the words of the store's `vocabulary` (app.curation.scrub). A line with
+    no class that matched nothing (a message alone) is not known to be an error at all,
+    and counts toward nothing."""
     if result.matches:
         return RECORD, result.matches[0].id
     if result.exceptions and result.exceptions[-1].qualified_class:
         last = result.exceptions[-1]
-        return TEMPLATE, template_key(last.qualified_class, last.message)
+        return TEMPLATE, template_key(last.qualified_class, last.message, vocabulary)
     return None
 
 

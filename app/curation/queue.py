@@ -25,6 +25,7 @@ from app.errors import AppError
 from app.records import service as records
 from app.records.filters import NO_FILTERS, RecordFilters, record_condition
 from app.records.service import DRAFT, StoredRecord
+from app.records.vocabulary import Vocabulary
 from app.store.tables import HitTotal, Record, table_of
 
 DEFAULT_QUEUE_PAGE = 50
@@ -79,12 +80,14 @@ def _decode(cursor: str) -> tuple[int, str, str]:
 
 def curation_queue(
     session: Session,
+    vocabulary: Vocabulary,
     filters: RecordFilters = NO_FILTERS,
     limit: int = DEFAULT_QUEUE_PAGE,
     cursor: str | None = None,
 ) -> QueuePage:
     """Drafts and unexplained templates with hits, most-hit first; any filter keeps the
-    drafts passing it only (templates belong to no repo and have no class or tag)."""
+    drafts passing it only (templates belong to no repo and have no class or tag). A
+    template shows only the words of `vocabulary`, the store's (app.records.vocabulary)."""
     if not 1 <= limit <= MAX_QUEUE_PAGE:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_QUEUE_PAGE}")
     totals = table_of(HitTotal)
@@ -115,19 +118,19 @@ def curation_queue(
     total = _count(session, select(totals).where(totals.c.kind == RECORD, hit_drafts))
     if narrowed is None:
         total += _count(session, select(totals).where(templates))
-    return QueuePage([_item(row, stored) for row in page], total, next_cursor)
+    return QueuePage([_item(row, stored, vocabulary) for row in page], total, next_cursor)
 
 
 def _count(session: Session, statement: Select) -> int:
     return session.execute(select(func.count()).select_from(statement.subquery())).scalar_one()
 
 
-def _item(row: Row[Any], stored: dict[str, StoredRecord]) -> QueueItem:
+def _item(row: Row[Any], stored: dict[str, StoredRecord], vocabulary: Vocabulary) -> QueueItem:
     hits, last_hit = int(row.hits), row.last_hit
     if row.kind == TEMPLATE:
         # shown through the scrubbing filter again: a template stored by an older, weaker
         # filter must not show the values it let through
-        template = shown_template(row.subject)
+        template = shown_template(row.subject, vocabulary)
         return QueueItem(template_id(row.subject), hits, last_hit, UNEXPLAINED, None, template)
     record = stored[row.subject]  # the same transaction read the row: it is there
     return QueueItem(record.id, hits, last_hit, record.review_state, record, None)

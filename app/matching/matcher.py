@@ -31,6 +31,7 @@ from app.matching.index import PatternIndex
 from app.matching.patterns import PatternError
 from app.records import locations
 from app.records import service as records
+from app.records.vocabulary import Vocabulary, store_words, words_of
 from app.store.tables import Record
 
 REBUILD_AFTER_PENDING = 200  # patterns matched the slow way before the engine takes them in
@@ -81,6 +82,8 @@ class Matcher:
         self._hashes: dict[str, str] = {}  # record id -> content hash, as indexed
         self._sites: RaiseSites = {}
         self._classes: ClassGraph = {}
+        self._words: set[str] = set()
+        self._vocabulary = Vocabulary()
         self._lock = threading.Lock()
         self._behind_since: float | None = None  # when a newer dataset version was seen
         self._seen: str | None = None  # the store's dataset version as last read
@@ -124,6 +127,12 @@ class Matcher:
         """The harvested releases' exception classes (app.classes); current as of the last
         `index()` call."""
         return self._classes
+
+    def vocabulary(self) -> Vocabulary:
+        """The words of the store's message templates and classes (app.records.vocabulary),
+        what an unexplained paste's template may keep; current as of the last `index()`
+        call, so neither a match on the event loop nor a listing reads the store for them."""
+        return self._vocabulary
 
     def refresh(self, engine: Engine) -> bool:
         """Bring a loaded index up to the store, waiting for the lock (app.ops.follow, off the
@@ -208,6 +217,7 @@ class Matcher:
                 self._index = PatternIndex(indexed)
                 self._save(version)
                 self._hashes = {record_id: digest for record_id, _, digest in rows}
+            self._learn(store_words(session))
         elif self._apply_changes(session):
             self._save(version)
         self._sites = _raise_sites(session)
@@ -223,12 +233,17 @@ class Matcher:
         current = _hashes(session)
         changed = [i for i, digest in current.items() if self._hashes.get(i) != digest]
         gone = self._hashes.keys() - current.keys()
+        words: set[str] = set()
         for start in range(0, len(changed), records.SQL_CHUNK):
             chunk = changed[start : start + records.SQL_CHUNK]
-            statement = select(col(Record.id), col(Record.message_pattern)).where(
-                col(Record.id).in_(chunk)
-            )
-            for record_id, pattern in session.execute(statement):
+            statement = select(
+                col(Record.id),
+                col(Record.message_pattern),
+                col(Record.error_message),
+                col(Record.error_class),
+            ).where(col(Record.id).in_(chunk))
+            for record_id, pattern, message, error_class in session.execute(statement):
+                words |= words_of(f"{message}\n{error_class}")
                 if locations.matched_by_location(pattern):
                     self._index.remove(record_id)  # found by its raise site only
                     continue
@@ -241,9 +256,17 @@ class Matcher:
             if record_id in self._index:
                 self._index.remove(record_id)
         self._hashes = current
+        self._learn(words)
         if len(changed) >= REBUILD_AFTER_PENDING:
             self._index.rebuild()
         return bool(changed) or bool(gone)
+
+    def _learn(self, words: set[str]) -> None:
+        """Add words to the vocabulary: a new Vocabulary only when some are new, so what
+        was kept under the old one stays valid while the words do not change."""
+        if not words <= self._words:
+            self._words |= words
+            self._vocabulary = Vocabulary(self._words)
 
     def _save(self, version: str) -> None:
         assert self._index is not None

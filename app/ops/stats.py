@@ -16,6 +16,7 @@ from app.config import Settings
 from app.curation.hits import RECORD, TEMPLATE, today
 from app.curation.queue import UNEXPLAINED, QueueItem, curation_queue
 from app.records import service as records
+from app.records.vocabulary import Vocabulary
 from app.reproducers import generated, runner
 from app.reproducers import runs as reproducer_runs
 from app.store.tables import DriftCheck, Hit, Record
@@ -120,12 +121,15 @@ def _drift_per_release(session: Session) -> dict[str, dict[str, int]]:
     return dict(sorted(per_release.items()))
 
 
-def overview(session: Session, settings: Settings, days: int = DEFAULT_DAYS) -> Overview:
-    """The dataset, its use over the last `days` days, its reproducers and its drift."""
+def overview(
+    session: Session, settings: Settings, vocabulary: Vocabulary, days: int = DEFAULT_DAYS
+) -> Overview:
+    """The dataset, its use over the last `days` days, its reproducers and its drift; an
+    unexplained error's template shows the words of `vocabulary` (curation_queue)."""
     return Overview(
         records_per_repo=_records_per_repo(session),
         hits_per_day=_hits_per_day(session, days),
-        most_hit=curation_queue(session, limit=MOST_HIT).items,
+        most_hit=curation_queue(session, vocabulary, limit=MOST_HIT).items,
         reproducers=_reproducers(session, settings),
         reproducer_counts={
             "curated": len(runner.all_reproducers(settings)),

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 from sqlalchemy import ColumnElement, Table, and_, select
 
+from app.jsontext import NO_NUL
 from app.store.tables import Record, RecordTag
 from app.wire import ApiModel
 
@@ -24,23 +25,26 @@ MAX_CLASS_CHARS = 256
 MAX_TAG_CHARS = 64
 MAX_WORD_CHARS = 64  # the enumerated fields: errorType, severity, handlingStrategy, reviewState
 
-Text = Annotated[str | None, Field(max_length=MAX_WORD_CHARS)]
+
+def _text(max_length: int, description: str) -> Any:
+    return Field(
+        None, max_length=max_length, description=description, json_schema_extra={"pattern": NO_NUL}
+    )
+
+
+Text = Annotated[
+    str | None, Field(max_length=MAX_WORD_CHARS, json_schema_extra={"pattern": NO_NUL})
+]
 
 
 class RecordFilters(ApiModel):
     """Exact filters on records; a field left out (None) means any."""
 
-    repo: str | None = Field(
-        None, max_length=MAX_REPO_CHARS, description="Only records of this repository (owner/name)."
-    )
-    error_class: str | None = Field(
-        None, max_length=MAX_CLASS_CHARS, description="Only records raising this exception class."
-    )
+    repo: str | None = _text(MAX_REPO_CHARS, "Only records of this repository (owner/name).")
+    error_class: str | None = _text(MAX_CLASS_CHARS, "Only records raising this exception class.")
     error_type: Text = Field(None, description="Only exception, assertion, warning or log records.")
     severity: Text = Field(None, description="Only records of this severity (critical, error...).")
-    tag: str | None = Field(
-        None, max_length=MAX_TAG_CHARS, description="Only records with this tag."
-    )
+    tag: str | None = _text(MAX_TAG_CHARS, "Only records with this tag.")
     handling_strategy: Text = Field(
         None, description="Only records handled this way (validation, retry, fallback...)."
     )
@@ -48,6 +52,22 @@ class RecordFilters(ApiModel):
     modified_since: datetime | None = Field(
         None, description="Only records changed at or after this moment (ISO 8601; UTC if naive)."
     )
+
+    @field_validator(
+        "repo",
+        "error_class",
+        "error_type",
+        "severity",
+        "tag",
+        "handling_strategy",
+        "review_state",
+    )
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        """A NUL is refused with its reason, alike on both engines."""
+        if value is not None and "\x00" in value:
+            raise ValueError("must not contain a NUL character (U+0000)")
+        return value
 
     @field_validator("modified_since")
     @classmethod

@@ -10,7 +10,7 @@ error line (`SomeError: message`) is also given to the matcher (app.search.servi
 import re
 from collections.abc import Sequence
 
-from app.store.fulltext import TextQuery
+from app.store.fulltext import TextQuery, normal_text
 
 MAX_QUERY_LENGTH = 500
 MAX_QUERY_TERMS = 32
@@ -30,8 +30,10 @@ def query_phrases(query: str) -> list[list[str]]:
 
     `free_buf()` is one group (free, buf), so it must match as a phrase, the way the
     tokenizer split the indexed text; everything that is not a letter or digit is dropped.
+    The query is normalised as the indexed text is (app.store.fulltext.normal_text), so
+    full-width letters and apostrophe-like ones find the same records on both engines.
     """
-    phrases = [WORD.findall(chunk) for chunk in query.split()]
+    phrases = [WORD.findall(chunk) for chunk in (normal_text(query) or "").split()]
     return [words for words in phrases if words][:MAX_QUERY_TERMS]
 
 

@@ -114,6 +114,20 @@ async def record_filters(filters: Annotated[RecordFilters, Query()]) -> RecordFi
 RecordFiltersDep = Annotated[RecordFilters, Depends(record_filters)]
 MAX_CURSOR_CHARS = 64  # a listing's or a search's cursor: an id or a position
 MAX_QUEUE_CURSOR_CHARS = 2048  # the curation queue's carries the scrubbed template it resumes at
+CURSOR_PATTERN = "^[A-Za-z0-9_-]+$"
+"""A cursor as OpenAPI describes it: URL-safe base64 without padding, what the server makes
+(app.cursor); opaque, so only a nextCursor it returned is valid, any other a 400."""
+_CURSOR_TEXT = (
+    "Opaque: a nextCursor of an earlier page, as returned; another value of this shape is a 400."
+)
+CursorQuery = Annotated[
+    str | None,
+    Query(max_length=MAX_CURSOR_CHARS, pattern=CURSOR_PATTERN, description=_CURSOR_TEXT),
+]
+QueueCursorQuery = Annotated[
+    str | None,
+    Query(max_length=MAX_QUEUE_CURSOR_CHARS, pattern=CURSOR_PATTERN, description=_CURSOR_TEXT),
+]
 DaysQuery = Annotated[
     int, Query(ge=1, le=stats.MAX_DAYS, description="Days of hits to show, today included.")
 ]

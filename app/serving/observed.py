@@ -70,8 +70,10 @@ def match_observed(
     loop must not wait for a write's turn, so the API writes them after the reply, in a
     request thread."""
     started = time.perf_counter()
-    result = match_text(request.app.state.matcher, session, text, limit, waits)
-    due = _observed(request, [match_subject(result)], time.perf_counter() - started)
+    matcher = request.app.state.matcher
+    result = match_text(matcher, session, text, limit, waits)
+    subject = match_subject(result, matcher.vocabulary())
+    due = _observed(request, [subject], time.perf_counter() - started)
     return result, due
 
 
@@ -88,8 +90,9 @@ def matches_counted(
 ) -> list[MatchResult]:
     """match_texts (one deadline, one size limit for the batch), each result counted."""
     started = time.perf_counter()
-    results = match_texts(request.app.state.matcher, session, texts, limit)
-    subjects = [match_subject(result) for result in results]
+    matcher = request.app.state.matcher
+    results = match_texts(matcher, session, texts, limit)
+    subjects = [match_subject(result, matcher.vocabulary()) for result in results]
     if _observed(request, subjects, time.perf_counter() - started):
         request.app.state.hits.flush()
     return results

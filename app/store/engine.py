@@ -44,6 +44,7 @@ from sqlmodel import Session, create_engine
 from app import store
 from app.config import DEFAULT_LOCK_TIMEOUT_S, PROJECT_ROOT, Settings
 from app.store import postgres
+from app.store.fulltext import NORMAL_TEXT_SQL, normal_text
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 _WRITE_OPTION = "errkb_writer"
@@ -131,6 +132,9 @@ def _configure_sqlite_connection(
     and data changes commit or roll back together.
     """
     dbapi_connection.isolation_level = None
+    # What the full-text triggers index a field's text as (migration 0013): one function for
+    # the index and the query.
+    dbapi_connection.create_function(NORMAL_TEXT_SQL, 1, normal_text, deterministic=True)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")

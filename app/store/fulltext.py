@@ -12,12 +12,33 @@ key, so ordering by (score, key) puts reviewed records before drafts on equal sc
 newer drafts before older ones, without a join per match.
 """
 
+import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
 from sqlalchemy import BigInteger, Column, MetaData, Table, Text
 
 REVIEWED_KEYS = 1 << 40
+
+NORMAL_TEXT_SQL = "errkb_normal_text"
+"""The SQL function (SQLite: registered on every connection, app.store.engine) that gives
+the text the index holds of a field: normal_text."""
+APOSTROPHES = "\u02b9\u02bb\u02bc\u02c8\u2018\u2019"
+"""Letters and marks that read as an apostrophe (modifier letters: FTS5 took `doesn` U+02BC
+`t` as one word; PostgreSQL's unaccent turns them into an apostrophe, which splits it)."""
+_APOSTROPHE_MAP = str.maketrans(dict.fromkeys(APOSTROPHES, "'"))
+
+
+def normal_text(text: str | None) -> str | None:
+    """Text as the full-text index holds it and a query looks for it, alike on both engines:
+    NFKC (ValueError in full-width letters is ValueError, a ligature its letters) and each
+    apostrophe-like letter an apostrophe (APOSTROPHES). Both engines then split words and
+    fold case and accents their own, equivalent, ways."""
+    if text is None:
+        return None
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", text).translate(_APOSTROPHE_MAP)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,9 @@ They render what /api/curation/queue and /api/stats/charts return, from the same
 functions, and link to those JSON twins.
 """
 
-from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from app.curation.queue import DEFAULT_QUEUE_PAGE, curation_queue
@@ -15,8 +14,8 @@ from app.ops import stats
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.serving.deps import (
-    MAX_QUEUE_CURSOR_CHARS,
     DaysQuery,
+    QueueCursorQuery,
     RecordFiltersDep,
     SessionDep,
     SettingsDep,
@@ -43,13 +42,14 @@ def read_curate_page(
     request: Request,
     session: SessionDep,
     filters: RecordFiltersDep,
-    cursor: Annotated[str | None, Query(max_length=MAX_QUEUE_CURSOR_CHARS)] = None,
+    cursor: QueueCursorQuery = None,
 ) -> Response:
     """The curation queue: the drafts and unexplained errors people hit most, first."""
     request.app.state.hits.flush()
     # The form's "any repository" sends repo=: an empty field is no filter.
     filters = RecordFilters.model_validate({k: v for k, v in filters.active().items() if v})
-    page = curation_queue(session, filters, DEFAULT_QUEUE_PAGE, cursor)
+    vocabulary = request.app.state.matcher.vocabulary()
+    page = curation_queue(session, vocabulary, filters, DEFAULT_QUEUE_PAGE, cursor)
     params = filters.active()
     json_url = _with_query("/api/curation/queue", **params, cursor=cursor)
     context = {
@@ -71,7 +71,7 @@ def read_stats_page(
 ) -> Response:
     """Charts of the dataset, its use, its reproducers and its drift."""
     request.app.state.hits.flush()
-    overview = stats.overview(session, settings, days)
+    overview = stats.overview(session, settings, request.app.state.matcher.vocabulary(), days)
     json_url = _with_query("/api/stats/charts", days=days)
     context = {
         "overview": overview,

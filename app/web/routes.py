@@ -14,16 +14,19 @@ from fastapi import APIRouter, Form, Query, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.errors import AppError, not_found
 from app.records import locations
 from app.records import service as records
+from app.records.filters import NO_FILTERS, RecordFilters
 from app.records.service import StoredRecord
 from app.reproducers import runs
 from app.search import query
 from app.search import service as search
-from app.serving.budget import charge_paste
-from app.serving.deps import MAX_CURSOR_CHARS, RecordFiltersDep, SessionDep, SettingsDep
+from app.serving.budget import charge_paste, large_paste_turn
+from app.serving.deps import CursorQuery, RecordFiltersDep, SessionDep, SettingsDep
 from app.serving.observed import count_view, match_counted
 from app.serving.views import record_view
 from app.web import render
@@ -80,9 +83,15 @@ def read_search_page(
     session: SessionDep,
     filters: RecordFiltersDep,
     q: Annotated[str, Query(max_length=query.MAX_QUERY_LENGTH)] = "",
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
+    cursor: CursorQuery = None,
 ) -> Response:
     """Search results: marked snippets, filters as links, pages."""
+    return _search_page(request, session, q, filters, cursor)
+
+
+def _search_page(
+    request: Request, session: Session, q: str, filters: RecordFilters, cursor: str | None
+) -> Response:
     results = search.search(session, q, filters, cursor=cursor, matcher=request.app.state.matcher)
     context: dict[str, Any] = {
         "results": results,
@@ -97,16 +106,25 @@ def read_search_page(
 
 
 @router.post("/match", response_class=HTMLResponse)
-def create_match_page(
+async def create_match_page(
     request: Request,
     session: SessionDep,
     text: Annotated[str, Form()] = "",
     mode: Annotated[Literal["auto", "search", "match"], Form()] = "auto",
 ) -> Response:
-    """The home box: a paste is matched here, a query is sent on to the search page."""
+    """The home box: a paste is matched here, a query searched here. Never redirected to
+    /search?q=...: what was pasted would then be in a URL, and so in access logs, the
+    browser's history and a proxy's logs (a one-line paste is often a secret's line)."""
     if mode == "search" or (mode == "auto" and not query.looks_like_paste(text)):
-        return RedirectResponse(render.search_url({"q": text.strip()}), status_code=303)
-    charge_paste(request, len(text.encode("utf-8", "surrogatepass")))
+        searched = text.strip()[: query.MAX_QUERY_LENGTH]
+        return await run_in_threadpool(_search_page, request, session, searched, NO_FILTERS, None)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    charge_paste(request, size)
+    async with large_paste_turn(request, size):
+        return await run_in_threadpool(_match_page, request, session, text)
+
+
+def _match_page(request: Request, session: Session, text: str) -> Response:
     result = match_counted(request, session, text, MATCHES_ON_PAGE)
     matched = {m.exception_index for m in result.matches if m.exception_index is not None}
     spans = {exc.index: exc.message_spans or [exc.span] for exc in result.exceptions}
