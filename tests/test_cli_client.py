@@ -21,11 +21,13 @@ runner = CliRunner()
 
 @pytest.fixture
 def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A local store holding the records of data/, as the server holds them."""
+    """A local store holding the records of data/ and the runs of data/runs/, as the server
+    (errkb serve) holds them."""
     monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
     monkeypatch.setenv("ERRKB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("ERRKB_SERVER", raising=False)
     assert runner.invoke(app, ["import", str(DATA_DIR)]).exit_code == 0
+    assert runner.invoke(app, ["runs", "import", str(DATA_DIR.parent / "runs")]).exit_code == 0
     return str(tmp_path / "cli.db")
 
 

@@ -176,8 +176,8 @@ def as_text(explanation: Explanation) -> str:
         f"  see: {explanation.link}",
         f"  fix: {explanation.advice}",
     ]
-    if explanation.reproduced:
-        lines.append(f"  {explanation.reproduced}")
+    if explanation.reproduced:  # "  reproduced on ...", a line like see: and fix:
+        lines.append(f"  {explanation.reproduced[:1].lower()}{explanation.reproduced[1:]}")
     return "\n".join(lines) + "\n"
 
 

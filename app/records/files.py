@@ -3,7 +3,8 @@
 Import reports each rejected record by file and position (line of a .jsonl, index in a
 .json list), so this module yields positions along with the records. Text that is
 no JSON, nests too deeply or holds absurd numbers is reported the same way, never raised;
-a JSON Schema (such as data/record.schema.json beside the records) is skipped, and said so.
+a JSON Schema (such as data/record.schema.json beside the records) and a file of reproducer
+runs (data/runs/) are skipped, and said so.
 """
 
 import gzip
@@ -19,6 +20,7 @@ LINES_SUFFIXES = (".jsonl", ".jsonl.gz")  # one JSON document a line
 MAX_UNPACKED_BYTES = 512 * 2**20  # a .jsonl.gz that unpacks to more is refused, not read
 WHOLE_FILE = "(whole file)"
 SCHEMA_SKIPPED = "a JSON Schema ($schema), not records"
+RUNS_SKIPPED = "reproducer runs, not records (errkb runs import keeps them)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +48,10 @@ def record_files(paths: Iterable[Path]) -> Iterator[Path]:
             yield path
 
 
-def load_records(path: Path) -> Iterator[LoadedRecord]:
-    """Each record in one file; unreadable text becomes a LoadedRecord with an error."""
+def load_documents(path: Path) -> Iterator[LoadedRecord]:
+    """Each JSON document of one file with its position: each line of a .jsonl (.jsonl.gz),
+    the whole of another file; unreadable text becomes a LoadedRecord with an error. The
+    reader beneath record files and run files (app/reproducers/runs.py) alike."""
     name = str(path)
     try:
         text = _read_text(path)
@@ -59,16 +63,34 @@ def load_records(path: Path) -> Iterator[LoadedRecord]:
             if line.strip():
                 yield _decode(name, f"line {number}", line)
         return
-    loaded = _decode(name, WHOLE_FILE, text)
-    if loaded.error is not None:
-        yield loaded
-    elif isinstance(loaded.record, dict) and "$schema" in loaded.record:
-        yield LoadedRecord(name, WHOLE_FILE, skipped=SCHEMA_SKIPPED)
-    elif isinstance(loaded.record, list):
-        for index, item in enumerate(loaded.record):
-            yield LoadedRecord(name, f"[{index}]", record=item)
-    else:
-        yield loaded
+    yield _decode(name, WHOLE_FILE, text)
+
+
+def load_records(path: Path) -> Iterator[LoadedRecord]:
+    """Each record in one file; unreadable text becomes a LoadedRecord with an error. A
+    JSON Schema, or a file of reproducer runs (data/runs/ beside data/records), is skipped
+    whole and said so; a seed document's record is taken out of its envelope."""
+    for loaded in load_documents(path):
+        document = loaded.record
+        if loaded.error is not None:
+            yield loaded
+        elif isinstance(document, dict) and "$schema" in document:
+            yield LoadedRecord(loaded.file, WHOLE_FILE, skipped=SCHEMA_SKIPPED)
+        elif _is_run(document):
+            yield LoadedRecord(loaded.file, WHOLE_FILE, skipped=RUNS_SKIPPED)
+            return
+        elif isinstance(document, dict) and "record" in document and "datasetVersion" in document:
+            yield LoadedRecord(loaded.file, loaded.position, record=document["record"])
+        elif isinstance(document, list) and loaded.position == WHOLE_FILE:
+            for index, item in enumerate(document):
+                yield LoadedRecord(loaded.file, f"[{index}]", record=item)
+        else:
+            yield loaded
+
+
+def _is_run(document: Any) -> bool:
+    """Whether a document is a reproducer run (a run file's line), not a record."""
+    return isinstance(document, dict) and {"startedAt", "status", "durationS"} <= set(document)
 
 
 def _read_text(path: Path) -> str:
@@ -90,6 +112,4 @@ def _decode(file: str, position: str, text: str) -> LoadedRecord:
         if position == WHOLE_FILE and error.line is not None:
             where = f"line {error.line} column {error.column}"
         return LoadedRecord(file, where, error=f"invalid JSON: {error.reason}")
-    if isinstance(value, dict) and "record" in value and "datasetVersion" in value:
-        value = value["record"]
     return LoadedRecord(file, position, record=value)

@@ -28,7 +28,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from app.records import service as records
-from app.records.files import LINES_SUFFIXES, load_records, record_files
+from app.records.files import LINES_SUFFIXES, load_documents, record_files
 from app.records.model import ID_PATTERN
 from app.reproducers.runner import RunOutcome
 from app.store.tables import GeneratedReproducer, Record, ReproducerRun
@@ -168,7 +168,7 @@ def read_runs(paths: Iterable[Path]) -> tuple[list[tuple[str, RunLine]], list[st
     for path in record_files(paths):
         if not path.name.endswith(LINES_SUFFIXES):
             continue
-        for loaded in load_records(path):
+        for loaded in load_documents(path):
             if loaded.error is not None:
                 refused.append(f"{loaded.where}: {loaded.error}")
                 continue
