@@ -1226,8 +1226,9 @@ def test_log_and_warning_calls_at_warning_level_or_above_are_sites() -> None:
         )
     )
     found = [(s.kind, s.error_class, s.level, s.message and s.message.template) for s in sites]
+    too_long = "Input prompt ({n} tokens) is too long and exceeds limit of {limit}"
     assert found == [
-        ("log", "WARNING", "WARNING", "Input prompt ({n} tokens) is too long and exceeds limit of {limit}"),
+        ("log", "WARNING", "WARNING", too_long),
         ("log", "WARNING", "WARNING", "Detected errors during sampling! NaN in the logits."),
         ("log", "ERROR", "ERROR", "Ignore import error when loading {name}: {e}"),
         ("log", "CRITICAL", "CRITICAL", "Engine {name} died unexpectedly"),
@@ -1300,12 +1301,16 @@ def test_real_log_sites_of_sglang_and_vllm_are_harvested(tmp_path: Path) -> None
             if record["errorType"] != "exception":
                 jsonschema.validate(record, SCHEMA)
                 logged[record["errorMessage"]] = (record["errorClass"], record["messagePattern"])
-        raised = [d.record["errorMessage"] for d in result.drafts if d.record["errorType"] == "exception"]
+        raised = [
+            d.record["errorMessage"] for d in result.drafts if d.record["errorType"] == "exception"
+        ]
         logged[f"{package} raises"] = raised
     nan = "Detected errors during sampling! NaN in the logits."
     assert logged[nan][0] == "WARNING"
     assert nan in logged["sglang raises"]
-    too_long = "Input prompt ({num_new_tokens} tokens) is too long and exceeds limit of {prompt_limit}"
+    too_long = (
+        "Input prompt ({num_new_tokens} tokens) is too long and exceeds limit of {prompt_limit}"
+    )
     assert logged[too_long][0] == "WARNING"
     assert re2.fullmatch(
         logged[too_long][1], "Input prompt (40000 tokens) is too long and exceeds limit of 32768"

@@ -7,13 +7,15 @@ users paste that JSON body as they paste a traceback. Log sites are the calls th
 message at WARNING level or above (`logger.warning("x %s", v)`, `logging.error(f"...")`) and
 `warnings.warn("...", FutureWarning)`: users paste those lines as often as exceptions. Debug
 and info calls are left out: a release has several times as many, and people paste the
-warning or error a problem prints, not the progress around it. Walking each block in order, the collector
-tracks the local variables a message is built in (assigned earlier in the same block or an
-enclosing one of the same function; `msg += ...` extends one; when a nested `if`, loop or
-`with` extends it, the message ends in that tail, optional or repeated; any other assignment
-to it inside a nested block makes it unknown), the tests and `except` clauses around each site
-(its guard, what it translates), and what builds messages elsewhere: factories (functions that
-`return SomeError(...)`), a class's `__init__` passing a message to its base, raising helpers.
+warning or error a problem prints, not the progress around it.
+
+Walking each block in order, the collector tracks the local variables a message is built in
+(assigned earlier in the same block or an enclosing one of the same function; `msg += ...`
+extends one; when a nested `if`, loop or `with` extends it, the message ends in that tail,
+optional or repeated; any other assignment to it inside a nested block makes it unknown),
+the tests and `except` clauses around each site (its guard, what it translates), and what
+builds messages elsewhere: factories (functions that `return SomeError(...)`), a class's
+`__init__` passing a message to its base, raising helpers.
 Those are resolved over the whole release by app/harvest/resolve.py.
 """
 
@@ -357,7 +359,13 @@ class _Collector:
         message, _ = parts_message(_log_parts(call, env))
         if message is not None:
             site = _site_at(
-                node, scope, error_class, message, None, kind=kind, level=level,
+                node,
+                scope,
+                error_class,
+                message,
+                None,
+                kind=kind,
+                level=level,
                 hint_node=_logged_message(call),
             )
             self._site(site, ctx, exits, self.facts.log_sites)
@@ -546,7 +554,9 @@ def call_is_warning(call: ast.Call) -> bool:
     """`warnings.warn(message, category, stacklevel)`: its other arguments format nothing."""
     func = call.func
     if isinstance(func, ast.Attribute):
-        return func.attr == "warn" and isinstance(func.value, ast.Name) and func.value.id == "warnings"
+        return (
+            func.attr == "warn" and isinstance(func.value, ast.Name) and func.value.id == "warnings"
+        )
     return isinstance(func, ast.Name) and func.id == "warn"
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from app.harvest.parts import Env
 
-UNKNOWN_CLASS = "Exception"
-LOG_KINDS = frozenset({"log", "warning"})  # sites that log or warn rather than raise  # what a draft names when only run time decides the class
+UNKNOWN_CLASS = "Exception"  # what a draft names when only run time decides the class
+LOG_KINDS = frozenset({"log", "warning"})  # sites that log or warn rather than raise
 ProgressCallback = Callable[[int, int, str], None]
 """Called after each file with (files done, files in all, filePath)."""
 
