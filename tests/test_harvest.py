@@ -1070,7 +1070,9 @@ def test_torch_yields_thousands_of_schema_valid_drafts(torch_result: HarvestResu
         SkipReason.UNPARSABLE_FILE, 0
     )
     drafted = {id(draft.site) for draft in drafts}  # a join of pieces drafts each piece
-    assert torch_result.raise_sites == len(drafted) + raise_skips
+    assert torch_result.raise_sites + torch_result.log_sites == len(drafted) + raise_skips
+    logged = {id(d.site) for d in drafts if d.record["errorType"] in ("log", "warning")}
+    assert len(logged) == torch_result.log_sites > 1000  # torch warns a lot: warnings.warn
     validator = jsonschema.Draft202012Validator(SCHEMA)
     for draft in drafts:
         record = draft.record
@@ -1082,10 +1084,16 @@ def test_torch_yields_thousands_of_schema_valid_drafts(torch_result: HarvestResu
         start, end = record["sourceCodeStart"], record["sourceCodeEnd"]
         assert start <= record["lineNumber"] <= end
         assert record["sourceCode"].count("\n") == end - start
-        statement = {"raise": "raise", "assert": "assert", "check": "torch._check", "call": "("}[
-            draft.site.kind
-        ]
-        assert statement in record["sourceCode"].split("\n")[record["lineNumber"] - start]
+        statement = {
+            "raise": "raise",
+            "assert": "assert",
+            "check": "torch._check",
+            "call": "(",
+            "log": "log",  # the logger's name says so: `logger.warning(`, `log.error(`
+            "warning": "warn(",
+        }[draft.site.kind]
+        line = record["sourceCode"].split("\n")[record["lineNumber"] - start]
+        assert statement in line.lower()
 
 
 def test_torch_ids_are_unique(torch_result: HarvestResult) -> None:
