@@ -13,7 +13,7 @@ with. The text reasons say the same for a person and stay as they were.
 """
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app import upstreams
@@ -41,7 +41,7 @@ NEAR_MESSAGE, NEAR_PER_WORD = 32, 5
 OUTSIDE_MESSAGE = 8  # a hit in a log line that no exception claims
 # A log site's record whose pattern matches a whole log line: the line is its message, as a
 # whole message is an exception's; the level the line's prefix names is its class.
-LOG_LINE = FULL_LINE
+LOG_LINE, LOG_LINE_ID = FULL_LINE, "message.log-line"
 LOGGED_TYPES = frozenset({"log", "warning"})  # errorType of a log or warning site's record
 IN_TRACEBACK_NOISE = 1  # a hit in a frame line (paths), almost always noise
 SPECIFICITY_MAX, SPECIFICITY_PER_POINT = 15, 4
@@ -179,6 +179,7 @@ class Match:
     same_message: list[str] = field(default_factory=list)  # ids raising the same message
     literal: int = 0  # the literal characters of its pattern: the more specific wins a tie
     logged: bool = False  # a log site's record: a raise of the same message goes first
+    log_line: str | None = None  # the log line it was found in, outside any exception
 
 
 def candidate_from(
@@ -549,6 +550,7 @@ def _finish(
         tally.reasons,
         tally.components,
         candidate.reviewed,
+        logged=candidate.logged,
     )
 
 
@@ -615,10 +617,14 @@ def rank(
         elif (
             exception_index is None
             and candidate.logged
+            and not exceptions  # beside a traceback, a logged line is context (as below)
+            and specificity >= NEEDS_FRAMES_BELOW
             and (found := matches(record_id, line.strip(), full=True))
         ):
             explains = True  # a log site's message is the whole line: its captures are real
             tally = _log_line_score(candidate, line.strip(), paste, log_levels or {})
+            if specificity < GENERIC_BELOW:
+                tally.count(_generic(specificity))
         else:
             found = None  # captures come from a message, never from a log or frame line
             explains = False
@@ -633,7 +639,7 @@ def rank(
         match = _finish(candidate, tally, exception_index if on_message else None, captures)
         match.message_points = tally.components[0].points
         match.literal = specificity
-        match.logged = candidate.logged
+        match.log_line = line.strip() if exception_index is None else None
         match.in_frames = (
             explains
             and exception_index is not None
@@ -683,7 +689,8 @@ def rank(
         match.message_points = site.points
         match.in_frames = True
         keep(match)
-    ranked = _exceptions_first(_literal_before_helpers(_frames_first(list(best.values()))))
+    ranked = _literal_before_helpers(_frames_first(list(best.values())))
+    ranked = _exceptions_first(ranked, lambda key, line: matches(key, line, full=True) is not None)
     return _same_message(sorted(ranked, key=_order), candidates)
 
 
@@ -703,7 +710,7 @@ def _log_line_score(
     """Points of a log site's record whose pattern matches a whole log line: the message,
     the level the line's prefix names against the record's, the log's repository and
     release."""
-    tally = _said(Component("message.log-line", LOG_LINE, "pattern matches a whole log line"))
+    tally = _said(Component(LOG_LINE_ID, LOG_LINE, "pattern matches a whole log line"))
     level = levels.get(line)
     if level is None:
         tally.add("class.unknown", 0, "the log line names no level")
@@ -725,17 +732,39 @@ def _log_line_score(
     return tally
 
 
-def _exceptions_first(matches: list[Match]) -> list[Match]:
-    """Below the best record that explains an exception of the paste, every record of a log
-    line: a warning logged before a traceback is context of that exception, not the error
-    the paste is about. With no exception explained, a log line's record may lead."""
-    explained = [match.score for match in matches if match.exception_index is not None]
-    if not explained:
+def _exceptions_first(matches: list[Match], whole: Callable[[str, str], bool]) -> list[Match]:
+    """Below the best record of a raise that the paste shows, every log site's record that
+    would outrank it: one of a log line, and one that fits an exception's message in another
+    class (`Error in request: {e}` around the exception it logs). A raise is shown by an
+    exception it explains, or by its message inside a log line (`Error in request:
+    Unsupported tool_call_parser: None`, `[multiproc_executor.py:492] ValueError: ...`) that
+    is not the whole of a line a log site's record fits (`whole(record id, line)`: a message
+    logged and raised in the same words is the log's there). A warning's record whose
+    category the paste names keeps its place, as does any log site's record when the paste
+    shows no raise."""
+    logged_lines = {m.log_line for m in matches if m.logged and m.components[0].id == LOG_LINE_ID}
+    raised = [
+        match.score
+        for match in matches
+        if not match.logged
+        and (
+            match.exception_index is not None
+            or (
+                match.message_points >= OUTSIDE_MESSAGE
+                and match.log_line is not None
+                and not (match.log_line in logged_lines and whole(match.id, match.log_line))
+            )
+        )
+    ]
+    if not raised:
         return matches
-    ceiling = max(explained)
+    ceiling = max(raised)
     for match in matches:
-        if match.exception_index is None and match.logged and match.score >= ceiling:
-            hint = "ranked below the record that explains the paste's exception"
+        if not match.logged or match.score < ceiling:
+            continue
+        named = any(part.id == "class.agrees" for part in match.components)
+        if match.exception_index is None or not named:
+            hint = "ranked below the record of the raise the paste shows"
             _put_below(match, ceiling, "rank.below-exception", hint)
     return matches
 
