@@ -178,12 +178,12 @@ def test_a_log_line_record_that_outscores_the_exception_is_put_below_it() -> Non
     ]
     logged = Match("b" * 16, total(parts), None, {}, components=list(parts), logged=True)
     raised_in_log = Match("c" * 16, 60.0, None, {}, components=[Component("x", 60, "x")])
-    _exceptions_first([exception, logged, raised_in_log], lambda key, line: False)
+    _exceptions_first([exception, logged, raised_in_log], lambda *_: False)
     assert logged.score == 40 - FRAMES_MARGIN == total(logged.components)
     assert logged.components[-1].id == "rank.below-exception"
     assert raised_in_log.score == 60  # only log sites' records are context
     alone = Match("d" * 16, total(parts), None, {}, components=list(parts), logged=True)
-    _exceptions_first([alone], lambda key, line: False)
+    _exceptions_first([alone], lambda *_: False)
     assert alone.score == 49
 
 
