@@ -705,7 +705,7 @@ def _order(match: Match) -> tuple[float, bool, bool, int, str]:
 
 
 def _log_line_score(
-    candidate: Candidate, line: str, paste: "_Paste", levels: Mapping[str, str]
+    candidate: Candidate, line: str, paste: _Paste, levels: Mapping[str, str]
 ) -> _Tally:
     """Points of a log site's record whose pattern matches a whole log line: the message,
     the level the line's prefix names against the record's, the log's repository and
