@@ -844,7 +844,8 @@ def harvest_releases(
         skipped = ", ".join(f"{reason} {n}" for reason, n in result.skipped.most_common())
         typer.echo(
             f"{spec} ({release.repo}@{release.ref}): {result.files} files, "
-            f"{result.raise_sites} raise sites; drafts created {counts.created}, "
+            f"{result.raise_sites} raise sites, {result.log_sites} log sites; "
+            f"drafts created {counts.created}, "
             f"updated {counts.updated}, unchanged {counts.unchanged}, "
             f"sites of reviewed records {counts.claimed} (absorbed {counts.absorbed}), "
             f"gone {counts.gone}, "

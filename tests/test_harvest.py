@@ -31,6 +31,7 @@ from app.matching.service import match_text
 from app.records.locations import matched_by_location
 from app.store.tables import Record
 from tests.helpers import real_pastes
+from tests.helpers.releases import RELEASES
 
 TORCH_REF = "v2.13.0"
 ANALYZED_AT = "2026-09-01T12:00:00.000Z"
@@ -1069,7 +1070,9 @@ def test_torch_yields_thousands_of_schema_valid_drafts(torch_result: HarvestResu
         SkipReason.UNPARSABLE_FILE, 0
     )
     drafted = {id(draft.site) for draft in drafts}  # a join of pieces drafts each piece
-    assert torch_result.raise_sites == len(drafted) + raise_skips
+    assert torch_result.raise_sites + torch_result.log_sites == len(drafted) + raise_skips
+    logged = {id(d.site) for d in drafts if d.record["errorType"] in ("log", "warning")}
+    assert len(logged) == torch_result.log_sites > 1000  # torch warns a lot: warnings.warn
     validator = jsonschema.Draft202012Validator(SCHEMA)
     for draft in drafts:
         record = draft.record
@@ -1081,10 +1084,16 @@ def test_torch_yields_thousands_of_schema_valid_drafts(torch_result: HarvestResu
         start, end = record["sourceCodeStart"], record["sourceCodeEnd"]
         assert start <= record["lineNumber"] <= end
         assert record["sourceCode"].count("\n") == end - start
-        statement = {"raise": "raise", "assert": "assert", "check": "torch._check", "call": "("}[
-            draft.site.kind
-        ]
-        assert statement in record["sourceCode"].split("\n")[record["lineNumber"] - start]
+        statement = {
+            "raise": "raise",
+            "assert": "assert",
+            "check": "torch._check",
+            "call": "(",
+            "log": "log",  # the logger's name says so: `logger.warning(`, `log.error(`
+            "warning": "warn(",
+        }[draft.site.kind]
+        line = record["sourceCode"].split("\n")[record["lineNumber"] - start]
+        assert statement in line.lower()
 
 
 def test_torch_ids_are_unique(torch_result: HarvestResult) -> None:
@@ -1191,3 +1200,126 @@ def test_real_torch_error_matches_the_draft_at_its_raise(
         and d.record["errorClass"].rpartition(".")[2] == type(caught.value).__name__
         for d in drafts
     ), (message, [d.record["messagePattern"] for d in drafts])
+
+
+# --- log sites -----------------------------------------------------------------------------
+
+
+def test_log_and_warning_calls_at_warning_level_or_above_are_sites() -> None:
+    """A logger's warning/error/exception/critical call and warnings.warn: the level (or the
+    warning's category) is the class a paste shows; %-style arguments fill the template as
+    logging formats them; debug, info and a message known only at run time are left out."""
+    sites = extract_raises(
+        dedent(
+            """
+            import logging, warnings
+            from warnings import warn
+            logger = logging.getLogger(__name__)
+            def check(n, limit, name, e):
+                logger.warning("Input prompt (%d tokens) is too long and exceeds limit of %d",
+                               n, limit)
+                logger.warning_once("Detected errors during sampling! NaN in the logits.")
+                logging.error(f"Ignore import error when loading {name}: {e}")
+                self._logger.critical("Engine {} died unexpectedly".format(name))
+                logger.exception("Failed to load %(name)s", {"name": name})
+                warnings.warn("The profiler is deprecated; use torch.profiler", FutureWarning)
+                warnings.warn(message=f"Skipping layer {name}", category=errors.LayerWarning)
+                warn("progress bars are disabled")
+                logger.info("Loaded %s", name)
+                logger.debug("weights of %s", name)
+                logger.error(e)
+                logger.warning("%s", e)
+                print("not a logger")
+            """
+        )
+    )
+    found = [(s.kind, s.error_class, s.level, s.message and s.message.template) for s in sites]
+    too_long = "Input prompt ({n} tokens) is too long and exceeds limit of {limit}"
+    assert found == [
+        ("log", "WARNING", "WARNING", too_long),
+        ("log", "WARNING", "WARNING", "Detected errors during sampling! NaN in the logits."),
+        ("log", "ERROR", "ERROR", "Ignore import error when loading {name}: {e}"),
+        ("log", "CRITICAL", "CRITICAL", "Engine {name} died unexpectedly"),
+        ("log", "ERROR", "ERROR", "Failed to load {name}"),
+        ("warning", "FutureWarning", "WARNING", "The profiler is deprecated; use torch.profiler"),
+        ("warning", "LayerWarning", "WARNING", "Skipping layer {name}"),
+        ("warning", "UserWarning", "WARNING", "progress bars are disabled"),
+    ]  # fmt: skip
+    assert re.fullmatch(
+        sites[0].message.pattern,  # type: ignore[union-attr]
+        "Input prompt (9000 tokens) is too long and exceeds limit of 8192",
+    )
+
+
+def test_log_sites_are_records_that_leave_the_raises_ids_alone(tmp_path: Path) -> None:
+    """A message logged and then raised has two records, the log's marked as such; the
+    raise keeps the id it had before log sites were harvested, and the log records validate
+    against the schema."""
+    source = """
+        import logging
+        logger = logging.getLogger(__name__)
+        def sample(logits, strict):
+            if logits.isnan().any():
+                logger.warning("Detected errors during sampling! NaN in the logits.")
+                if strict:
+                    raise ValueError("Detected errors during sampling! NaN in the logits.")
+            warnings.warn("sampling in float16 is deprecated", DeprecationWarning)
+        """
+    _write(tmp_path / "pkg" / "sampler.py", source)
+    result = harvest_tree(
+        tmp_path, repo="example/pkg", ref="v1", analyzed_at=ANALYZED_AT, package_dir="pkg"
+    )
+    records = [d.record for d in result.drafts]
+    assert [(r["errorType"], r["errorClass"], r["severity"], r["lineNumber"]) for r in records] == [
+        ("exception", "ValueError", "error", 8),
+        ("log", "WARNING", "warning", 6),
+        ("warning", "DeprecationWarning", "warning", 9),
+    ]
+    assert (result.raise_sites, result.log_sites) == (1, 2)
+    for record in records:
+        jsonschema.validate(record, SCHEMA)
+    assert len({r["id"] for r in records}) == 3
+
+    only_raise = source.replace("logger.warning(", "print(").replace("warnings.warn(", "print(")
+    _write(tmp_path / "pkg" / "sampler.py", only_raise)
+    before = harvest_tree(
+        tmp_path, repo="example/pkg", ref="v1", analyzed_at=ANALYZED_AT, package_dir="pkg"
+    )
+    assert [d.record["id"] for d in before.drafts] == [records[0]["id"]]
+
+
+def test_real_log_sites_of_sglang_and_vllm_are_harvested(tmp_path: Path) -> None:
+    """The log sites people paste, read from the real releases: SGLang's sampler warns of
+    NaN logits (and raises the same words when told to crash on warnings), vLLM's scheduler
+    warns of a prompt over the limit with %-style arguments."""
+    files = [
+        ("sglang", "0.4.9.post6", "sglang/srt/layers/sampler.py"),
+        ("vllm", "0.8.5.post1", "vllm/core/scheduler.py"),
+    ]
+    logged = {}
+    for package, version, path in files:
+        folder = tmp_path / package
+        (folder / path).parent.mkdir(parents=True)
+        (folder / path).write_text((RELEASES.ensure_unpacked(package, version) / path).read_text())
+        result = harvest_tree(
+            folder, repo=f"example/{package}", ref="v", analyzed_at=ANALYZED_AT, package_dir=package
+        )
+        for draft in result.drafts:
+            record = draft.record
+            if record["errorType"] != "exception":
+                jsonschema.validate(record, SCHEMA)
+                logged[record["errorMessage"]] = (record["errorClass"], record["messagePattern"])
+        raised = [
+            d.record["errorMessage"] for d in result.drafts if d.record["errorType"] == "exception"
+        ]
+        logged[f"{package} raises"] = raised
+    nan = "Detected errors during sampling! NaN in the logits."
+    assert logged[nan][0] == "WARNING"
+    assert nan in logged["sglang raises"]
+    too_long = (
+        "Input prompt ({num_new_tokens} tokens) is too long and exceeds limit of {prompt_limit}"
+    )
+    assert logged[too_long][0] == "WARNING"
+    assert re2.fullmatch(
+        logged[too_long][1], "Input prompt (40000 tokens) is too long and exceeds limit of 32768"
+    )

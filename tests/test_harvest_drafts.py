@@ -255,7 +255,7 @@ def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
     missing = runner.invoke(app, ["harvest", str(tmp_path / "src")])
     exported = runner.invoke(app, ["export", "--review-state", "draft"])
     assert result.exit_code == 0, result.output
-    assert "1 files, 3 raise sites; drafts created 3" in result.output
+    assert "1 files, 3 raise sites, 0 log sites; drafts created 3" in result.output
     assert missing.exit_code == 2
     assert "--repo" in missing.output
     assert len([json.loads(line) for line in exported.output.splitlines()]) == 3

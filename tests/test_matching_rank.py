@@ -34,6 +34,7 @@ from app.matching.rank import (
     Candidate,
     Component,
     Match,
+    _exceptions_first,
     _frames_first,
     _literal_before_helpers,
     total,
@@ -162,6 +163,28 @@ def test_a_score_lowered_below_the_frames_records_still_adds_up() -> None:
     assert elsewhere.components[-1].points == -7 - FRAMES_MARGIN
     assert elsewhere.score == total(elsewhere.components)
     assert elsewhere.reasons[-1] == elsewhere.components[-1].hint
+
+
+def test_a_log_line_record_that_outscores_the_exception_is_put_below_it() -> None:
+    """A warning logged before a traceback is context: its record, however well it fits
+    its line, comes after the best record of the paste's exception, and says why; with no
+    exception explained it keeps its place."""
+    hint = "pattern matches the whole exception message"
+    exception = Match("a" * 16, 0.0, 0, {}, components=[Component("message.full", 40, hint)])
+    exception.score = total(exception.components)
+    parts = [
+        Component("message.log-line", 34, "pattern matches a whole log line"),
+        Component("class.agrees", CLASS_AGREES, "logged at level WARNING"),
+    ]
+    logged = Match("b" * 16, total(parts), None, {}, components=list(parts), logged=True)
+    raised_in_log = Match("c" * 16, 60.0, None, {}, components=[Component("x", 60, "x")])
+    _exceptions_first([exception, logged, raised_in_log], lambda *_: False)
+    assert logged.score == 40 - FRAMES_MARGIN == total(logged.components)
+    assert logged.components[-1].id == "rank.below-exception"
+    assert raised_in_log.score == 60  # only log sites' records are context
+    alone = Match("d" * 16, total(parts), None, {}, components=list(parts), logged=True)
+    _exceptions_first([alone], lambda *_: False)
+    assert alone.score == 49
 
 
 def test_the_match_page_shows_how_the_score_adds_up(client: TestClient) -> None:

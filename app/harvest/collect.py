@@ -3,13 +3,19 @@
 Raise sites are `raise X(...)` statements, `assert cond, "message"` (AssertionError),
 `torch._check*(cond, lambda: "message")` calls, and the calls a server makes to answer an
 HTTP error response with a message (`create_error_response("...", err_type="NotFoundError")`):
-users paste that JSON body as they paste a traceback. Walking each block in order, the collector
-tracks the local variables a message is built in (assigned earlier in the same block or an
-enclosing one of the same function; `msg += ...` extends one; when a nested `if`, loop or
-`with` extends it, the message ends in that tail, optional or repeated; any other assignment
-to it inside a nested block makes it unknown), the tests and `except` clauses around each site
-(its guard, what it translates), and what builds messages elsewhere: factories (functions that
-`return SomeError(...)`), a class's `__init__` passing a message to its base, raising helpers.
+users paste that JSON body as they paste a traceback. Log sites are the calls that log a
+message at WARNING level or above (`logger.warning("x %s", v)`, `logging.error(f"...")`) and
+`warnings.warn("...", FutureWarning)`: users paste those lines as often as exceptions. Debug
+and info calls are left out: a release has several times as many, and people paste the
+warning or error a problem prints, not the progress around it.
+
+Walking each block in order, the collector tracks the local variables a message is built in
+(assigned earlier in the same block or an enclosing one of the same function; `msg += ...`
+extends one; when a nested `if`, loop or `with` extends it, the message ends in that tail,
+optional or repeated; any other assignment to it inside a nested block makes it unknown),
+the tests and `except` clauses around each site (its guard, what it translates), and what
+builds messages elsewhere: factories (functions that `return SomeError(...)`), a class's
+`__init__` passing a message to its base, raising helpers.
 Those are resolved over the whole release by app/harvest/resolve.py.
 """
 
@@ -24,7 +30,13 @@ from http import HTTPStatus
 from typing import Any, TypeVar
 
 from app import upstreams
-from app.harvest.messages import is_list, parts_message, parts_of, tailed_message
+from app.harvest.messages import (
+    is_list,
+    parts_message,
+    parts_of,
+    percent_parts,
+    tailed_message,
+)
 from app.harvest.parts import Env, Field, Item, ListMark, Maybe, Parts, child_env
 from app.harvest.sites import Factory, Message, ModuleFacts, RaiseSite, SkipReason, TryBlock
 
@@ -50,6 +62,21 @@ _FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.NotIn: ast.In,
 }
 _EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
+# Logger methods worth a record, and the level a pasted line shows for each (vLLM's
+# `warning_once` logs at WARNING); the level is the record's class, as a paste shows it.
+LOG_LEVELS = {
+    "warning": "WARNING",
+    "warn": "WARNING",
+    "warning_once": "WARNING",
+    "error": "ERROR",
+    "exception": "ERROR",
+    "error_once": "ERROR",
+    "critical": "CRITICAL",
+    "fatal": "CRITICAL",
+}
+# A logger is a name (or attribute) that says so: `logger`, `logging`, `self._log`, `LOG`.
+LOGGER_NAME = re.compile(r"(?i)log")
+DEFAULT_WARNING = "UserWarning"  # what warnings.warn issues when given no category
 
 _Found = TypeVar("_Found")  # what `scoped_factory` looks up by the name a call uses
 
@@ -289,9 +316,10 @@ class _Collector:
         ctx: _Context,
         exits: tuple[ast.expr, ...],
     ) -> None:
-        """A torch check, an `__init__` passing its message to the base class, or a call
-        that may be a raising helper's."""
+        """A torch check, an `__init__` passing its message to the base class, a log site,
+        or a call that may be a raising helper's."""
         self._helper_call(node, call, env, scope, ctx, exits)
+        self._log_call(node, call, env, scope, ctx, exits)
         func = call.func
         if not isinstance(func, ast.Attribute) or not (
             func.attr == "__init__" or func.attr in _CHECK_NAMES
@@ -311,6 +339,36 @@ class _Collector:
                 params = self._params.get(scope.qualname or "", ())
                 factory = Factory(params, call, child_env(env), offset)
                 self.facts.init_messages[scope.class_name] = factory
+
+    def _log_call(
+        self,
+        node: ast.stmt,
+        call: ast.Call,
+        env: Env,
+        scope: _Scope,
+        ctx: _Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        """A log or warning site whose message is a template; one whose message is only
+        known at run time (`logger.error(e)`) is left out: a log line has no frames to find
+        it by."""
+        found = log_call(call)
+        if found is None:
+            return
+        kind, error_class, level = found
+        message, _ = parts_message(_log_parts(call, env))
+        if message is not None:
+            site = _site_at(
+                node,
+                scope,
+                error_class,
+                message,
+                None,
+                kind=kind,
+                level=level,
+                hint_node=_logged_message(call),
+            )
+            self._site(site, ctx, exits, self.facts.log_sites)
 
     def _response_calls(
         self,
@@ -450,6 +508,56 @@ def _may_raise_for_caller(call: ast.Call, env: Env) -> bool:
         or (isinstance(value, ast.Name) and value.id in env)
         for value in values
     )
+
+
+def log_call(call: ast.Call) -> tuple[str, str, str] | None:
+    """(kind, class, level) of a call that logs or warns with a message: `log` and the level
+    name for a logger's WARNING-or-above method, `warning` and its category for
+    `warnings.warn`; None for any other call. Decided cheaply, since every call statement
+    of a release passes here."""
+    if call_is_warning(call):
+        category = _argument(call, 1, "category")
+        name = DEFAULT_WARNING if category is None else ast.unparse(category).rpartition(".")[2]
+        found = "warning", name if CLASS_NAME.fullmatch(name) else DEFAULT_WARNING, "WARNING"
+    elif isinstance(call.func, ast.Attribute) and call.func.attr in LOG_LEVELS:
+        owner = call.func.value
+        name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+        if not LOGGER_NAME.search(name):
+            return None
+        found = "log", LOG_LEVELS[call.func.attr], LOG_LEVELS[call.func.attr]
+    else:
+        return None
+    return found if _logged_message(call) is not None else None
+
+
+def _logged_message(call: ast.Call) -> ast.expr | None:
+    """The message argument of a logger's call or of warnings.warn."""
+    return _argument(call, 0, "message" if call_is_warning(call) else "msg")
+
+
+def _log_parts(call: ast.Call, env: Env) -> Parts | None:
+    """The parts of a logged message, formatted with the arguments after it where it has
+    %-style specs, as `logging` does (`logger.warning("x %s y", v)`)."""
+    first = _logged_message(call)
+    args = call.args[1:]
+    if first is None or not args or call_is_warning(call):
+        return None if first is None else parts_of(first, env)
+    template = parts_of(first, env)
+    if template is None or not all(isinstance(part, str) for part in template):
+        return template
+    text = "".join(part for part in template if isinstance(part, str))
+    values = args[0] if len(args) == 1 else ast.Tuple(list(args), ast.Load())
+    return percent_parts(text, values)
+
+
+def call_is_warning(call: ast.Call) -> bool:
+    """`warnings.warn(message, category, stacklevel)`: its other arguments format nothing."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return (
+            func.attr == "warn" and isinstance(func.value, ast.Name) and func.value.id == "warnings"
+        )
+    return isinstance(func, ast.Name) and func.id == "warn"
 
 
 def _add(ctx: _Context, condition: ast.expr) -> _Context:

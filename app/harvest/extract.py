@@ -1,4 +1,4 @@
-"""Raise sites of an upstream release -> draft records, with what the code checks.
+"""Raise and log sites of an upstream release -> draft records, with what the code checks.
 
 Walks the Python sources of a released package and runs the harvest's steps over them, each in
 a module of its own: app/harvest/collect.py reads each module's raise sites and what resolves
@@ -27,7 +27,14 @@ from app.harvest.context import add_context
 from app.harvest.explain import add_explanations
 from app.harvest.render import Release, file_drafts
 from app.harvest.resolve import ReleaseMessages, resolve_sites
-from app.harvest.sites import HarvestResult, ModuleFacts, ProgressCallback, RaiseSite, SkipReason
+from app.harvest.sites import (
+    LOG_KINDS,
+    HarvestResult,
+    ModuleFacts,
+    ProgressCallback,
+    RaiseSite,
+    SkipReason,
+)
 
 SKIPPED_DIRS = frozenset({"test", "tests", "benchmarks"})
 
@@ -76,7 +83,9 @@ def harvest_tree(
         for module in modules:
             sites = resolve_sites(module, classes)
             result.files += 1
-            result.raise_sites += len(sites)
+            logged = sum(site.kind in LOG_KINDS for site in sites)
+            result.raise_sites += len(sites) - logged
+            result.log_sites += logged
             drafts = file_drafts(sites, module.source, module.file_path, release)
             drafted = {id(draft.site) for draft in drafts}
             result.skipped.update(s.skip for s in sites if s.skip and id(s) not in drafted)

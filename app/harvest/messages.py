@@ -208,7 +208,7 @@ def parts_of(node: ast.expr, env: Mapping[str, Parts]) -> Parts | None:
         )
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         template = _literal(node.left, env)
-        return None if template is None else _percent_parts(template, node.right)
+        return None if template is None else percent_parts(template, node.right)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -253,7 +253,7 @@ def _literal(node: ast.expr, env: Mapping[str, Parts]) -> str | None:
     return "".join(part for part in parts if isinstance(part, str))
 
 
-def _percent_parts(template: str, args: ast.expr) -> Parts | None:
+def percent_parts(template: str, args: ast.expr) -> Parts | None:
     """`template % args`: positional specs take their names from a tuple's items."""
     specs = list(PERCENT_SPEC.finditer(template))
     if any(spec["width"] == "*" or spec["precision"] == "*" for spec in specs):

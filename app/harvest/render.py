@@ -17,7 +17,15 @@ from typing import Any
 
 from app.harvest.messages import message_of
 from app.harvest.parts import Field
-from app.harvest.sites import LOCATED_REASONS, UNKNOWN_CLASS, Draft, Message, RaiseSite, SkipReason
+from app.harvest.sites import (
+    LOCATED_REASONS,
+    LOG_KINDS,
+    UNKNOWN_CLASS,
+    Draft,
+    Message,
+    RaiseSite,
+    SkipReason,
+)
 from app.records.model import ID_LENGTH, SCHEMA_VERSION, max_chars
 
 CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198-234
@@ -28,6 +36,8 @@ GENERIC_TAG_DIRS = frozenset(
     "python sglang srt vllm torch utils util internal common impl lib src".split()
 )
 VERSION_DIR = re.compile(r"v\d+")
+# The record's errorType by the site's kind; any other kind raises an exception.
+ERROR_TYPES = {"log": "log", "warning": "warning"}
 
 
 @dataclass(frozen=True)
@@ -50,7 +60,7 @@ def file_drafts(
     lines = source.split("\n")  # not splitlines(): ast counts only \n as a line break
     if lines[-1] == "":
         lines.pop()
-    occurrences: Counter[tuple[str | None, str]] = Counter()
+    occurrences: Counter[tuple[str, str | None, str]] = Counter()
     drafts = []
     for site in sites:
         message = site.message
@@ -61,7 +71,7 @@ def file_drafts(
         if message is None:
             continue
         for piece in (message, *message.others):
-            key = (site.qualname, piece.identity or piece.template)
+            key = (_id_kind(site), site.qualname, piece.identity or piece.template)
             occurrences[key] += 1
             record = _record(site, piece, lines, file_path, release, occurrences[key])
             if site.skip == SkipReason.DYNAMIC_CLASS:
@@ -85,17 +95,22 @@ def _record(
     end = min(len(lines), site.line + CONTEXT_LINES)
     return {
         "id": _record_id(
-            repo, file_path, site.qualname, message.identity or message.template, occurrence
+            repo,
+            file_path,
+            site.qualname,
+            message.identity or message.template,
+            occurrence,
+            _id_kind(site),
         ),
         "repo": repo,
         "slug": _slug(message.template) or _slug(site.error_class or ""),
         "errorCode": None,
         "errorMessage": message.template,
         "messagePattern": message.pattern,
-        "errorType": "exception",
+        "errorType": ERROR_TYPES.get(site.kind, "exception"),
         "errorClass": site.error_class,
         "httpStatus": site.http_status,
-        "severity": "error",
+        "severity": (site.level or "error").lower(),
         "filePath": file_path,
         "lineNumber": site.line,
         "sourceCode": "\n".join(lines[start - 1 : end]),
@@ -121,11 +136,25 @@ def _record(
 
 
 def _record_id(
-    repo: str, file_path: str, qualname: str | None, template: str, occurrence: int
+    repo: str,
+    file_path: str,
+    qualname: str | None,
+    template: str,
+    occurrence: int,
+    kind: str = "",
 ) -> str:
-    """Independent of the line number, so a raise that only moves keeps its record."""
-    key = "\0".join([repo, file_path, qualname or "<module>", template, str(occurrence)])
+    """Independent of the line number, so a raise that only moves keeps its record. A log
+    site's kind is part of its key, so that `logger.error(msg)` before `raise X(msg)` has a
+    record of its own and the raise keeps the id it had before log sites were harvested."""
+    fields = [repo, file_path, qualname or "<module>", template, str(occurrence)]
+    key = "\0".join([*fields, kind] if kind else fields)
     return hashlib.sha256(key.encode()).hexdigest()[:ID_LENGTH]
+
+
+def _id_kind(site: RaiseSite) -> str:
+    """What sets a site's id apart beside its message: its kind for a log or warning site,
+    nothing for a raise (its ids predate log sites)."""
+    return site.kind if site.kind in LOG_KINDS else ""
 
 
 def _slug(text: str) -> str:

@@ -64,8 +64,8 @@ def _add_unique(found: dict[str, Factory | None], name: str, factory: Factory) -
 
 def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSite]:
     """The module's raise sites, with messages built by factories and `__init__`s filled in,
-    then the calls of raising helpers that pass a message, then the asserts without one (at
-    the end, so that the ids of the other sites do not depend on them)."""
+    then the calls of raising helpers that pass a message, then the asserts without one and
+    the log sites (at the end, so that the ids of the other sites do not depend on them)."""
     resolved = []
     for site in facts.sites:
         if (call := site.call) is not None and site.env is not None:
@@ -93,6 +93,7 @@ def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSit
                     )
                 )
     resolved.extend(facts.bare_asserts)
+    resolved.extend(facts.log_sites)
     return resolved
 
 

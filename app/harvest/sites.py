@@ -18,6 +18,7 @@ from typing import Any
 from app.harvest.parts import Env
 
 UNKNOWN_CLASS = "Exception"  # what a draft names when only run time decides the class
+LOG_KINDS = frozenset({"log", "warning"})  # sites that log or warn rather than raise
 ProgressCallback = Callable[[int, int, str], None]
 """Called after each file with (files done, files in all, filePath)."""
 
@@ -75,6 +76,8 @@ class RaiseSite:
     message: Message | None
     skip: SkipReason | None  # set exactly when message is None
     kind: str = "raise"  # raise | assert | check | call (of a raising helper) | response
+    # | log (a logger's call) | warning (warnings.warn)
+    level: str | None = None  # a log or warning site's level: WARNING, ERROR, CRITICAL
     http_status: int | None = None  # the status an error response answers
     guard: str | None = None
     translates: tuple[str, ...] = ()
@@ -104,6 +107,7 @@ class HarvestResult:
     drafts: list[Draft] = field(default_factory=list)
     files: int = 0  # Python files parsed
     raise_sites: int = 0  # raise sites in them, drafted or skipped
+    log_sites: int = 0  # log and warning sites with a message template, all drafted
     skipped: Counter[str] = field(default_factory=Counter)  # SkipReason -> sites (or files)
     located: int = 0  # drafts of dynamic messages, matched by their raise site
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
@@ -145,6 +149,7 @@ class ModuleFacts:
     raisers: dict[str, Factory] = field(default_factory=dict)  # qualname -> what it raises
     helper_calls: list[RaiseSite] = field(default_factory=list)  # calls that may be raisers'
     bare_asserts: list[RaiseSite] = field(default_factory=list)  # `assert cond` alone
+    log_sites: list[RaiseSite] = field(default_factory=list)  # logger and warnings calls
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
     functions: list[tuple[int, int, str]] = field(default_factory=list)  # first, last, name
     tries: list[TryBlock] = field(default_factory=list)

@@ -49,6 +49,10 @@ _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 # SGLang's "[Bug] ", vLLM's "[Bug]: ", "[Usage]: ", "[Bug][V1]: ". A closed list: a bracketed
 # word is otherwise a log's own tag ("[sgl_kernel] CRITICAL: ..."). Not a logger's prefix:
 # the line after them is the error itself (app.matching.traceback).
+# The level a log prefix names, at WARNING or above: what a log site's record names as its
+# class (`WARN` and `FATAL` are logging's other spellings of WARNING and CRITICAL).
+_LOGGED_LEVEL = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b")
+_LEVEL_SPELLINGS = {"WARN": "WARNING", "FATAL": "CRITICAL"}
 ISSUE_TITLE_TAGS = re.compile(
     r"(?:\[(?i:bug|usage|installation|performance|feature|misc|question|new model|doc"
     r"|rfc|hardware|v[0-9])\] ?){1,3}:? ?"
@@ -335,3 +339,11 @@ def _strip_prefixes(clean: str) -> tuple[int, str]:
             streams.append(match[match.lastgroup])
         cut = match.end()
     return cut, " ".join(streams)
+
+
+def line_level(prefix: str) -> str | None:
+    """The level at WARNING or above that a line's log prefix names (`WARNING 03-05 10:12:01
+    [config.py:123] ` -> WARNING), as logging spells it; None where it names none (SGLang's
+    `[2025-01-01 10:00:00 TP0] ` shows no level)."""
+    found = _LOGGED_LEVEL.search(prefix) if prefix else None
+    return None if found is None else _LEVEL_SPELLINGS.get(found[1], found[1])

@@ -13,7 +13,7 @@ with. The text reasons say the same for a person and stay as they were.
 """
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app import upstreams
@@ -39,6 +39,10 @@ PARTIAL_MIN, PARTIAL_SPAN = 12, 14  # partial: 12 + 14 * share of the message co
 CUT_MIN, CUT_SPAN = 12, 26
 NEAR_MESSAGE, NEAR_PER_WORD = 32, 5
 OUTSIDE_MESSAGE = 8  # a hit in a log line that no exception claims
+# A log site's record whose pattern matches a whole log line: the line is its message, as a
+# whole message is an exception's; the level the line's prefix names is its class.
+LOG_LINE, LOG_LINE_ID = FULL_LINE, "message.log-line"
+LOGGED_TYPES = frozenset({"log", "warning"})  # errorType of a log or warning site's record
 IN_TRACEBACK_NOISE = 1  # a hit in a frame line (paths), almost always noise
 SPECIFICITY_MAX, SPECIFICITY_PER_POINT = 15, 4
 CLASS_AGREES, CLASS_DIFFERS = 15, -15
@@ -82,7 +86,7 @@ _INTERPRETER_WORDS = re.compile(
 )
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-02.1"
+RANKING_VERSION = "2026-12-04.1"
 POINTS_DIGITS = 2
 
 _MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
@@ -110,6 +114,7 @@ class Candidate:
     releases: frozenset[str] = frozenset()  # the `name==version` releases its site is in
     template: str = ""  # its message template: records raising the same one go together
     calls: str | None = None  # the raising helper its site calls, which raises the message
+    logged: bool = False  # a log or warning site's record: its message is a whole log line
     suffixes: tuple[str, ...] = field(init=False)  # a frame in its files ends with one
 
     def __post_init__(self) -> None:
@@ -173,6 +178,8 @@ class Match:
     message_points: float = 0.0  # what its message component gave: how well the text agrees
     same_message: list[str] = field(default_factory=list)  # ids raising the same message
     literal: int = 0  # the literal characters of its pattern: the more specific wins a tie
+    logged: bool = False  # a log site's record: a raise of the same message goes first
+    log_line: str | None = None  # the log line it was found in, outside any exception
 
 
 def candidate_from(
@@ -203,6 +210,7 @@ def candidate_from(
         releases=frozenset(loc.release for loc in known if not loc.gone and "==" in loc.release),
         template=message_template(record.message_pattern, record.error_message),
         calls=called_helper(record),
+        logged=record.error_type in LOGGED_TYPES,
     )
 
 
@@ -542,6 +550,7 @@ def _finish(
         tally.reasons,
         tally.components,
         candidate.reviewed,
+        logged=candidate.logged,
     )
 
 
@@ -562,6 +571,7 @@ def rank(
     graph: ClassGraph | None = None,
     log_repos: frozenset[str] = frozenset(),
     log_versions: Mapping[str, str] | None = None,
+    log_levels: Mapping[str, str] | None = None,
 ) -> list[Match]:
     """Scored matches, best first, one per record.
 
@@ -573,7 +583,8 @@ def rank(
     no full match is a wrapped, cut or near copy of (app.matching.partial). `graph` holds
     the exception classes of the harvested releases, to tell related classes (app.classes);
     `log_repos` the repositories the paste's log format names, `log_versions` the release
-    of a repository it names (app.matching.origin).
+    of a repository it names (app.matching.origin), `log_levels` the level each log line's
+    prefix names (clean text -> WARNING, ERROR, CRITICAL; app.matching.logtext).
 
     Then: for an exception with frames, a record that explains its message from a
     file some frame is in ranks above every record from elsewhere; and records that raise
@@ -603,6 +614,17 @@ def rank(
             if _generic_for(specificity, exception) and not in_frames:
                 tally.count(_generic(specificity))
             tally.extend(_context_score(candidate, exception, paste))
+        elif (
+            exception_index is None
+            and candidate.logged
+            and not exceptions  # beside a traceback, a logged line is context (as below)
+            and specificity >= NEEDS_FRAMES_BELOW
+            and (found := matches(record_id, line.strip(), full=True))
+        ):
+            explains = True  # a log site's message is the whole line: its captures are real
+            tally = _log_line_score(candidate, line.strip(), paste, log_levels or {})
+            if specificity < GENERIC_BELOW:
+                tally.count(_generic(specificity))
         else:
             found = None  # captures come from a message, never from a log or frame line
             explains = False
@@ -617,6 +639,7 @@ def rank(
         match = _finish(candidate, tally, exception_index if on_message else None, captures)
         match.message_points = tally.components[0].points
         match.literal = specificity
+        match.log_line = line.strip() if exception_index is None else None
         match.in_frames = (
             explains
             and exception_index is not None
@@ -667,15 +690,83 @@ def rank(
         match.in_frames = True
         keep(match)
     ranked = _literal_before_helpers(_frames_first(list(best.values())))
+    ranked = _exceptions_first(ranked, lambda key, line: matches(key, line, full=True) is not None)
     return _same_message(sorted(ranked, key=_order), candidates)
 
 
-def _order(match: Match) -> tuple[float, bool, int, str]:
-    """Best first: the score; on a tie, a reviewed record, then the pattern with more
-    literal text (`The number of required GPUs exceeds ...` over the later
-    `The number of required {device_str}s exceeds ...` that the same message also fits:
-    specificity's points stop at 60 characters)."""
-    return -match.score, not match.reviewed, -match.literal, match.id
+def _order(match: Match) -> tuple[float, bool, bool, int, str]:
+    """Best first: the score; on a tie, a reviewed record, then a raise over a log site
+    of the same message (code that logs a message and raises it, SGLang's NaN check, is
+    pasted for the exception), then the pattern with more literal text (`The number of
+    required GPUs exceeds ...` over the later `The number of required {device_str}s
+    exceeds ...` that the same message also fits: specificity's points stop at 60
+    characters)."""
+    return -match.score, not match.reviewed, match.logged, -match.literal, match.id
+
+
+def _log_line_score(
+    candidate: Candidate, line: str, paste: _Paste, levels: Mapping[str, str]
+) -> _Tally:
+    """Points of a log site's record whose pattern matches a whole log line: the message,
+    the level the line's prefix names against the record's, the log's repository and
+    release."""
+    tally = _said(Component(LOG_LINE_ID, LOG_LINE, "pattern matches a whole log line"))
+    level = levels.get(line)
+    if level is None:
+        tally.add("class.unknown", 0, "the log line names no level")
+    elif level == candidate.error_class or (
+        level == "WARNING" and candidate.error_class.endswith("Warning")
+    ):
+        tally.add(
+            "class.agrees", CLASS_AGREES, f"logged at level {level}, as the record's site logs"
+        )
+    else:
+        hint = f"record logs at {candidate.error_class}, not {level}"
+        tally.add("class.differs", CLASS_DIFFERS, hint)
+    if candidate.repo in paste.log_repos:
+        tally.add("repo.log", REPO_AGREES, f"the log's format and paths point at {candidate.repo}")
+    if named := paste.log_versions.get(candidate.repo):
+        clue = _release_clue(candidate, named)
+        if clue is not None:
+            tally.count(clue)
+    return tally
+
+
+def _exceptions_first(matches: list[Match], whole: Callable[[str, str], bool]) -> list[Match]:
+    """Below the best record of a raise that the paste shows, every log site's record that
+    would outrank it: one of a log line, and one that fits an exception's message in another
+    class (`Error in request: {e}` around the exception it logs). A raise is shown by an
+    exception it explains, or by its message inside a log line (`Error in request:
+    Unsupported tool_call_parser: None`, `[multiproc_executor.py:492] ValueError: ...`) that
+    is not the whole of a line a log site's record fits (`whole(record id, line)`: a message
+    logged and raised in the same words is the log's there). A warning's record whose
+    category the paste names keeps its place, as does any log site's record when the paste
+    shows no raise."""
+    logged_lines = {m.log_line for m in matches if m.logged and m.components[0].id == LOG_LINE_ID}
+    raised = [
+        match.score
+        for match in matches
+        if not match.logged
+        and (
+            match.exception_index is not None
+            or (
+                match.message_points >= OUTSIDE_MESSAGE
+                and match.log_line is not None
+                and not (match.log_line in logged_lines and whole(match.id, match.log_line))
+            )
+        )
+    ]
+    if not raised:
+        return matches
+    ceiling = max(raised)
+    for match in matches:
+        if not match.logged or match.score < ceiling:
+            continue
+        named = any(part.id == "class.agrees" for part in match.components)
+        if match.exception_index is None or not named:
+            hint = "ranked below the record of the raise the paste shows"
+            _put_below(match, ceiling, "rank.below-exception", hint)
+    return matches
 
 
 def _frames_first(matches: list[Match]) -> list[Match]:

@@ -16,7 +16,7 @@ from app.classes import ClassGraph
 from app.errors import AppError
 from app.matching import deadline
 from app.matching.index import PatternIndex
-from app.matching.logtext import clean_lines
+from app.matching.logtext import clean_lines, line_level
 from app.matching.matcher import Matcher, RaiseSites
 from app.matching.origin import log_repos, log_versions
 from app.matching.partial import second_chance
@@ -146,6 +146,7 @@ def find_matches(
         graph,
         log_repos(lines),
         log_versions(lines),
+        {line.text.strip(): level for line in lines if (level := line_level(line.prefix))},
     )
     return exceptions, ranked
 
