@@ -119,11 +119,13 @@ def bundle_script(
 ) -> tuple[dict[str, Any] | None, str]:
     """Run one reproducer with `--bundle`: its loaded upstream files copied into the bundle's
     cache; its report (files, release, distributions), or None and why. It only loads its
-    target, in a scratch folder of its own."""
+    target, in a scratch folder of its own, on the torch installed here (a torch script
+    moved to the GPU machine's release pins that one)."""
     try:
+        bundled = ("--torch", "installed", "--bundle", str(tree.resolve() / CACHE))
         with tempfile.TemporaryDirectory(prefix="errkb-bundle-run-") as scratch:
             done = subprocess.run(
-                [sys.executable, str(script.resolve()), "--bundle", str(tree.resolve() / CACHE)],
+                [sys.executable, str(script.resolve()), *bundled],
                 capture_output=True,
                 text=True,
                 timeout=SCRIPT_TIMEOUT_S,
