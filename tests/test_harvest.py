@@ -31,7 +31,6 @@ from app.matching.service import match_text
 from app.records.locations import matched_by_location
 from app.store.tables import Record
 from tests.helpers import real_pastes
-from tests.helpers.releases import RELEASES
 
 TORCH_REF = "v2.13.0"
 ANALYZED_AT = "2026-09-01T12:00:00.000Z"
@@ -1288,10 +1287,13 @@ def test_log_sites_are_records_that_leave_the_raises_ids_alone(tmp_path: Path) -
     assert [d.record["id"] for d in before.drafts] == [records[0]["id"]]
 
 
+@pytest.mark.network  # two real releases, from the shared cache
 def test_real_log_sites_of_sglang_and_vllm_are_harvested(tmp_path: Path) -> None:
     """The log sites people paste, read from the real releases: SGLang's sampler warns of
     NaN logits (and raises the same words when told to crash on warnings), vLLM's scheduler
     warns of a prompt over the limit with %-style arguments."""
+    from tests.helpers.releases import RELEASES
+
     files = [
         ("sglang", "0.4.9.post6", "sglang/srt/layers/sampler.py"),
         ("vllm", "0.8.5.post1", "vllm/core/scheduler.py"),

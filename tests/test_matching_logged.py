@@ -12,6 +12,8 @@ from app.records import service as records
 from app.store.engine import open_store, unit_of_work
 from tests.helpers.releases import RELEASES
 
+pytestmark = pytest.mark.network  # two real upstream files, from the shared release cache
+
 SAMPLER = ("sglang", "0.4.9.post6", "sglang/srt/layers/sampler.py", "sgl-project/sglang")
 SCHEDULER = ("vllm", "0.8.5.post1", "vllm/core/scheduler.py", "vllm-project/vllm")
 NAN = "Detected errors during sampling! NaN in the logits."
