@@ -23,6 +23,7 @@ PASTES = [
 SLOW_HEALTH_S = 0.5  # p90 was 1.3 s before (the issue, and here); the goal is 0.1 s
 
 
+@pytest.mark.perf
 def test_healthz_answers_while_hostile_pastes_run(live_server) -> None:
     base, _ = live_server
     statuses: list[int] = []
@@ -77,6 +78,7 @@ def _load(port: int, record_ids: list[str]) -> tuple[float, load.LoadResult]:
     return began, load.drive([("127.0.0.1", port)], one_round * 2000, CLIENTS, LOAD_S)
 
 
+@pytest.mark.perf
 def test_healthz_p99_under_32_clients_reading_and_matching(served_store: str) -> None:
     """Liveness answers from memory, so neither the database pool nor the request threads
     hold it up: a health check that waited for a pool connection froze the event loop, and

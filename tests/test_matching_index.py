@@ -454,6 +454,7 @@ def test_matching_is_per_line_unless_the_pattern_names_a_newline(backend: str) -
     assert found == [("anchored", "Error: two"), ("two-lines", "first part x\nsecond part")]
 
 
+@pytest.mark.perf
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_crafted_lines_take_linear_time(backend: str) -> None:
     """Python's re needs seconds for the config pattern on such a line (bench/bench_index.py

@@ -669,6 +669,7 @@ def per_byte_growth(make: Callable[[int], str], small: int) -> float:
     return (least["long"] / len(texts["long"])) / (least["short"] / len(texts["short"]))
 
 
+@pytest.mark.perf
 def test_time_is_linear_on_realistic_paste(real: dict[str, str]) -> None:
     unit = noise(40, "(EngineCore_DP0 pid=1234) ") + STYLES["vllm"](real["direct_cause"])
 
@@ -693,6 +694,7 @@ def test_time_is_linear_on_realistic_paste(real: dict[str, str]) -> None:
         "\r",
     ],
 )
+@pytest.mark.perf
 def test_time_is_linear_on_pathological_paste(piece: str) -> None:
     assert per_byte_growth(lambda size: piece * (size // len(piece)), 20_000) < 4
 
