@@ -82,7 +82,7 @@ OPTIONAL_KEYS = frozenset(
         "logged",  # true for a line a logger or warnings.warn printed (held-out cases)
     }
 )
-NATIVE_FILES = (".cpp", ".cu", ".cuh", ".h")
+NATIVE_FILES = (".cpp", ".cu", ".cuh", ".h", ".rs")
 HELDOUT_FLOOR = {"known site top-1": 16, "known site confident wrong": 0}
 """The held-out set's known-site figures when its round began (e01f1ec, before any change of
 the round; docs/benchmarks.md): a later change may not fall below them."""
