@@ -83,9 +83,10 @@ OPTIONAL_KEYS = frozenset(
     }
 )
 NATIVE_FILES = (".cpp", ".cu", ".cuh", ".h", ".rs")
-HELDOUT_FLOOR = {"known site top-1": 16, "known site confident wrong": 0}
-"""The held-out set's known-site figures when its round began (e01f1ec, before any change of
-the round; docs/benchmarks.md): a later change may not fall below them."""
+HELDOUT_FLOOR = {"known site top-1": 34, "known site confident wrong": 2}
+"""The held-out set's known-site figures when its latest round began (round 2: 654d720 with its
+55 new cases, before any change of the round; docs/benchmarks.md): a later change may not fall
+below them (at most this many confident wrong answers)."""
 SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+$")
 RELEASE = re.compile(r"^[a-z][\w-]*==\d[\w.+-]*$")
 # A perfect match of a specific message with agreeing context scores about 100 points
