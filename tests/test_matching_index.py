@@ -1,5 +1,6 @@
 """Tests for app.matching.index: hits, spans, captures, writes, the cache and refused constructs,
-on real patterns (raise sites of the installed torch) and on both backends.
+on real patterns (raise sites of the installed torch, or of the service's own libraries where
+torch is not installed) and on both backends.
 
 The corpus helpers (Template, harvest_message_templates, traceback_text) are also what
 bench/bench_index.py builds its inputs from.
@@ -8,6 +9,8 @@ bench/bench_index.py builds its inputs from.
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
 import random
 import re
 import time
@@ -45,6 +48,9 @@ MIN_LITERAL_CHARS = 8
 
 TORCH_SUBPACKAGES = ("cuda", "nn", "export", "_subclasses", "ao", "utils")
 """A few thousand raise, assert and warn sites, parsed in about three seconds."""
+SERVICE_PACKAGES = ("sqlalchemy", "pydantic", "alembic", "starlette")
+"""Where torch is not installed (it comes with the reproducers extra only), the raise sites of
+libraries the service always installs: over 1,500 real messages too."""
 
 FILLS = ("4096", "torch.float16", "'cuda:0'", "[2, 3]", "None", "ünïcødé", "日本語", "a=b (c)")
 """Values for placeholders: numbers, reprs, non-ASCII text, and the separators of the patterns
@@ -161,10 +167,16 @@ def _message_of(node: ast.AST) -> ast.expr | None:
     return None
 
 
-def torch_root() -> Path:
-    import torch
+def real_templates() -> list[Template]:
+    """The messages of real raise sites: the installed torch's, or the service's own
+    libraries' on a machine without torch."""
+    if importlib.util.find_spec("torch") is None:
+        return [t for name in SERVICE_PACKAGES for t in harvest_message_templates(_root(name))]
+    return harvest_message_templates(_root("torch"), TORCH_SUBPACKAGES)
 
-    return Path(torch.__file__).parent
+
+def _root(package: str) -> Path:
+    return Path(importlib.import_module(package).__file__ or "").parent
 
 
 SEEDS = [
@@ -298,9 +310,7 @@ def hit_sets(hits: list[Hit], multi_keys: set[str]) -> tuple[set[tuple], set[str
 
 @pytest.fixture(scope="module")
 def corpus() -> list[Template]:
-    return (
-        SEEDS + generated_templates() + harvest_message_templates(torch_root(), TORCH_SUBPACKAGES)
-    )
+    return SEEDS + generated_templates() + real_templates()
 
 
 @pytest.fixture(scope="module", params=[*BACKENDS, "automaton"])
