@@ -7,6 +7,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.logs import FREE_BUFFERS, FREE_BUFFERS_ID
 from tests.helpers.served import client_env
 
@@ -84,6 +86,7 @@ def test_threads_and_child_processes_are_explained_too(errkb_server: str, tmp_pa
 def test_a_torch_spawn_workers_error_is_explained_by_its_parent(
     errkb_server: str, tmp_path: Path
 ) -> None:
+    pytest.importorskip("torch", reason="torch's spawn is what the hook is tried on")
     script = _script(
         tmp_path,
         f"""
