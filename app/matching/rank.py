@@ -572,6 +572,7 @@ def rank(
     log_repos: frozenset[str] = frozenset(),
     log_versions: Mapping[str, str] | None = None,
     log_levels: Mapping[str, str] | None = None,
+    statements: Sequence[tuple[str, int]] = (),
 ) -> list[Match]:
     """Scored matches, best first, one per record.
 
@@ -585,6 +586,9 @@ def rank(
     `log_repos` the repositories the paste's log format names, `log_versions` the release
     of a repository it names (app.matching.origin), `log_levels` the level each log line's
     prefix names (clean text -> WARNING, ERROR, CRITICAL; app.matching.logtext).
+    `statements` are (record id, exception index) of the records of the statement at an
+    exception's innermost frame where the interpreter raised it (app.matching.statements):
+    kept unless a record of the frames' files explains the message.
 
     Then: for an exception with frames, a record that explains its message from a
     file some frame is in ranks above every record from elsewhere; and records that raise
@@ -687,6 +691,30 @@ def rank(
         captures = {names[0]: exception.message} if record_id not in index and names else {}
         match = _finish(candidate, tally, exception_index, captures)
         match.message_points = site.points
+        match.in_frames = True
+        keep(match)
+    explained = {
+        match.exception_index
+        for match in best.values()
+        if match.in_frames and match.message_points >= FULL_LINE
+    }
+    for record_id, exception_index in statements:
+        candidate = candidates.get(record_id)
+        if candidate is None or exception_index in explained:
+            continue
+        exception = exceptions[exception_index]
+        tally = _said(
+            Component(
+                "site.statement",
+                RAISED_HERE_DYNAMIC,
+                "raised by the interpreter at the statement of the innermost frame, "
+                "where no raise is",
+            )
+        )
+        tally.extend(_context_score(candidate, exception, paste))
+        match = _finish(candidate, tally, exception_index, {})
+        match.message_points = RAISED_HERE_DYNAMIC
+        match.literal = len(candidate.error_message)  # its pattern is the message, literal
         match.in_frames = True
         keep(match)
     ranked = _literal_before_helpers(_frames_first(list(best.values())))
