@@ -26,6 +26,7 @@ from app.matching.rank import (
     FILE_INNERMOST,
     FRAMES_MARGIN,
     FULL_MESSAGE,
+    LIKELY,
     RAISED_ELSEWHERE,
     RANKING_VERSION,
     REVIEWED_BONUS,
@@ -638,3 +639,35 @@ def test_records_sharing_a_message_cost_what_one_does(
     assert spent[1, near]["compare"] >= 1
     assert spent[3, paste] == spent[1, paste]
     assert spent[3, near] == spent[1, near]
+
+
+QUANTIZATION = (
+    "The quantization method {method} is not supported for the current GPU. Minimum "
+    "capability: {minimum}. Current capability: {current}."
+)
+
+
+def test_a_paste_that_names_its_project_gets_no_likely_answer_from_another(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """A vLLM log line (its prefix names vLLM) of a message SGLang raises in the same words:
+    SGLang's record is a possibility only, vLLM's likely; without a clue of the project,
+    both stay as they scored."""
+    message = QUANTIZATION.format(method="fp8", minimum=80, current=75)
+    vllm = _site(
+        1, QUANTIZATION, "ValueError", "vllm-project/vllm", "vllm/model_executor/model_loader.py"
+    )
+    sglang = _site(
+        2, QUANTIZATION, "ValueError", "sgl-project/sglang", "python/sglang/srt/model_loader.py"
+    )
+    client = make_client(*_records(tmp_path, vllm, sglang))
+    bare = f"ValueError: {message}\n"
+    [top] = client.post("/api/match", json={"text": bare}).json()["matches"]
+    assert top["score"] >= LIKELY  # one answer: the same message raised in both projects
+    assert {top["id"], *(other["id"] for other in top["sameMessage"])} == {vllm["id"], sglang["id"]}
+    logged = f"ERROR 08-14 12:00:01 [core.py:710] ValueError: {message}\n"
+    other = _match(client, logged, sglang["id"])
+    assert other["score"] < LIKELY
+    assert "repo.not-named" in {part["id"] for part in other["components"]}
+    _assert_adds_up(other)
+    assert _match(client, logged, vllm["id"])["score"] >= LIKELY

@@ -71,6 +71,12 @@ FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are
 # a site raising at the very line of the innermost frame is strong evidence; a record whose
 # template does not fit the message (the message changed) is weaker.
 RAISED_HERE_DYNAMIC, RAISED_HERE_OTHER_MESSAGE = 34, 14
+# From this score a match is "likely" (below it a possibility only). A paste that names the
+# projects it comes from (frames, package paths, log prefixes, a banner, a `pip list` row)
+# names the project of a likely answer: another project's record holds the message in the
+# same words at most (SGLang's loader beside vLLM's, a Modal wrapper's vLLM paste answered
+# by torch's profiler), and stays a possibility.
+LIKELY = 50
 RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees nor differs
 NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
 # Fewer literal characters than this (`CUDA error: {error}`, `No module named {name}`): the
@@ -86,7 +92,7 @@ _INTERPRETER_WORDS = re.compile(
 )
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-04.1"
+RANKING_VERSION = "2026-12-05.1"
 POINTS_DIGITS = 2
 
 _MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
@@ -717,9 +723,31 @@ def rank(
         match.literal = len(candidate.error_message)  # its pattern is the message, literal
         match.in_frames = True
         keep(match)
+    _named_projects_only(list(best.values()), candidates, paste, exceptions)
     ranked = _literal_before_helpers(_frames_first(list(best.values())))
     ranked = _exceptions_first(ranked, lambda key, line: matches(key, line, full=True) is not None)
     return _same_message(sorted(ranked, key=_order), candidates)
+
+
+def _named_projects_only(
+    matches: Sequence[Match],
+    candidates: Mapping[str, Candidate],
+    paste: _Paste,
+    exceptions: Sequence[ParsedException],
+) -> None:
+    """Below LIKELY, every record of a project the paste does not name when it names some:
+    by the repositories of its frames, its log's format and paths (app.matching.origin), or
+    a release it names."""
+    named = set(paste.log_repos) | set(paste.log_versions)
+    for exception in exceptions:
+        named |= paste.repos(exception)
+    if not named:
+        return
+    for match in matches:
+        repo = candidates[match.id].repo
+        if match.score >= LIKELY and repo not in named:
+            hint = f"the paste names {', '.join(sorted(named))}, not {repo}: a possibility only"
+            _put_below(match, LIKELY, "repo.not-named", hint)
 
 
 def _order(match: Match) -> tuple[float, bool, bool, int, str]:
