@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from app import upstreams
 from app.classes import BUILTIN_GRAPH, ClassGraph, ancestors, relation
 from app.matching.index import Captures, PatternIndex
+from app.matching.libraries import raised_by
 from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
 from app.records.locations import (
@@ -724,6 +725,7 @@ def rank(
         match.in_frames = True
         keep(match)
     _named_projects_only(list(best.values()), candidates, paste, exceptions)
+    _libraries_own_words(list(best.values()), exceptions)
     ranked = _literal_before_helpers(_frames_first(list(best.values())))
     ranked = _exceptions_first(ranked, lambda key, line: matches(key, line, full=True) is not None)
     return _same_message(sorted(ranked, key=_order), candidates)
@@ -748,6 +750,20 @@ def _named_projects_only(
         if match.score >= LIKELY and repo not in named:
             hint = f"the paste names {', '.join(sorted(named))}, not {repo}: a possibility only"
             _put_below(match, LIKELY, "repo.not-named", hint)
+
+
+def _libraries_own_words(matches: Sequence[Match], exceptions: Sequence[ParsedException]) -> None:
+    """Below LIKELY, every record of an exception that a library outside the upstreams
+    raised (app.matching.libraries) but in whose file no frame is: it holds the library's
+    words at most."""
+    libraries = {e.index: library for e in exceptions if (library := raised_by(e)) is not None}
+    for match in matches:
+        library = (
+            libraries.get(match.exception_index) if match.exception_index is not None else None
+        )
+        if library is not None and not match.in_frames and match.score >= LIKELY:
+            hint = f"raised by {library}: the record holds its words at most, a possibility only"
+            _put_below(match, LIKELY, "message.library", hint)
 
 
 def _order(match: Match) -> tuple[float, bool, bool, int, str]:
