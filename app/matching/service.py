@@ -145,12 +145,16 @@ def find_matches(
     versions = log_versions(lines)
     statements = []
     raised = {exception_index for _, exception_index in raised_at}
-    for exception in exceptions if statement is not None else ():
-        if exception.frames and exception.index not in raised and interpreter_error(exception):
-            found_statement = statement(exception, versions)
-            if found_statement is not None:
-                candidates[found_statement.id] = found_statement
-                statements.append((found_statement.id, exception.index))
+    for exception in exceptions:
+        if (
+            statement is not None
+            and exception.frames
+            and exception.index not in raised
+            and interpreter_error(exception)
+            and (found_statement := statement(exception, versions)) is not None
+        ):
+            candidates[found_statement.id] = found_statement
+            statements.append((found_statement.id, exception.index))
     ranked = rank(
         index,
         hits,

@@ -216,8 +216,9 @@ def _statement_record(statement: Statement, exception: ParsedException) -> Store
     start = max(1, statement.line - CONTEXT_LINES)
     end = min(len(statement.lines), statement.line + CONTEXT_LINES)
     url = f"https://github.com/{statement.repo}/blob/{tag}/{statement.file_path}"
-    document = {
-        "id": hashlib.sha256(key.encode()).hexdigest()[:ID_LENGTH],
+    record_id = hashlib.sha256(key.encode()).hexdigest()[:ID_LENGTH]
+    document: dict[str, object] = {
+        "id": record_id,
         "repo": statement.repo,
         "slug": _slug(f"{error_class} {message}"),
         "errorCode": None,
@@ -256,7 +257,7 @@ def _statement_record(statement: Statement, exception: ParsedException) -> Store
         "schemaVersion": SCHEMA_VERSION,
     }
     text = canonical_json(document)
-    return StoredRecord.of(document["id"], text, DRAFT, "statement", None)
+    return StoredRecord.of(record_id, text, DRAFT, "statement", None)
 
 
 def _slug(text: str) -> str:
