@@ -671,3 +671,20 @@ def test_a_paste_that_names_its_project_gets_no_likely_answer_from_another(
     assert "repo.not-named" in {part["id"] for part in other["components"]}
     _assert_adds_up(other)
     assert _match(client, logged, vllm["id"])["score"] >= LIKELY
+
+
+def test_a_library_s_own_words_in_another_record_are_a_possibility_only(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """argparse's `unrecognized arguments` pasted alone: a record that holds the same words
+    (here a vLLM site) is no likely answer, and the reply says argparse raised it."""
+    template = "{prog}: error: unrecognized arguments: {arguments}"
+    record = _site(1, template, "SystemExit", "vllm-project/vllm", "vllm/utils/argparse.py")
+    client = make_client(*_records(tmp_path, record))
+    paste = "api_server.py: error: unrecognized arguments: --enable-reasoning\n"
+    body = client.post("/api/match", json={"text": paste}).json()
+    assert [exception["raisedBy"] for exception in body["exceptions"]] == ["argparse"]
+    found = _match(client, paste, record["id"])
+    assert found["score"] < LIKELY
+    assert "message.library" in {part["id"] for part in found["components"]}
+    _assert_adds_up(found)
