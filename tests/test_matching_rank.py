@@ -688,3 +688,24 @@ def test_a_library_s_own_words_in_another_record_are_a_possibility_only(
     assert found["score"] < LIKELY
     assert "message.library" in {part["id"] for part in found["components"]}
     _assert_adds_up(found)
+
+
+def test_the_same_logged_message_of_two_files_is_one_answer(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """SGLang logs its NaN warning from the sampler and from the EAGLE worker: a pasted
+    line names neither, so both are one answer."""
+    message = "Detected errors during sampling! NaN in the logits."
+    sites = [
+        {**_site(number, message, "WARNING", "sgl-project/sglang", path), "errorType": "log"}
+        for number, path in (
+            (1, "python/sglang/srt/layers/sampler.py"),
+            (2, "python/sglang/srt/speculative/eagle_worker.py"),
+        )
+    ]
+    client = make_client(*_records(tmp_path, *sites))
+    paste = f"[2025-01-01 10:00:00 TP0] {message}\n"
+    [top] = client.post("/api/match", json={"text": paste}).json()["matches"]
+    assert {top["id"], *(other["id"] for other in top["sameMessage"])} == {
+        site["id"] for site in sites
+    }

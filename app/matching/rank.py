@@ -906,9 +906,9 @@ _NOT_CLUES = frozenset({GONE, REVIEWED, DRAFT})  # points the paste itself did n
 
 
 def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
-    """Records of one exception that raise the same message with the same score: nothing
-    tells them apart, so they are shown together under the first ("the same message is
-    raised at ...") instead of one of them winning by chance. Their classes may differ (a
+    """Records of one exception (or one log line) that raise the same message with the same
+    score: nothing tells them apart, so they are shown together under the first ("the same
+    message is raised at ...") instead of one of them winning by chance. Their classes may differ (a
     class refined between releases) where the paste names none, or one neither raises: a
     pasted class one of them raises scores them apart.
 
@@ -917,7 +917,7 @@ def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> lis
     raised from another file in an older release goes with the current one (a curated record
     first) unless a clue of the paste (frames, a release it names) scored them apart."""
     kept: list[Match] = []
-    first: dict[tuple[int | None, str, float], Match] = {}
+    first: dict[tuple[int | None, str | None, str, float], Match] = {}
     for match in matches:
         candidate = candidates[match.id]
         # Templates that both match the whole message are the same message to this paste,
@@ -925,10 +925,12 @@ def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> lis
         message = WHOLE if match.message_points >= FULL_MESSAGE else candidate.template
         key = (
             match.exception_index,
+            match.log_line,  # a log line's records go together too (SGLang's NaN check)
             message,
             total([part for part in match.components if part.id not in _NOT_CLUES]),
         )
-        if match.exception_index is None or not candidate.template or key not in first:
+        outside = match.exception_index is None and match.log_line is None
+        if outside or not candidate.template or key not in first:
             first.setdefault(key, match)
             kept.append(match)
             continue
