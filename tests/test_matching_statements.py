@@ -88,10 +88,25 @@ def test_the_statement_is_read_from_the_release_whose_line_holds_the_frames_sour
     assert NEW not in (record.trigger_scenarios or "")
     assert "params_dict[name]" in (record.source_code or "")
     assert statements.get(stored.id) == stored
-    # a raise at that line, or a line no release holds, is no statement of the interpreter
-    moved = PASTE.replace("line 4, in", "line 2, in")
-    assert statements.record(_exception(moved), [OLD, NEW], {}) is None
+    # a raise is no statement of the interpreter, nor is a line no release holds
+    raised = PASTE.replace("    param = params_dict[name]\n", "    raise KeyError(name)\n")
+    assert statements.record(_exception(raised), [OLD, NEW], {}) is None
     assert statements.record(_exception(PASTE), [NEW], {}) is None
+
+
+def test_a_statement_that_moved_in_the_harvested_releases_is_found_in_its_function(
+    tmp_path: Path,
+) -> None:
+    """The paste's release is not harvested: its line 40 is line 4 of a harvested one, in
+    the same function; a line of that text in another function is not it."""
+    _release_cache(tmp_path)
+    statements = StatementRecords(Upstream(tmp_path).cached_root)
+    moved = PASTE.replace("line 4, in load_weights", "line 40, in load_weights")
+    stored = statements.record(_exception(moved), [OLD, NEW], {})
+    assert stored is not None
+    assert stored.record.line_number == 4
+    other = PASTE.replace("line 4, in load_weights", "line 40, in forward")
+    assert statements.record(_exception(other), [OLD, NEW], {}) is None
 
 
 def test_a_match_answers_the_statement_and_get_reads_it(tmp_path: Path) -> None:

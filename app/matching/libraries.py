@@ -50,7 +50,7 @@ _WORDS = (
 )
 # A wrong call's words, raised by the interpreter in the caller's frame (the user's script,
 # when no upstream frame is innermost: app.matching.statements answers those).
-_WRONG_CALL = re.compile(
+WRONG_CALL = re.compile(
     r"\(\) (?:got an unexpected keyword argument|missing [0-9]+ required|takes [0-9]+ "
     r"positional|got multiple values for) "
 )
@@ -69,7 +69,7 @@ def raised_by(exception: ParsedException) -> str | None:
     for library, words in _WORDS:
         if words.search(exception.message):
             return library
-    if exception.error_class == _TYPE_ERROR and _WRONG_CALL.search(exception.message):
+    if exception.error_class == _TYPE_ERROR and WRONG_CALL.search(exception.message):
         return "the interpreter"
     return None
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from app import upstreams
 from app.classes import BUILTIN_GRAPH, ClassGraph, ancestors, relation
 from app.matching.index import Captures, PatternIndex
-from app.matching.libraries import raised_by
+from app.matching.libraries import WRONG_CALL, raised_by
 from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
 from app.records.locations import (
@@ -720,6 +720,13 @@ def rank(
         )
         tally.extend(_context_score(candidate, exception, paste))
         match = _finish(candidate, tally, exception_index, {})
+        if WRONG_CALL.search(exception.message) and match.score >= LIKELY:
+            hint = (
+                "a wrong call: the interpreter raised it at the caller's statement, but the "
+                "callee's signature (another package's release, often) decides it: a "
+                "possibility only"
+            )
+            _put_below(match, LIKELY, "site.wrong-call", hint)
         match.message_points = RAISED_HERE_DYNAMIC
         match.literal = len(candidate.error_message)  # its pattern is the message, literal
         match.in_frames = True

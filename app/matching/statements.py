@@ -63,6 +63,8 @@ _INTERPRETER = {
 ReleaseRoot = Callable[[str, str], Path | None]
 """Where a release (distribution name, version) already lies on this machine, if it does: the
 entry point hands down the release cache's (app.reproducers.upstream.Upstream.cached_root)."""
+MOVED_LINES = 200  # how far a statement may have moved from the paste's line in a release
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)")
 _RAISES = re.compile(r"^\s*(?:raise|assert)\b")
 
 
@@ -151,27 +153,31 @@ class StatementRecords:
         if version is not None and prefix + version in releases:
             releases.remove(prefix + version)
             releases.insert(0, prefix + version)
-        fitting: list[tuple[str, tuple[str, ...]]] = []
+        fitting: list[tuple[int, str, int, tuple[str, ...]]] = []
         for release in releases:
             lines = self._lines(release, package_path)
-            if lines is None or not 0 < frame.line <= len(lines):
+            line = None if lines is None else _statement_line(lines, frame, wanted)
+            if lines is None or line is None:
                 continue
-            text = lines[frame.line - 1].strip()
-            if not text or _RAISES.match(text) or (wanted and text != wanted):
-                continue
-            fitting.append((release, lines))
+            fitting.append((abs(line - frame.line), release, line, lines))
             if not wanted:
-                break  # without the source, the first release that has the line says it
+                break  # without the source, the first release with a statement there says it
         if not fitting:
             return None
-        lines = fitting[0][1]
+        # the release the paste names, else the release whose line is the frame's (newest
+        # first), else the one where the statement moved least
+        named_first = (
+            fitting[0] if version is not None and fitting[0][1] == prefix + version else None
+        )
+        _, _, line, lines = named_first or min(fitting, key=lambda fit: fit[0])
+        exact = [release for moved, release, _, _ in fitting if moved == 0]
         return Statement(
             repo=project.repo,
             file_path=upstreams.path_prefix(project.repo) + package_path,
-            line=frame.line,
+            line=line,
             function=frame.function,
-            source=lines[frame.line - 1].strip(),
-            releases=tuple(release for release, _ in fitting),
+            source=lines[line - 1].strip(),
+            releases=tuple(exact or [release for _, release, _, _ in fitting]),
             lines=lines,
         )
 
@@ -181,6 +187,39 @@ class StatementRecords:
         name, _, version = release.partition("==")
         root = self._release_root(name, version) if self._release_root else None
         return None if root is None else _read_lines(root / package_path)
+
+
+def _statement_line(lines: Sequence[str], frame: Frame, wanted: str) -> int | None:
+    """The line of the frame's statement in a release's file: the frame's own line when it
+    holds the frame's source (or any statement but a raise, when the paste shows none),
+    else the nearest line within MOVED_LINES that holds the source in the frame's function
+    (the code moved between the paste's release and this one)."""
+    if 0 < frame.line <= len(lines):
+        text = lines[frame.line - 1].strip()
+        if text and not _RAISES.match(text) and (not wanted or text == wanted):
+            return frame.line
+    if not wanted or _RAISES.match(wanted):
+        return None
+    near = [
+        number
+        for number in range(
+            max(1, frame.line - MOVED_LINES), min(len(lines), frame.line + MOVED_LINES) + 1
+        )
+        if lines[number - 1].strip() == wanted
+    ]
+    for number in sorted(near, key=lambda number: abs(number - frame.line)):
+        if not frame.function or _function_at(lines, number) == frame.function:
+            return number
+    return None
+
+
+def _function_at(lines: Sequence[str], number: int) -> str | None:
+    """The function whose `def` is the nearest above a line."""
+    for at in range(number - 1, -1, -1):
+        found = _DEF.match(lines[at])
+        if found is not None:
+            return found[1]
+    return None
 
 
 @lru_cache(maxsize=256)
