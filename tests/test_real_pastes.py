@@ -83,9 +83,10 @@ OPTIONAL_KEYS = frozenset(
     }
 )
 NATIVE_FILES = (".cpp", ".cu", ".cuh", ".h")
-HELDOUT_FLOOR = {"known site top-1": 16, "known site confident wrong": 0}
-"""The held-out set's known-site figures when its round began (e01f1ec, before any change of
-the round; docs/benchmarks.md): a later change may not fall below them."""
+HELDOUT_FLOOR = {"known site top-1": 34, "known site confident wrong": 0}
+"""The held-out set's known-site figures as last measured (round 1 began at 16, e01f1ec; log
+sites made it 33, statement records 34: docs/benchmarks.md): a later change may not fall
+below them."""
 SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+$")
 RELEASE = re.compile(r"^[a-z][\w-]*==\d[\w.+-]*$")
 # A perfect match of a specific message with agreeing context scores about 100 points
@@ -130,14 +131,11 @@ PATCH_ONLY = (
 KNOWN_MISSES: dict[str, str] = {
     "vllm-019-max-context-length-openai-title.json": OTHER_WORDING,
     "vllm-026-image-tokens-placeholders-djl.json": SIMILAR_FIRST,
-    "vllm-063-keyerror-weight-scale-qwen2-load-weights.json": NO_RAISE,
     "vllm-073-error-in-model-execution-flash-attn.json": NOT_HARVESTED,
     "vllm-078-engine-dead-error-api-router-dead-error.json": SIMILAR_FIRST,
     "vllm-122-rope-scaling-keyerror-type-title.json": NO_RAISE,
     "vllm-127-marlin-gemm-dtype-interleaved-ranks.json": CPP,
     "vllm-129-gpus-per-node-not-divisible-2023.json": NOT_HARVESTED,
-    "vllm-168-llmengine-no-attribute-model-executor-openrlhf.json": NO_RAISE,
-    "sglang-001-nonetype-cpu-prepare-for-extend.json": NO_RAISE,
     "sglang-011-sgl-kernel-common-ops-ci.json": OTHER_PACKAGE,
     "sglang-012-sgl-kernel-common-ops-noclass.json": OTHER_PACKAGE,
     "sglang-013-sgl-kernel-cpu-could-not-find-cuda.json": OTHER_PACKAGE,
