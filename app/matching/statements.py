@@ -278,8 +278,9 @@ def _statement_record(statement: Statement, exception: ParsedException) -> Store
             f"{statement.repo}: the statement's operation failed on the values it was given."
         ),
         "triggerScenarios": (
-            f"The releases whose line {statement.line} of {statement.file_path} is this "
-            f"statement: {', '.join(statement.releases)}."
+            f"Harvested releases whose {statement.file_path} holds this statement at the "
+            f"pasted line, or else near it in the same function: "
+            f"{', '.join(statement.releases)}."
         ),
         "commonSituations": None,
         "solutions": None,
