@@ -85,7 +85,7 @@ class Statement:
     line: int
     function: str
     source: str
-    releases: tuple[str, ...]  # `name==version`, the cited one first
+    releases: tuple[str, ...]  # `name==version`: at the pasted line, else near it
     lines: tuple[str, ...]  # the cited release's file
 
 
