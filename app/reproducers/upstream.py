@@ -285,6 +285,17 @@ class Upstream:
         """Where `ensure_unpacked` puts a release; its existence means the unpack finished."""
         return self.cache_dir / UNPACKED_DIR / _release(name, version)
 
+    def cached_root(self, name: str, version: str) -> Path | None:
+        """Where the release's package folder lies when it is here already: unpacked in the
+        cache, or the installed distribution of that release; None otherwise (nothing is
+        downloaded: a match reads source lines from here)."""
+        unpacked = self.unpacked_dir(name, version)
+        if unpacked.is_dir():
+            return unpacked
+        if installed_version(name) == version:
+            return Path(str(importlib.metadata.distribution(name).locate_file(""))).resolve()
+        return None
+
     @contextmanager
     def _locked(self, name: str, version: str) -> Iterator[None]:
         """Serialise download and unpack of one release across concurrent reproducer runs."""
