@@ -14,9 +14,6 @@ from collections.abc import Sequence
 
 from app.matching.traceback import ParsedException
 
-# A record of a C++ or CUDA site: no Python frame is ever in its file.
-NATIVE_SUFFIXES = (".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp")
-
 _TAIL_SENTENCES = (
     r"CUDA kernel errors might be asynchronously reported"
     r"|For debugging consider passing CUDA_LAUNCH_BLOCKING=1"
@@ -27,11 +24,6 @@ _TAIL = re.compile(rf"[\s.]*(?:{_TAIL_SENTENCES})(?s:.*)\Z")
 _TAIL_LINE = re.compile(rf"\W*(?:{_TAIL_SENTENCES})")
 _KERNEL_ASSERTION = re.compile(r"Assertion `.+` failed")
 DEVICE_SIDE_ASSERT = "CUDA error: device-side assert triggered"
-
-
-def is_native(file_path: str | None) -> bool:
-    """Whether a record's file is C++ or CUDA source."""
-    return bool(file_path) and str(file_path).endswith(NATIVE_SUFFIXES)
 
 
 def without_tail(message: str) -> str:

@@ -30,6 +30,7 @@ from app.records.locations import (
     short_class,
 )
 from app.records.model import ErrorRecord
+from app.records.native_settings import is_native_file
 
 # Weights, in points; a perfect match of a specific message with agreeing context is ~100.
 FULL_MESSAGE = 40
@@ -414,7 +415,7 @@ def _context_score(candidate: Candidate, exception: ParsedException, paste: _Pas
                 f"raised in {candidate.calls}, the helper the record's site calls with its message"
             )
             tally.add("frames.helper", RAISED_BY_HELPER, hint)
-        elif native.is_native(candidate.file_path):
+        elif is_native_file(candidate.file_path):
             hint = "raised in native code, which the innermost frame calls into"
             tally.add("frames.native", 0, hint, said=False)
         elif _makes_exceptions(frames[-1]):
@@ -538,7 +539,7 @@ def raised_elsewhere(candidate: Candidate, exception: ParsedException) -> bool:
     return (
         bool(frames)
         and bool(candidate.file_path)
-        and not native.is_native(candidate.file_path)
+        and not is_native_file(candidate.file_path)
         and not _frames_in_files(candidate, frames)
         and _makes_exceptions(frames[-1])
     )
