@@ -173,8 +173,8 @@ def raised_where_known(name: str, case: dict[str, Any]) -> bool:
 
 def _assert_well_formed(name: str, case: dict[str, Any], number_prefix: str = "") -> None:
     """A case keeps the corpus's format: the fragment and the class are the paste's own
-    text; a held-out case (`number_prefix` "h") may also be a logged line or name a C++ or
-    CUDA file where native code raised it."""
+    text; a case native code raised may name its C++ or CUDA file, and a held-out case
+    (`number_prefix` "h") may also be a logged line."""
     assert KEYS <= set(case) <= KEYS | OPTIONAL_KEYS, name
     assert SOURCE.match(case["source"]), name
     assert case["project"] in PROJECTS, name
@@ -185,7 +185,7 @@ def _assert_well_formed(name: str, case: dict[str, Any], number_prefix: str = ""
     assert case["release"] is None or RELEASE.match(case["release"]), name
     assert isinstance(case["thirdParty"], bool), name
     assert isinstance(case.get("logged", False), bool), name
-    native = NATIVE_FILES if case.get("raisedInNative") and number_prefix else ()
+    native = NATIVE_FILES if case.get("raisedInNative") else ()
     assert case["raisingFile"] is None or case["raisingFile"].endswith((".py", *native)), name
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from app import upstreams
 from app.classes import BUILTIN_GRAPH, ClassGraph, ancestors, relation
+from app.matching import native
 from app.matching.index import Captures, PatternIndex
 from app.matching.libraries import WRONG_CALL, raised_by
 from app.matching.partial import Partial, unquoted
@@ -30,6 +31,7 @@ from app.records.locations import (
     short_class,
 )
 from app.records.model import ErrorRecord
+from app.records.native_settings import is_native_file
 
 # Weights, in points; a perfect match of a specific message with agreeing context is ~100.
 FULL_MESSAGE = 40
@@ -78,6 +80,9 @@ RAISED_HERE_DYNAMIC, RAISED_HERE_OTHER_MESSAGE = 34, 14
 # same words at most (SGLang's loader beside vLLM's, a Modal wrapper's vLLM paste answered
 # by torch's profiler), and stays a possibility.
 LIKELY = 50
+# A record whose pattern matches a kernel's assertion line before a device-side assert: the
+# site that failed, more specific than the CUDA error that reports it afterwards.
+KERNEL_ASSERTION = 8
 RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees nor differs
 NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
 # Fewer literal characters than this (`CUDA error: {error}`, `No module named {name}`): the
@@ -93,7 +98,7 @@ _INTERPRETER_WORDS = re.compile(
 )
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-05.1"
+RANKING_VERSION = "2026-12-05.2"
 POINTS_DIGITS = 2
 
 _MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
@@ -259,9 +264,16 @@ def _captures(candidate: Candidate, found: Captures | None) -> dict[str, str | N
 
 
 def _message_variants(exception: ParsedException) -> list[str]:
-    """The message, and for KeyError-style reprs the string inside."""
+    """The message, for KeyError-style reprs the string inside, and without the tail torch
+    appends to every CUDA error."""
+    variants = [exception.message]
     inner = unquoted(exception.message)
-    return [exception.message] if inner is None else [exception.message, inner]
+    if inner is not None:
+        variants.append(inner)
+    bare = native.without_tail(exception.message)
+    if bare and bare != exception.message:
+        variants.append(bare)
+    return variants
 
 
 class _Matches:
@@ -410,6 +422,9 @@ def _context_score(candidate: Candidate, exception: ParsedException, paste: _Pas
                 f"raised in {candidate.calls}, the helper the record's site calls with its message"
             )
             tally.add("frames.helper", RAISED_BY_HELPER, hint)
+        elif is_native_file(candidate.file_path):
+            hint = "raised in native code, which the innermost frame calls into"
+            tally.add("frames.native", 0, hint, said=False)
         elif _makes_exceptions(frames[-1]):
             hint = (
                 f"raised in {frames[-1].file}, and no frame is in the record's file: "
@@ -525,11 +540,13 @@ def _makes_exceptions(frame: Frame) -> bool:
 
 def raised_elsewhere(candidate: Candidate, exception: ParsedException) -> bool:
     """Whether the exception's frames say it was raised in code no frame of the record's
-    file is in (`frames.raised-elsewhere`): the record is at most a copy of its message."""
+    file is in (`frames.raised-elsewhere`): the record is at most a copy of its message. A
+    C++ or CUDA site has no Python frame: any frame may be the call into it."""
     frames = exception.frames
     return (
         bool(frames)
         and bool(candidate.file_path)
+        and not is_native_file(candidate.file_path)
         and not _frames_in_files(candidate, frames)
         and _makes_exceptions(frames[-1])
     )
@@ -602,6 +619,7 @@ def rank(
     the same message with the same score go together under the first one.
     """
     paste = _Paste(exceptions, graph or BUILTIN_GRAPH, log_repos, log_versions or {})
+    asserted = native.device_side_assert(exceptions)
     best: dict[str, Match] = {}
     matches = _Matches(index)
 
@@ -611,10 +629,19 @@ def rank(
 
     for record_id, exception_index, line, on_message in hits:
         candidate = candidates.get(record_id)
-        if candidate is None:
-            continue
+        if candidate is None or native.is_tail_line(line.strip()):
+            continue  # the CUDA errors' common tail names none of them
         specificity = index.specificity(record_id)
-        if exception_index is not None and on_message:
+        if exception_index is None and asserted is not None and native.is_kernel_assertion(line):
+            exception_index, on_message = asserted, True
+            found = matches(record_id, line)
+            explains = found is not None
+            hint = "pattern matches the kernel assertion printed before the device-side assert"
+            tally = _said(
+                Component("message.kernel-assertion", FULL_MESSAGE + KERNEL_ASSERTION, hint)
+            )
+            tally.extend(_context_score(candidate, exceptions[asserted], paste))
+        elif exception_index is not None and on_message:
             exception = exceptions[exception_index]
             in_frames = paste.frames_agree(candidate, exception)
             if specificity < NEEDS_FRAMES_BELOW and not in_frames:

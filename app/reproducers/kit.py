@@ -29,6 +29,7 @@ from typing import Any
 
 from app import upstreams
 from app.config import Settings
+from app.matching import native
 from app.matching.index import MAX_SUBJECT_CHARS, PatternIndex
 from app.matching.rank import candidate_from, short_class
 from app.matching.service import find_matches
@@ -156,7 +157,8 @@ def _matches_whole(index: PatternIndex, record_id: str, message: str) -> bool:
 
     The index reads a message's first MAX_SUBJECT_CHARS only, so a longer one (vLLM's list of
     every supported architecture runs to 11,000 characters) is judged by a match that starts
-    at its beginning within them."""
+    at its beginning within them. The tail torch appends to every CUDA error is not read."""
+    message = native.without_tail(message) or message
     if len(message) <= MAX_SUBJECT_CHARS:
         return index.match(record_id, message, full=True) is not None
     found = index.match(record_id, message)

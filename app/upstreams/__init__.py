@@ -58,3 +58,10 @@ def keyword_suffixes() -> dict[str, tuple[str, ...]]:
         for project in UPSTREAMS
         for name, keywords in project.keyword_suffixes.items()
     }
+
+
+def native_exceptions() -> dict[str, tuple[str, ...]]:
+    """Every exception class the projects' compiled code defines -> its bases."""
+    return {
+        name: bases for project in UPSTREAMS for name, bases in project.native_exceptions.items()
+    }

@@ -54,6 +54,9 @@ class UpstreamProject:
     version 0.6.3`); `NAME==VERSION` and a `pip list` row name any project's."""
     checks: dict[str, str] = field(default_factory=dict)
     """Functions that raise when their condition is false: name -> exception class."""
+    native_exceptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Exception classes its compiled code defines, which no Python source harvested declares:
+    class name -> base names, as the release's type stubs declare them."""
     error_responses: tuple[str, ...] = ()
     """Functions that build an HTTP error response from a message instead of raising it
     (`create_error_response(message, err_type="NotFoundError", status_code=404)`): users

@@ -30,4 +30,14 @@ PROJECT = UpstreamProject(
         "torch._check_not_implemented": "NotImplementedError",
     },
     plain_values={"params": "[torch.nn.Parameter(torch.zeros(2))]"},
+    # torch/_C/__init__.pyi and torch/_C/_distributed_c10d.pyi: a CUDA error is an
+    # AcceleratorError since 2.8, a RuntimeError before; NCCL's are DistBackendErrors.
+    native_exceptions={
+        "AcceleratorError": ("RuntimeError",),
+        "OutOfMemoryError": ("RuntimeError",),
+        "DistError": ("RuntimeError",),
+        "DistBackendError": ("DistError",),
+        "DistNetworkError": ("DistError",),
+        "DistStoreError": ("DistError",),
+    },
 )
