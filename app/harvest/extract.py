@@ -25,6 +25,7 @@ from app import upstreams
 from app.harvest.collect import extract_module
 from app.harvest.context import add_context
 from app.harvest.explain import add_explanations
+from app.harvest.native import native_files, read_native
 from app.harvest.render import Release, file_drafts
 from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.harvest.sites import (
@@ -56,6 +57,7 @@ def harvest_tree(
     path_prefix: str = "",
     package_dir: str | None = None,
     progress: ProgressCallback | None = None,
+    native_root: Path | None = None,
 ) -> HarvestResult:
     """Draft records, with code context, for every raise site under `root/package_dir`.
 
@@ -64,6 +66,9 @@ def harvest_tree(
     `python/sglang/...`. `ref` (tag or commit) pins githubUrl and is the analyzedSha.
     Modules are parsed once; messages built in another module (a class's `__init__`),
     callers and handlers are resolved over the whole release afterwards.
+
+    The project's C++/CUDA folders under `native_root` (its `native_sources`) add their
+    native sites, each filed at the path the repository keeps it at.
     """
     release = Release(repo, ref, analyzed_at)
     paths = _python_files(root / package_dir if package_dir else root)
@@ -94,7 +99,35 @@ def harvest_tree(
         add_context(result.drafts, modules, classes.bases, release.repo, release.ref)
         project = upstreams.BY_REPO.get(repo)
         add_explanations(result.drafts, modules, project, release.repo, release.ref)
+    if native_root is not None and project is not None:
+        for folder, repo_folder in project.native_sources.items():
+            _harvest_native(result, native_root, folder, repo_folder, release)
     return result
+
+
+def _harvest_native(
+    result: HarvestResult, root: Path, folder: str, repo_folder: str, release: Release
+) -> None:
+    """The native sites of one C++/CUDA folder as drafts, rendered as Python sites are."""
+    base = root / folder
+    for path in native_files(base):
+        file_path = f"{repo_folder}/{path.relative_to(base).as_posix()}"
+        found = read_native(path, file_path)
+        result.skipped.update(found.skipped)
+        if not found.source:
+            continue
+        result.native_files += 1
+        result.native_sites += len(found.sites)
+        drafts = file_drafts(found.sites, found.source, file_path, release)
+        for draft in drafts:
+            site = draft.site
+            if site is not None:
+                draft.context = {
+                    "function": site.function,
+                    "guard": site.guard,
+                    "macro": site.macro,
+                }
+        result.drafts.extend(drafts)
 
 
 @contextmanager
