@@ -63,8 +63,8 @@ def test_each_macro_names_the_class_python_sees() -> None:
         '  TORCH_CHECK_INDEX(i < 8, "index ", i, " is out of bounds");\n'
         '  TORCH_CHECK_TYPE(false, "expected a float tensor");\n'
         '  TORCH_CHECK_NOT_IMPLEMENTED(false, "not implemented for sparse");\n'
-        "  C10_THROW_ERROR(ValueError, \"Unrecognized key '\", key,\n"
-        "                  \"' in CUDA allocator config\");\n"
+        '  C10_THROW_ERROR(ValueError, "Unrecognized key \'", key,\n'
+        '                  "\' in CUDA allocator config");\n'
         '  AT_ERROR("No available kernel. Aborting execution.");\n'
         '  TORCH_WARN("this overload is deprecated");\n}\n'
     )
@@ -249,3 +249,10 @@ def test_vllm_csrc_checks_are_harvested_per_release() -> None:
     assert record["githubUrl"].startswith(
         "https://github.com/vllm-project/vllm/blob/v0.33.0/csrc/torch_utils.h#L"
     )
+
+
+def test_a_macro_forwarding_its_own_condition_is_not_a_site() -> None:
+    source = "#define CUDA_KERNEL_ASSERT_VERBOSE(cond, ...) \\\n  CUDA_KERNEL_ASSERT(cond)\n"
+    assert _templates(source) == []
+    kernel = "__global__ void k(int i, int n) {\n  CUDA_KERNEL_ASSERT(i < n);\n}\n"
+    assert _templates(kernel) == [(2, "k", "RuntimeError", "{where}Assertion `i < n` failed.")]

@@ -95,6 +95,7 @@ _CONTROL_WORDS = frozenset(
     "if for while switch catch return sizeof decltype alignof static_assert defined".split()
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_~][A-Za-z0-9_]*(?:::~?[A-Za-z_][A-Za-z0-9_]*)*")
+_DEFINE_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+\w+\(([^)]*)\)")
 _DIRECTIVE = re.compile(r"\s*#\s*(?:define\s+$|if|elif|undef)")
 _BRACES = re.compile(r"[{}]")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:~")
@@ -157,6 +158,8 @@ def native_sites(source: str) -> tuple[list[RaiseSite], Counter[str]]:
             skipped[SkipReason.UNPARSABLE_FILE] += 1
             continue
         macro = found.group(1)
+        if args and _squash(args[0]) in _define_parameters(code, starts, start):
+            continue  # a macro that forwards its own condition: its uses are the sites
         error_class, kind, level, parts = _message_parts(macro, args)
         if parts is None:
             skipped[SkipReason.DYNAMIC_CLASS] += 1
@@ -184,6 +187,16 @@ def native_sites(source: str) -> tuple[list[RaiseSite], Counter[str]]:
             )
         )
     return sites, skipped
+
+
+def _define_parameters(code: str, starts: list[int], offset: int) -> tuple[str, ...]:
+    """The parameters of the `#define NAME(a, b)` whose body holds the offset, if any: its
+    logical line runs back over lines that end with a backslash."""
+    line = bisect_right(starts, offset) - 1
+    while line > 0 and starts[line] >= 2 and code[starts[line] - 2] == "\\":
+        line -= 1
+    found = _DEFINE_HEAD.match(code, starts[line])
+    return tuple(p.strip() for p in found.group(1).split(",")) if found else ()
 
 
 def _message_parts(macro: str, args: list[str]) -> tuple[str | None, str, str | None, Parts | None]:
