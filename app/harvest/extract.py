@@ -23,10 +23,11 @@ from pathlib import Path
 
 from app import upstreams
 from app.harvest.collect import extract_module
+from app.harvest.compiled import library_sites
 from app.harvest.context import add_context
 from app.harvest.explain import add_explanations
 from app.harvest.native import native_files, read_native
-from app.harvest.render import Release, file_drafts
+from app.harvest.render import Release, file_drafts, library_drafts
 from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.harvest.sites import (
     LOG_KINDS,
@@ -102,6 +103,12 @@ def harvest_tree(
     if native_root is not None and project is not None:
         for folder, repo_folder in project.native_sources.items():
             _harvest_native(result, native_root, folder, repo_folder, release)
+        for library in project.native_libraries:
+            if (native_root / library).is_file():
+                literals, skipped = library_sites(native_root / library)
+                result.skipped.update(skipped)
+                result.library_sites += len(literals)
+                result.drafts.extend(library_drafts(literals, library, release))
     return result
 
 

@@ -113,6 +113,7 @@ class HarvestResult:
     located: int = 0  # drafts of dynamic messages, matched by their raise site
     native_files: int = 0  # C++/CUDA files read with a check macro in them
     native_sites: int = 0  # native sites drafted in them
+    library_sites: int = 0  # message literals drafted from compiled libraries
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
 
 

@@ -17,6 +17,11 @@ PROJECT = UpstreamProject(
         "torch/include/torch/csrc": "torch/csrc",
         "torch/include/torch/headeronly": "torch/headeronly",
     },
+    # Its checks in .cpp/.cu files are only in these (the CUDA build's two where installed).
+    native_libraries=tuple(
+        f"torch/lib/{name}.so"
+        for name in ("libc10", "libtorch_cpu", "libtorch_python", "libc10_cuda", "libtorch_cuda")
+    ),
     current_release="torch==2.13.0",
     # People paste from every torch 2 release (2023 onwards). Newest first.
     older_releases=releases(
