@@ -2,6 +2,7 @@
 locations and history as Python raise sites."""
 
 import io
+import shutil
 import tarfile
 import zipfile
 from pathlib import Path
@@ -256,3 +257,33 @@ def test_a_macro_forwarding_its_own_condition_is_not_a_site() -> None:
     assert _templates(source) == []
     kernel = "__global__ void k(int i, int n) {\n  CUDA_KERNEL_ASSERT(i < n);\n}\n"
     assert _templates(kernel) == [(2, "k", "RuntimeError", "{where}Assertion `i < n` failed.")]
+
+
+def test_the_installed_torch_headers_are_filed_where_the_repository_keeps_them(
+    tmp_path: Path,
+) -> None:
+    torch = pytest.importorskip("torch")
+    header = "torch/include/ATen/native/layer_norm.h"
+    (tmp_path / header).parent.mkdir(parents=True)
+    shutil.copy(Path(torch.__file__).parent.parent / header, tmp_path / header)
+    result = harvest_tree(
+        tmp_path, repo="pytorch/pytorch", ref="v2.13.0", analyzed_at="x", native_root=tmp_path
+    )
+    message = (
+        "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+        "one element, but got normalized_shape = {normalized_shape}"
+    )
+    found = [
+        d.record
+        for d in result.drafts
+        if d.record["filePath"] == "aten/src/ATen/native/layer_norm.h"
+        and d.record["errorMessage"] == message
+    ]
+    assert [(r["lineNumber"], r["errorClass"]) for r in found] == [
+        (22, "RuntimeError"),
+        (60, "RuntimeError"),
+    ]
+    assert len({r["id"] for r in found}) == 2  # two sites, two records
+    assert found[0]["githubUrl"].startswith(
+        "https://github.com/pytorch/pytorch/blob/v2.13.0/aten/src/ATen/native/layer_norm.h#L"
+    )
