@@ -55,7 +55,8 @@ _CANDIDATE = re.compile(
 _ASSERT_PLACE = re.compile(r' INTERNAL ASSERT FAILED at "([^"]*)":(\d+)')
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _NOT_MESSAGE = re.compile(
-    r"aten::|Tensor\(|\) -> |^[\w.]+\(|%[-#0-9.]*[sdizulfgxXcp]|\\[a-z]|[<>]{2}|^[A-Z_]{4,}\b"
+    r"^\w+ = \w+\(|aten::|Tensor\(|\) -> |^[\w.]+\("  # ONNX bodies, schemas, calls
+    r"|%[-#0-9.]*[sdizulfgxXcp]|\\[a-z]|[<>]{2}|^[A-Z_]{4,}\b"  # printf, escapes, names
 )
 _VALUE_BEFORE = (" ", "(", "=", ": ", "[", "'", '"')  # a fragment that ends with one needs a value
 _VALUE_AFTER = (" ", ",", ")", ".", "'", '"', "]", ";", "!")  # one that begins so had one
