@@ -117,14 +117,24 @@ def test_a_release_with_the_library_stores_its_messages_as_drafts(
     (root / "torch" / "lib").mkdir(parents=True)
     (root / "torch" / "__init__.py").write_text("")
     shutil.copy(library, root / "torch" / "lib" / "libc10.so")
+    header = root / "torch" / "include" / "c10" / "core" / "Kernel.h"
+    header.parent.mkdir(parents=True)
+    header.write_text(
+        'void pick() {\n  AT_ERROR("No available kernel.  Aborting execution.");\n}\n'
+    )
     release = drafts.resolve_release(str(root), repo="pytorch/pytorch", ref="v2.13.0")
     result, counts = drafts.harvest_release(session, release)
-    assert (result.library_sites, counts.created) == (3, 3)
+    assert (result.native_sites, result.library_sites, counts.created) == (1, 2, 3)
     page = records.list_records(session, RecordFilters(repo="pytorch/pytorch"), 10)
     stored = {item.record.error_message: item for item in page.items}
-    kernel = stored["No available kernel.  Aborting execution."]
-    assert kernel.record.file_path == "torch/lib/libc10.so"
-    [location] = locations.record_locations(session, [kernel.id])[kernel.id]
+    kernel = stored["No available kernel.  Aborting execution."]  # the header's, not a copy
+    assert (kernel.record.file_path, kernel.record.line_number) == ("c10/core/Kernel.h", 2)
+    device = stored[
+        "Expected all tensors to be on the same device, but got {value}, different from other "
+        "tensors on {value_2} (when checking argument in method {value_3}"
+    ]
+    assert device.record.file_path == "torch/lib/libc10.so"
+    [location] = locations.record_locations(session, [device.id])[device.id]
     assert location.release == "pytorch/pytorch@v2.13.0"
     assert location.context is not None
     assert location.context["sourceFile"] == "aten/src/ATen/core/adaption.cpp"

@@ -72,6 +72,7 @@ class LiteralSite:
     source_file: str | None
     line: int | None
     offset: int  # in the library's read-only data: the order of the sites
+    head: str = ""  # the literal the message begins with, as the library has it
 
 
 def rodata_sections(path: Path) -> list[tuple[int, bytes]]:
@@ -199,7 +200,7 @@ def _site(pieces: list[str], offset: int, units: list[tuple[int, str]]) -> Liter
     source = built.group(1).decode() if built else _unit_at(units, offset)
     line = int(place.group(2)) if built and place else None
     error_class = RUNTIME_ERROR if place or head.startswith("Expected ") else UNKNOWN_CLASS
-    return LiteralSite(message, error_class, source, line, offset)
+    return LiteralSite(message, error_class, source, line, offset, head)
 
 
 def _unit_at(units: list[tuple[int, str]], offset: int) -> str | None:

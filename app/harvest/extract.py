@@ -39,6 +39,7 @@ from app.harvest.sites import (
 )
 
 SKIPPED_DIRS = frozenset({"test", "tests", "benchmarks"})
+IN_A_HEADER = "library literal of a header's check"  # drafted from the header instead
 
 
 def extract_raises(source: str, rel_path: str = "<unknown>") -> list[RaiseSite]:
@@ -101,14 +102,20 @@ def harvest_tree(
         project = upstreams.BY_REPO.get(repo)
         add_explanations(result.drafts, modules, project, release.repo, release.ref)
     if native_root is not None and project is not None:
+        first_native = len(result.drafts)
         for folder, repo_folder in project.native_sources.items():
             _harvest_native(result, native_root, folder, repo_folder, release)
+        # A header's check is compiled into the libraries too: its record is the header's,
+        # which knows the file and line, so the library's copy of its text is left out.
+        known = "\0".join(d.record["errorMessage"] for d in result.drafts[first_native:])
         for library in project.native_libraries:
             if (native_root / library).is_file():
                 literals, skipped = library_sites(native_root / library)
+                kept = [site for site in literals if site.head not in known]
                 result.skipped.update(skipped)
-                result.library_sites += len(literals)
-                result.drafts.extend(library_drafts(literals, library, release))
+                result.skipped[IN_A_HEADER] += len(literals) - len(kept)
+                result.library_sites += len(kept)
+                result.drafts.extend(library_drafts(kept, library, release))
     return result
 
 
