@@ -17,7 +17,6 @@ from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.reproducers.upstream import Upstream, UpstreamError, _unpack_native
-from tests.helpers.releases import RELEASES
 
 VLLM = "vllm-project/vllm"
 # Lines of vLLM 0.33.0's csrc, as the release has them.
@@ -238,6 +237,8 @@ def test_a_broken_archive_is_an_upstream_error(tmp_path: Path) -> None:
 
 @pytest.mark.network
 def test_vllm_csrc_checks_are_harvested_per_release() -> None:
+    from tests.helpers.releases import RELEASES
+
     release = drafts.resolve_release("vllm==0.33.0", releases=RELEASES)
     extracted = drafts.extract_release(release)
     native = [d.record for d in extracted.result.drafts if d.record["filePath"].startswith("csrc/")]
