@@ -46,6 +46,8 @@ DOWNLOAD_CHUNK = 1 << 20
 SDIST_SKIPPED = frozenset({"tests", "benchmarks", "examples", "docs", "tools", ".buildkite"})
 SRC_LAYOUT = "src"  # the folder a src-layout sdist keeps its package in
 UNPACKED_DIR = "unpacked"
+NATIVE_DIR = "native"  # a release's C++/CUDA sources, unpacked apart from its Python
+NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp")
 ENVS_DIR = "envs"  # pure-Python requirements of a release, installed for its reproducers
 LOCKS_DIR = "locks"
 PIP_TIMEOUT_S = 600
@@ -191,6 +193,36 @@ def _unpack_sdist(sdist: Path, name: str, version: str, into: Path) -> None:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(source.read())
+
+
+def _unpack_native(archive: Path, folders: tuple[str, ...], into: Path) -> None:
+    """The C++/CUDA files of an sdist (without its top folder) or a wheel under `folders`;
+    only regular files, on paths inside ``into``."""
+
+    def write(relative: str, data: bytes) -> None:
+        parts = relative.split("/")
+        if ".." in parts or relative.startswith("/"):
+            return
+        target = into / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def wanted(relative: str) -> bool:
+        return relative.startswith(folders) and relative.endswith(NATIVE_SUFFIXES)
+
+    if archive.name.endswith(".tar.gz"):
+        with tarfile.open(archive, "r:gz") as sdist:
+            for member in sdist:
+                relative = member.name.partition("/")[2]
+                if member.isfile() and wanted(relative):
+                    source = sdist.extractfile(member)
+                    if source is not None:
+                        write(relative, source.read())
+        return
+    with zipfile.ZipFile(archive) as wheel:
+        for name in wheel.namelist():
+            if wanted(name):
+                write(name, wheel.read(name))
 
 
 def _wanted(member: str) -> bool:
@@ -411,6 +443,31 @@ class Upstream:
                         for member in wheel.namelist():
                             if _wanted(member):
                                 wheel.extract(member, tmp)
+                tmp.rename(target)
+            except (OSError, zipfile.BadZipFile, tarfile.TarError) as exc:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise UpstreamError(f"unpacking {archive.name} failed: {exc}") from exc
+        return target
+
+    def ensure_native(self, name: str, version: str, folders: Sequence[str]) -> Path | None:
+        """Root of the release's C++/CUDA sources under `folders` (paths inside its sdist or
+        wheel), unpacked once from the archive `ensure_unpacked` fetched, apart from the
+        Python tree (whose cache predates them); None when no archive of it is cached."""
+        target = self.cache_dir / NATIVE_DIR / _release(name, version)
+        if target.is_dir() or not folders:
+            return target if folders else None
+        with self._locked(name, version):
+            if target.is_dir():
+                return target
+            archive = _find_sdist(self.cache_dir / SDISTS_DIR, name, version) or _find_wheel(
+                self.cache_dir / WHEELS_DIR, name, version
+            )
+            if archive is None:
+                return None
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+            try:
+                _unpack_native(archive, tuple(f"{folder}/" for folder in folders), tmp)
                 tmp.rename(target)
             except (OSError, zipfile.BadZipFile, tarfile.TarError) as exc:
                 shutil.rmtree(tmp, ignore_errors=True)

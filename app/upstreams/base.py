@@ -52,6 +52,13 @@ class UpstreamProject:
     version_banner: re.Pattern[str] | None = None
     """A line its logs print with its version, the group `version` (`vLLM API server
     version 0.6.3`); `NAME==VERSION` and a `pip list` row name any project's."""
+    native_sources: dict[str, str] = field(default_factory=dict)
+    """Folders of C++/CUDA sources in a release (its sdist, or the installed wheel's headers)
+    -> where they sit in the repository: `csrc` -> `csrc`, torch's `torch/include/c10` ->
+    `c10`. Their check macros are harvested as native sites (app/harvest/native.py)."""
+    native_libraries: tuple[str, ...] = ()
+    """Compiled libraries of an installed release (paths below its site-packages) whose
+    message literals are harvested (app/harvest/compiled.py); those absent are passed over."""
     checks: dict[str, str] = field(default_factory=dict)
     """Functions that raise when their condition is false: name -> exception class."""
     native_exceptions: dict[str, tuple[str, ...]] = field(default_factory=dict)

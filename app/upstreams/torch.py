@@ -9,6 +9,19 @@ PROJECT = UpstreamProject(
     package="torch",
     repo="pytorch/pytorch",
     distribution="torch",
+    # The wheel's headers, each where the repository keeps it; their inline checks raise
+    # in every program that includes them (the compiled libraries' messages are read apart).
+    native_sources={
+        "torch/include/ATen": "aten/src/ATen",
+        "torch/include/c10": "c10",
+        "torch/include/torch/csrc": "torch/csrc",
+        "torch/include/torch/headeronly": "torch/headeronly",
+    },
+    # Its checks in .cpp/.cu files are only in these (the CUDA build's two where installed).
+    native_libraries=tuple(
+        f"torch/lib/{name}.so"
+        for name in ("libc10", "libtorch_cpu", "libtorch_python", "libc10_cuda", "libtorch_cuda")
+    ),
     current_release="torch==2.13.0",
     # People paste from every torch 2 release (2023 onwards). Newest first.
     older_releases=releases(

@@ -8,6 +8,7 @@ PROJECT = UpstreamProject(
     package="vllm",
     repo="vllm-project/vllm",
     distribution="vllm",
+    native_sources={"csrc": "csrc"},
     current_release="vllm==0.33.0",
     # The last patch of each minor release before 0.33.0, back to 0.2 (2023): people still
     # run them, and paste their messages and raise sites. Newest first.
