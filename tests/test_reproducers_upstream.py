@@ -146,6 +146,39 @@ def test_load_module_runs_no_parent_init(cache: Path, releases: Upstream) -> Non
         forget("demo_pkg")
 
 
+def test_a_module_that_imports_a_dunder_of_its_package_runs_its_init(
+    cache: Path, releases: Upstream
+) -> None:
+    """transformers' modules import `__version__` from their package, whose `__init__` is
+    lazy: a dunder the `__init__` binds runs it; one it does not stays refused."""
+    make_wheel(
+        cache,
+        "demo_lazy",
+        {
+            "demo_lazy/__init__.py": "__version__ = '5.24.0'\n",
+            "demo_lazy/utils/__init__.py": "from .. import __version__\n",
+            "demo_lazy/audio.py": "from .utils import __version__ as VERSION\n",
+        },
+    )
+    try:
+        module = releases.load_module("demo_lazy", "1.0", "demo_lazy.audio", package_inits=True)
+        assert module.VERSION == "5.24.0"
+        with pytest.raises(AttributeError):
+            sys.modules["demo_lazy"].__wrapped__  # noqa: B018
+    finally:
+        forget("demo_lazy")
+
+
+def test_the_top_package_as_target_runs_its_own_init(cache: Path, releases: Upstream) -> None:
+    make_wheel(cache, "demo_top", {"demo_top/__init__.py": "def check(): raise ValueError"})
+    try:
+        module = releases.load_module("demo_top", "1.0", "demo_top", package_inits=True)
+        assert callable(module.check)
+        assert str(releases.unpacked_dir("demo_top", "1.0")) not in sys.path
+    finally:
+        forget("demo_top")
+
+
 def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path, releases: Upstream) -> None:
     make_wheel(
         cache,

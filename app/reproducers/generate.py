@@ -42,6 +42,10 @@ class Reason(StrEnum):
     """Why a site gets no generated script."""
 
     NO_SOURCE = "the source file is not in the release"
+    NOT_INSTALLED = (
+        "raised in an older release of a project run as installed (torch), not in the one"
+        " installed here"
+    )
     MODULE_LEVEL = "raised at module level, outside a function"
     NESTED = "raised in a nested function or class"
     NOT_A_RAISE = (

@@ -14,12 +14,15 @@ Nothing here imports torch: the upstream modules (and torch with them) are only 
 the reproducer subprocesses, through `load_module`.
 """
 
+import ast
 import fcntl
+import functools
 import hashlib
 import importlib
 import importlib.machinery
 import importlib.metadata
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -28,13 +31,16 @@ import tarfile
 import tempfile
 import warnings
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app import upstreams
+
+if TYPE_CHECKING:
+    from app.reproducers.imports import Needs
 
 WHEELS_DIR = "wheels"
 SDISTS_DIR = "sdists"
@@ -46,7 +52,9 @@ DOWNLOAD_CHUNK = 1 << 20
 SDIST_SKIPPED = frozenset({"tests", "benchmarks", "examples", "docs", "tools", ".buildkite"})
 SRC_LAYOUT = "src"  # the folder a src-layout sdist keeps its package in
 UNPACKED_DIR = "unpacked"
-ENVS_DIR = "envs"  # pure-Python requirements of a release, installed for its reproducers
+ENVS_DIR = "envs"  # what a release's modules import at load, installed for its reproducers
+ENVIRONMENT_MANIFEST = "errkb-environment.json"  # what an environment was made to hold
+REQUIREMENTS_DIR = "requirements"  # wheels of requirements, read for the names they ship
 LOCKS_DIR = "locks"
 PIP_TIMEOUT_S = 600
 _GITHUB_REPO = re.compile(r"https?://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?(?:[/#?]|$)")
@@ -237,7 +245,9 @@ def _empty_package(qualname: str, folder: Path) -> ModuleType:
 
     def run_init_for(attr: str) -> object:
         namespace = module.__dict__
-        if attr.startswith("__") or namespace.get("__getattr__") is not run_init_for:
+        if (attr.startswith("__") and attr not in _bound_names(init)) or namespace.get(
+            "__getattr__"
+        ) is not run_init_for:
             raise AttributeError(f"module {qualname!r} has no attribute {attr!r}")
         del namespace["__getattr__"]  # once: the __init__ may define its own
         if init.is_file():
@@ -257,6 +267,26 @@ def _empty_package(qualname: str, folder: Path) -> ModuleType:
     return module
 
 
+@functools.lru_cache(maxsize=64)
+def _bound_names(init: Path) -> frozenset[str]:
+    """The names a package's `__init__` binds at its top level (`__version__`, imported
+    ones): a dunder asked of an emptied package runs the `__init__` only when it is one of
+    these (transformers' modules import `__version__` from theirs), never for what the
+    import system and `inspect` probe (`__file__`, `__wrapped__`)."""
+    try:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(statement, ast.ImportFrom):
+            names.update(alias.asname or alias.name for alias in statement.names)
+    return frozenset(names)
+
+
 def _stub_module(qualname: str) -> ModuleType:
     spec = importlib.machinery.ModuleSpec(qualname, None)
     module = importlib.util.module_from_spec(spec)
@@ -271,6 +301,75 @@ def installed_version(name: str) -> str | None:
         return importlib.metadata.version(name).split("+")[0]
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    """What an environment says it holds (`ensure_environment`); empty when it says nothing."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _install_environment(target: Path, specs: list[str], missing: dict[str, str]) -> None:
+    """Install `specs` and what they require into a new folder that replaces `target`.
+
+    pip resolves them from the index's metadata (torch held at the release installed here,
+    so nothing pulls in another torch or CUDA's packages); what this interpreter already
+    has is left out, the rest installed without dependencies. Specs that cannot be resolved
+    together are resolved one by one and those that fail named in the manifest."""
+    from app.reproducers import imports
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        constraints = tmp / "constraints.txt"
+        torch = installed_version("torch")
+        constraints.write_text(f"torch=={torch}\n" if torch else "", encoding="utf-8")
+        items = imports.resolve(specs, constraints=constraints)
+        refused: dict[str, str] = {}
+        if not items:
+            for spec in specs:
+                alone = imports.resolve([spec], constraints=constraints)
+                if not alone:
+                    refused[spec] = "pip cannot resolve it with the torch installed here"
+                items += alone
+        pins: dict[str, str] = {}
+        for item in items:
+            metadata = item.get("metadata", {})
+            name = _normalized(metadata.get("name", ""))
+            if name and name not in pins and installed_version(name) is None:
+                pins[name] = f"{name}=={metadata.get('version')}"
+        constraints.unlink()
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+        command += ["--disable-pip-version-check", "--only-binary=:all:", "--target", str(tmp)]
+        if pins:
+            done = subprocess.run(
+                [*command, *sorted(pins.values())],
+                capture_output=True,
+                text=True,
+                timeout=PIP_TIMEOUT_S,
+                check=False,
+            )
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                raise UpstreamError(
+                    f"pip install failed (exit {done.returncode}): " + " | ".join(tail)
+                )
+        held = {"specs": specs, "installed": sorted(pins.values()), "missing": missing}
+        held["refused"] = refused
+        (tmp / ENVIRONMENT_MANIFEST).write_text(json.dumps(held, indent=1), encoding="utf-8")
+        old = target.with_name(f".{target.name}-old")
+        shutil.rmtree(old, ignore_errors=True)
+        if target.is_dir():
+            target.rename(old)
+        tmp.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UpstreamError(f"installing {target.name}'s environment failed: {exc}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Upstream:
@@ -410,62 +509,43 @@ class Upstream:
         """Where `ensure_environment` installs a release's requirements."""
         return self.cache_dir / ENVS_DIR / _release(name, version)
 
-    def requirements(self, name: str, version: str) -> list[str]:
-        """The release's own requirements (no extras) that apply to this interpreter."""
-        from packaging.requirements import InvalidRequirement, Requirement
+    def environment_needs(self, name: str, version: str, modules: Iterable[str]) -> "Needs":
+        """What these modules of the release import at load beyond this interpreter, as the
+        release's requirement specs (app.reproducers.imports), and the names none provides."""
+        from app.reproducers import imports
 
+        root = self.ensure_unpacked(name, version)
+        found: dict[str, str] = {}
+        for module in sorted(set(modules)):
+            for imported, where in imports.load_imports(root, module).items():
+                found.setdefault(imported, where)
         distribution = importlib.metadata.PathDistribution(self._dist_info(name, version))
-        found = []
-        for line in distribution.requires or []:
-            try:
-                requirement = Requirement(line)
-            except InvalidRequirement:
-                continue
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                found.append(str(requirement))
-        return found
+        requirements = imports.base_requirements(distribution.requires or [])
+        top_levels = imports.TopLevels(self.cache_dir / WHEELS_DIR / REQUIREMENTS_DIR)
+        return imports.requirement_specs(found, requirements, top_levels)
 
-    def ensure_environment(self, name: str, version: str, wanted: Sequence[str]) -> Path:
-        """A folder with those of the release's requirements named in `wanted` (and what they
-        need) installed by pip, at the versions the release asks for: what its modules import
-        on CPU beyond this interpreter's own packages (torch, numpy). Made once, under the
-        release's lock, into a temporary folder renamed when complete; reproducer scripts put
-        it last on their path (`app.reproducers.kit.load_target`)."""
+    def ensure_environment(self, name: str, version: str, modules: Iterable[str]) -> Path:
+        """A folder with what these modules of the release import at load and this
+        interpreter lacks (`environment_needs`), installed by pip at the versions the release
+        asks for, with what they require (torch held at the installed release; what this
+        interpreter has left out). Grown as later modules need more: made again with both,
+        into a temporary folder renamed into place under the release's lock. A folder without
+        `errkb-environment.json` (a bundle's, unpacked for a machine without network) is used
+        as it is. Reproducer scripts put it last on their path (`kit.load_target`)."""
         target = self.environment_dir(name, version)
-        if target.is_dir() or not wanted:
+        manifest = target / ENVIRONMENT_MANIFEST
+        if target.is_dir() and not manifest.is_file():
             return target
-        names = {_normalized(w) for w in wanted}
-        specs = [
-            spec
-            for spec in self.requirements(name, version)
-            if _normalized(re.split(r"[\s<>=!~;\[(]", spec, maxsplit=1)[0]) in names
-        ]
+        needs = self.environment_needs(name, version, modules)
         with self._locked(name, version):
-            if target.is_dir():
+            held = _manifest(manifest)
+            if set(needs.specs) <= set(held.get("specs", [])) or (
+                not needs.specs and not target.is_dir()
+            ):
                 return target
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-            command = [sys.executable, "-m", "pip", "install", "--quiet"]
-            command += ["--disable-pip-version-check", "--only-binary=:all:", "--target", str(tmp)]
-            try:
-                done = subprocess.run(
-                    [*command, *specs],
-                    capture_output=True,
-                    text=True,
-                    timeout=PIP_TIMEOUT_S,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise UpstreamError(f"pip install for {name}=={version} failed: {exc}") from exc
-            if done.returncode != 0:
-                shutil.rmtree(tmp, ignore_errors=True)
-                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                raise UpstreamError(
-                    f"pip install for {name}=={version} failed (exit {done.returncode}): "
-                    + " | ".join(tail)
-                )
-            tmp.rename(target)
+            wanted = sorted({*needs.specs, *held.get("specs", [])})
+            missing = held.get("missing", {}) | needs.missing
+            _install_environment(target, wanted, missing)
         return target
 
     def _dist_info(self, name: str, version: str) -> Path:
@@ -539,6 +619,9 @@ class Upstream:
                 qualname = ".".join(parts[:depth])
                 if qualname not in sys.modules and (depth == 1 or not package_inits):
                     _empty_package(qualname, root.joinpath(*parts[:depth]))
+            if len(parts) == 1 and not getattr(sys.modules.get(module), "__file__", None):
+                sys.modules.pop(module, None)  # the top package is the target: its own __init__
+                sys.path.insert(0, str(root))
         for stub_module, names in (stubs or {}).items():
             holder = sys.modules.get(stub_module) or _stub_module(stub_module)
             for stub_name in names:
@@ -549,6 +632,9 @@ class Upstream:
             raise UpstreamError(
                 f"importing {module} from {name}=={version} failed: {type(exc).__name__}: {exc}"
             ) from exc
+        finally:
+            if str(root) in sys.path[:1] and not _runs_installed(name):
+                sys.path.remove(str(root))
         if not Path(loaded.__file__ or "").resolve().is_relative_to(root):
             raise UpstreamError(f"{module} was imported from {loaded.__file__}, not from {root}")
         return loaded
