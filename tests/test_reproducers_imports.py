@@ -30,6 +30,10 @@ def test_load_imports_follows_the_release_and_skips_what_does_not_run(tmp_path: 
                 from . import sibling
                 if TYPE_CHECKING:
                     import typing_only
+                if TYPE_CHECKING:
+                    import lazy_dep
+                else:
+                    lazy_dep = LazyLoader("lazy_dep")
                 try:
                     import optional_dep
                 except ImportError:
@@ -47,6 +51,7 @@ def test_load_imports_follows_the_release_and_skips_what_does_not_run(tmp_path: 
     assert found == {
         "sub_init_dep": "demo.sub",
         "demo_zmq": "demo.sub.target",
+        "lazy_dep": "demo.sub.target",
         "fallback_dep": "demo.sub.target",
         "class_body_dep": "demo.sub.target",
         "demo_yaml": "demo.helpers",

@@ -40,7 +40,9 @@ def releases(cache: Path) -> Upstream:
     return Upstream(cache)
 
 
-def make_wheel(cache: Path, name: str, files: dict[str, str], version: str = "1.0") -> None:
+def make_wheel(
+    cache: Path, name: str, files: dict[str, str], version: str = "1.0", requires: tuple = ()
+) -> None:
     """Put a wheel of `files` into the cache, so ensure_unpacked finds it without pip."""
     wheels = cache / upstream.WHEELS_DIR
     wheels.mkdir(parents=True, exist_ok=True)
@@ -49,7 +51,7 @@ def make_wheel(cache: Path, name: str, files: dict[str, str], version: str = "1.
         "Home-page: https://example.org/home\n"
         "Project-URL: Documentation, https://docs.example.org\n"
         f"Project-URL: Source, https://github.com/example-org/{name}.git\n"
-    )
+    ) + "".join(f"Requires-Dist: {line}\n" for line in requires)
     with zipfile.ZipFile(wheels / f"{name}-{version}-py3-none-any.whl", "w") as archive:
         for path, text in files.items():
             archive.writestr(path, textwrap.dedent(text))
@@ -177,6 +179,34 @@ def test_the_top_package_as_target_runs_its_own_init(cache: Path, releases: Upst
         assert str(releases.unpacked_dir("demo_top", "1.0")) not in sys.path
     finally:
         forget("demo_top")
+
+
+def test_a_release_environment_holds_what_its_target_imports_at_load(
+    cache: Path, releases: Upstream
+) -> None:
+    """Computed from the target's imports and the release's Requires-Dist, not listed: the
+    requirement it imports is installed from the index, the one it does not is not, and one
+    no requirement provides is named as missing; a later module grows it."""
+    make_wheel(
+        cache,
+        "demo_env",
+        {
+            "demo_env/__init__.py": "",
+            "demo_env/target.py": "import six\nimport numpy\nimport nowhere_errkb\n",
+            "demo_env/later.py": "import tomli_w\n",
+        },
+        requires=("six>=1.16", "tomli-w", "toolz", "numpy"),
+    )
+    folder = releases.ensure_environment("demo_env", "1.0", ["demo_env.target"])
+    held = json.loads((folder / upstream.ENVIRONMENT_MANIFEST).read_text())
+    assert held["specs"] == ["six>=1.16"]
+    assert held["missing"] == {"nowhere_errkb": "demo_env.target"}
+    assert (folder / "six.py").is_file()
+    assert not (folder / "toolz").exists()
+    assert not (folder / "numpy").exists()
+    releases.ensure_environment("demo_env", "1.0", ["demo_env.later"])
+    assert (folder / "six.py").is_file()
+    assert (folder / "tomli_w").is_dir()
 
 
 def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path, releases: Upstream) -> None:

@@ -55,13 +55,16 @@ def _absolute(node: ast.ImportFrom, current: str, is_package: bool) -> str:
 
 def _loaded_statements(body: Iterable[ast.stmt]) -> Iterable[ast.Import | ast.ImportFrom]:
     """The import statements a module needs when it loads: at its top level, in `if` and
-    `with` blocks, class bodies and the fallbacks of a `try`; not in functions, nor under
-    `if TYPE_CHECKING:`, nor in the body of a `try` (optional: the module loads without)."""
+    `with` blocks, class bodies and the fallbacks of a `try`; not in functions, nor under an
+    `if TYPE_CHECKING:` without `else`, nor in the body of a `try` (optional: the module
+    loads without)."""
     for statement in body:
         if isinstance(statement, ast.Import | ast.ImportFrom):
             yield statement
         elif isinstance(statement, ast.If):
-            if "TYPE_CHECKING" not in ast.unparse(statement.test):
+            # Under TYPE_CHECKING only for a type checker, unless the `else` binds the names
+            # at run time (vLLM's `LazyLoader("llguidance", ...)`, loaded on first use).
+            if "TYPE_CHECKING" not in ast.unparse(statement.test) or statement.orelse:
                 yield from _loaded_statements(statement.body)
             yield from _loaded_statements(statement.orelse)
         elif isinstance(statement, ast.Try):

@@ -57,6 +57,7 @@ ENVIRONMENT_MANIFEST = "errkb-environment.json"  # what an environment was made 
 REQUIREMENTS_DIR = "requirements"  # wheels of requirements, read for the names they ship
 LOCKS_DIR = "locks"
 PIP_TIMEOUT_S = 600
+ENVIRONMENT_TIMEOUT_S = 1800  # a release's environment: a GB of wheels on a loaded machine
 _GITHUB_REPO = re.compile(r"https?://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?(?:[/#?]|$)")
 
 
@@ -312,13 +313,16 @@ def _manifest(path: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _install_environment(target: Path, specs: list[str], missing: dict[str, str]) -> None:
-    """Install `specs` and what they require into a new folder that replaces `target`.
+def _install_environment(target: Path, specs: list[str], held: dict[str, Any]) -> None:
+    """Install `specs` and what they require into `target`, beside what it holds (`held`,
+    its manifest).
 
     pip resolves them from the index's metadata (torch held at the release installed here,
-    so nothing pulls in another torch or CUDA's packages); what this interpreter already
-    has is left out, the rest installed without dependencies. Specs that cannot be resolved
-    together are resolved one by one and those that fail named in the manifest."""
+    so nothing pulls in another torch or CUDA's packages); what this interpreter or the
+    folder already has is left out, the rest installed without dependencies into a new
+    folder, whose entries then join the target (new names only: a folder in use only
+    grows). Specs that cannot be resolved together are resolved one by one and those that
+    fail named in the manifest."""
     from app.reproducers import imports
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -328,20 +332,22 @@ def _install_environment(target: Path, specs: list[str], missing: dict[str, str]
         torch = installed_version("torch")
         constraints.write_text(f"torch=={torch}\n" if torch else "", encoding="utf-8")
         items = imports.resolve(specs, constraints=constraints)
-        refused: dict[str, str] = {}
+        refused: dict[str, str] = dict(held.get("refused", {}))
         if not items:
             for spec in specs:
                 alone = imports.resolve([spec], constraints=constraints)
                 if not alone:
                     refused[spec] = "pip cannot resolve it with the torch installed here"
                 items += alone
+        constraints.unlink()
+        installed = set(held.get("installed", []))
+        have = {pin.partition("==")[0] for pin in installed}
         pins: dict[str, str] = {}
         for item in items:
             metadata = item.get("metadata", {})
             name = _normalized(metadata.get("name", ""))
-            if name and name not in pins and installed_version(name) is None:
+            if name and name not in pins and name not in have and not installed_version(name):
                 pins[name] = f"{name}=={metadata.get('version')}"
-        constraints.unlink()
         command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
         command += ["--disable-pip-version-check", "--only-binary=:all:", "--target", str(tmp)]
         if pins:
@@ -349,7 +355,7 @@ def _install_environment(target: Path, specs: list[str], missing: dict[str, str]
                 [*command, *sorted(pins.values())],
                 capture_output=True,
                 text=True,
-                timeout=PIP_TIMEOUT_S,
+                timeout=ENVIRONMENT_TIMEOUT_S,
                 check=False,
             )
             if done.returncode != 0:
@@ -357,15 +363,19 @@ def _install_environment(target: Path, specs: list[str], missing: dict[str, str]
                 raise UpstreamError(
                     f"pip install failed (exit {done.returncode}): " + " | ".join(tail)
                 )
-        held = {"specs": specs, "installed": sorted(pins.values()), "missing": missing}
-        held["refused"] = refused
-        (tmp / ENVIRONMENT_MANIFEST).write_text(json.dumps(held, indent=1), encoding="utf-8")
-        old = target.with_name(f".{target.name}-old")
-        shutil.rmtree(old, ignore_errors=True)
-        if target.is_dir():
-            target.rename(old)
-        tmp.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
+        manifest = {
+            "specs": specs,
+            "installed": sorted(installed | set(pins.values())),
+            "missing": held.get("missing", {}),
+            "refused": refused,
+        }
+        if not target.is_dir():
+            tmp.rename(target)
+        else:
+            for entry in tmp.iterdir():
+                if not (target / entry.name).exists():
+                    entry.rename(target / entry.name)
+        (target / ENVIRONMENT_MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UpstreamError(f"installing {target.name}'s environment failed: {exc}") from exc
     finally:
@@ -528,8 +538,8 @@ class Upstream:
         """A folder with what these modules of the release import at load and this
         interpreter lacks (`environment_needs`), installed by pip at the versions the release
         asks for, with what they require (torch held at the installed release; what this
-        interpreter has left out). Grown as later modules need more: made again with both,
-        into a temporary folder renamed into place under the release's lock. A folder without
+        interpreter has left out). Grown as later modules need more (what is there kept),
+        under the release's lock. A folder without
         `errkb-environment.json` (a bundle's, unpacked for a machine without network) is used
         as it is. Reproducer scripts put it last on their path (`kit.load_target`)."""
         target = self.environment_dir(name, version)
@@ -544,8 +554,8 @@ class Upstream:
             ):
                 return target
             wanted = sorted({*needs.specs, *held.get("specs", [])})
-            missing = held.get("missing", {}) | needs.missing
-            _install_environment(target, wanted, missing)
+            held["missing"] = held.get("missing", {}) | needs.missing
+            _install_environment(target, wanted, held)
         return target
 
     def _dist_info(self, name: str, version: str) -> Path:
