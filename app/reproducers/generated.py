@@ -398,9 +398,13 @@ def run_release(
 ) -> None:
     """Scripts of one release, each in a child of one zygote with these arguments, each
     outcome handed to `keep` as it comes, one per script in order; a zygote that dies is
-    started again for the scripts after the one it died in."""
+    started again for the scripts after the one it died in. Each target module is imported
+    by the zygote before its first script (outside the scripts' time limit, which a loaded
+    machine's import of vLLM's config can pass): one that does not import is handed to
+    `keep` as why, for each of its scripts, none of which runs."""
     package, version = key
     pending = list(items)
+    loaded: dict[str, str | None] = {}  # target module -> why it does not import, or None
     while pending:
         start = time.perf_counter()
         project = upstreams.BY_PACKAGE.get(package)
@@ -415,6 +419,16 @@ def run_release(
             import_s = time.perf_counter() - start
             while pending:
                 row, repo, document = pending.pop(0)
+                if row.module not in loaded:  # imported once, outside the scripts' limit
+                    try:
+                        loaded[row.module] = zygote.load(row.module, PROBE_TIMEOUT_S)
+                    except forked.ZygoteGone as gone:
+                        loaded[row.module] = str(gone)
+                        keep(repo, str(gone))
+                        break
+                if loaded[row.module] is not None:
+                    keep(repo, str(loaded[row.module]))
+                    continue
                 try:
                     outcome = zygote.run(
                         _script_file(scratch, row, document), GENERATED_TIMEOUT_S, args
