@@ -254,18 +254,21 @@ class TopLevels:
             known: dict[str, list[str]] = json.loads(cache.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             known = {}
-        lines: list[str] = []
-        for spec in specs:
-            if spec not in known:
-                known[spec] = [
-                    line
-                    for item in resolve([spec], deps=False)
-                    for line in item.get("metadata", {}).get("requires_dist", [])
-                ]
-                self.folder.mkdir(parents=True, exist_ok=True)
-                cache.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
-            lines.extend(known[spec])
-        return lines
+        unknown = [spec for spec in specs if spec not in known]
+        found = {  # all at once (one look at the index), else each alone
+            _normal(item.get("metadata", {}).get("name", "")): item
+            for item in (resolve(unknown, deps=False) if unknown else [])
+        }
+        for spec in unknown:
+            name = _normal(Requirement(spec).name)
+            items = [found[name]] if name in found else resolve([spec], deps=False)
+            known[spec] = [
+                line for item in items for line in item.get("metadata", {}).get("requires_dist", [])
+            ]
+        if unknown:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
+        return [line for spec in specs for line in known[spec]]
 
 
 def resolve(specs: list[str], deps: bool = True, constraints: Path | None = None) -> list[dict]:
