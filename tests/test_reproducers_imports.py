@@ -34,6 +34,8 @@ def test_load_imports_follows_the_release_and_skips_what_does_not_run(tmp_path: 
                     import lazy_dep
                 else:
                     lazy_dep = LazyLoader("lazy_dep")
+                if _is_cuda:
+                    import gpu_kernel_dep
                 try:
                     import optional_dep
                 except ImportError:

@@ -27,6 +27,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
 PIP_TIMEOUT_S = 600
+# A branch taken only on an accelerator (`if _is_cuda:`, `if is_hip():`): not on this CPU, so
+# its imports (SGLang's sgl_kernel, flashinfer, deep_gemm) are not needed to load.
+_ACCELERATOR = re.compile(r"cuda|hip|npu|xpu|rocm|musa|hpu|gpu", re.IGNORECASE)
 
 
 def _normal(name: str) -> str:
@@ -56,15 +59,17 @@ def _absolute(node: ast.ImportFrom, current: str, is_package: bool) -> str:
 def _loaded_statements(body: Iterable[ast.stmt]) -> Iterable[ast.Import | ast.ImportFrom]:
     """The import statements a module needs when it loads: at its top level, in `if` and
     `with` blocks, class bodies and the fallbacks of a `try`; not in functions, nor under an
-    `if TYPE_CHECKING:` without `else`, nor in the body of a `try` (optional: the module
-    loads without)."""
+    `if TYPE_CHECKING:` without `else` or a test that asks for an accelerator, nor in the
+    body of a `try` (optional: the module loads without)."""
     for statement in body:
         if isinstance(statement, ast.Import | ast.ImportFrom):
             yield statement
         elif isinstance(statement, ast.If):
             # Under TYPE_CHECKING only for a type checker, unless the `else` binds the names
             # at run time (vLLM's `LazyLoader("llguidance", ...)`, loaded on first use).
-            if "TYPE_CHECKING" not in ast.unparse(statement.test) or statement.orelse:
+            test = ast.unparse(statement.test)
+            checking = "TYPE_CHECKING" in test and not statement.orelse
+            if not checking and not _ACCELERATOR.search(test):
                 yield from _loaded_statements(statement.body)
             yield from _loaded_statements(statement.orelse)
         elif isinstance(statement, ast.Try):
