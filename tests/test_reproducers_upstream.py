@@ -151,14 +151,15 @@ def test_load_module_runs_no_parent_init(cache: Path, releases: Upstream) -> Non
 def test_a_module_that_imports_a_dunder_of_its_package_runs_its_init(
     cache: Path, releases: Upstream
 ) -> None:
-    """transformers' modules import `__version__` from their package, whose `__init__` is
-    lazy: a dunder the `__init__` binds runs it; one it does not stays refused."""
+    """transformers' modules import `__version__` from their package: a dunder its `__init__`
+    sets to a literal is read from it (running it would meet `utils` half loaded: its
+    imports cycle back); one it does not bind stays refused."""
     make_wheel(
         cache,
         "demo_lazy",
         {
-            "demo_lazy/__init__.py": "__version__ = '5.24.0'\n",
-            "demo_lazy/utils/__init__.py": "from .. import __version__\n",
+            "demo_lazy/__init__.py": "__version__ = '5.24.0'\nfrom .utils import HELPER\n",
+            "demo_lazy/utils/__init__.py": "from .. import __version__\nHELPER = 1\n",
             "demo_lazy/audio.py": "from .utils import __version__ as VERSION\n",
         },
     )

@@ -246,6 +246,10 @@ def _empty_package(qualname: str, folder: Path) -> ModuleType:
 
     def run_init_for(attr: str) -> object:
         namespace = module.__dict__
+        literals = _literal_dunders(init)
+        if attr in literals:  # `__version__ = "5.24.0"`: read, not run (its imports cycle)
+            namespace[attr] = literals[attr]
+            return literals[attr]
         if (attr.startswith("__") and attr not in _bound_names(init)) or namespace.get(
             "__getattr__"
         ) is not run_init_for:
@@ -286,6 +290,27 @@ def _bound_names(init: Path) -> frozenset[str]:
         elif isinstance(statement, ast.ImportFrom):
             names.update(alias.asname or alias.name for alias in statement.names)
     return frozenset(names)
+
+
+@functools.lru_cache(maxsize=64)
+def _literal_dunders(init: Path) -> dict[str, Any]:
+    """The dunders a package's `__init__` sets to a literal at its top level (transformers'
+    `__version__`): their value, read from the source. Running that `__init__` for one of
+    them, from a submodule its own imports reach, would meet that submodule half loaded."""
+    try:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return {}
+    found: dict[str, Any] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name) and target.id.startswith("__"):
+                try:
+                    found[target.id] = ast.literal_eval(statement.value)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    continue
+    return found
 
 
 def _stub_module(qualname: str) -> ModuleType:
