@@ -359,11 +359,17 @@ def _install_environment(target: Path, specs: list[str], held: dict[str, Any]) -
         items = imports.resolve(specs, constraints=constraints)
         refused: dict[str, str] = dict(held.get("refused", {}))
         if not items:
+            own: list[dict] = []  # each spec's own release first: its pin wins over another's
             for spec in specs:
                 alone = imports.resolve([spec], constraints=constraints)
                 if not alone:
                     refused[spec] = "pip cannot resolve it with the torch installed here"
+                name = _normalized(re.split(r"[\s<>=!~;\[(]", spec, maxsplit=1)[0])
+                own += [
+                    i for i in alone if _normalized(i.get("metadata", {}).get("name", "")) == name
+                ]
                 items += alone
+            items = own + items
         constraints.unlink()
         installed = set(held.get("installed", []))
         have = {pin.partition("==")[0] for pin in installed}
