@@ -193,6 +193,7 @@ def test_folder_without_repo_is_refused(tmp_path: Path) -> None:
 
 
 def test_installed_distribution_resolves_to_its_repo() -> None:
+    pytest.importorskip("torch", reason="the installed torch is the distribution resolved")
     release = drafts.resolve_release("torch")
     assert release.repo == "pytorch/pytorch"
     assert release.ref.startswith("v2.")

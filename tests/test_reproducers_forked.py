@@ -4,10 +4,13 @@ child that hangs or dies reported as such while the zygote goes on."""
 
 import time
 
+import pytest
 from sqlmodel import Session
 
 from app.reproducers import forked, generated
 from tests.helpers import generated as helper
+
+pytest.importorskip("torch", reason="each zygote imports the installed torch's release")
 
 # Raise sites of torch 2.13.0 (the installed release the reproducers pin) whose generated
 # reproducer passed on it: constructor arguments of optimizers and schedulers, arguments of
