@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import delete, insert, select
 from sqlmodel import Session, col
 
+from app import upstreams
 from app.store.tables import ExceptionClass
 
 MAX_DEPTH = 12  # base-class chains longer than this are cut (and cycles with them)
@@ -66,8 +67,11 @@ def class_graph(session: Session) -> ClassGraph:
 
 
 def class_graph_of(rows: Iterable[tuple[str, Iterable[str]]]) -> ClassGraph:
-    """The graph of these (class, base names) rows and the builtin exceptions."""
+    """The graph of these (class, base names) rows, the builtin exceptions and the classes
+    the upstream projects define in compiled code (torch's `AcceleratorError`)."""
     graph: dict[str, set[str]] = {name: set(parents) for name, parents in _BUILTIN_BASES.items()}
+    for name, bases in upstreams.native_exceptions().items():
+        graph.setdefault(name, set()).update(bases)
     for name, parents in rows:
         graph.setdefault(name, set()).update(parents)
     return {name: frozenset(parents - {name}) for name, parents in graph.items()}

@@ -29,6 +29,7 @@ from app.ops.middleware import RequestObserver
 from app.ops.protocol import HEADER_TIMEOUT_STATE
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
+from app.reproducers.upstream import Upstream
 from app.serving.budget import PasteBudget, PastesInFlight
 from app.serving.replies import Replies
 from app.serving.turns import LoopTurns
@@ -71,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.max_paste_bytes,
         settings.match_deadline_s,
         settings.match_concurrency,
+        Upstream(settings.cache_dir).cached_root,
     )
     app.state.metrics = Metrics()
     app.state.readiness = Readiness([LOAD_INDEX])

@@ -40,3 +40,12 @@ def test_builtins_relate_without_a_harvest() -> None:
     graph = classes.BUILTIN_GRAPH
     assert classes.relation("ModuleNotFoundError", "ImportError", graph) == "subclass"
     assert classes.relation("KeyError", "IndexError", graph) is None
+
+
+def test_torch_classes_of_compiled_code_relate_to_their_bases() -> None:
+    """A CUDA error pasted from torch before 2.8 (RuntimeError) agrees in part with a record
+    of today's class, which only the type stubs declare."""
+    graph = classes.class_graph_of(())
+    assert classes.relation("AcceleratorError", "RuntimeError", graph) == "subclass"
+    assert classes.relation("RuntimeError", "AcceleratorError", graph) == "superclass"
+    assert classes.relation("DistBackendError", "RuntimeError", graph) == "subclass"

@@ -20,3 +20,15 @@ def test_a_native_record_names_its_file_without_a_line() -> None:
 def test_a_located_record_names_its_file_and_line() -> None:
     located = curated_records()["540081589474d830"]
     assert "        torch/nn/modules/module.py:2638  [reviewed]" in _lines(located)
+
+
+def test_an_exception_a_library_raised_says_so() -> None:
+    exception = {
+        "index": 0,
+        "qualifiedClass": "SystemExit",
+        "message": "error: unrecognized arguments: --enable-reasoning",
+        "causeIndex": None,
+        "raisedBy": "argparse",
+    }
+    lines = match_lines({"exceptions": [exception], "matches": []}, {})
+    assert lines[0].endswith("(raised by argparse)")

@@ -193,11 +193,13 @@ def test_folder_without_repo_is_refused(tmp_path: Path) -> None:
 
 
 def test_installed_distribution_resolves_to_its_repo() -> None:
+    pytest.importorskip("torch", reason="the installed torch is the distribution resolved")
     release = drafts.resolve_release("torch")
     assert release.repo == "pytorch/pytorch"
     assert release.ref.startswith("v2.")
     assert "+" not in release.ref
-    assert release.scope == "torch/"
+    assert release.scopes[0] == "torch/"
+    assert "c10/" in release.scopes  # its headers' native sites
 
 
 def test_the_installed_torch_release_is_read_where_it_is(tmp_path: Path) -> None:
@@ -211,7 +213,8 @@ def test_the_installed_torch_release_is_read_where_it_is(tmp_path: Path) -> None
     release = drafts.resolve_release(f"torch=={installed}", releases=cache)
     assert release.label == f"torch=={installed}"
     assert (release.root / "torch" / "__init__.py").is_file()
-    assert release.scope == "torch/"
+    assert release.scopes[0] == "torch/"
+    assert release.native_root == release.root  # the installed wheel's headers
     assert list(tmp_path.iterdir()) == []
     another = "torch==0.0.1"  # without a cache it is refused, not downloaded
     with pytest.raises(drafts.ReleaseError, match="needs the upstream cache"):

@@ -26,6 +26,7 @@ from app.matching.rank import (
     FILE_INNERMOST,
     FRAMES_MARGIN,
     FULL_MESSAGE,
+    LIKELY,
     RAISED_ELSEWHERE,
     RANKING_VERSION,
     REVIEWED_BONUS,
@@ -638,3 +639,73 @@ def test_records_sharing_a_message_cost_what_one_does(
     assert spent[1, near]["compare"] >= 1
     assert spent[3, paste] == spent[1, paste]
     assert spent[3, near] == spent[1, near]
+
+
+QUANTIZATION = (
+    "The quantization method {method} is not supported for the current GPU. Minimum "
+    "capability: {minimum}. Current capability: {current}."
+)
+
+
+def test_a_paste_that_names_its_project_gets_no_likely_answer_from_another(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """A vLLM log line (its prefix names vLLM) of a message SGLang raises in the same words:
+    SGLang's record is a possibility only, vLLM's likely; without a clue of the project,
+    both stay as they scored."""
+    message = QUANTIZATION.format(method="fp8", minimum=80, current=75)
+    vllm = _site(
+        1, QUANTIZATION, "ValueError", "vllm-project/vllm", "vllm/model_executor/model_loader.py"
+    )
+    sglang = _site(
+        2, QUANTIZATION, "ValueError", "sgl-project/sglang", "python/sglang/srt/model_loader.py"
+    )
+    client = make_client(*_records(tmp_path, vllm, sglang))
+    bare = f"ValueError: {message}\n"
+    [top] = client.post("/api/match", json={"text": bare}).json()["matches"]
+    assert top["score"] >= LIKELY  # one answer: the same message raised in both projects
+    assert {top["id"], *(other["id"] for other in top["sameMessage"])} == {vllm["id"], sglang["id"]}
+    logged = f"ERROR 08-14 12:00:01 [core.py:710] ValueError: {message}\n"
+    other = _match(client, logged, sglang["id"])
+    assert other["score"] < LIKELY
+    assert "repo.not-named" in {part["id"] for part in other["components"]}
+    _assert_adds_up(other)
+    assert _match(client, logged, vllm["id"])["score"] >= LIKELY
+
+
+def test_a_library_s_own_words_in_another_record_are_a_possibility_only(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """argparse's `unrecognized arguments` pasted alone: a record that holds the same words
+    (here a vLLM site) is no likely answer, and the reply says argparse raised it."""
+    template = "{prog}: error: unrecognized arguments: {arguments}"
+    record = _site(1, template, "SystemExit", "vllm-project/vllm", "vllm/utils/argparse.py")
+    client = make_client(*_records(tmp_path, record))
+    paste = "api_server.py: error: unrecognized arguments: --enable-reasoning\n"
+    body = client.post("/api/match", json={"text": paste}).json()
+    assert [exception["raisedBy"] for exception in body["exceptions"]] == ["argparse"]
+    found = _match(client, paste, record["id"])
+    assert found["score"] < LIKELY
+    assert "message.library" in {part["id"] for part in found["components"]}
+    _assert_adds_up(found)
+
+
+def test_the_same_logged_message_of_two_files_is_one_answer(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """SGLang logs its NaN warning from the sampler and from the EAGLE worker: a pasted
+    line names neither, so both are one answer."""
+    message = "Detected errors during sampling! NaN in the logits."
+    sites = [
+        {**_site(number, message, "WARNING", "sgl-project/sglang", path), "errorType": "log"}
+        for number, path in (
+            (1, "python/sglang/srt/layers/sampler.py"),
+            (2, "python/sglang/srt/speculative/eagle_worker.py"),
+        )
+    ]
+    client = make_client(*_records(tmp_path, *sites))
+    paste = f"[2025-01-01 10:00:00 TP0] {message}\n"
+    [top] = client.post("/api/match", json={"text": paste}).json()["matches"]
+    assert {top["id"], *(other["id"] for other in top["sameMessage"])} == {
+        site["id"] for site in sites
+    }

@@ -131,14 +131,11 @@ PATCH_ONLY = (
 KNOWN_MISSES: dict[str, str] = {
     "vllm-019-max-context-length-openai-title.json": OTHER_WORDING,
     "vllm-026-image-tokens-placeholders-djl.json": SIMILAR_FIRST,
-    "vllm-063-keyerror-weight-scale-qwen2-load-weights.json": NO_RAISE,
     "vllm-073-error-in-model-execution-flash-attn.json": NOT_HARVESTED,
     "vllm-078-engine-dead-error-api-router-dead-error.json": SIMILAR_FIRST,
     "vllm-122-rope-scaling-keyerror-type-title.json": NO_RAISE,
     "vllm-127-marlin-gemm-dtype-interleaved-ranks.json": CPP,
     "vllm-129-gpus-per-node-not-divisible-2023.json": NOT_HARVESTED,
-    "vllm-168-llmengine-no-attribute-model-executor-openrlhf.json": NO_RAISE,
-    "sglang-001-nonetype-cpu-prepare-for-extend.json": NO_RAISE,
     "sglang-011-sgl-kernel-common-ops-ci.json": OTHER_PACKAGE,
     "sglang-012-sgl-kernel-common-ops-noclass.json": OTHER_PACKAGE,
     "sglang-013-sgl-kernel-cpu-could-not-find-cuda.json": OTHER_PACKAGE,
@@ -176,8 +173,8 @@ def raised_where_known(name: str, case: dict[str, Any]) -> bool:
 
 def _assert_well_formed(name: str, case: dict[str, Any], number_prefix: str = "") -> None:
     """A case keeps the corpus's format: the fragment and the class are the paste's own
-    text; a held-out case (`number_prefix` "h") may also be a logged line or name a C++ or
-    CUDA file where native code raised it."""
+    text; a case native code raised may name its C++ or CUDA file, and a held-out case
+    (`number_prefix` "h") may also be a logged line."""
     assert KEYS <= set(case) <= KEYS | OPTIONAL_KEYS, name
     assert SOURCE.match(case["source"]), name
     assert case["project"] in PROJECTS, name
@@ -188,7 +185,7 @@ def _assert_well_formed(name: str, case: dict[str, Any], number_prefix: str = ""
     assert case["release"] is None or RELEASE.match(case["release"]), name
     assert isinstance(case["thirdParty"], bool), name
     assert isinstance(case.get("logged", False), bool), name
-    native = NATIVE_FILES if case.get("raisedInNative") and number_prefix else ()
+    native = NATIVE_FILES if case.get("raisedInNative") else ()
     assert case["raisingFile"] is None or case["raisingFile"].endswith((".py", *native)), name
 
 

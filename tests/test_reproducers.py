@@ -57,6 +57,10 @@ NATIVE_IDS = [
     "57f869650cacc195",  # can't call numpy() on Tensor that requires grad
     "fe9d4d18f415dbd5",  # a leaf Variable that requires grad is used in an in-place operation
     "29af13955d4274c0",  # expected scalar type Float but found Double
+    "aab1d00bc9250161",  # expected m1 and m2 to have the same dtype
+    "2fcab530d24e91b4",  # index put requires the source and destination dtypes match
+    "bcf47b7bd9d7b7eb",  # can't convert meta device type tensor to numpy
+    "e8a85d0a015b0143",  # cannot pin 'MetaFloatType' only dense CPU tensors can be pinned
 ]
 # vLLM's checks of configuration, requests, memory and the engine client: their modules import
 # the release's CPU requirements (the cached environment), some of them with names stubbed.
@@ -87,7 +91,20 @@ SGLANG_CPU_IDS = ["c9c508eec98b77e3", "220aadf8325454c6", "6c6f3a9552fa39a0", "d
 BF16_ID = "174e3825035699b3"  # raised only on a GPU below compute capability 8.0
 CUDA_ID = "edc4df790b100979"
 TORCH_CUDA_ID = "f95fc6ac2ef0baeb"  # torch raises it only where CUDA is
-TORCH_NATIVE_CUDA_IDS = ["e969721df7a93b42", "7bfe411d3d58a9c0"]  # same device; out of memory
+TORCH_NATIVE_CUDA_IDS = [
+    "e969721df7a93b42",  # same device
+    "7bfe411d3d58a9c0",  # CUDA out of memory. Tried to allocate
+    "7087d0ce19a5cdec",  # device-side assert
+    "a85e5b91e9b80a8c",  # illegal memory access
+    "b22406073e272564",  # no kernel image (skipped on a GPU the wheel supports)
+    "f59af6fbbd5560a7",  # invalid device ordinal
+    "46f11eab1f9dd68b",  # no CUDA GPUs are available
+    "679e1f4b2c709de8",  # SDPA: no available kernel
+    "7d8c50f63b888856",  # indices on another device
+    "ffb8e23a4a4cdb41",  # operation not permitted when stream is capturing
+    "7921f04022ee6caf",  # NCCL watchdog timeout
+    "ccbb13bfece44d3a",  # CUDA error: out of memory
+]
 PROFILING_ID = "d6814a5cbefc4741"  # vLLM measures the GPU's free memory: only CUDA raises it
 PROTOCOL_KEYS = {
     "id",

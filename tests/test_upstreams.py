@@ -174,3 +174,31 @@ def test_transformers_is_harvested_and_answers_its_own_errors(
     assert stored is not None
     link = stored.record.github_url or ""
     assert link.startswith("https://github.com/huggingface/transformers/blob/v5.24.0/src/")
+
+
+def test_triton_is_an_upstream_of_its_own() -> None:
+    triton = "triton-lang/triton"
+    assert upstreams.path_prefix(triton) == "python/"
+    assert upstreams.package_repo("triton") == triton
+    frame = Frame(
+        file="/usr/lib/python3.12/site-packages/triton/runtime/autotuner.py",
+        line=1,
+        function="run",
+        source="",
+    )
+    assert frame_repo(frame) == triton
+    assert "triton==" not in " ".join(Settings().default_releases)  # harvested on demand
+
+
+@pytest.mark.network
+def test_a_triton_release_is_harvested_under_its_python_folder() -> None:
+    from app.harvest import drafts
+
+    release = drafts.resolve_release(
+        "triton==3.6.0", releases=release_cache.Upstream(Settings().cache_dir)
+    )
+    assert release.repo == "triton-lang/triton"
+    extracted = drafts.extract_release(release)
+    paths = {draft.record["filePath"] for draft in extracted.result.drafts}
+    assert len(extracted.valid) > 500
+    assert all(path.startswith("python/triton/") for path in paths)

@@ -306,3 +306,13 @@ def test_code_colours_meet_wcag_aa_on_plain_and_highlighted_lines() -> None:
     for background in ("#ffffff", code_mark):
         worst = min(_contrast(colour, background) for colour in colours)
         assert worst >= WCAG_AA, (background, worst)
+
+
+def test_native_record_page_names_its_settings_where_its_release_does(client: TestClient) -> None:
+    text = client.get("/errors/7921f04022ee6caf").text  # the NCCL watchdog's timeout
+    assert "What the code says" in text
+    assert "<code>NCCL_DEBUG=INFO</code>" in text
+    assert "torch/nn/parallel/distributed.py:316</a>" in text
+    device_side = client.get("/errors/7087d0ce19a5cdec").text
+    assert "<code>CUDA_LAUNCH_BLOCKING=1</code>" in device_side
+    assert "c10/cuda/CUDAMiscFunctions.cpp</a>" in device_side  # a C++ file: no line to cite

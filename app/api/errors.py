@@ -139,9 +139,12 @@ def _read_error(request: Request, settings: Settings, record_id: str, look: bool
             )
             if reply is None:
                 target = locations.resolve_alias(session, record_id)
-                if target is None:
+                if target is not None:
+                    return RedirectResponse(f"{router.prefix}/{target}", status_code=308)
+                statement = request.app.state.matcher.statements.get(record_id)
+                if statement is None:
                     raise not_found(f"record {record_id}")
-                return RedirectResponse(f"{router.prefix}/{target}", status_code=308)
+                return _document_response(session, settings, statement)
     return _reply_response(request, reply)
 
 

@@ -16,6 +16,8 @@ def match_lines(result: dict[str, Any], headlines: dict[str, str] | None = None)
     for exception in result["exceptions"]:
         cause = exception.get("causeIndex")
         caused = "" if cause is None else f" (caused by #{cause})"
+        if library := exception.get("raisedBy"):
+            caused += f" (raised by {library})"
         lines.append(
             f"#{exception['index']} {exception['qualifiedClass']}: {exception['message']}{caused}"
         )

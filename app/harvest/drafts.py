@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
@@ -63,11 +63,16 @@ class Release:
     ref: str
     path_prefix: str
     label: str  # how locations name it: `vllm==0.33.0`, or `owner/name@ref` for a folder
+    native_root: Path | None = None  # where its C++/CUDA source folders are, if anywhere
 
     @property
-    def scope(self) -> str:
-        """The filePath prefix every draft of this release has; gone-marking stays inside."""
-        return self.path_prefix + (f"{self.package_dir}/" if self.package_dir else "")
+    def scopes(self) -> tuple[str, ...]:
+        """The filePath prefixes of this release's drafts, Python and native; gone-marking
+        stays inside them."""
+        python = self.path_prefix + (f"{self.package_dir}/" if self.package_dir else "")
+        project = upstreams.BY_REPO.get(self.repo)
+        native = project.native_sources.values() if project and python else ()
+        return (python, *(f"{folder}/" for folder in native))
 
 
 def _package_dir(name: str) -> str:
@@ -90,7 +95,8 @@ def resolve_release(
     if folder.is_dir():
         if not repo or not ref:
             raise ReleaseError(f"{spec}: a source folder needs --repo owner/name and --ref")
-        return Release(spec, folder.resolve(), None, repo, ref, "", f"{repo}@{ref}")
+        root = folder.resolve()
+        return Release(spec, root, None, repo, ref, "", f"{repo}@{ref}", root)
     name, _, version = spec.partition("==")
     if version and not _is_installed_release(name, version):
         if releases is None:
@@ -98,6 +104,9 @@ def resolve_release(
         try:
             root = releases.ensure_unpacked(name, version)
             found = repo or releases.github_repo(name, version) or upstreams.package_repo(name)
+            project = upstreams.BY_REPO.get(found or "")
+            native = project.native_sources if project else {}
+            native_root = releases.ensure_native(name, version, tuple(native))
         except upstream.UpstreamError as error:
             raise ReleaseError(f"{spec}: {error}") from error
         tag = ref or f"v{version}"
@@ -114,10 +123,12 @@ def resolve_release(
         )
         version = distribution.version.split("+")[0]
         tag = ref or f"v{version}"
+        native_root = root  # an installed wheel keeps its headers beside its Python
     if not found:
         raise ReleaseError(f"{spec}: no GitHub repository in its metadata; pass --repo")
     prefix = upstreams.path_prefix(found)
-    return Release(spec, root, _package_dir(name), found, tag, prefix, f"{name}=={version}")
+    label = f"{name}=={version}"
+    return Release(spec, root, _package_dir(name), found, tag, prefix, label, native_root)
 
 
 def _is_installed_release(name: str, version: str) -> bool:
@@ -167,6 +178,7 @@ def extract_release(
         path_prefix=release.path_prefix,
         package_dir=release.package_dir,
         progress=progress,
+        native_root=release.native_root,
     )
     result.drafts = [replace(draft, site=None) for draft in result.drafts]
     valid: list[tuple[harvest.Draft, ErrorRecord]] = []
@@ -363,7 +375,7 @@ def _gone_locations(
     locations' foreign key."""
     statement = (
         select(col(Record.id), col(Record.file_path))
-        .where(col(Record.repo) == release.repo, col(Record.file_path).startswith(release.scope))
+        .where(col(Record.repo) == release.repo, _in_scopes(release))
         .with_for_update(read=True, key_share=True)
     )
     return {
@@ -371,6 +383,11 @@ def _gone_locations(
         for record_id, file_path in session.execute(statement)
         if record_id not in located
     }
+
+
+def _in_scopes(release: Release) -> ColumnElement[bool]:
+    """The condition that a record's file is one of the release's (Python or native)."""
+    return or_(*(col(Record.file_path).startswith(scope) for scope in release.scopes))
 
 
 def _now() -> str:
@@ -384,7 +401,7 @@ def _mark_gone(session: Session, release: Release, harvested: set[str]) -> int:
         col(Record.review_state) == DRAFT,
         col(Record.origin).startswith(ORIGIN_PREFIX),
         col(Record.gone_in).is_(None),
-        col(Record.file_path).startswith(release.scope),
+        _in_scopes(release),
     )
     gone = [
         record_id

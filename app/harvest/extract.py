@@ -23,9 +23,11 @@ from pathlib import Path
 
 from app import upstreams
 from app.harvest.collect import extract_module
+from app.harvest.compiled import library_sites
 from app.harvest.context import add_context
 from app.harvest.explain import add_explanations
-from app.harvest.render import Release, file_drafts
+from app.harvest.native import native_files, read_native
+from app.harvest.render import Release, file_drafts, library_drafts
 from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.harvest.sites import (
     LOG_KINDS,
@@ -37,6 +39,7 @@ from app.harvest.sites import (
 )
 
 SKIPPED_DIRS = frozenset({"test", "tests", "benchmarks"})
+IN_A_HEADER = "library literal of a header's check"  # drafted from the header instead
 
 
 def extract_raises(source: str, rel_path: str = "<unknown>") -> list[RaiseSite]:
@@ -56,6 +59,7 @@ def harvest_tree(
     path_prefix: str = "",
     package_dir: str | None = None,
     progress: ProgressCallback | None = None,
+    native_root: Path | None = None,
 ) -> HarvestResult:
     """Draft records, with code context, for every raise site under `root/package_dir`.
 
@@ -64,6 +68,9 @@ def harvest_tree(
     `python/sglang/...`. `ref` (tag or commit) pins githubUrl and is the analyzedSha.
     Modules are parsed once; messages built in another module (a class's `__init__`),
     callers and handlers are resolved over the whole release afterwards.
+
+    The project's C++/CUDA folders under `native_root` (its `native_sources`) add their
+    native sites, each filed at the path the repository keeps it at.
     """
     release = Release(repo, ref, analyzed_at)
     paths = _python_files(root / package_dir if package_dir else root)
@@ -94,7 +101,47 @@ def harvest_tree(
         add_context(result.drafts, modules, classes.bases, release.repo, release.ref)
         project = upstreams.BY_REPO.get(repo)
         add_explanations(result.drafts, modules, project, release.repo, release.ref)
+    if native_root is not None and project is not None:
+        first_native = len(result.drafts)
+        for folder, repo_folder in project.native_sources.items():
+            _harvest_native(result, native_root, folder, repo_folder, release)
+        # A header's check is compiled into the libraries too: its record is the header's,
+        # which knows the file and line, so the library's copy of its text is left out.
+        known = "\0".join(d.record["errorMessage"] for d in result.drafts[first_native:])
+        for library in project.native_libraries:
+            if (native_root / library).is_file():
+                literals, skipped = library_sites(native_root / library)
+                kept = [site for site in literals if site.head not in known]
+                result.skipped.update(skipped)
+                result.skipped[IN_A_HEADER] += len(literals) - len(kept)
+                result.library_sites += len(kept)
+                result.drafts.extend(library_drafts(kept, library, release))
     return result
+
+
+def _harvest_native(
+    result: HarvestResult, root: Path, folder: str, repo_folder: str, release: Release
+) -> None:
+    """The native sites of one C++/CUDA folder as drafts, rendered as Python sites are."""
+    base = root / folder
+    for path in native_files(base):
+        file_path = f"{repo_folder}/{path.relative_to(base).as_posix()}"
+        found = read_native(path, file_path)
+        result.skipped.update(found.skipped)
+        if not found.source:
+            continue
+        result.native_files += 1
+        result.native_sites += len(found.sites)
+        drafts = file_drafts(found.sites, found.source, file_path, release)
+        for draft in drafts:
+            site = draft.site
+            if site is not None:
+                draft.context = {
+                    "function": site.function,
+                    "guard": site.guard,
+                    "macro": site.macro,
+                }
+        result.drafts.extend(drafts)
 
 
 @contextmanager

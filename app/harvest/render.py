@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from app.harvest.compiled import LiteralSite
 from app.harvest.messages import message_of
 from app.harvest.parts import Field
 from app.harvest.sites import (
@@ -78,6 +79,34 @@ def file_drafts(
                 record["errorClass"] = UNKNOWN_CLASS
             draft = Draft(record, site.function, site.class_name, site.qualname, located, site)
             drafts.append(draft)
+    return drafts
+
+
+def library_drafts(sites: list[LiteralSite], library: str, release: Release) -> list[Draft]:
+    """Drafts of one compiled library's messages, filed under the library (the one place a
+    release surely has them, so that a site keeps its id); the source file the library
+    shows, and its line, are the link and the context."""
+    occurrences: Counter[str] = Counter()
+    drafts = []
+    for site in sites:
+        occurrences[site.message.template] += 1
+        raising = RaiseSite(0, None, None, None, site.error_class, site.message, None, "check")
+        record = _record(
+            raising, site.message, [], library, release, occurrences[site.message.template]
+        )
+        where = site.source_file
+        link = f"{where}#L{site.line}" if where and site.line else where
+        record |= {
+            "lineNumber": None,
+            "sourceCode": None,
+            "sourceCodeStart": None,
+            "sourceCodeEnd": None,
+            "githubUrl": f"https://github.com/{release.repo}/blob/{release.ref}/{link}"
+            if link
+            else None,
+        }
+        context = {"library": library, "sourceFile": where, "sourceLine": site.line}
+        drafts.append(Draft(record, None, None, None, context=context))
     return drafts
 
 

@@ -82,6 +82,7 @@ class RaiseSite:
     guard: str | None = None
     translates: tuple[str, ...] = ()
     docstring: str | None = None  # first paragraph of the enclosing function's docstring
+    macro: str | None = None  # a native site's check macro (`TORCH_CHECK_VALUE`)
     hint_node: ast.expr | None = field(default=None, compare=False, repr=False)
     call: ast.Call | None = field(default=None, compare=False, repr=False)
     env: Env | None = field(default=None, compare=False, repr=False)
@@ -110,6 +111,9 @@ class HarvestResult:
     log_sites: int = 0  # log and warning sites with a message template, all drafted
     skipped: Counter[str] = field(default_factory=Counter)  # SkipReason -> sites (or files)
     located: int = 0  # drafts of dynamic messages, matched by their raise site
+    native_files: int = 0  # C++/CUDA files read with a check macro in them
+    native_sites: int = 0  # native sites drafted in them
+    library_sites: int = 0  # message literals drafted from compiled libraries
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
 
 

@@ -29,6 +29,7 @@ from app.classes import ClassGraph
 from app.matching import deadline
 from app.matching.index import PatternIndex
 from app.matching.patterns import PatternError
+from app.matching.statements import ReleaseRoot, StatementRecords
 from app.records import locations
 from app.records import service as records
 from app.records.vocabulary import Vocabulary, store_words, words_of
@@ -72,11 +73,13 @@ class Matcher:
         max_paste_bytes: int,
         deadline_s: float | None = None,
         concurrency: int | None = None,
+        release_root: ReleaseRoot | None = None,
     ) -> None:
         self.max_paste_bytes = max_paste_bytes
         self.deadline_s = deadline_s
         self._slots = threading.BoundedSemaphore(concurrency) if concurrency else None
         self._cache_path = cache_dir / "index" / f"{_database_key(engine)}.idx"
+        self.statements = StatementRecords(release_root)  # made by matches, read by GET
         self._index: PatternIndex | None = None
         self._version: str | None = None
         self._hashes: dict[str, str] = {}  # record id -> content hash, as indexed

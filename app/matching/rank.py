@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 
 from app import upstreams
 from app.classes import BUILTIN_GRAPH, ClassGraph, ancestors, relation
+from app.matching import native
 from app.matching.index import Captures, PatternIndex
+from app.matching.libraries import WRONG_CALL, raised_by
 from app.matching.partial import Partial, unquoted
 from app.matching.traceback import Frame, ParsedException
 from app.records.locations import (
@@ -29,6 +31,7 @@ from app.records.locations import (
     short_class,
 )
 from app.records.model import ErrorRecord
+from app.records.native_settings import is_native_file
 
 # Weights, in points; a perfect match of a specific message with agreeing context is ~100.
 FULL_MESSAGE = 40
@@ -71,6 +74,15 @@ FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are
 # a site raising at the very line of the innermost frame is strong evidence; a record whose
 # template does not fit the message (the message changed) is weaker.
 RAISED_HERE_DYNAMIC, RAISED_HERE_OTHER_MESSAGE = 34, 14
+# From this score a match is "likely" (below it a possibility only). A paste that names the
+# projects it comes from (frames, package paths, log prefixes, a banner, a `pip list` row)
+# names the project of a likely answer: another project's record holds the message in the
+# same words at most (SGLang's loader beside vLLM's, a Modal wrapper's vLLM paste answered
+# by torch's profiler), and stays a possibility.
+LIKELY = 50
+# A record whose pattern matches a kernel's assertion line before a device-side assert: the
+# site that failed, more specific than the CUDA error that reports it afterwards.
+KERNEL_ASSERTION = 8
 RUN_TIME_CLASSES = frozenset({"Exception", "BaseException"})  # neither agrees nor differs
 NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the record's file
 # Fewer literal characters than this (`CUDA error: {error}`, `No module named {name}`): the
@@ -86,7 +98,7 @@ _INTERPRETER_WORDS = re.compile(
 )
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-04.1"
+RANKING_VERSION = "2026-12-05.2"
 POINTS_DIGITS = 2
 
 _MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
@@ -252,9 +264,16 @@ def _captures(candidate: Candidate, found: Captures | None) -> dict[str, str | N
 
 
 def _message_variants(exception: ParsedException) -> list[str]:
-    """The message, and for KeyError-style reprs the string inside."""
+    """The message, for KeyError-style reprs the string inside, and without the tail torch
+    appends to every CUDA error."""
+    variants = [exception.message]
     inner = unquoted(exception.message)
-    return [exception.message] if inner is None else [exception.message, inner]
+    if inner is not None:
+        variants.append(inner)
+    bare = native.without_tail(exception.message)
+    if bare and bare != exception.message:
+        variants.append(bare)
+    return variants
 
 
 class _Matches:
@@ -403,6 +422,9 @@ def _context_score(candidate: Candidate, exception: ParsedException, paste: _Pas
                 f"raised in {candidate.calls}, the helper the record's site calls with its message"
             )
             tally.add("frames.helper", RAISED_BY_HELPER, hint)
+        elif is_native_file(candidate.file_path):
+            hint = "raised in native code, which the innermost frame calls into"
+            tally.add("frames.native", 0, hint, said=False)
         elif _makes_exceptions(frames[-1]):
             hint = (
                 f"raised in {frames[-1].file}, and no frame is in the record's file: "
@@ -518,11 +540,13 @@ def _makes_exceptions(frame: Frame) -> bool:
 
 def raised_elsewhere(candidate: Candidate, exception: ParsedException) -> bool:
     """Whether the exception's frames say it was raised in code no frame of the record's
-    file is in (`frames.raised-elsewhere`): the record is at most a copy of its message."""
+    file is in (`frames.raised-elsewhere`): the record is at most a copy of its message. A
+    C++ or CUDA site has no Python frame: any frame may be the call into it."""
     frames = exception.frames
     return (
         bool(frames)
         and bool(candidate.file_path)
+        and not is_native_file(candidate.file_path)
         and not _frames_in_files(candidate, frames)
         and _makes_exceptions(frames[-1])
     )
@@ -572,6 +596,7 @@ def rank(
     log_repos: frozenset[str] = frozenset(),
     log_versions: Mapping[str, str] | None = None,
     log_levels: Mapping[str, str] | None = None,
+    statements: Sequence[tuple[str, int]] = (),
 ) -> list[Match]:
     """Scored matches, best first, one per record.
 
@@ -585,12 +610,16 @@ def rank(
     `log_repos` the repositories the paste's log format names, `log_versions` the release
     of a repository it names (app.matching.origin), `log_levels` the level each log line's
     prefix names (clean text -> WARNING, ERROR, CRITICAL; app.matching.logtext).
+    `statements` are (record id, exception index) of the records of the statement at an
+    exception's innermost frame where the interpreter raised it (app.matching.statements):
+    kept unless a record of the frames' files explains the message.
 
     Then: for an exception with frames, a record that explains its message from a
     file some frame is in ranks above every record from elsewhere; and records that raise
     the same message with the same score go together under the first one.
     """
     paste = _Paste(exceptions, graph or BUILTIN_GRAPH, log_repos, log_versions or {})
+    asserted = native.device_side_assert(exceptions)
     best: dict[str, Match] = {}
     matches = _Matches(index)
 
@@ -600,10 +629,19 @@ def rank(
 
     for record_id, exception_index, line, on_message in hits:
         candidate = candidates.get(record_id)
-        if candidate is None:
-            continue
+        if candidate is None or native.is_tail_line(line.strip()):
+            continue  # the CUDA errors' common tail names none of them
         specificity = index.specificity(record_id)
-        if exception_index is not None and on_message:
+        if exception_index is None and asserted is not None and native.is_kernel_assertion(line):
+            exception_index, on_message = asserted, True
+            found = matches(record_id, line)
+            explains = found is not None
+            hint = "pattern matches the kernel assertion printed before the device-side assert"
+            tally = _said(
+                Component("message.kernel-assertion", FULL_MESSAGE + KERNEL_ASSERTION, hint)
+            )
+            tally.extend(_context_score(candidate, exceptions[asserted], paste))
+        elif exception_index is not None and on_message:
             exception = exceptions[exception_index]
             in_frames = paste.frames_agree(candidate, exception)
             if specificity < NEEDS_FRAMES_BELOW and not in_frames:
@@ -689,9 +727,77 @@ def rank(
         match.message_points = site.points
         match.in_frames = True
         keep(match)
+    explained = {
+        match.exception_index
+        for match in best.values()
+        if match.in_frames and match.message_points >= FULL_LINE
+    }
+    for record_id, exception_index in statements:
+        candidate = candidates.get(record_id)
+        if candidate is None or exception_index in explained:
+            continue
+        exception = exceptions[exception_index]
+        tally = _said(
+            Component(
+                "site.statement",
+                RAISED_HERE_DYNAMIC,
+                "raised by the interpreter at the statement of the innermost frame, "
+                "where no raise is",
+            )
+        )
+        tally.extend(_context_score(candidate, exception, paste))
+        match = _finish(candidate, tally, exception_index, {})
+        if WRONG_CALL.search(exception.message) and match.score >= LIKELY:
+            hint = (
+                "a wrong call: the interpreter raised it at the caller's statement, but the "
+                "callee's signature (another package's release, often) decides it: a "
+                "possibility only"
+            )
+            _put_below(match, LIKELY, "site.wrong-call", hint)
+        match.message_points = RAISED_HERE_DYNAMIC
+        match.literal = len(candidate.error_message)  # its pattern is the message, literal
+        match.in_frames = True
+        keep(match)
+    _named_projects_only(list(best.values()), candidates, paste, exceptions)
+    _libraries_own_words(list(best.values()), exceptions)
     ranked = _literal_before_helpers(_frames_first(list(best.values())))
     ranked = _exceptions_first(ranked, lambda key, line: matches(key, line, full=True) is not None)
     return _same_message(sorted(ranked, key=_order), candidates)
+
+
+def _named_projects_only(
+    matches: Sequence[Match],
+    candidates: Mapping[str, Candidate],
+    paste: _Paste,
+    exceptions: Sequence[ParsedException],
+) -> None:
+    """Below LIKELY, every record of a project the paste does not name when it names some:
+    by the repositories of its frames, its log's format and paths (app.matching.origin), or
+    a release it names."""
+    named = set(paste.log_repos) | set(paste.log_versions)
+    for exception in exceptions:
+        named |= paste.repos(exception)
+    if not named:
+        return
+    for match in matches:
+        repo = candidates[match.id].repo
+        if match.score >= LIKELY and repo not in named:
+            hint = f"the paste names {', '.join(sorted(named))}, not {repo}: a possibility only"
+            _put_below(match, LIKELY, "repo.not-named", hint)
+
+
+def _libraries_own_words(matches: Sequence[Match], exceptions: Sequence[ParsedException]) -> None:
+    """Below LIKELY, every record of an exception that a library outside the upstreams
+    raised (app.matching.libraries) but in whose file no frame is: it holds the library's
+    words at most."""
+    libraries = {e.index: library for e in exceptions if (library := raised_by(e)) is not None}
+    for match in matches:
+        library = (
+            libraries.get(match.exception_index) if match.exception_index is not None else None
+        )
+        if library is not None and not match.in_frames and match.score >= LIKELY:
+            hint = f"raised by {library}: the record holds its words at most, a possibility only"
+            _put_below(match, LIKELY, "message.library", hint)
 
 
 def _order(match: Match) -> tuple[float, bool, bool, int, str]:
@@ -834,9 +940,9 @@ _NOT_CLUES = frozenset({GONE, REVIEWED, DRAFT})  # points the paste itself did n
 
 
 def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
-    """Records of one exception that raise the same message with the same score: nothing
-    tells them apart, so they are shown together under the first ("the same message is
-    raised at ...") instead of one of them winning by chance. Their classes may differ (a
+    """Records of one exception (or one log line) that raise the same message with the same
+    score: nothing tells them apart, so they are shown together under the first ("the same
+    message is raised at ...") instead of one of them winning by chance. Their classes may differ (a
     class refined between releases) where the paste names none, or one neither raises: a
     pasted class one of them raises scores them apart.
 
@@ -845,7 +951,7 @@ def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> lis
     raised from another file in an older release goes with the current one (a curated record
     first) unless a clue of the paste (frames, a release it names) scored them apart."""
     kept: list[Match] = []
-    first: dict[tuple[int | None, str, float], Match] = {}
+    first: dict[tuple[int | None, str | None, str, float], Match] = {}
     for match in matches:
         candidate = candidates[match.id]
         # Templates that both match the whole message are the same message to this paste,
@@ -853,10 +959,12 @@ def _same_message(matches: list[Match], candidates: dict[str, Candidate]) -> lis
         message = WHOLE if match.message_points >= FULL_MESSAGE else candidate.template
         key = (
             match.exception_index,
+            match.log_line,  # a log line's records go together too (SGLang's NaN check)
             message,
             total([part for part in match.components if part.id not in _NOT_CLUES]),
         )
-        if match.exception_index is None or not candidate.template or key not in first:
+        outside = match.exception_index is None and match.log_line is None
+        if outside or not candidate.template or key not in first:
             first.setdefault(key, match)
             kept.append(match)
             continue

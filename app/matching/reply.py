@@ -7,6 +7,7 @@ not with a reply ten times its size.
 
 from collections.abc import Sequence
 
+from app.matching.libraries import raised_by
 from app.matching.result import ExceptionOut, FrameOut
 from app.matching.traceback import ParsedException
 
@@ -28,6 +29,7 @@ def exception_out(exception: ParsedException) -> tuple[ExceptionOut, bool]:
         cause_index=exception.cause_index,
         span=exception.span,
         message_spans=list(exception.message_line_spans),
+        raised_by=raised_by(exception),
     )
     shortened = len(frames) < len(exception.frames) or len(out.message) < len(exception.message)
     return out, shortened

@@ -27,6 +27,9 @@ class ExceptionOut(ApiModel):
     cause_index: int | None
     span: tuple[int, int]
     message_spans: list[tuple[int, int]]
+    # the library outside the harvested upstreams that raised it (pydantic, argparse,
+    # huggingface_hub, NCCL, CUDA, the interpreter), when its frames or words say so
+    raised_by: str | None = None
 
 
 class ScoreComponent(ApiModel):

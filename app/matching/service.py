@@ -7,7 +7,7 @@ A request runs under the matcher's deadline, and its reply is capped (app.matchi
 """
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlmodel import Session
@@ -32,6 +32,7 @@ from app.matching.rank import (
 )
 from app.matching.reply import capped_captures, exception_out, shown_exceptions
 from app.matching.result import MatchOut, MatchResult, ScoreComponent
+from app.matching.statements import interpreter_error
 from app.matching.traceback import ParsedException, parse_exceptions
 from app.records import derived, locations
 from app.records import service as records
@@ -84,6 +85,9 @@ def check_paste(text: str, max_bytes: int) -> None:
 
 
 CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
+StatementLookup = Callable[[ParsedException, Mapping[str, str]], Candidate | None]
+"""The record of the statement at an exception's innermost frame, given the releases the
+paste names (app.matching.statements), as its ranking view."""
 
 
 def find_matches(
@@ -92,9 +96,11 @@ def find_matches(
     lookup: CandidateLookup,
     sites: RaiseSites | None = None,
     graph: ClassGraph | None = None,
+    statement: StatementLookup | None = None,
 ) -> tuple[list[ParsedException], list[Match]]:
     """The exceptions of `text` and every record whose pattern hit it, or whose raise site
-    is an exception's innermost frame (`sites`), best first.
+    is an exception's innermost frame (`sites`), or, for an error the interpreter raised
+    where no raise site is, the record of the statement there (`statement`), best first.
 
     `lookup` turns the ids of the records that hit into their ranking view; the store
     gives them for the service, a record file for a reproducer checking its own error.
@@ -136,6 +142,19 @@ def find_matches(
 
     partials = second_chance(index, exceptions, hits, len(text.rstrip()), elsewhere)
     candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
+    versions = log_versions(lines)
+    statements = []
+    raised = {exception_index for _, exception_index in raised_at}
+    for exception in exceptions:
+        if (
+            statement is not None
+            and exception.frames
+            and exception.index not in raised
+            and interpreter_error(exception)
+            and (found_statement := statement(exception, versions)) is not None
+        ):
+            candidates[found_statement.id] = found_statement
+            statements.append((found_statement.id, exception.index))
     ranked = rank(
         index,
         hits,
@@ -145,8 +164,9 @@ def find_matches(
         partials,
         graph,
         log_repos(lines),
-        log_versions(lines),
+        versions,
         {line.text.strip(): level for line in lines if (level := line_level(line.prefix))},
+        statements,
     )
     return exceptions, ranked
 
@@ -283,8 +303,19 @@ def _match(
         known.update(_known_records(session, version, record_ids - known.keys()))
         return {record_id: item.candidate for record_id, item in known.items()}
 
+    def statement(exception: ParsedException, named: Mapping[str, str]) -> Candidate | None:
+        harvested = derived.memo.get(
+            session, version, ("harvested releases",), lambda: locations.harvested_releases(session)
+        )
+        stored = matcher.statements.record(exception, harvested, named)
+        item = _known(stored, [])
+        if item is None:
+            return None
+        known[item.summary.id] = item
+        return item.candidate
+
     exceptions, ranked = find_matches(
-        index, text, lookup, matcher.raise_sites(), matcher.class_graph()
+        index, text, lookup, matcher.raise_sites(), matcher.class_graph(), statement
     )
     truncated = len(ranked) > limit
     matches = []

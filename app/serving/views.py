@@ -14,6 +14,7 @@ from app.records import derived, locations
 from app.records import service as records
 from app.records.explanation import Explanation, record_explanation
 from app.records.locations import History, Location
+from app.records.native_settings import native_explanation
 from app.records.service import StoredRecord
 from app.reproducers import drift, generated, runner
 from app.reproducers.runner import ReproducerInfo
@@ -68,7 +69,7 @@ def _store_facts(
     known = locations.record_locations(session, [stored.id]).get(stored.id, [])
     harvested = locations.harvested_releases(session)
     history = locations.release_history(session, stored.record.error_message, known, harvested)
-    explanation = record_explanation(known, history, harvested)
+    explanation = record_explanation(known, history, harvested) or native_explanation(stored.record)
     return known, history, related.related_records(session, stored), explanation
 
 

@@ -1,10 +1,11 @@
-"""The upstream projects errkb knows, one module each: vLLM, SGLang, PyTorch, transformers.
+"""The upstream projects errkb knows, one module each: vLLM, SGLang, PyTorch, transformers,
+Triton.
 
 Everything else asks this registry: which repository a package folder belongs to, where a
 repository keeps its package, which releases to harvest, which log formats name a project.
 """
 
-from app.upstreams import sglang, torch, transformers, vllm
+from app.upstreams import sglang, torch, transformers, triton, vllm
 from app.upstreams.base import UpstreamProject
 
 UPSTREAMS: tuple[UpstreamProject, ...] = (
@@ -12,6 +13,7 @@ UPSTREAMS: tuple[UpstreamProject, ...] = (
     sglang.PROJECT,
     torch.PROJECT,
     transformers.PROJECT,
+    triton.PROJECT,
 )
 BY_PACKAGE = {project.package: project for project in UPSTREAMS}
 BY_REPO = {project.repo: project for project in UPSTREAMS}
@@ -57,4 +59,11 @@ def keyword_suffixes() -> dict[str, tuple[str, ...]]:
         name: keywords
         for project in UPSTREAMS
         for name, keywords in project.keyword_suffixes.items()
+    }
+
+
+def native_exceptions() -> dict[str, tuple[str, ...]]:
+    """Every exception class the projects' compiled code defines -> its bases."""
+    return {
+        name: bases for project in UPSTREAMS for name, bases in project.native_exceptions.items()
     }

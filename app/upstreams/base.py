@@ -52,8 +52,18 @@ class UpstreamProject:
     version_banner: re.Pattern[str] | None = None
     """A line its logs print with its version, the group `version` (`vLLM API server
     version 0.6.3`); `NAME==VERSION` and a `pip list` row name any project's."""
+    native_sources: dict[str, str] = field(default_factory=dict)
+    """Folders of C++/CUDA sources in a release (its sdist, or the installed wheel's headers)
+    -> where they sit in the repository: `csrc` -> `csrc`, torch's `torch/include/c10` ->
+    `c10`. Their check macros are harvested as native sites (app/harvest/native.py)."""
+    native_libraries: tuple[str, ...] = ()
+    """Compiled libraries of an installed release (paths below its site-packages) whose
+    message literals are harvested (app/harvest/compiled.py); those absent are passed over."""
     checks: dict[str, str] = field(default_factory=dict)
     """Functions that raise when their condition is false: name -> exception class."""
+    native_exceptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Exception classes its compiled code defines, which no Python source harvested declares:
+    class name -> base names, as the release's type stubs declare them."""
     error_responses: tuple[str, ...] = ()
     """Functions that build an HTTP error response from a message instead of raising it
     (`create_error_response(message, err_type="NotFoundError", status_code=404)`): users
@@ -85,10 +95,6 @@ class UpstreamProject:
     public_api_entry_points: bool = False
     """Whether every public function of a public module is an entry point (a library)."""
 
-    cpu_requirements: tuple[str, ...] = ()
-    """Requirements of a release (names; the release pins the versions) its modules import on
-    CPU beyond the reproducers' own environment; installed into the release's cached
-    environment for the generated reproducers (GPU kernels and the serving stack left out)."""
     plain_values: dict[str, str] = field(default_factory=dict)
     """Python source that builds a plain value for a required parameter of this name, for
     generated reproducers (`params` of torch's optimizers: one tensor to optimise)."""

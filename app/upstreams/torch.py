@@ -9,6 +9,19 @@ PROJECT = UpstreamProject(
     package="torch",
     repo="pytorch/pytorch",
     distribution="torch",
+    # The wheel's headers, each where the repository keeps it; their inline checks raise
+    # in every program that includes them (the compiled libraries' messages are read apart).
+    native_sources={
+        "torch/include/ATen": "aten/src/ATen",
+        "torch/include/c10": "c10",
+        "torch/include/torch/csrc": "torch/csrc",
+        "torch/include/torch/headeronly": "torch/headeronly",
+    },
+    # Its checks in .cpp/.cu files are only in these (the CUDA build's two where installed).
+    native_libraries=tuple(
+        f"torch/lib/{name}.so"
+        for name in ("libc10", "libtorch_cpu", "libtorch_python", "libc10_cuda", "libtorch_cuda")
+    ),
     current_release="torch==2.13.0",
     # People paste from every torch 2 release (2023 onwards). Newest first.
     older_releases=releases(
@@ -30,4 +43,14 @@ PROJECT = UpstreamProject(
         "torch._check_not_implemented": "NotImplementedError",
     },
     plain_values={"params": "[torch.nn.Parameter(torch.zeros(2))]"},
+    # torch/_C/__init__.pyi and torch/_C/_distributed_c10d.pyi: a CUDA error is an
+    # AcceleratorError since 2.8, a RuntimeError before; NCCL's are DistBackendErrors.
+    native_exceptions={
+        "AcceleratorError": ("RuntimeError",),
+        "OutOfMemoryError": ("RuntimeError",),
+        "DistError": ("RuntimeError",),
+        "DistBackendError": ("DistError",),
+        "DistNetworkError": ("DistError",),
+        "DistStoreError": ("DistError",),
+    },
 )

@@ -180,9 +180,11 @@ def read_record_page(
     stored = records.get_record(session, record_id)
     if stored is None:
         target = locations.resolve_alias(session, record_id)
-        if target is None:
+        if target is not None:
+            return RedirectResponse(f"/errors/{target}", status_code=308)
+        stored = request.app.state.matcher.statements.get(record_id)
+        if stored is None:
             raise not_found(f"record {record_id}")
-        return RedirectResponse(f"/errors/{target}", status_code=308)
     return _record_page(request, session, settings, stored)
 
 

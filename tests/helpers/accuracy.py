@@ -20,6 +20,7 @@ from app.config import PROJECT_ROOT, Settings
 from app.harvest import drafts
 from app.main import create_app
 from app.records import service as records
+from app.reproducers.upstream import UNPACKED_DIR
 from app.store.engine import unit_of_work
 from app.upstreams.base import releases
 from tests.helpers.releases import RELEASES
@@ -145,6 +146,11 @@ def harvested_store(
     if start_from is not None:
         with sqlite3.connect(start_from) as source, sqlite3.connect(database) as copy:
             source.backup(copy)
+    # The releases the store was harvested from, where errkb serve has them (its cache):
+    # where the interpreter raised is read from their source (app.matching.statements).
+    unpacked = folder / UNPACKED_DIR
+    if not unpacked.exists():
+        unpacked.symlink_to(RELEASES.cache_dir / UNPACKED_DIR, target_is_directory=True)
     settings = Settings(
         database_url=f"sqlite:///{database}",
         cache_dir=folder,

@@ -1,0 +1,211 @@
+"""A compiled library's message literals -> native sites: what torch's `.so` files say.
+
+torch's checks in `.cpp` and `.cu` files are compiled into its libraries (`libtorch_cpu.so`,
+`libc10.so`, `libtorch_python.so`, and the CUDA build's `libtorch_cuda.so`): the wheel holds
+no source for them, only their literals in the ELF file's read-only data. `c10::str("a ", x,
+" b")` leaves the literals `"a "` and `" b"` there, usually one after the other (a short one
+that many messages share is merged elsewhere by the linker), so a fragment that ends where a
+value goes (a space, `(`, `=`, `: `) is joined to the next one that begins where a value ends,
+with a `{value}` between, and a message that still ends or begins at a value gets one there.
+
+A literal's source file is known where the library shows it: an internal assert's literal
+holds its file and line, and a message lying between two `__FILE__` literals of the same
+`.cpp`/`.cu` file was compiled from that file (the strings of one translation unit lie
+together). Otherwise the site names only its library.
+
+The ELF reader is a few lines of `struct`: section headers, their names, the `.rodata`
+sections. A file that is not a 64-bit little-endian ELF, or that is cut short, is skipped with
+its reason, never a crash.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from bisect import bisect_left
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import BinaryIO
+
+from app.harvest.messages import parts_message
+from app.harvest.parts import Field, Part
+from app.harvest.sites import UNKNOWN_CLASS, Message
+
+UNREADABLE_LIBRARY = "unreadable library"
+MIN_WORDS = 3
+MIN_CHARS = 16
+MAX_LITERAL_CHARS = 2000
+MAX_JOINED = 8  # fragments of one message
+RUNTIME_ERROR = "RuntimeError"
+_ELF_MAGIC = b"\x7fELF"
+_SECTION = struct.Struct("<IIQQQQIIQQ")
+# Where torch's build tree keeps its sources: the literal's path from there on is the repo's.
+_SOURCE_PATH = re.compile(
+    rb"(?:^|/)(?<!build/)((?:aten/src|c10|torch/csrc|torch/headeronly|caffe2)/[\w./+-]+\.(?:cpp|cc|cu|cuh|h))$"
+)
+# A `.cpp`/`.cu` file's `__FILE__` literal (not a header's, whose literal one unit keeps
+# for all), and a message-like literal: printable, beginning with a letter.
+_UNIT_LITERAL = re.compile(
+    rb"(?<![^\0])[^\0]*?(?<!build/)((?:aten/src|c10|torch/csrc|caffe2)/[\w./+-]+\.(?:cpp|cc|cu))\0"
+)
+_CANDIDATE = re.compile(
+    rb"(?<![^\0])[A-Za-z][\x20-\x7e\n]{%d,%d}(?=\0)" % (MIN_CHARS - 1, MAX_LITERAL_CHARS)
+)
+_ASSERT_PLACE = re.compile(r' INTERNAL ASSERT FAILED at "([^"]*)":(\d+)')
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_NOT_MESSAGE = re.compile(
+    r"^\w+ = \w+\(|aten::|Tensor\(|\) -> |^[\w.]+\("  # ONNX bodies, schemas, calls
+    r"|%[-#0-9.]*[sdizulfgxXcp]|\\[a-z]|[<>]{2}|^[A-Z_]{4,}\b"  # printf, escapes, names
+)
+_VALUE_BEFORE = (" ", "(", "=", ": ", "[", "'", '"')  # a fragment that ends with one needs a value
+_VALUE_AFTER = (" ", ",", ")", ".", "'", '"', "]", ";", "!")  # one that begins so had one
+
+
+@dataclass(frozen=True)
+class LiteralSite:
+    """A message of a compiled library: its template, its source file and line where the
+    library shows them, and the class Python users see where the text says it."""
+
+    message: Message
+    error_class: str
+    source_file: str | None
+    line: int | None
+    offset: int  # in the library's read-only data: the order of the sites
+    head: str = ""  # the literal the message begins with, as the library has it
+
+
+def rodata_sections(path: Path) -> list[tuple[int, bytes]]:
+    """The `.rodata` sections of an ELF file, with their offsets in it; a ValueError when
+    the file is no 64-bit little-endian ELF or is cut short."""
+    with path.open("rb") as handle:
+        head = handle.read(64)
+        if len(head) < 64 or head[:4] != _ELF_MAGIC or head[4] != 2 or head[5] != 1:
+            raise ValueError("not a 64-bit little-endian ELF file")
+        (shoff,) = struct.unpack_from("<Q", head, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+        if shentsize != _SECTION.size or not 0 <= shstrndx < shnum:
+            raise ValueError("unexpected ELF section headers")
+        handle.seek(shoff)
+        table = handle.read(shentsize * shnum)
+        if len(table) < shentsize * shnum:
+            raise ValueError("ELF section headers cut short")
+        sections = [_SECTION.unpack_from(table, i * shentsize) for i in range(shnum)]
+        names = _read(handle, sections[shstrndx][4], sections[shstrndx][5])
+        found: list[tuple[int, bytes]] = []
+        for name_at, _, _, _, offset, size, *_ in sections:
+            name = names[name_at : names.find(b"\0", name_at)]
+            if name == b".rodata" or name.startswith(b".rodata."):
+                found.append((offset, _read(handle, offset, size)))
+    return found
+
+
+def _read(handle: BinaryIO, offset: int, size: int) -> bytes:
+    handle.seek(offset)
+    data: bytes = handle.read(size)
+    if len(data) < size:
+        raise ValueError("ELF section cut short")
+    return data
+
+
+def library_sites(path: Path) -> tuple[list[LiteralSite], Counter[str]]:
+    """The message literals of one compiled library, joined into templates; an unreadable
+    file gives none and one counted reason."""
+    try:
+        sections = rodata_sections(path)
+    except (OSError, ValueError, struct.error):
+        return [], Counter({UNREADABLE_LIBRARY: 1})
+    sites: list[LiteralSite] = []
+    skipped: Counter[str] = Counter()
+    for base, data in sections:
+        units = [(m.start(), m.group(1).decode()) for m in _UNIT_LITERAL.finditer(data)]
+        consumed = 0
+        for head in _CANDIDATE.finditer(data):
+            text = head.group().decode()
+            if head.start() < consumed or not _is_message(text):
+                continue
+            pieces = [text]
+            end = head.end()
+            # An internal assert's own literal ends where its arguments begin: any literal may
+            # follow it, so it is never joined.
+            joins = " INTERNAL ASSERT FAILED at " not in text
+            while joins and len(pieces) < MAX_JOINED and pieces[-1].endswith(_VALUE_BEFORE):
+                following, after = _next_string(data, end)
+                if following is None or not following.startswith(_VALUE_AFTER):
+                    break
+                if not _WORD.search(following):
+                    break
+                pieces.append(following)
+                end = after
+            consumed = end
+            site = _site(pieces, head.start(), units)
+            if site is None:
+                skipped["no literal text"] += 1
+            else:
+                sites.append(replace(site, offset=base + site.offset))
+    return sites, skipped
+
+
+def _next_string(data: bytes, end: int) -> tuple[str | None, int]:
+    """The string after the one ending at `end` (past the NULs between), and its end."""
+    start = end
+    while start < len(data) and data[start] == 0:
+        start += 1
+    stop = data.find(b"\0", start)
+    if stop == -1 or stop - start > MAX_LITERAL_CHARS:
+        return None, start
+    try:
+        text = data[start:stop].decode("ascii")
+    except UnicodeDecodeError:
+        return None, start
+    return (text if text.isprintable() else None), stop
+
+
+def _is_message(text: str) -> bool:
+    """A literal that reads as (the start of) an error message, not a name, a path, an
+    operator schema, a printf format or a table."""
+    return (
+        len(text) >= MIN_CHARS
+        and text[0].isalpha()
+        and len(_WORD.findall(text)) >= MIN_WORDS
+        and " " in text
+        and "/" not in text.split(" ", 1)[0]
+        and _NOT_MESSAGE.search(text) is None
+    )
+
+
+def _site(pieces: list[str], offset: int, units: list[tuple[int, str]]) -> LiteralSite | None:
+    parts: list[Part] = []
+    for number, piece in enumerate(pieces):
+        if number:
+            parts.append(Field("value"))
+        for at, chunk in enumerate(piece.split("{}")):
+            if at:
+                parts.append(Field("value"))
+            if chunk:
+                parts.append(chunk)
+    if pieces[-1].endswith(_VALUE_BEFORE):
+        parts.append(Field("value"))
+    head = pieces[0]
+    place = _ASSERT_PLACE.search(head)
+    if place and isinstance(parts[0], str) and parts[0].startswith(head[: place.end()]):
+        # The file and line are the build's: the template keeps them as values.
+        rest = parts[0][place.end() :]
+        parts[:1] = [head[: place.start(1)], Field("file"), '":', Field("line")]
+        parts[4:4] = [rest] if rest else []
+    message, _ = parts_message(tuple(parts))
+    if message is None:
+        return None
+    built = _SOURCE_PATH.search(place.group(1).encode()) if place else None
+    source = built.group(1).decode() if built else _unit_at(units, offset)
+    line = int(place.group(2)) if built and place else None
+    error_class = RUNTIME_ERROR if place or head.startswith("Expected ") else UNKNOWN_CLASS
+    return LiteralSite(message, error_class, source, line, offset, head)
+
+
+def _unit_at(units: list[tuple[int, str]], offset: int) -> str | None:
+    """The file of the nearest `__FILE__` literal before the offset: the strings of one
+    translation unit follow its file's literal. Checked against the internal asserts of
+    torch 2.13.0's libtorch_cpu.so, which name their own file: right for 4,060 of 4,262."""
+    at = bisect_left(units, (offset, ""))
+    return units[at - 1][1] if at else None

@@ -1,0 +1,50 @@
+"""What native code (C++, CUDA) prints around its messages, read the same way for every paste.
+
+torch's CUDA check appends one tail to every CUDA error ("CUDA kernel errors might be
+asynchronously reported ... CUDA_LAUNCH_BLOCKING=1 ... TORCH_USE_CUDA_DSA"): it names none of
+them, so it is cut off before a message is compared and is never what a paste is matched on.
+A device-side assert comes in two parts: the kernel's own assertion line, printed once per
+failing thread before the traceback (`Indexing.cu:1422: indexSelectLargeIndex: ... Assertion
+`srcIndex < srcSelectDimSize` failed.`), then `CUDA error: device-side assert triggered` from
+the next CUDA call; the assertion names the check, the CUDA error only that one failed.
+"""
+
+import re
+from collections.abc import Sequence
+
+from app.matching.traceback import ParsedException
+
+_TAIL_SENTENCES = (
+    r"CUDA kernel errors might be asynchronously reported"
+    r"|For debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+    r"|Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions"
+    r"|Device-side assertion tracking was not enabled by user"
+)
+_TAIL = re.compile(rf"[\s.]*(?:{_TAIL_SENTENCES})(?s:.*)\Z")
+_TAIL_LINE = re.compile(rf"\W*(?:{_TAIL_SENTENCES})")
+_KERNEL_ASSERTION = re.compile(r"Assertion `.+` failed")
+DEVICE_SIDE_ASSERT = "CUDA error: device-side assert triggered"
+
+
+def without_tail(message: str) -> str:
+    """The message without the asynchronous-report tail (itself when it has none)."""
+    return _TAIL.sub("", message)
+
+
+def is_tail_line(line: str) -> bool:
+    """Whether a line is one of the tail's sentences."""
+    return _TAIL_LINE.match(line) is not None
+
+
+def is_kernel_assertion(line: str) -> bool:
+    """Whether a line is a CUDA kernel's assertion (`Assertion `...` failed`)."""
+    return _KERNEL_ASSERTION.search(line) is not None
+
+
+def device_side_assert(exceptions: Sequence[ParsedException]) -> int | None:
+    """The index of the paste's first device-side assert, which its kernel assertion lines
+    belong to; None when it has none."""
+    for index, exception in enumerate(exceptions):
+        if DEVICE_SIDE_ASSERT in exception.message:
+            return index
+    return None

@@ -1,0 +1,62 @@
+"""Benchmark of the native harvest: CPU seconds of one release's harvest without and with its
+native sites, in one process, and how many native drafts each source gives.
+
+Run by hand: `.venv/bin/python bench/bench_harvest_native.py [SPEC ...]` (default: torch,
+vllm==0.33.0). Both harvests read the same cached files one after the other, so the ratio
+holds on a loaded machine where wall times do not; storing the drafts is not timed here
+(`bench/bench_harvest.py` times the whole harvest, stored).
+"""
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.config import Settings
+from app.harvest import Draft, drafts, harvest_tree
+from app.reproducers.upstream import Upstream
+
+RELEASES = Upstream(Settings().cache_dir)
+
+
+def _source(draft: Draft) -> str:
+    if "library" in draft.context:
+        return "library literals"
+    path = draft.record["filePath"]
+    return "csrc" if path.startswith("csrc/") else "headers"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("specs", nargs="*", default=["torch", "vllm==0.33.0"])
+    args = parser.parse_args()
+    print("| release | CPU s, Python only | CPU s, with native | ratio | native drafts by source |")
+    print("|---|---|---|---|---|")
+    for spec in args.specs:
+        release = drafts.resolve_release(spec, releases=RELEASES)
+        common = {
+            "repo": release.repo,
+            "ref": release.ref,
+            "analyzed_at": "bench",
+            "path_prefix": release.path_prefix,
+            "package_dir": release.package_dir,
+        }
+        started = time.process_time()
+        python = harvest_tree(release.root, **common)
+        middle = time.process_time()
+        both = harvest_tree(release.root, **common, native_root=release.native_root)
+        ended = time.process_time()
+        native = both.drafts[len(python.drafts) :]
+        sources = Counter(_source(draft) for draft in native)
+        before, after = middle - started, ended - middle
+        counts = ", ".join(f"{name} {count:,}" for name, count in sorted(sources.items()))
+        print(
+            f"| {release.label} | {before:.1f} | {after:.1f} | {after / before:.2f}x | {counts} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

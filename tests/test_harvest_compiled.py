@@ -1,0 +1,140 @@
+"""Message literals of compiled libraries: a tiny library built here with gcc, torch's own
+libc10.so as installed, and broken files skipped with their reason."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+
+from app.harvest import drafts
+from app.harvest.compiled import UNREADABLE_LIBRARY, library_sites, rodata_sections
+from app.harvest.render import Release, library_drafts
+from app.records import locations
+from app.records import service as records
+from app.records.filters import RecordFilters
+from app.records.validation import record_errors
+
+# The literals one translation unit of torch leaves (aten/src/ATen/core/adaption.cpp's
+# device check is `c10::str("Expected all tensors ... but got ", arg, " is on ", ...)`).
+UNIT = r"""
+const char* file_of_unit(void) { return "/__w/pytorch/pytorch/aten/src/ATen/core/adaption.cpp"; }
+const char* head(void) { return "Expected all tensors to be on the same device, but got "; }
+const char* middle(void) { return ", different from other tensors on "; }
+const char* tail(void) { return " (when checking argument in method "; }
+const char* other(void) { return "No available kernel.  Aborting execution."; }
+const char* assertion(void) {
+  return "idx < n INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/c10/core/Device.cpp\":42, "
+         "please report a bug to PyTorch. ";
+}
+"""
+RELEASE = Release("pytorch/pytorch", "v2.13.0", "2026-12-05T00:00:00.000Z")
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc to build a library with")
+    folder = tmp_path_factory.mktemp("elf")
+    (folder / "unit.c").write_text(UNIT)
+    built = folder / "libunit.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O1", "-o", str(built), str(folder / "unit.c")], check=True
+    )
+    return built
+
+
+def test_fragments_of_one_message_are_joined_with_values_between(library: Path) -> None:
+    sites, skipped = library_sites(library)
+    assert not skipped
+    found = {site.message.template: site for site in sites}
+    device = found[
+        "Expected all tensors to be on the same device, but got {value}, different from other "
+        "tensors on {value_2} (when checking argument in method {value_3}"
+    ]
+    assert device.source_file == "aten/src/ATen/core/adaption.cpp"
+    assert device.line is None
+    kernel = found["No available kernel.  Aborting execution."]
+    assert kernel.error_class == "Exception"  # the literal alone does not say which class
+    assertion = found[
+        'idx < n INTERNAL ASSERT FAILED at "{file}":{line}, please report a bug to PyTorch. {value}'
+    ]
+    assert (assertion.source_file, assertion.line, assertion.error_class) == (
+        "c10/core/Device.cpp",
+        42,
+        "RuntimeError",
+    )
+    assert len(sites) == 3
+
+
+def test_library_drafts_are_valid_records_filed_under_the_library(library: Path) -> None:
+    sites, _ = library_sites(library)
+    drafts = library_drafts(sites, "torch/lib/libunit.so", RELEASE)
+    assert all(not record_errors(draft.record) for draft in drafts)
+    by_message = {draft.record["errorMessage"]: draft for draft in drafts}
+    assertion = by_message[
+        'idx < n INTERNAL ASSERT FAILED at "{file}":{line}, please report a bug to PyTorch. {value}'
+    ]
+    assert assertion.record["filePath"] == "torch/lib/libunit.so"
+    assert assertion.record["githubUrl"] == (
+        "https://github.com/pytorch/pytorch/blob/v2.13.0/c10/core/Device.cpp#L42"
+    )
+    assert assertion.context == {
+        "library": "torch/lib/libunit.so",
+        "sourceFile": "c10/core/Device.cpp",
+        "sourceLine": 42,
+    }
+    again = library_drafts(sites, "torch/lib/libunit.so", RELEASE)
+    assert [d.record["id"] for d in again] == [d.record["id"] for d in drafts]
+
+
+def test_a_broken_library_is_skipped_with_its_reason(library: Path, tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.so"
+    garbage.write_bytes(b"not an ELF file at all")
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(library.read_bytes()[:200])
+    for path in (garbage, cut, tmp_path / "missing.so"):
+        sites, skipped = library_sites(path)
+        assert sites == []
+        assert skipped == {UNREADABLE_LIBRARY: 1}
+    with pytest.raises(ValueError, match="ELF"):
+        rodata_sections(garbage)
+
+
+def test_torchs_own_libc10_gives_its_allocator_messages() -> None:
+    torch = pytest.importorskip("torch")
+    sites, _ = library_sites(Path(torch.__file__).parent / "lib" / "libc10.so")
+    found = {site.message.template: site for site in sites}
+    message = found["CachingAllocator option max_split_size_mb too small, must be >= {value}"]
+    assert message.source_file == "c10/core/AllocatorConfig.cpp"
+
+
+def test_a_release_with_the_library_stores_its_messages_as_drafts(
+    library: Path, session: Session, tmp_path: Path
+) -> None:
+    root = tmp_path / "site-packages"
+    (root / "torch" / "lib").mkdir(parents=True)
+    (root / "torch" / "__init__.py").write_text("")
+    shutil.copy(library, root / "torch" / "lib" / "libc10.so")
+    header = root / "torch" / "include" / "c10" / "core" / "Kernel.h"
+    header.parent.mkdir(parents=True)
+    header.write_text(
+        'void pick() {\n  AT_ERROR("No available kernel.  Aborting execution.");\n}\n'
+    )
+    release = drafts.resolve_release(str(root), repo="pytorch/pytorch", ref="v2.13.0")
+    result, counts = drafts.harvest_release(session, release)
+    assert (result.native_sites, result.library_sites, counts.created) == (1, 2, 3)
+    page = records.list_records(session, RecordFilters(repo="pytorch/pytorch"), 10)
+    stored = {item.record.error_message: item for item in page.items}
+    kernel = stored["No available kernel.  Aborting execution."]  # the header's, not a copy
+    assert (kernel.record.file_path, kernel.record.line_number) == ("c10/core/Kernel.h", 2)
+    device = stored[
+        "Expected all tensors to be on the same device, but got {value}, different from other "
+        "tensors on {value_2} (when checking argument in method {value_3}"
+    ]
+    assert device.record.file_path == "torch/lib/libc10.so"
+    [location] = locations.record_locations(session, [device.id])[device.id]
+    assert location.release == "pytorch/pytorch@v2.13.0"
+    assert location.context is not None
+    assert location.context["sourceFile"] == "aten/src/ATen/core/adaption.cpp"

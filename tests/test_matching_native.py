@@ -1,0 +1,151 @@
+"""Native messages on a store holding data/: torch's CUDA errors with their asynchronous-report
+tail, a device-side assert after its kernel's assertion lines, and a catalogue entry against a
+more specific site."""
+
+import copy
+
+import pytest
+
+from app.matching.native import device_side_assert, is_kernel_assertion, is_tail_line, without_tail
+from app.matching.service import match_text
+from app.records import service as records
+from tests.helpers.matching import data_store
+
+DEVICE_SIDE_ASSERT = "7087d0ce19a5cdec"
+INVALID_ORDINAL = "f59af6fbbd5560a7"
+CONFIDENT = 50.0
+TAIL = (
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.\n"
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+)
+ASSERTION = (
+    "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1422: indexSelectLargeIndex: block: "
+    "[31,0,0], thread: [{t},0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n"
+)
+EMBEDDING = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 41, in <module>\n'
+    "    logits = model(input_ids)\n"
+    '  File "/usr/lib/python3.12/site-packages/torch/nn/modules/sparse.py", line 190, in forward\n'
+    "    return F.embedding(\n"
+    "torch.AcceleratorError: CUDA error: device-side assert triggered\n"
+)
+
+
+@pytest.fixture
+def store(settings):
+    with data_store(settings) as opened:
+        yield opened
+
+
+def _native_record(session, record_id: str, **fields) -> dict:
+    """The device-side assert record of data/ made into another native site."""
+    base = copy.deepcopy(records.get_record(session, DEVICE_SIDE_ASSERT).record.model_dump())
+    return base | {"id": record_id, "slug": f"site-{record_id}"} | fields
+
+
+def test_the_tail_is_cut_from_a_message_and_its_lines_are_known() -> None:
+    message = "CUDA error: invalid device ordinal\n" + TAIL
+    assert without_tail(message) == "CUDA error: invalid device ordinal"
+    assert (
+        without_tail("CUDA error: invalid device ordinal") == "CUDA error: invalid device ordinal"
+    )
+    assert all(is_tail_line(line) for line in TAIL.splitlines())
+    assert not is_tail_line("CUDA error: invalid device ordinal")
+    assert is_kernel_assertion(ASSERTION.format(t=0))
+    assert not is_kernel_assertion("AssertionError: Torch not compiled with CUDA enabled")
+
+
+def test_a_cuda_error_with_its_tail_gets_its_record_confidently(store) -> None:
+    session, matcher = store
+    text = EMBEDDING.replace("device-side assert triggered", "invalid device ordinal") + TAIL
+    result = match_text(matcher, session, text)
+    top = result.matches[0]
+    assert top.id == INVALID_ORDINAL, [(m.id, m.score, m.reasons) for m in result.matches]
+    assert top.score >= CONFIDENT
+    assert "pattern matches the whole exception message" in top.reasons
+
+
+def test_a_device_side_assert_is_one_answer_with_its_kernel_lines(store) -> None:
+    session, matcher = store
+    text = ASSERTION.format(t=16) + ASSERTION.format(t=17) + EMBEDDING + TAIL
+    result = match_text(matcher, session, text)
+    assert device_side_assert(result.exceptions) == 0
+    top = result.matches[0]
+    assert top.id == DEVICE_SIDE_ASSERT, [(m.id, m.score) for m in result.matches]
+    assert top.exception_index == 0
+    assert top.score >= CONFIDENT
+    assert len([m for m in result.matches if m.score >= CONFIDENT]) == 1
+
+
+def test_the_kernels_own_assertion_site_wins_where_the_paste_shows_it(store) -> None:
+    session, matcher = store
+    site = _native_record(
+        session,
+        "00000000000000a1",
+        errorMessage="Assertion `srcIndex < srcSelectDimSize` failed.",
+        messagePattern=r"Assertion `srcIndex < srcSelectDimSize` failed\.",
+        filePath="aten/src/ATen/native/cuda/Indexing.cu",
+    )
+    records.write_records(session, [site])
+    session.commit()
+    text = ASSERTION.format(t=16) + ASSERTION.format(t=17) + EMBEDDING + TAIL
+    result = match_text(matcher, session, text)
+    ids = [m.id for m in result.matches]
+    assert ids[:2] == ["00000000000000a1", DEVICE_SIDE_ASSERT], ids
+    top = result.matches[0]
+    assert top.exception_index == 0
+    assert (
+        "pattern matches the kernel assertion printed before the device-side assert" in top.reasons
+    )
+    alone = match_text(matcher, session, EMBEDDING + TAIL)
+    assert alone.matches[0].id == DEVICE_SIDE_ASSERT  # no assertion line: the catalogue entry
+
+
+def test_the_tail_is_never_what_a_paste_is_matched_on(store) -> None:
+    session, matcher = store
+    tail = _native_record(
+        session,
+        "00000000000000a2",
+        errorMessage="CUDA kernel errors might be asynchronously reported at some other API call",
+        messagePattern="CUDA kernel errors might be asynchronously reported at some other API call",
+        filePath="c10/cuda/CUDAMiscFunctions.cpp",
+    )
+    records.write_records(session, [tail])
+    session.commit()
+    for text in (EMBEDDING + TAIL, TAIL):
+        result = match_text(matcher, session, text)
+        assert "00000000000000a2" not in [m.id for m in result.matches]
+
+
+def test_a_python_site_in_the_frames_wins_over_the_catalogue_entry(store) -> None:
+    session, matcher = store
+    base = copy.deepcopy(records.get_record(session, "c53f6de81577a6bc").record.model_dump())
+    wrapper = base | {
+        "id": "00000000000000a3",
+        "repo": "sgl-project/sglang",
+        "errorClass": "RuntimeError",
+        "errorMessage": "CUDA error: {err}",
+        "messagePattern": "CUDA error: (?P<err>.+)",
+        "filePath": "python/sglang/srt/utils/common.py",
+        "lineNumber": 10,
+        "sourceCode": None,
+        "sourceCodeStart": None,
+        "sourceCodeEnd": None,
+    }
+    records.write_records(session, [wrapper])
+    session.commit()
+    raised_there = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/site-packages/sglang/srt/utils/common.py", line 10, in check\n'
+        '    raise RuntimeError(f"CUDA error: {err}")\n'
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert match_text(matcher, session, raised_there).matches[0].id == "00000000000000a3"
+    torch_paste = EMBEDDING.replace("device-side assert triggered", "invalid device ordinal")
+    result = match_text(matcher, session, torch_paste + TAIL)
+    assert result.matches[0].id == INVALID_ORDINAL
+    other = [m for m in result.matches if m.id == "00000000000000a3"]
+    assert all(m.score < CONFIDENT for m in other)  # another project's, never as likely

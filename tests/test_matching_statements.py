@@ -1,0 +1,140 @@
+"""The interpreter's own errors answered by the statement at the innermost frame, read from
+the release cache: the right release by the frame's source, the record readable by GET."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.main import create_app
+from app.matching.logtext import clean_lines
+from app.matching.statements import StatementRecords, interpreter_error
+from app.matching.traceback import parse_exceptions
+from app.records import service as records
+from app.reproducers.upstream import Upstream
+from app.store.engine import open_store, unit_of_work
+from app.store.tables import DatasetState
+
+OLD = "vllm==0.6.3"
+NEW = "vllm==0.7.3"
+MODULE = "vllm/model_executor/models/qwen2.py"
+OLD_SOURCE = [
+    "def load_weights(self, weights):",
+    "    params_dict = dict(self.named_parameters())",
+    "    for name, loaded_weight in weights:",
+    "        param = params_dict[name]",
+    "        param.load(loaded_weight)",
+]
+NEW_SOURCE = [
+    "def load_weights(self, weights):",
+    "    return self.loader.load(weights)",
+    "",
+    "",
+    "",
+]
+PASTE = """Traceback (most recent call last):
+  File "/usr/lib/python3.10/site-packages/vllm/worker/model_runner.py", line 12, in load_model
+    self.model = get_model(self.model_config)
+  File "/opt/vllm/model_executor/models/qwen2.py", line 4, in load_weights
+    param = params_dict[name]
+KeyError: 'layers.35.mlp.gate.g_idx'
+"""
+
+
+def _release_cache(cache_dir: Path) -> None:
+    for release, source in ((OLD, OLD_SOURCE), (NEW, NEW_SOURCE)):
+        name, _, version = release.partition("==")
+        path = cache_dir / "unpacked" / f"{name}-{version}" / MODULE
+        path.parent.mkdir(parents=True)
+        path.write_text("\n".join(source) + "\n")
+
+
+def _exception(text: str):  # type: ignore[no-untyped-def]
+    return parse_exceptions(text, clean_lines(text))[-1]
+
+
+@pytest.mark.parametrize(
+    ("line", "interpreter"),
+    [
+        ("KeyError: 'layers.35.mlp.gate.g_idx'", True),
+        ("AttributeError: 'NoneType' object has no attribute 'cpu'", True),
+        ("IndexError: list index out of range", True),
+        ("TypeError: forward() got an unexpected keyword argument 'kv_caches'", True),
+        ("ValueError: not enough values to unpack (expected 2, got 1)", True),
+        ("ValueError: Unsupported model architecture Foo", False),
+        ("RuntimeError: CUDA error: out of memory", False),
+    ],
+)
+def test_the_interpreters_own_messages_are_told_from_a_projects(
+    line: str, interpreter: bool
+) -> None:
+    assert interpreter_error(_exception(PASTE.replace(PASTE.splitlines()[-1], line))) is interpreter
+
+
+def test_the_statement_is_read_from_the_release_whose_line_holds_the_frames_source(
+    tmp_path: Path,
+) -> None:
+    _release_cache(tmp_path)
+    statements = StatementRecords(Upstream(tmp_path).cached_root)
+    stored = statements.record(_exception(PASTE), [OLD, NEW], {})
+    assert stored is not None
+    record = stored.record
+    assert (record.error_class, record.file_path, record.line_number) == ("KeyError", MODULE, 4)
+    assert record.repo == "vllm-project/vllm"
+    assert "param = params_dict[name]" in (record.documentation or "")
+    assert OLD in (record.trigger_scenarios or "")
+    assert NEW not in (record.trigger_scenarios or "")
+    assert "params_dict[name]" in (record.source_code or "")
+    assert statements.get(stored.id) == stored
+    # a raise is no statement of the interpreter, nor is a line no release holds
+    raised = PASTE.replace("    param = params_dict[name]\n", "    raise KeyError(name)\n")
+    assert statements.record(_exception(raised), [OLD, NEW], {}) is None
+    assert statements.record(_exception(PASTE), [NEW], {}) is None
+
+
+def test_a_statement_that_moved_in_the_harvested_releases_is_found_in_its_function(
+    tmp_path: Path,
+) -> None:
+    """The paste's release is not harvested: its line 40 is line 4 of a harvested one, in
+    the same function; a line of that text in another function is not it."""
+    _release_cache(tmp_path)
+    statements = StatementRecords(Upstream(tmp_path).cached_root)
+    moved = PASTE.replace("line 4, in load_weights", "line 40, in load_weights")
+    stored = statements.record(_exception(moved), [OLD, NEW], {})
+    assert stored is not None
+    assert stored.record.line_number == 4
+    other = PASTE.replace("line 4, in load_weights", "line 40, in forward")
+    assert statements.record(_exception(other), [OLD, NEW], {}) is None
+
+
+def test_a_match_answers_the_statement_and_get_reads_it(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _release_cache(cache)
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'errkb.db'}", cache_dir=cache, older_releases=[]
+    )
+    engine = open_store(settings)
+    with unit_of_work(engine) as session:
+        for release in (OLD, NEW):
+            session.merge(DatasetState(key=f"harvested:{release}", value="2026-12-01T00:00:00"))
+        records.bump_dataset_version(session)
+    client = TestClient(create_app(settings))
+    matches = client.post("/api/match", json={"text": PASTE}).json()["matches"]
+    assert matches, "the statement answers"
+    first = matches[0]
+    assert first["record"]["errorClass"] == "KeyError"
+    assert first["record"]["filePath"] == MODULE
+    assert any(part["id"] == "site.statement" for part in first["components"])
+    document = client.get(f"/api/errors/{first['id']}")
+    assert document.status_code == 200, document.text
+    assert document.json()["record"]["lineNumber"] == 4
+    assert client.get(f"/errors/{first['id']}").status_code == 200
+
+
+def test_without_the_release_cache_nothing_is_made_up(
+    make_client: Callable[..., TestClient],
+) -> None:
+    client = make_client()
+    assert client.post("/api/match", json={"text": PASTE}).json()["matches"] == []
