@@ -87,6 +87,7 @@ HELDOUT_FLOOR = {"known site top-1": 34, "known site confident wrong": 2}
 """The held-out set's known-site figures when its latest round began (round 2: 654d720 with its
 55 new cases, before any change of the round; docs/benchmarks.md): a later change may not fall
 below them (at most this many confident wrong answers)."""
+COMPILED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
 SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+$")
 RELEASE = re.compile(r"^[a-z][\w-]*==\d[\w.+-]*$")
 # A perfect match of a specific message with agreeing context scores about 100 points
@@ -248,7 +249,10 @@ class Judge:
         same_class = short_class(record["errorClass"]) == short_class(case["exceptionClass"])
         renamed = any(RENAMED_CLASS.match(r) for r in match["reasons"])
         if not (
-            same_class or renamed or self.refined(record["errorClass"], case["exceptionClass"])
+            same_class
+            or renamed
+            or self.refined(record["errorClass"], case["exceptionClass"])
+            or _class_unknown(record)
         ):
             return False
         document = self.document(match["id"])
@@ -314,6 +318,15 @@ def _curated_right(judge: Judge, case: dict[str, Any], match: dict[str, Any]) ->
     return any(
         answer["record"]["reviewState"] == "reviewed" and judge.right(case, answer)
         for answer in [match, *together]
+    )
+
+
+def _class_unknown(record: dict[str, Any]) -> bool:
+    """Whether the record is a message literal of a compiled library, filed as `Exception`
+    because the library's text does not say which class C++ throws it with."""
+    return (
+        record["errorClass"] == "Exception"
+        and COMPILED_LIBRARY.search(record["filePath"]) is not None
     )
 
 
