@@ -19,7 +19,7 @@ from tests.helpers.store_dump import database_text
 
 SEED_002 = "edc4df790b100979"
 SECRET_OFFSET = "987654321"  # a value the seed-002 pattern captures
-SECRET_LOG = "user=alice.secret-7731 token=sk-live-41f9c0de"
+SECRET_LOG = "user=alice.secret-77319046 token=sk-live-41f9c0de"
 MATCHED = (
     f"INFO 08-28 05:02:10 [tokenizer_manager.py:702] {SECRET_LOG}\n"
     "Traceback (most recent call last):\n"
@@ -90,7 +90,7 @@ def test_matches_and_views_count_and_no_paste_or_capture_is_kept(make_client) ->
         (TEMPLATE, UNMATCHED_SEEDS_TEMPLATE, 1),
     ]
     stored = database_text(client.app.state.engine)
-    for secret in (SECRET_OFFSET, "alice", "sk-live", "7731", "llama-7b", "0x7f3a9c001e40"):
+    for secret in (SECRET_OFFSET, "alice", "sk-live", "77319046", "llama-7b", "0x7f3a9c001e40"):
         assert secret not in stored, secret
 
 
