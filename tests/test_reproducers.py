@@ -104,6 +104,10 @@ TORCH_NATIVE_CUDA_IDS = [
     "ffb8e23a4a4cdb41",  # operation not permitted when stream is capturing
     "7921f04022ee6caf",  # NCCL watchdog timeout
     "ccbb13bfece44d3a",  # CUDA error: out of memory
+    "c242f9ee2933e5bb",  # found no NVIDIA driver (a stand-in libcuda without its functions)
+    "08fb511a8bb549e2",  # the NVIDIA driver is too old (a stand-in libcuda reporting CUDA 9.0)
+    "9c21dca825782b21",  # cuBLAS: cublasCreate(handle) on a full GPU
+    "ba464de49ccc4516",  # cuBLAS: a product after an out-of-range embedding lookup
 ]
 PROFILING_ID = "d6814a5cbefc4741"  # vLLM measures the GPU's free memory: only CUDA raises it
 PROTOCOL_KEYS = {
