@@ -213,6 +213,21 @@ PASTED = [
         ),
         "ba464de49ccc4516",
     ),
+    (  # Peterande/D-FINE#289: two ranks on one GPU
+        (
+            "Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", '
+            "line 3744, in barrier\n"
+            "    work = default_pg.barrier(opts=opts)\n"
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:1691, invalid usage (run with NCCL_DEBUG=WARN for details), "
+            "NCCL version 2.19.3\n"
+            "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+            "Last error:\n"
+            "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 2000\n"
+        ),
+        "58588cf5c295bbff",
+    ),
 ]
 
 
@@ -222,3 +237,15 @@ def test_an_nvidia_side_error_as_pasted_gets_its_record_first(store, text, recor
     result = match_text(matcher, session, text)
     assert result.matches[0].id == record_id, [(m.id, m.score) for m in result.matches[:3]]
     assert result.matches[0].score >= CONFIDENT
+
+
+def test_torch_1x_nccl_wording_raised_as_runtime_error_still_gets_the_record(store) -> None:
+    """fanq15/FewX#74: no NCCL explanation, another class than today's DistBackendError."""
+    session, matcher = store
+    text = (
+        "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:32, unhandled "
+        "cuda error, NCCL version 2.4.8\n"
+    )
+    result = match_text(matcher, session, text)
+    assert result.matches[0].id == "58588cf5c295bbff", [(m.id, m.score) for m in result.matches]
+    assert result.matches[0].captures["error"] == "unhandled cuda error"
