@@ -228,6 +228,10 @@ PASTED = [
         ),
         "58588cf5c295bbff",
     ),
+    (  # zhoubolei/TRN-pytorch#88, with the tail torch prints today
+        _torch_paste(LINEAR, "RuntimeError: CUDA error: misaligned address") + TAIL,
+        "0e3bc22a5ce53920",
+    ),
 ]
 
 

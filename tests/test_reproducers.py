@@ -109,6 +109,7 @@ TORCH_NATIVE_CUDA_IDS = [
     "9c21dca825782b21",  # cuBLAS: cublasCreate(handle) on a full GPU
     "ba464de49ccc4516",  # cuBLAS: a product after an out-of-range embedding lookup
     "58588cf5c295bbff",  # NCCL error in: ... (two ranks on one GPU: invalid usage)
+    "0e3bc22a5ce53920",  # misaligned address
 ]
 PROFILING_ID = "d6814a5cbefc4741"  # vLLM measures the GPU's free memory: only CUDA raises it
 PROTOCOL_KEYS = {
