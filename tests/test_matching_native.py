@@ -232,6 +232,10 @@ PASTED = [
         _torch_paste(LINEAR, "RuntimeError: CUDA error: misaligned address") + TAIL,
         "0e3bc22a5ce53920",
     ),
+    (  # XPixelGroup/BasicSR#211, with the tail torch prints today
+        _torch_paste(LINEAR, "RuntimeError: CUDA error: unspecified launch failure") + TAIL,
+        "2f12f6c9b6d1c025",
+    ),
 ]
 
 

@@ -110,6 +110,7 @@ TORCH_NATIVE_CUDA_IDS = [
     "ba464de49ccc4516",  # cuBLAS: a product after an out-of-range embedding lookup
     "58588cf5c295bbff",  # NCCL error in: ... (two ranks on one GPU: invalid usage)
     "0e3bc22a5ce53920",  # misaligned address
+    "2f12f6c9b6d1c025",  # unspecified launch failure (a jiterator kernel that traps)
 ]
 PROFILING_ID = "d6814a5cbefc4741"  # vLLM measures the GPU's free memory: only CUDA raises it
 PROTOCOL_KEYS = {
