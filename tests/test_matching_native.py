@@ -236,6 +236,17 @@ PASTED = [
         _torch_paste(LINEAR, "RuntimeError: CUDA error: unspecified launch failure") + TAIL,
         "2f12f6c9b6d1c025",
     ),
+    (  # the line recent releases add before the tail (smthemex/ComfyUI_DiffuEraser#38's wording)
+        _torch_paste(
+            LINEAR,
+            "torch.AcceleratorError: CUDA error: misaligned address\n"
+            "Search for `cudaErrorMisalignedAddress' in "
+            "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more "
+            "information.",
+        )
+        + TAIL,
+        "0e3bc22a5ce53920",
+    ),
 ]
 
 
