@@ -149,3 +149,122 @@ def test_a_python_site_in_the_frames_wins_over_the_catalogue_entry(store) -> Non
     assert result.matches[0].id == INVALID_ORDINAL
     other = [m for m in result.matches if m.id == "00000000000000a3"]
     assert all(m.score < CONFIDENT for m in other)  # another project's, never as likely
+
+
+def _torch_paste(frame: str, line: str) -> str:
+    """A traceback that ends in torch's Python entry point, as the threads paste it."""
+    return (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 12, in <module>\n'
+        "    model = Net().cuda()\n"
+        f'  File "/usr/local/lib/python3.10/dist-packages/torch/{frame}\n'
+        f"{line}\n"
+    )
+
+
+LAZY_INIT = 'cuda/__init__.py", line 319, in _lazy_init\n    torch._C._cuda_init()'
+LINEAR = (
+    'nn/modules/linear.py", line 125, in forward\n'
+    "    return F.linear(input, self.weight, self.bias)"
+)
+PASTED = [
+    (  # the wording of 2.x, one line (colabtools#5136)
+        _torch_paste(
+            LAZY_INIT,
+            "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+            "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
+        ),
+        "c242f9ee2933e5bb",
+    ),
+    (  # found version 11040 (Fooocus#1313)
+        _torch_paste(
+            LAZY_INIT,
+            "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). "
+            "Please update your GPU driver by downloading and installing a new version from the "
+            "URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: "
+            "https://pytorch.org to install a PyTorch version that has been compiled with your "
+            "version of the CUDA driver.",
+        ),
+        "08fb511a8bb549e2",
+    ),
+    (  # Qwen#120, VisCPM#3
+        _torch_paste(
+            LINEAR,
+            "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling "
+            "`cublasCreate(handle)`",
+        ),
+        "9c21dca825782b21",
+    ),
+    (  # clovaai/bros#14
+        _torch_paste(
+            LINEAR,
+            "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( "
+            "handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16F, lda, b, CUDA_R_16F, ldb, &fbeta, "
+            "c, CUDA_R_16F, ldc, CUDA_R_32F, CUBLAS_GEMM_DFALT_TENSOR_OP)`",
+        ),
+        "ba464de49ccc4516",
+    ),
+    (  # xb534/SED#31
+        _torch_paste(
+            LINEAR,
+            "RuntimeError: CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling "
+            "`cublasSgemmStridedBatched( handle, opa, opb, m, n, k, &alpha, a, lda, stridea, b, "
+            "ldb, strideb, &beta, c, ldc, stridec, num_batches)`",
+        ),
+        "ba464de49ccc4516",
+    ),
+    (  # Peterande/D-FINE#289: two ranks on one GPU
+        (
+            "Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", '
+            "line 3744, in barrier\n"
+            "    work = default_pg.barrier(opts=opts)\n"
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:1691, invalid usage (run with NCCL_DEBUG=WARN for details), "
+            "NCCL version 2.19.3\n"
+            "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+            "Last error:\n"
+            "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 2000\n"
+        ),
+        "58588cf5c295bbff",
+    ),
+    (  # zhoubolei/TRN-pytorch#88, with the tail torch prints today
+        _torch_paste(LINEAR, "RuntimeError: CUDA error: misaligned address") + TAIL,
+        "0e3bc22a5ce53920",
+    ),
+    (  # XPixelGroup/BasicSR#211, with the tail torch prints today
+        _torch_paste(LINEAR, "RuntimeError: CUDA error: unspecified launch failure") + TAIL,
+        "2f12f6c9b6d1c025",
+    ),
+    (  # the line recent releases add before the tail (smthemex/ComfyUI_DiffuEraser#38's wording)
+        _torch_paste(
+            LINEAR,
+            "torch.AcceleratorError: CUDA error: misaligned address\n"
+            "Search for `cudaErrorMisalignedAddress' in "
+            "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more "
+            "information.",
+        )
+        + TAIL,
+        "0e3bc22a5ce53920",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "record_id"), PASTED)
+def test_an_nvidia_side_error_as_pasted_gets_its_record_first(store, text, record_id) -> None:
+    session, matcher = store
+    result = match_text(matcher, session, text)
+    assert result.matches[0].id == record_id, [(m.id, m.score) for m in result.matches[:3]]
+    assert result.matches[0].score >= CONFIDENT
+
+
+def test_torch_1x_nccl_wording_raised_as_runtime_error_still_gets_the_record(store) -> None:
+    """fanq15/FewX#74: no NCCL explanation, another class than today's DistBackendError."""
+    session, matcher = store
+    text = (
+        "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:32, unhandled "
+        "cuda error, NCCL version 2.4.8\n"
+    )
+    result = match_text(matcher, session, text)
+    assert result.matches[0].id == "58588cf5c295bbff", [(m.id, m.score) for m in result.matches]
+    assert result.matches[0].captures["error"] == "unhandled cuda error"

@@ -104,6 +104,13 @@ TORCH_NATIVE_CUDA_IDS = [
     "ffb8e23a4a4cdb41",  # operation not permitted when stream is capturing
     "7921f04022ee6caf",  # NCCL watchdog timeout
     "ccbb13bfece44d3a",  # CUDA error: out of memory
+    "c242f9ee2933e5bb",  # found no NVIDIA driver (a stand-in libcuda without its functions)
+    "08fb511a8bb549e2",  # the NVIDIA driver is too old (a stand-in libcuda reporting CUDA 9.0)
+    "9c21dca825782b21",  # cuBLAS: cublasCreate(handle) on a full GPU
+    "ba464de49ccc4516",  # cuBLAS: a product after an out-of-range embedding lookup
+    "58588cf5c295bbff",  # NCCL error in: ... (two ranks on one GPU: invalid usage)
+    "0e3bc22a5ce53920",  # misaligned address
+    "2f12f6c9b6d1c025",  # unspecified launch failure (a jiterator kernel that traps)
 ]
 PROFILING_ID = "d6814a5cbefc4741"  # vLLM measures the GPU's free memory: only CUDA raises it
 PROTOCOL_KEYS = {
@@ -350,7 +357,9 @@ def test_forked_cuda_reproducer_is_skipped_without_cuda() -> None:
 def test_native_records_name_their_cpp_file_and_no_line() -> None:
     for record_id in NATIVE_IDS + TORCH_NATIVE_CUDA_IDS:
         native = record(record_id)
-        assert native["filePath"].endswith((".cpp", ".h")), record_id  # inline checks: a header
+        assert native["filePath"].endswith((".cpp", ".h", ".hpp")), (
+            record_id
+        )  # inline or macro: a header
         assert (native["lineNumber"], native["sourceCode"]) == (None, None), record_id
         assert native["githubUrl"].endswith(native["filePath"]), record_id
         assert "line in v2.13.0 is not pinned" in native["documentation"], record_id
