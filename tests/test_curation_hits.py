@@ -38,9 +38,10 @@ UNMATCHED = (
 UNMATCHED_TEMPLATE = (
     "ValueError: cannot open <str> for rank <num> (handle <hex>, shard <hex>, <num> GiB)"
 )
-# The same, on a store of data/records alone: no template of it says open, handle or shard.
+# The same, on a store of data/records alone: its templates say handle (cuBLAS's), never open
+# or shard.
 UNMATCHED_SEEDS_TEMPLATE = (
-    "ValueError: cannot <value> <str> for rank <num> (<value> <hex>, <value> <hex>, <num> GiB)"
+    "ValueError: cannot <value> <str> for rank <num> (handle <hex>, <value> <hex>, <num> GiB)"
 )
 # Words of upstream message templates, as a store holds them (app.records.vocabulary).
 VOCABULARY = Vocabulary(
