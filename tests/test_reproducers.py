@@ -558,11 +558,14 @@ def _below_package_or_checkout(path: str) -> str:
 
 def _shape(traceback_text: str) -> list[str]:
     """A traceback's frames (file below its package or checkout, line, function) and
-    exception lines: what a recording keeps whatever machine made it."""
+    exception lines: what a recording keeps whatever machine made it. The harness's own frame
+    (app/) keeps no line: an edit of the harness moves it, not what the release raises."""
     shape = []
     for line in traceback_text.splitlines():
         if frame := re.match(r'\s*File "(.*)", line (\d+), in (\S+)', line):
-            shape.append(f"{_below_package_or_checkout(frame[1])}:{frame[2]} {frame[3]}")
+            path = _below_package_or_checkout(frame[1])
+            line_number = "" if path.startswith("app/") else f":{frame[2]}"
+            shape.append(f"{path}{line_number} {frame[3]}")
         elif line and not line[0].isspace():
             shape.append(line)
     return shape
