@@ -142,6 +142,7 @@ def harvested_store(
     is harvested into, so that a larger store does not harvest the shared releases again;
     `curated`: a folder of curated records imported before the harvest, as `errkb serve`
     imports data/records before it harvests."""
+    folder.mkdir(parents=True, exist_ok=True)
     database = folder / "errkb.db"
     if start_from is not None:
         with sqlite3.connect(start_from) as source, sqlite3.connect(database) as copy:
