@@ -16,11 +16,10 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import delete, insert, select
 from sqlmodel import Session, col
 
-from app import upstreams
+from app import store, upstreams
 from app.store.tables import ExceptionClass
 
 MAX_DEPTH = 12  # base-class chains longer than this are cut (and cycles with them)
-SQL_CHUNK = 500
 
 ClassGraph = Mapping[str, frozenset[str]]
 """Class name -> the names of its bases, in any harvested release or among the builtins."""
@@ -55,8 +54,8 @@ def replace_release(session: Session, release: str, classes: Mapping[str, tuple[
         {"release": release, "name": name, "bases": json.dumps(list(parents))}
         for name, parents in sorted(classes.items())
     ]
-    for start in range(0, len(rows), SQL_CHUNK):
-        session.execute(insert(ExceptionClass), rows[start : start + SQL_CHUNK])
+    for start in range(0, len(rows), store.SQL_CHUNK):
+        session.execute(insert(ExceptionClass), rows[start : start + store.SQL_CHUNK])
 
 
 def class_graph(session: Session) -> ClassGraph:

@@ -505,7 +505,7 @@ def bench_patterns() -> None:
 
     from app import harvest
     from app.harvest import drafts
-    from app.matching.patterns import PatternError, check_pattern
+    from app.patterns import PatternError, check_pattern
 
     print("| release | patterns | refused | largest program | most groups |")
     print("|---|---|---|---|---|")

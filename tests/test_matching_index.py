@@ -34,7 +34,7 @@ from app.matching.index import (
     PatternIndex,
     _Text,
 )
-from app.matching.patterns import (
+from app.patterns import (
     MAX_GROUPS,
     MAX_PROGRAM_SIZE,
     PatternError,

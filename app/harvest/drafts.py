@@ -29,7 +29,7 @@ from app import classes, harvest, store, upstreams
 from app.records import locations
 from app.records import service as records
 from app.records.model import ErrorRecord
-from app.records.service import DRAFT, SQL_CHUNK
+from app.records.service import DRAFT
 from app.records.validation import record_errors
 from app.reproducers import upstream
 from app.store.engine import is_lock_timeout
@@ -309,8 +309,8 @@ def _store_batch(
         locations.absorb(session, draft_id, claims[draft_id])
     counts.absorbed += len(stale)
     fresh_ids = [record["id"] for record in fresh]
-    for start in range(0, len(fresh_ids), SQL_CHUNK):
-        chunk = fresh_ids[start : start + SQL_CHUNK]
+    for start in range(0, len(fresh_ids), store.SQL_CHUNK):
+        chunk = fresh_ids[start : start + store.SQL_CHUNK]
         session.execute(
             update(Record).where(col(Record.id).in_(chunk)).values(origin=origin, gone_in=newer)
         )
@@ -408,8 +408,8 @@ def _mark_gone(session: Session, release: Release, harvested: set[str]) -> int:
         for record_id in session.execute(statement).scalars()
         if record_id not in harvested
     ]
-    for start in range(0, len(gone), SQL_CHUNK):
-        chunk = gone[start : start + SQL_CHUNK]
+    for start in range(0, len(gone), store.SQL_CHUNK):
+        chunk = gone[start : start + store.SQL_CHUNK]
         session.execute(
             update(Record).where(col(Record.id).in_(chunk)).values(gone_in=release.spec)
         )

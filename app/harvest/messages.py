@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from app.harvest.parts import Field, Item, Joined, ListMark, Maybe, Part, Parts
 from app.harvest.sites import Message, SkipReason
-from app.matching.patterns import program_fits
+from app.patterns import program_fits
 from app.records.model import max_chars
 
 MIN_LITERAL_ALNUM = 4  # fewer literal letters/digits than this cannot identify an error

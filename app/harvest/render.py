@@ -27,10 +27,10 @@ from app.harvest.sites import (
     RaiseSite,
     SkipReason,
 )
-from app.records.model import ID_LENGTH, SCHEMA_VERSION, max_chars
+from app.records.model import ID_LENGTH, SCHEMA_VERSION
+from app.records.slug import slug
 
 CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198-234
-SLUG_SOURCE_CHARS = max_chars("slug")
 MAX_TAGS = 4
 # Directory names that say nothing about the error: package roots and catch-alls.
 GENERIC_TAG_DIRS = frozenset(
@@ -132,7 +132,7 @@ def _record(
             _id_kind(site),
         ),
         "repo": repo,
-        "slug": _slug(message.template) or _slug(site.error_class or ""),
+        "slug": slug(message.template) or slug(site.error_class or ""),
         "errorCode": None,
         "errorMessage": message.template,
         "messagePattern": message.pattern,
@@ -186,11 +186,6 @@ def _id_kind(site: RaiseSite) -> str:
     return site.kind if site.kind in LOG_KINDS else ""
 
 
-def _slug(text: str) -> str:
-    """The seeds' rule: the first 50 characters, lowercased, other runs turned into '-'."""
-    return re.sub(r"[^a-z0-9]+", "-", text[:SLUG_SOURCE_CHARS].lower()).strip("-")
-
-
 def _tags(file_path: str) -> list[str]:
     """Meaningful directory names, outermost first, kebab-cased like the seeds' tags.
 
@@ -199,7 +194,7 @@ def _tags(file_path: str) -> list[str]:
     """
     tags: list[str] = []
     for part in PurePosixPath(file_path).parent.parts:
-        tag = _slug(part)
+        tag = slug(part)
         if (
             len(tag) > 1
             and tag not in GENERIC_TAG_DIRS

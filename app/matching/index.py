@@ -55,7 +55,7 @@ import ahocorasick
 import re2
 
 from app.matching import deadline
-from app.matching.patterns import PatternError, check_pattern, parsed, re2_options
+from app.patterns import PatternError, check_pattern, parsed, re2_options
 
 try:
     import hyperscan

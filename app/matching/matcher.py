@@ -24,12 +24,12 @@ from pathlib import Path
 from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
-from app import classes
+from app import classes, store
 from app.classes import ClassGraph
 from app.matching import deadline
 from app.matching.index import PatternIndex
-from app.matching.patterns import PatternError
 from app.matching.statements import ReleaseRoot, StatementRecords
+from app.patterns import PatternError
 from app.records import locations
 from app.records import service as records
 from app.records.vocabulary import Vocabulary, store_words, words_of
@@ -237,8 +237,8 @@ class Matcher:
         changed = [i for i, digest in current.items() if self._hashes.get(i) != digest]
         gone = self._hashes.keys() - current.keys()
         words: set[str] = set()
-        for start in range(0, len(changed), records.SQL_CHUNK):
-            chunk = changed[start : start + records.SQL_CHUNK]
+        for start in range(0, len(changed), store.SQL_CHUNK):
+            chunk = changed[start : start + store.SQL_CHUNK]
             statement = select(
                 col(Record.id),
                 col(Record.message_pattern),

@@ -26,13 +26,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import lru_cache
-from re import _constants as sre_constants  # Python's own regex parser: shape only, never run
-from re import _parser as sre_parser
 from typing import Protocol
 
 from app.matching import deadline
 from app.matching.index import Captures
 from app.matching.traceback import ParsedException
+from app.patterns import AT, LITERAL, SUBPATTERN, parsed
 
 MAX_CANDIDATES = 32
 """Patterns tried per message, those with the longest literal found first."""
@@ -123,23 +122,22 @@ def pieces(pattern: str) -> tuple[Piece, ...]:
     Read off Python's parse tree like the index's literals; a pattern it cannot parse has
     no pieces, and so no partial match.
     """
-    try:
-        tree = sre_parser.parse(pattern)
-    except (re.error, OverflowError, RecursionError):
+    tree = parsed(pattern)
+    if tree is None:
         return ()
     names = {number: name for name, number in tree.state.groupdict.items()}
     out: list[Piece] = []
     literal: list[str] = []
     for op, arg in tree:
-        if op is sre_constants.LITERAL:
+        if op is LITERAL:
             literal.append(chr(arg))
             continue
-        if op is sre_constants.AT:
+        if op is AT:
             continue
         if literal:
             out.append(Piece(_normal("".join(literal), strip=False)))
             literal.clear()
-        name = names.get(arg[0]) if op is sre_constants.SUBPATTERN else None
+        name = names.get(arg[0]) if op is SUBPATTERN else None
         if not (out and out[-1].variable):
             out.append(Piece("", name, variable=True))
     if literal:

@@ -29,6 +29,7 @@ from app.matching.traceback import Frame, ParsedException
 from app.records.locations import release_order
 from app.records.model import ID_LENGTH, SCHEMA_VERSION
 from app.records.service import StoredRecord, canonical_json
+from app.records.slug import slug
 from app.upstreams.base import UpstreamProject
 
 DRAFT = "draft"  # made from the source, never reviewed
@@ -259,7 +260,7 @@ def _statement_record(statement: Statement, exception: ParsedException) -> Store
     document: dict[str, object] = {
         "id": record_id,
         "repo": statement.repo,
-        "slug": _slug(f"{error_class} {message}"),
+        "slug": slug(f"{error_class} {message}") or "statement",
         "errorCode": None,
         "errorMessage": message,
         "messagePattern": re.escape(message),
@@ -290,7 +291,7 @@ def _statement_record(statement: Statement, exception: ParsedException) -> Store
         "typeGuard": None,
         "tryCatchPattern": None,
         "preventionTips": None,
-        "tags": ["interpreter", _slug(error_class) or "exception"],
+        "tags": ["interpreter", slug(error_class) or "exception"],
         "backgroundTag": None,
         "analyzedSha": tag,
         "analyzedAt": None,
@@ -298,7 +299,3 @@ def _statement_record(statement: Statement, exception: ParsedException) -> Store
     }
     text = canonical_json(document)
     return StoredRecord.of(record_id, text, DRAFT, "statement", None)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()[:50]).strip("-") or "statement"

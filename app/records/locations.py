@@ -20,8 +20,6 @@ import hashlib
 import json
 import keyword
 import re
-import re._constants as sre_constants
-import re._parser as sre_parser
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
@@ -31,6 +29,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session, col
 
 from app import store
+from app.patterns import AT, LITERAL, parsed
 from app.records import derived
 from app.records.model import ErrorRecord, parse_record
 from app.store.tables import (
@@ -42,7 +41,6 @@ from app.store.tables import (
     ReproducerRun,
 )
 
-SQL_CHUNK = 500
 SITE_KEY_HEX = 32
 LOCATED_PATTERN = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>\(\?s:\.\+\?\)\)")
 CHANGED_HEAD_CHARS = 20  # a message beginning like this one in the next release rewords it
@@ -67,17 +65,14 @@ def message_template(pattern: str | None, message: str) -> str:
     regex spellings of one template agree; a pattern Python cannot parse (RE2-only syntax)
     falls back to the message's `{placeholders}`.
     """
-    try:
-        parsed = sre_parser.parse(pattern) if pattern is not None else None
-    except (re.error, RecursionError, OverflowError, ValueError):
-        parsed = None
-    if parsed is None:
+    tree = parsed(pattern) if pattern is not None else None
+    if tree is None:
         return _TEMPLATE_FIELD.sub(VARIABLE, message)
     out: list[str] = []
-    for op, value in parsed:
-        if op is sre_constants.LITERAL:
+    for op, value in tree:
+        if op is LITERAL:
             out.append(chr(value))
-        elif op is not sre_constants.AT and (not out or out[-1] != VARIABLE):
+        elif op is not AT and (not out or out[-1] != VARIABLE):
             out.append(VARIABLE)
     return "".join(out)
 
@@ -209,9 +204,9 @@ def record_locations(session: Session, record_ids: Iterable[str]) -> dict[str, l
     found: dict[str, list[Location]] = defaultdict(list)
     ids = list(record_ids)
     columns = [RecordLocation.record_id, *(getattr(RecordLocation, f) for f in _COLUMNS)]
-    for start in range(0, len(ids), SQL_CHUNK):
+    for start in range(0, len(ids), store.SQL_CHUNK):
         statement = select(*columns, col(RecordLocation.code_context)).where(
-            col(RecordLocation.record_id).in_(ids[start : start + SQL_CHUNK])
+            col(RecordLocation.record_id).in_(ids[start : start + store.SQL_CHUNK])
         )
         for record_id, *values, context in session.execute(statement):
             fields = dict(zip(_COLUMNS, values, strict=True))
@@ -244,8 +239,8 @@ def put_release(session: Session, release: str, located: Mapping[str, Location])
             delete(RecordLocation).where(col(RecordLocation.release) == release, condition)
         )
     rows = [location_row(record_id, location) for record_id, location in located.items()]
-    for start in range(0, len(rows), SQL_CHUNK):
-        session.execute(insert(RecordLocation), rows[start : start + SQL_CHUNK])
+    for start in range(0, len(rows), store.SQL_CHUNK):
+        session.execute(insert(RecordLocation), rows[start : start + store.SQL_CHUNK])
 
 
 def drop_release_except(session: Session, release: str, kept: Set[str]) -> None:
@@ -323,8 +318,8 @@ def _reviewed_sites(session: Session, *conditions: Any) -> list[Site]:
 
 
 def _in_chunks(column: Any, values: Sequence[Any]) -> Iterable[Any]:
-    for start in range(0, len(values), SQL_CHUNK):
-        yield column.in_(values[start : start + SQL_CHUNK])
+    for start in range(0, len(values), store.SQL_CHUNK):
+        yield column.in_(values[start : start + store.SQL_CHUNK])
 
 
 def find_claims(session: Session, harvested: Sequence[Site]) -> dict[str, str]:

@@ -36,7 +36,6 @@ from app.store.tables import DatasetState, Record, RecordTag, table_of
 
 MAX_PAGE_SIZE = 200
 DEFAULT_PAGE_SIZE = 50
-SQL_CHUNK = 500
 REVIEWED, DRAFT = locations.REVIEWED, locations.DRAFT
 
 
@@ -174,8 +173,8 @@ def get_records(session: Session, record_ids: Iterable[str]) -> dict[str, Stored
     """The records with these ids that exist, by id."""
     found: dict[str, StoredRecord] = {}
     ids = list(record_ids)
-    for start in range(0, len(ids), SQL_CHUNK):
-        chunk = ids[start : start + SQL_CHUNK]
+    for start in range(0, len(ids), store.SQL_CHUNK):
+        chunk = ids[start : start + store.SQL_CHUNK]
         for row in session.execute(select(*_STORED_COLUMNS).where(col(Record.id).in_(chunk))):
             found[row.id] = _stored(row)
     return found
@@ -271,8 +270,8 @@ def record_row(record: ErrorRecord, text: str, now: datetime) -> dict[str, Any]:
 def existing_hashes(session: Session, record_ids: Sequence[str]) -> dict[str, str]:
     """The content hash of each of these ids already stored."""
     hashes: dict[str, str] = {}
-    for start in range(0, len(record_ids), SQL_CHUNK):
-        chunk = record_ids[start : start + SQL_CHUNK]
+    for start in range(0, len(record_ids), store.SQL_CHUNK):
+        chunk = record_ids[start : start + store.SQL_CHUNK]
         statement = select(col(Record.id), col(Record.content_hash)).where(
             col(Record.id).in_(chunk)
         )
@@ -326,8 +325,8 @@ def write_records(
 
 def _replace_tags(session: Session, records: Sequence[ErrorRecord]) -> None:
     ids = [record.id for record in records]
-    for start in range(0, len(ids), SQL_CHUNK):
-        chunk = ids[start : start + SQL_CHUNK]
+    for start in range(0, len(ids), store.SQL_CHUNK):
+        chunk = ids[start : start + store.SQL_CHUNK]
         session.execute(delete(RecordTag).where(col(RecordTag.record_id).in_(chunk)))
     tags = [{"record_id": r.id, "tag": tag} for r in records for tag in dict.fromkeys(r.tags)]
     if tags:

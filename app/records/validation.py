@@ -21,7 +21,7 @@ import fastjsonschema
 from jsonschema import Draft202012Validator
 
 from app.config import PROJECT_ROOT
-from app.matching.patterns import PatternError, check_literal_text, check_pattern
+from app.patterns import PatternError, check_literal_text, check_pattern
 from app.records.locations import matched_by_location
 
 SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"

@@ -14,6 +14,10 @@ from app.store.base import Backend
 from app.store.postgres import PostgresBackend
 from app.store.sqlite import SqliteBackend
 
+SQL_CHUNK = 500
+"""Most values bound in one `IN (...)` list: under SQLite's oldest limit of host parameters
+per statement (999), and a statement PostgreSQL plans quickly."""
+
 _BACKENDS: dict[str, Backend] = {each.name: each for each in (SqliteBackend(), PostgresBackend())}
 
 
@@ -35,4 +39,4 @@ def names_nothing(*values: str) -> bool:
     return any("\x00" in value for value in values)
 
 
-__all__ = ["Backend", "backend", "names_nothing"]
+__all__ = ["SQL_CHUNK", "Backend", "backend", "names_nothing"]

@@ -2,9 +2,10 @@
 tells one message from another.
 
 Checked before a pattern is stored (app.records.validation) and before it is indexed
-(app.matching.index). Only RE2 (to compile and measure a pattern) and Python's regex parser
-(for its shape, never run) are needed here, not the multi-pattern engines of the index, so
-the records' validation does not load them.
+(app.matching.index); its shape is read by the partial matcher and the site keys too. Only
+RE2 (to compile and measure a pattern) and Python's regex parser (for its shape, never run)
+are needed here, not the multi-pattern engines of the index, so the records' validation does
+not load them. Below every service: the records and matching both read it.
 """
 
 import re
@@ -16,6 +17,10 @@ from typing import Any
 
 import re2
 
+# The opcodes of Python's parse tree that the readers of a pattern's shape compare against
+# (app.matching.partial, app.records.locations): read here, the one place that imports the
+# parser's private modules.
+LITERAL, AT, SUBPATTERN = sre_constants.LITERAL, sre_constants.AT, sre_constants.SUBPATTERN
 MAX_PROGRAM_SIZE = 1000
 """Most RE2 instructions a pattern may compile to. RE2's slowest path (its NFA, taken when the
 DFA runs out of memory or groups must be extracted) costs up to ~3 ns per byte and
@@ -162,7 +167,7 @@ def parsed(pattern: str) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "possible nested set" and the like
             return sre_parser.parse(pattern)
-    except (re.error, OverflowError, RecursionError):
+    except (re.error, OverflowError, RecursionError, ValueError):
         return None
 
 
