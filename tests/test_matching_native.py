@@ -14,6 +14,11 @@ from tests.helpers.matching import data_store
 DEVICE_SIDE_ASSERT = "7087d0ce19a5cdec"
 INVALID_ORDINAL = "f59af6fbbd5560a7"
 CONFIDENT = 50.0
+SEARCH_LINE = (
+    "Search for `cudaErrorIllegalInstruction' in "
+    "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html "
+    "for more information.\n"
+)
 TAIL = (
     "CUDA kernel errors might be asynchronously reported at some other API call, so the "
     "stacktrace below might be incorrect.\n"
@@ -52,7 +57,10 @@ def test_the_tail_is_cut_from_a_message_and_its_lines_are_known() -> None:
     assert (
         without_tail("CUDA error: invalid device ordinal") == "CUDA error: invalid device ordinal"
     )
-    assert all(is_tail_line(line) for line in TAIL.splitlines())
+    assert all(is_tail_line(line) for line in (SEARCH_LINE + TAIL).splitlines())
+    assert without_tail(
+        "CUDA error: an illegal instruction was encountered\n" + SEARCH_LINE + TAIL
+    ) == ("CUDA error: an illegal instruction was encountered")
     assert not is_tail_line("CUDA error: invalid device ordinal")
     assert is_kernel_assertion(ASSERTION.format(t=0))
     assert not is_kernel_assertion("AssertionError: Torch not compiled with CUDA enabled")
@@ -102,6 +110,27 @@ def test_the_kernels_own_assertion_site_wins_where_the_paste_shows_it(store) -> 
     )
     alone = match_text(matcher, session, EMBEDDING + TAIL)
     assert alone.matches[0].id == DEVICE_SIDE_ASSERT  # no assertion line: the catalogue entry
+
+
+def test_the_line_naming_the_error_code_is_cut_with_the_tail(store) -> None:
+    """torch 2.9 and later print the runtime's error code before the tail: a record whose
+    pattern knows nothing of that line still matches the whole message."""
+    session, matcher = store
+    site = _native_record(
+        session,
+        "00000000000000a3",
+        errorMessage="CUDA error: an illegal instruction was encountered",
+        messagePattern=r"CUDA error: an illegal instruction was encountered",
+        filePath="c10/cuda/CUDAException.cpp",
+    )
+    records.write_records(session, [site])
+    session.commit()
+    text = EMBEDDING.replace("device-side assert triggered", site["errorMessage"][12:])
+    result = match_text(matcher, session, text + SEARCH_LINE + TAIL)
+    top = result.matches[0]
+    assert top.id == "00000000000000a3", [(m.id, m.score) for m in result.matches[:3]]
+    assert "pattern matches the whole exception message" in top.reasons
+    assert top.score >= CONFIDENT
 
 
 def test_the_tail_is_never_what_a_paste_is_matched_on(store) -> None:

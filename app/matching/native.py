@@ -1,8 +1,11 @@
 """What native code (C++, CUDA) prints around its messages, read the same way for every paste.
 
 torch's CUDA check appends one tail to every CUDA error ("CUDA kernel errors might be
-asynchronously reported ... CUDA_LAUNCH_BLOCKING=1 ... TORCH_USE_CUDA_DSA"): it names none of
-them, so it is cut off before a message is compared and is never what a paste is matched on.
+asynchronously reported ... CUDA_LAUNCH_BLOCKING=1 ... TORCH_USE_CUDA_DSA"), since torch 2.9
+after a line that names the runtime's error code ("Search for `cudaErrorIllegalAddress' in
+https://docs.nvidia.com/... for more information."): it is the same for every error of its
+kind, so it is cut off before a message is compared and is never what a paste is matched on;
+a record's pattern need not allow for it.
 A device-side assert comes in two parts: the kernel's own assertion line, printed once per
 failing thread before the traceback (`Indexing.cu:1422: indexSelectLargeIndex: ... Assertion
 `srcIndex < srcSelectDimSize` failed.`), then `CUDA error: device-side assert triggered` from
@@ -15,7 +18,8 @@ from collections.abc import Sequence
 from app.matching.traceback import ParsedException
 
 _TAIL_SENTENCES = (
-    r"CUDA kernel errors might be asynchronously reported"
+    r"Search for `cudaError\w*' in \S+ for more information"
+    r"|CUDA kernel errors might be asynchronously reported"
     r"|For debugging consider passing CUDA_LAUNCH_BLOCKING=1"
     r"|Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions"
     r"|Device-side assertion tracking was not enabled by user"
