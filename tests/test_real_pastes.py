@@ -83,9 +83,9 @@ OPTIONAL_KEYS = frozenset(
     }
 )
 NATIVE_FILES = (".cpp", ".cu", ".cuh", ".h", ".rs")
-HELDOUT_FLOOR = {"known site top-1": 34, "known site confident wrong": 2}
-"""The held-out set's known-site figures when its latest round began (round 2: 654d720 with its
-55 new cases, before any change of the round; docs/benchmarks.md): a later change may not fall
+HELDOUT_FLOOR = {"known site top-1": 53, "known site confident wrong": 1}
+"""The held-out set's known-site figures when its latest round began (round 3: b776281 with its
+39 new cases, before any change of the round; docs/benchmarks.md): a later change may not fall
 below them (at most this many confident wrong answers)."""
 COMPILED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
 SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+$")
@@ -135,7 +135,6 @@ KNOWN_MISSES: dict[str, str] = {
     "vllm-073-error-in-model-execution-flash-attn.json": NOT_HARVESTED,
     "vllm-078-engine-dead-error-api-router-dead-error.json": SIMILAR_FIRST,
     "vllm-122-rope-scaling-keyerror-type-title.json": NO_RAISE,
-    "vllm-127-marlin-gemm-dtype-interleaved-ranks.json": CPP,
     "vllm-129-gpus-per-node-not-divisible-2023.json": NOT_HARVESTED,
     "sglang-011-sgl-kernel-common-ops-ci.json": OTHER_PACKAGE,
     "sglang-012-sgl-kernel-common-ops-noclass.json": OTHER_PACKAGE,
@@ -148,12 +147,10 @@ KNOWN_MISSES: dict[str, str] = {
     "sglang-067-sm75-retyped-mineru-v100.json": RETYPED,
     "sglang-073-kv-transfer-error-unknown-reason-decode.json": PASSED_ON,
     "sglang-075-lora-adapters-not-loaded-table-row.json": PATCH_ONLY,
-    "torch-001-dynamo-cudagenerator-current-seed-capture.json": CPP,
     "torch-007-unexpected-key-old-keyerror.json": NO_ANSWER,
     "torch-012-default-pg-not-initialized-backticks.json": CLASS_CHANGED,
     "torch-013-default-pg-not-initialized-lowercase.json": CLASS_CHANGED,
     "torch-032-no-grad-fn-libtorch.json": CPP,
-    "torch-051-logit-bias-index-out-of-bounds.json": CPP,
     "torch-070-dynamo-torchruntimeerror-from-user-code.json": NO_FILE,
 }
 """Case file -> why errkb misses it today (top-1). Shrink it as matching improves."""
