@@ -88,12 +88,16 @@ def test_imports_map_to_the_release_requirements(tmp_path: Path) -> None:
     folder = tmp_path / "wheels"
     wheel(folder, "pyzmqish", "26.0", ["zmqish"])
     wheel(folder, "otherwise", "1.0", ["otherwise"])
-    required = {
-        "yamlish>=6": [],
-        "pyzmqish>=25": [],
-        "numpy": ['tritonish~=3.8; python_version >= "3"', 'noextra; extra == "x"'],
+    known = {
+        "yamlish>=6": {"name": "yamlish"},
+        "pyzmqish>=25": {"name": "pyzmqish"},
+        "numpy": {
+            "name": "numpy",
+            "requires_dist": ['tritonish~=3.8; python_version >= "3"', 'noextra; extra == "x"'],
+        },
+        "tritonish~=3.8": {"name": "tritonish"},
     }
-    (folder / "requires.json").write_text(json.dumps(required), encoding="utf-8")
+    (folder / "metadata.json").write_text(json.dumps(known), encoding="utf-8")
     requirements = imports.base_requirements(
         [
             "yamlish>=6",
@@ -118,3 +122,60 @@ def test_imports_map_to_the_release_requirements(tmp_path: Path) -> None:
     )
     assert needs.specs == {"yamlish>=6", "pyzmqish>=25", "tritonish~=3.8"}
     assert needs.missing == {"nowhere": "demo.d"}
+    assert needs.accelerator == {}
+
+
+def test_what_serves_only_an_accelerator_is_known_from_its_metadata() -> None:
+    """By its classifier, by the name of a CUDA library or of one of the few whose metadata
+    says nothing (flashinfer-python), or by a requirement of it on this platform that is one
+    of those; a requirement only another platform or an extra asks for does not count, and
+    triton, which imports on CPU, is none."""
+    assert imports.accelerator_only(
+        {"name": "sgl-deep-gemm", "classifier": ["Environment :: GPU :: NVIDIA CUDA"]}
+    )
+    assert imports.accelerator_only({"name": "nvidia-cutlass-dsl"})
+    assert imports.accelerator_only({"name": "flashinfer-python"})
+    assert not imports.accelerator_only({"name": "triton"})
+    assert imports.accelerator_only(
+        {"name": "quack-kernels", "requires_dist": ["nvidia-cutlass-dsl>=4.7", "einops"]}
+    )
+    assert not imports.accelerator_only(
+        {
+            "name": "xgrammarish",
+            "classifier": ["Environment :: Console"],
+            "requires_dist": [
+                'nvidia-ml-py; platform_machine == "errkb"',
+                'cuda-python; extra == "cuda"',
+                "pydantic",
+            ],
+        }
+    )
+    assert not imports.accelerator_only({})
+
+
+def test_a_requirement_that_serves_only_an_accelerator_stays_out(tmp_path: Path) -> None:
+    """Its import is named with it and why, not installed, and its wheel is never read (none
+    is here: reading it would download it); the CPU requirement beside it is taken."""
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    known = {
+        "kernelish==0.4": {
+            "name": "kernelish",
+            "classifier": ["Environment :: GPU :: NVIDIA CUDA"],
+        },
+        "attnish-python==0.7": {"name": "attnish-python", "requires_dist": ["cuda-python"]},
+        "yamlish>=6": {"name": "yamlish"},
+    }
+    (folder / "metadata.json").write_text(json.dumps(known), encoding="utf-8")
+    requirements = imports.base_requirements(known)
+    needs = imports.requirement_specs(
+        {"kernelish": "demo.ops", "attnish": "demo.attention", "yamlish": "demo.a"},
+        requirements,
+        imports.TopLevels(folder),
+    )
+    assert needs.specs == {"yamlish>=6"}
+    assert needs.missing == {}
+    assert set(needs.accelerator) == {"kernelish", "attnish"}
+    assert "Environment :: GPU" in needs.accelerator["kernelish"]
+    assert "cuda-python" in needs.accelerator["attnish"]
+    assert not list(folder.glob("*.whl"))

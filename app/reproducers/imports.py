@@ -8,7 +8,9 @@ by name (`msgspec`), else by the files of a requirement's wheel from the index w
 holds the import's (`pyzmq` ships `zmq`), else by what those requirements require in turn
 (torch 2.14.1 requires `triton` on Linux): `requirement_specs`. A name this interpreter
 already imports (torch, numpy) needs nothing; one no requirement provides is named as
-missing, so a module that then fails to import says why.
+missing, so a module that then fails to import says why. A requirement that serves only an
+accelerator (`accelerator_only`: CUDA kernels, NVIDIA's libraries) is left out of this CPU
+environment, as the imports under an accelerator's branch are: its import is named with it.
 """
 
 import ast
@@ -22,6 +24,7 @@ import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
@@ -30,6 +33,20 @@ PIP_TIMEOUT_S = 600
 # A branch taken only on an accelerator (`if _is_cuda:`, `if is_hip():`): not on this CPU, so
 # its imports (SGLang's sgl_kernel, flashinfer, deep_gemm) are not needed to load.
 _ACCELERATOR = re.compile(r"cuda|hip|npu|xpu|rocm|musa|hpu|gpu", re.IGNORECASE)
+# Distributions that serve only an accelerator: their kernels and libraries run on none of a
+# CPU's, and their wheels are hundreds of MB (sglang-kernel's 355, nvidia-cutlass-dsl's libs
+# 87 for each CUDA), which a CPU environment would download for nothing. The metadata says so
+# by a classifier (`Environment :: GPU :: NVIDIA CUDA`: sglang-kernel, sgl-deep-gemm,
+# nvidia-cutlass-dsl, cuda-python) or by the name of NVIDIA's, AMD's and NCCL's CUDA/ROCm
+# packages; these say it nowhere in their metadata, so they are named here, each with why.
+# triton is not one: its wheel imports on CPU, and SGLang's utils.common imports it at load.
+GPU_CLASSIFIER = "Environment :: GPU"
+ACCELERATOR_PREFIXES = ("nvidia-", "cuda-", "nccl", "rocm-", "amd-")
+ACCELERATOR_ONLY = {
+    "flashinfer-python": "attention and GEMM kernels compiled for CUDA",
+    "flash-attn": "attention kernels for CUDA and ROCm",
+    "xformers": "attention kernels built for CUDA",
+}
 
 
 def _normal(name: str) -> str:
@@ -138,14 +155,43 @@ def _statements(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
     return tuple(_loaded_statements(tree.body))
 
 
+def accelerator_only(metadata: Mapping[str, Any]) -> str | None:
+    """Why a distribution serves only an accelerator, from its core metadata as pip's report
+    gives it (`name`, `classifier`, `requires_dist`): by its name, its classifier, or a
+    requirement of it (on this platform) that serves only one by name (quack-kernels requires
+    nvidia-cutlass-dsl); None when it may serve a CPU, or nothing is known of it. torch from
+    the index requires CUDA's libraries on Linux: it is never asked, being installed here."""
+    name = _normal(str(metadata.get("name", "")))
+    if why := _accelerator_by_name(name):
+        return why
+    gpu = [c for c in metadata.get("classifier", []) if str(c).startswith(GPU_CLASSIFIER)]
+    if gpu:
+        return f"its metadata says {gpu[0]}"
+    for required in base_requirements(metadata.get("requires_dist", [])):
+        if why := _accelerator_by_name(required):
+            return f"it requires {required}: {why}"
+    return None
+
+
+def _accelerator_by_name(name: str) -> str | None:
+    """Why a distribution of this normal name serves only an accelerator, by the name alone."""
+    if name in ACCELERATOR_ONLY:
+        return ACCELERATOR_ONLY[name]
+    if name.startswith(ACCELERATOR_PREFIXES):
+        return "a CUDA/ROCm library or binding, by its name"
+    return None
+
+
 @dataclass(slots=True)
 class Needs:
     """What some modules of a release need installed: requirement specs of the release (or
-    of its requirements), and the import names nothing provides, each with a module that
-    imports it."""
+    of its requirements), the import names nothing provides, each with a module that imports
+    it, and those that only an accelerator-only requirement provides (`accelerator_only`),
+    each with that requirement and why it is left out."""
 
     specs: set[str] = field(default_factory=set)
     missing: dict[str, str] = field(default_factory=dict)
+    accelerator: dict[str, str] = field(default_factory=dict)
 
 
 def _importable_here(name: str) -> bool:
@@ -176,27 +222,49 @@ def requirement_specs(
     top_levels: "TopLevels",
 ) -> Needs:
     """The release's requirements (`requirements`: normal name -> spec) that provide these
-    imported names (name -> the module importing it), and the names none provides."""
+    imported names (name -> the module importing it), and the names none provides. A
+    requirement that serves only an accelerator is left out, its import named with it; its
+    wheel is never downloaded to read what it ships."""
     needs = Needs()
     left = {name: where for name, where in imports.items() if not _importable_here(name)}
     provided = {name for name in imports if name not in left}
-    for name in list(left):
-        if _normal(name) in requirements:
-            needs.specs.add(requirements[_normal(name)])
-            del left[name]
+    direct = {name: requirements[_normal(name)] for name in left if _normal(name) in requirements}
+    shipping = {
+        spec
+        for name in left
+        if name not in direct
+        for dist, spec in requirements.items()
+        if _may_ship(name, dist)
+    }
+    asked = [requirements[_normal(n)] for n in provided if _normal(n) in requirements]
+    gpu = top_levels.accelerator_only(sorted({*direct.values(), *shipping, *asked}))
+
+    def take(name: str, spec: str) -> None:
+        if spec in gpu:
+            needs.accelerator[name] = f"{spec} ({gpu[spec]})"
+        else:
+            needs.specs.add(spec)
+        del left[name]
+
+    for name, spec in direct.items():
+        take(name, spec)
     for name in list(left):
         for dist, spec in requirements.items():
-            if _may_ship(name, dist) and name in top_levels.of(spec):
-                needs.specs.add(spec)
-                del left[name]
+            if _may_ship(name, dist) and spec not in gpu and name in top_levels.of(spec):
+                take(name, spec)
                 break
     if left:
-        asked = [requirements[_normal(n)] for n in provided if _normal(n) in requirements]
         deeper = base_requirements(top_levels.requires(sorted({*needs.specs, *asked})))
-        for name in list(left):
-            if _normal(name) in deeper:
-                needs.specs.add(deeper[_normal(name)])
-                del left[name]
+        found = {name: deeper[_normal(name)] for name in left if _normal(name) in deeper}
+        gpu.update(top_levels.accelerator_only(sorted(set(found.values()))))
+        for name, spec in found.items():
+            take(name, spec)
+    for name in list(left):  # `flashinfer`: an accelerator-only wheel, not read, named for it
+        whole = _normal(name).replace("-", "")
+        named = [spec for dist, spec in requirements.items() if whole in dist.replace("-", "")]
+        if named and named[0] in gpu:
+            needs.accelerator[name] = f"{named[0]}, by its name ({gpu[named[0]]})"
+            del left[name]
     needs.missing = left
     return needs
 
@@ -254,26 +322,44 @@ class TopLevels:
 
     def requires(self, specs: list[str]) -> list[str]:
         """The Requires-Dist lines of the releases pip picks for these specs (each alone)."""
-        cache = self.folder / "requires.json"
+        known = self.metadata(specs)
+        return [line for spec in specs for line in known[spec].get("requires_dist", [])]
+
+    def accelerator_only(self, specs: list[str]) -> dict[str, str]:
+        """Those of these specs whose release serves only an accelerator, each with why."""
+        known = self.metadata(specs)
+        found = {
+            spec: accelerator_only(known[spec] or {"name": Requirement(spec).name})
+            for spec in specs
+        }
+        return {spec: why for spec, why in found.items() if why}
+
+    def metadata(self, specs: list[str]) -> dict[str, dict[str, Any]]:
+        """The core metadata (name, Requires-Dist, classifiers) of the release pip picks for
+        each spec, from the index (one look for those not asked before, else each alone),
+        kept in `metadata.json`; empty for a spec pip finds no wheel of."""
+        cache = self.folder / "metadata.json"
         try:
-            known: dict[str, list[str]] = json.loads(cache.read_text(encoding="utf-8"))
+            known: dict[str, dict[str, Any]] = json.loads(cache.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             known = {}
         unknown = [spec for spec in specs if spec not in known]
-        found = {  # all at once (one look at the index), else each alone
+        found = {
             _normal(item.get("metadata", {}).get("name", "")): item
             for item in (resolve(unknown, deps=False) if unknown else [])
         }
         for spec in unknown:
             name = _normal(Requirement(spec).name)
             items = [found[name]] if name in found else resolve([spec], deps=False)
-            known[spec] = [
-                line for item in items for line in item.get("metadata", {}).get("requires_dist", [])
-            ]
+            metadata = items[0].get("metadata", {}) if items else {}
+            known[spec] = {key: metadata[key] for key in _METADATA_KEPT if key in metadata}
         if unknown:
             self.folder.mkdir(parents=True, exist_ok=True)
             cache.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
-        return [line for spec in specs for line in known[spec]]
+        return {spec: known[spec] for spec in specs}
+
+
+_METADATA_KEPT = ("name", "requires_dist", "classifier")
 
 
 def resolve(specs: list[str], deps: bool = True, constraints: Path | None = None) -> list[dict]:

@@ -376,10 +376,12 @@ def _install_environment(target: Path, specs: list[str], held: dict[str, Any]) -
 
     pip resolves them from the index's metadata (torch held at the release installed here,
     so nothing pulls in another torch or CUDA's packages); what this interpreter or the
-    folder already has is left out, the rest installed without dependencies into a new
-    folder, whose entries then join the target (new names only: a folder in use only
-    grows). Specs that cannot be resolved together are resolved one by one and those that
-    fail named in the manifest."""
+    folder already has is left out, and so is what serves only an accelerator
+    (`imports.accelerator_only`: a requirement of a requirement, named in the manifest as
+    are the imports whose own requirement serves only one). The rest is installed without
+    dependencies into a new folder, whose entries then join the target (new names only: a
+    folder in use only grows). Specs that cannot be resolved together are resolved one by
+    one and those that fail named in the manifest."""
     from app.reproducers import imports
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -406,10 +408,15 @@ def _install_environment(target: Path, specs: list[str], held: dict[str, Any]) -
         installed = set(held.get("installed", []))
         have = {pin.partition("==")[0] for pin in installed}
         pins: dict[str, str] = {}
+        accelerator: dict[str, str] = dict(held.get("accelerator_only", {}))
         for item in items:
             metadata = item.get("metadata", {})
             name = _normalized(metadata.get("name", ""))
-            if name and name not in pins and name not in have and not installed_version(name):
+            if not name or name in pins or name in have or installed_version(name):
+                continue
+            if why := imports.accelerator_only(metadata):
+                accelerator[f"{name}=={metadata.get('version')}"] = why
+            else:
                 pins[name] = f"{name}=={metadata.get('version')}"
         command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
         command += ["--disable-pip-version-check", "--only-binary=:all:", "--target", str(tmp)]
@@ -431,6 +438,8 @@ def _install_environment(target: Path, specs: list[str], held: dict[str, Any]) -
             "installed": sorted(installed | set(pins.values())),
             "missing": held.get("missing", {}),
             "refused": refused,
+            "accelerator_imports": held.get("accelerator_imports", {}),
+            "accelerator_only": accelerator,
         }
         if not target.is_dir():
             tmp.rename(target)
@@ -654,6 +663,7 @@ class Upstream:
                 return target
             wanted = sorted({*needs.specs, *held.get("specs", [])})
             held["missing"] = held.get("missing", {}) | needs.missing
+            held["accelerator_imports"] = held.get("accelerator_imports", {}) | needs.accelerator
             _install_environment(target, wanted, held)
         return target
 
