@@ -187,21 +187,27 @@ def test_a_release_environment_holds_what_its_target_imports_at_load(
 ) -> None:
     """Computed from the target's imports and the release's Requires-Dist, not listed: the
     requirement it imports is installed from the index, the one it does not is not, and one
-    no requirement provides is named as missing; a later module grows it."""
+    no requirement provides is named as missing; one that serves only an accelerator (NVIDIA's
+    cuda-pathfinder, by its name) is named with why and not installed; a later module grows
+    it."""
     make_wheel(
         cache,
         "demo_env",
         {
             "demo_env/__init__.py": "",
-            "demo_env/target.py": "import six\nimport numpy\nimport nowhere_errkb\n",
+            "demo_env/target.py": (
+                "import six\nimport numpy\nimport nowhere_errkb\nimport cuda.pathfinder\n"
+            ),
             "demo_env/later.py": "import tomli_w\n",
         },
-        requires=("six>=1.16", "tomli-w", "toolz", "numpy"),
+        requires=("six>=1.16", "tomli-w", "toolz", "numpy", "cuda-pathfinder"),
     )
     folder = releases.ensure_environment("demo_env", "1.0", ["demo_env.target"])
     held = json.loads((folder / upstream.ENVIRONMENT_MANIFEST).read_text())
     assert held["specs"] == ["six>=1.16"]
     assert held["missing"] == {"nowhere_errkb": "demo_env.target"}
+    assert "CUDA" in held["accelerator_imports"]["cuda"]
+    assert not (folder / "cuda").exists()
     assert (folder / "six.py").is_file()
     assert not (folder / "toolz").exists()
     assert not (folder / "numpy").exists()
