@@ -746,9 +746,10 @@ def verify_generated(
         )
     for figure in figures.values():
         typer.echo(
-            f"{figure.repo}: tried {figure.tried}, generated {figure.generated}, run "
-            f"{figure.run}, verified {figure.verified}; generate {figure.generate_s:.1f} s, "
-            f"verify {figure.verify_s:.1f} s"
+            f"{figure.repo}: tried {figure.tried}, generated {figure.generated}, not "
+            f"importable {figure.not_importable}, run {figure.run}, verified {figure.verified}"
+            f" ({figure.verified / max(1, figure.run):.0%} of those run); generate "
+            f"{figure.generate_s:.1f} s, verify {figure.verify_s:.1f} s"
         )
         for reason, count in figure.reasons.most_common():
             typer.echo(f"  {count:6d}  {reason}")

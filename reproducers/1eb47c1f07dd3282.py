@@ -9,7 +9,7 @@ keeps the prompt's most recent tokens inside the context, leaving room for the o
 clamps the budget to at least 1: the same construction then validates.
 
 Nothing is stubbed: vllm.sampling_params imports vllm.config and the tokenizer registry for
-real, with the release's own CPU requirements (`cpu_requirements` in app/upstreams/vllm.py)
+real, with what it imports at load (found from its code, at the versions the release asks for)
 from the cached environment that `errkb verify --generated` installs.
 """
 

@@ -84,6 +84,18 @@ def test_a_release_module_that_cannot_be_imported_says_why(settings):
         assert "errkb_absent" in zygote.error
 
 
+def test_a_target_module_is_imported_before_its_scripts_or_says_which_import_failed(settings):
+    """Outside any script's time limit: a module that imports is ready, one that does not
+    says why, and the zygote goes on."""
+    environment = generated._environment(settings)
+    with forked.Zygote("torch", "2.13.0", "torch", environment, 300) as zygote:
+        assert zygote.load("torch.optim.sgd", 300) is None
+        failed = zygote.load("torch.errkb_absent", 300)
+        assert failed is not None
+        assert "No module named 'torch.errkb_absent'" in failed
+        assert zygote.load("torch.optim.adam", 300) is None
+
+
 # What a generated fix did (modelopt_checkpoint.prepare_output_dir(output_dir='',
 # overwrite=True)): an empty path is where the process runs, and it was removed.
 REMOVES_WHERE_IT_RUNS = """

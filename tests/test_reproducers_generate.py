@@ -214,6 +214,33 @@ def test_a_site_behind_a_cuda_condition_is_generated_for_the_gpu_runner():
     assert generated.script_devices(plain.script) == ("cpu",)
 
 
+BLOCK_SOURCE = """
+import contextlib
+def split(total, parts):
+    with contextlib.suppress(KeyError):
+        try:
+            if parts > total:
+                raise ValueError("too many parts")
+        except TypeError:
+            return None
+    try:
+        if parts < 0:
+            raise ValueError("negative parts")
+    except ValueError:
+        return None
+    return total // parts
+"""
+
+
+def test_a_raise_in_a_with_or_a_try_that_lets_it_through_is_reached_like_any_other():
+    made = generate.generate(_site(7, "split"), BLOCK_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert isinstance(_run(BLOCK_SOURCE, made.trigger_call), ValueError)
+    assert not isinstance(_run(BLOCK_SOURCE, made.fix_call), ValueError)
+    caught = generate.generate(_site(12, "split"), BLOCK_SOURCE, {})
+    assert caught == Skipped("00000000000000aa", Reason.IN_BLOCK)
+
+
 def test_a_missing_source_is_a_reason_not_a_crash():
     assert generate.generate(_site(5, "split"), None, {}).reason is Reason.NO_SOURCE
 

@@ -259,7 +259,10 @@ def test_a_sample_of_the_shipped_verified_reproducers_verifies_on_this_machine(
     assert (report.added, report.without_record) == (CI_SAMPLE_SIZE, []), report
     settings = Settings(database_url=str(engine.url), cache_dir=RELEASES.cache_dir)
     ids = [line.record_id for line in sample]
-    outcomes, _figures = generated.verify_scripts(engine, settings, ids, workers=2)
+    outcomes, figures = generated.verify_scripts(engine, settings, ids, workers=2)
     failed = {o.record_id: o.reason for o in outcomes if o.status != "passed"}
-    assert len(outcomes) == CI_SAMPLE_SIZE
-    assert len(failed) <= (1 - CI_SAMPLE_PASSING) * CI_SAMPLE_SIZE, (seed, failed)
+    not_importable = sum(figure.not_importable for figure in figures.values())
+    assert len(outcomes) + not_importable == CI_SAMPLE_SIZE
+    # a script whose module did not import here did not verify: it counts against the sample
+    limit = (1 - CI_SAMPLE_PASSING) * CI_SAMPLE_SIZE
+    assert len(failed) + not_importable <= limit, (seed, failed, figures)

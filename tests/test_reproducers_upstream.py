@@ -40,7 +40,9 @@ def releases(cache: Path) -> Upstream:
     return Upstream(cache)
 
 
-def make_wheel(cache: Path, name: str, files: dict[str, str], version: str = "1.0") -> None:
+def make_wheel(
+    cache: Path, name: str, files: dict[str, str], version: str = "1.0", requires: tuple = ()
+) -> None:
     """Put a wheel of `files` into the cache, so ensure_unpacked finds it without pip."""
     wheels = cache / upstream.WHEELS_DIR
     wheels.mkdir(parents=True, exist_ok=True)
@@ -49,7 +51,7 @@ def make_wheel(cache: Path, name: str, files: dict[str, str], version: str = "1.
         "Home-page: https://example.org/home\n"
         "Project-URL: Documentation, https://docs.example.org\n"
         f"Project-URL: Source, https://github.com/example-org/{name}.git\n"
-    )
+    ) + "".join(f"Requires-Dist: {line}\n" for line in requires)
     with zipfile.ZipFile(wheels / f"{name}-{version}-py3-none-any.whl", "w") as archive:
         for path, text in files.items():
             archive.writestr(path, textwrap.dedent(text))
@@ -144,6 +146,74 @@ def test_load_module_runs_no_parent_init(cache: Path, releases: Upstream) -> Non
         ]
     finally:
         forget("demo_pkg")
+
+
+def test_a_module_that_imports_a_dunder_of_its_package_runs_its_init(
+    cache: Path, releases: Upstream
+) -> None:
+    """transformers' modules import `__version__` from their package: a dunder its `__init__`
+    sets to a literal is read from it (running it would meet `utils` half loaded: its
+    imports cycle back); one it does not bind stays refused."""
+    make_wheel(
+        cache,
+        "demo_lazy",
+        {
+            "demo_lazy/__init__.py": "__version__ = '5.24.0'\nfrom .utils import HELPER\n",
+            "demo_lazy/utils/__init__.py": "from .. import __version__\nHELPER = 1\n",
+            "demo_lazy/audio.py": "from .utils import __version__ as VERSION\n",
+        },
+    )
+    try:
+        module = releases.load_module("demo_lazy", "1.0", "demo_lazy.audio", package_inits=True)
+        assert module.VERSION == "5.24.0"
+        with pytest.raises(AttributeError):
+            sys.modules["demo_lazy"].__wrapped__  # noqa: B018
+    finally:
+        forget("demo_lazy")
+
+
+def test_the_top_package_as_target_runs_its_own_init(cache: Path, releases: Upstream) -> None:
+    make_wheel(cache, "demo_top", {"demo_top/__init__.py": "def check(): raise ValueError"})
+    try:
+        module = releases.load_module("demo_top", "1.0", "demo_top", package_inits=True)
+        assert callable(module.check)
+        assert str(releases.unpacked_dir("demo_top", "1.0")) not in sys.path
+    finally:
+        forget("demo_top")
+
+
+def test_a_release_environment_holds_what_its_target_imports_at_load(
+    cache: Path, releases: Upstream
+) -> None:
+    """Computed from the target's imports and the release's Requires-Dist, not listed: the
+    requirement it imports is installed from the index, the one it does not is not, and one
+    no requirement provides is named as missing; one that serves only an accelerator (NVIDIA's
+    cuda-pathfinder, by its name) is named with why and not installed; a later module grows
+    it."""
+    make_wheel(
+        cache,
+        "demo_env",
+        {
+            "demo_env/__init__.py": "",
+            "demo_env/target.py": (
+                "import six\nimport numpy\nimport nowhere_errkb\nimport cuda.pathfinder\n"
+            ),
+            "demo_env/later.py": "import tomli_w\n",
+        },
+        requires=("six>=1.16", "tomli-w", "toolz", "numpy", "cuda-pathfinder"),
+    )
+    folder = releases.ensure_environment("demo_env", "1.0", ["demo_env.target"])
+    held = json.loads((folder / upstream.ENVIRONMENT_MANIFEST).read_text())
+    assert held["specs"] == ["six>=1.16"]
+    assert held["missing"] == {"nowhere_errkb": "demo_env.target"}
+    assert "CUDA" in held["accelerator_imports"]["cuda"]
+    assert not (folder / "cuda").exists()
+    assert (folder / "six.py").is_file()
+    assert not (folder / "toolz").exists()
+    assert not (folder / "numpy").exists()
+    releases.ensure_environment("demo_env", "1.0", ["demo_env.later"])
+    assert (folder / "six.py").is_file()
+    assert (folder / "tomli_w").is_dir()
 
 
 def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path, releases: Upstream) -> None:

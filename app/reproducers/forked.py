@@ -60,6 +60,17 @@ if answer["status"] != "ready":
     sys.exit(0)
 for line in sys.stdin:
     request = json.loads(line)
+    if "load" in request:  # a script's target module, imported before its scripts fork
+        try:
+            kit.load_target(releases, kit.Target(package, version, request["load"], (),
+                                                 package_inits=True))
+            answer = {"status": "ready"}
+        except Exception as exc:
+            cause = exc.__cause__ or exc
+            first = (str(cause).splitlines() or [type(cause).__name__])[0]
+            answer = {"status": "error", "error": first[:200]}
+        print(json.dumps(answer), flush=True)
+        continue
     start = time.perf_counter()
     output = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     child = os.fork()
@@ -186,6 +197,22 @@ class Zygote:
             if not chunk:
                 return None
             self._pending += chunk
+
+    def load(self, module: str, timeout_s: float) -> str | None:
+        """Import a target module of the release in the zygote, outside any script's time
+        limit (its children then find it imported); why it cannot be imported, or None.
+        Raises ZygoteGone when the import ended the zygote or took longer than the limit."""
+        if self.error is not None or self._process.stdin is None:
+            raise ZygoteGone(self.error or "no zygote")
+        try:
+            self._process.stdin.write(json.dumps({"load": module}).encode() + b"\n")
+            self._process.stdin.flush()
+        except OSError as error:
+            raise ZygoteGone(str(error)) from error
+        answer = self._answer(timeout_s)
+        if answer is None:
+            raise ZygoteGone(f"importing {module} ended the zygote or took over {timeout_s:g} s")
+        return None if answer.get("status") == READY else str(answer.get("error"))
 
     def run(
         self, script: Script, timeout_s: float, args: tuple[str, ...] = ("--device", "cpu")

@@ -42,6 +42,10 @@ class Reason(StrEnum):
     """Why a site gets no generated script."""
 
     NO_SOURCE = "the source file is not in the release"
+    NOT_INSTALLED = (
+        "raised in an older release of a project run as installed (torch), not in the one"
+        " installed here"
+    )
     MODULE_LEVEL = "raised at module level, outside a function"
     NESTED = "raised in a nested function or class"
     NOT_A_RAISE = (
@@ -326,11 +330,20 @@ def _path_bodies(
             return
         if any(node is target for node in ast.walk(statement)):
             yield body, index
-            if isinstance(statement, ast.If):
-                for branch in (statement.body, statement.orelse):
-                    if any(node is target for part in branch for node in ast.walk(part)):
-                        yield from _path_bodies(branch, target)
+            for branch in _branches(statement):
+                if any(node is target for part in branch for node in ast.walk(part)):
+                    yield from _path_bodies(branch, target)
             return
+
+
+def _branches(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists of a statement a path may go through: an `if`'s two branches,
+    the body of a `with` or of a `try`."""
+    if isinstance(statement, ast.If):
+        return [statement.body, statement.orelse]
+    if isinstance(statement, ast.With | ast.AsyncWith | ast.Try):
+        return [statement.body]
+    return []
 
 
 def _local_bindings(function: _Function, target: ast.stmt) -> dict[str, ast.expr]:
@@ -512,10 +525,36 @@ def _conditions(
             if not statement.orelse and isinstance(statement.body[-1], _EXITS):
                 conditions.append((statement.test, False, False))
         elif any(node is target for node in ast.walk(statement)):
+            if isinstance(statement, ast.With | ast.AsyncWith) or (
+                isinstance(statement, ast.Try) and _propagates(statement, target)
+            ):
+                inner = _conditions(statement.body, target)
+                if inner is not None:
+                    return [*conditions, *inner]
             if isinstance(statement, _BLOCKS):
                 raise _Unsupported(Reason.IN_BLOCK)
             raise _Unsupported(Reason.NESTED)
     return None
+
+
+_BROAD_HANDLERS = frozenset({"Exception", "BaseException"})
+
+
+def _propagates(statement: ast.Try, target: ast.stmt) -> bool:
+    """Whether an error raised by `target` in the body of this `try` leaves it: no handler
+    is bare, catches everything or names the raised class."""
+    raised = "AssertionError"
+    if isinstance(target, ast.Raise) and target.exc is not None:
+        made = target.exc.func if isinstance(target.exc, ast.Call) else target.exc
+        raised = ast.unparse(made).rsplit(".", 1)[-1]
+    for handler in statement.handlers:
+        if handler.type is None:
+            return False
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        names = {ast.unparse(kind).rsplit(".", 1)[-1] for kind in kinds}
+        if names & (_BROAD_HANDLERS | {raised}):
+            return False
+    return True
 
 
 def _subjects(guard: ast.expr, function: _Function) -> list[_Subject]:

@@ -54,6 +54,7 @@ class ProjectFigures:
     generated: int = 0
     run: int = 0
     verified: int = 0
+    not_importable: int = 0  # scripts whose module did not import: not counted as run
     reasons: Counter[str] = field(default_factory=Counter)
     generate_s: float = 0.0
     verify_s: float = 0.0
@@ -66,6 +67,7 @@ class ProjectFigures:
             "generated": self.generated,
             "run": self.run,
             "verified": self.verified,
+            "notImportable": self.not_importable,
             "reasons": dict(self.reasons.most_common()),
             "generateS": round(self.generate_s, 1),
             "verifyS": round(self.verify_s, 1),
@@ -212,6 +214,10 @@ def generate_scripts(
         figure = figures.setdefault(draft.repo, ProjectFigures(draft.repo))
         figure.tried += 1
         site = draft.site
+        installed = project is not None and project.installed
+        if installed and upstream.installed_version(site.package) != site.version:
+            figure.reasons[generate.Reason.NOT_INSTALLED.value] += 1
+            continue
         key = (site.package, site.version, draft.file_path)
         if key not in sources:
             sources[key] = _source(releases, site.package, site.version, draft)
@@ -287,7 +293,10 @@ def verify_scripts(
     rows = [item for item in rows if "cpu" in script_devices(item[0].script)]
     for item in sorted(rows, key=lambda item: item[0].module):
         by_release.setdefault((item[0].package, item[0].version), []).append(item)
-    unprepared = {key: _prepare(releases, *key) for key in by_release}
+    unprepared = {
+        key: _prepare(releases, *key, [item[0].module for item in items])
+        for key, items in by_release.items()
+    }
     shards = [
         (key, part)
         for key, items in by_release.items()
@@ -306,10 +315,17 @@ def verify_scripts(
             with lock:
                 figure = figures.setdefault(repo, ProjectFigures(repo))
                 if isinstance(outcome, str):
+                    figure.not_importable += 1
                     figure.reasons[f"{NOT_IMPORTABLE} ({outcome})"] += 1
                     return
                 with unit_of_work(engine) as session:
                     runner.store_run(session, outcome)
+                if outcome.status != "passed" and failure_reason(outcome).startswith(
+                    NOT_IMPORTABLE
+                ):
+                    figure.not_importable += 1
+                    figure.reasons[failure_reason(outcome)] += 1
+                    return
                 figure.run += 1
                 figure.verify_s += outcome.duration_s / max(1, workers)
                 if outcome.status == "passed":
@@ -359,12 +375,14 @@ def script_devices(script: str) -> tuple[str, ...]:
     return ()
 
 
-def _prepare(releases: upstream.Upstream, package: str, version: str) -> str | None:
-    """Install the release's cached environment of CPU requirements; why not, if it fails."""
-    project = upstreams.BY_PACKAGE.get(package)
+def _prepare(
+    releases: upstream.Upstream, package: str, version: str, modules: Sequence[str]
+) -> str | None:
+    """Install what these modules of the release import at load into its cached
+    environment; why not, if it fails."""
     try:
-        if project is not None and upstream.installed_version(package) != version:
-            releases.ensure_environment(package, version, project.cpu_requirements)
+        if upstream.installed_version(package) != version:
+            releases.ensure_environment(package, version, modules)
     except upstream.UpstreamError as error:
         return f"environment: {error}"
     return None
@@ -380,9 +398,13 @@ def run_release(
 ) -> None:
     """Scripts of one release, each in a child of one zygote with these arguments, each
     outcome handed to `keep` as it comes, one per script in order; a zygote that dies is
-    started again for the scripts after the one it died in."""
+    started again for the scripts after the one it died in. Each target module is imported
+    by the zygote before its first script (outside the scripts' time limit, which a loaded
+    machine's import of vLLM's config can pass): one that does not import is handed to
+    `keep` as why, for each of its scripts, none of which runs."""
     package, version = key
     pending = list(items)
+    loaded: dict[str, str | None] = {}  # target module -> why it does not import, or None
     while pending:
         start = time.perf_counter()
         project = upstreams.BY_PACKAGE.get(package)
@@ -397,6 +419,16 @@ def run_release(
             import_s = time.perf_counter() - start
             while pending:
                 row, repo, document = pending.pop(0)
+                if row.module not in loaded:  # imported once, outside the scripts' limit
+                    try:
+                        loaded[row.module] = zygote.load(row.module, PROBE_TIMEOUT_S)
+                    except forked.ZygoteGone as gone:
+                        loaded[row.module] = str(gone)
+                        keep(repo, str(gone))
+                        break
+                if loaded[row.module] is not None:
+                    keep(repo, str(loaded[row.module]))
+                    continue
                 try:
                     outcome = zygote.run(
                         _script_file(scratch, row, document), GENERATED_TIMEOUT_S, args
@@ -596,7 +628,7 @@ def check_drift(
                 }
             )
             results: list[runner.RunOutcome | str] = []
-            failure = _prepare(releases, package, version)
+            failure = _prepare(releases, package, version, [row.module])
             if failure is not None:
                 unjudged[row.record_id] = failure
                 continue

@@ -62,9 +62,9 @@ class Target:
     # The release the reproducer was written for, when it runs on another (`--torch
     # installed`); None when it runs on the one it names.
     pinned: str | None = None
-    # Whether the target imports more of its release than errkb's environment has (vLLM's
-    # config package: transformers, pyzmq, cbor2...): the project's `cpu_requirements` are
-    # then installed once, at the versions the release asks for, into the cached environment.
+    # Whether the target imports more than errkb's environment has (vLLM's config package:
+    # transformers, pyzmq, cbor2...): what it imports at load is then found from its code and
+    # installed once, at the versions the release asks for, into the cached environment.
     requirements: bool = False
 
     def describe(self) -> dict[str, Any]:
@@ -529,8 +529,7 @@ def load_target(releases: upstream.Upstream, target: Target) -> ModuleType:
     requirements after everything else on the path when one was made
     (`Upstream.ensure_environment`; made here first when the target asks for it)."""
     if target.requirements:
-        project = upstreams.BY_PACKAGE[target.package]
-        releases.ensure_environment(target.package, target.version, project.cpu_requirements)
+        releases.ensure_environment(target.package, target.version, [target.module])
     environment = releases.environment_dir(target.package, target.version)
     if environment.is_dir() and str(environment) not in sys.path:
         sys.path.append(str(environment))

@@ -14,12 +14,15 @@ Nothing here imports torch: the upstream modules (and torch with them) are only 
 the reproducer subprocesses, through `load_module`.
 """
 
+import ast
 import fcntl
+import functools
 import hashlib
 import importlib
 import importlib.machinery
 import importlib.metadata
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -28,13 +31,16 @@ import tarfile
 import tempfile
 import warnings
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app import upstreams
+
+if TYPE_CHECKING:
+    from app.reproducers.imports import Needs
 
 WHEELS_DIR = "wheels"
 SDISTS_DIR = "sdists"
@@ -48,9 +54,12 @@ SRC_LAYOUT = "src"  # the folder a src-layout sdist keeps its package in
 UNPACKED_DIR = "unpacked"
 NATIVE_DIR = "native"  # a release's C++/CUDA sources, unpacked apart from its Python
 NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp")
-ENVS_DIR = "envs"  # pure-Python requirements of a release, installed for its reproducers
+ENVS_DIR = "envs"  # what a release's modules import at load, installed for its reproducers
+ENVIRONMENT_MANIFEST = "errkb-environment.json"  # what an environment was made to hold
+REQUIREMENTS_DIR = "requirements"  # wheels of requirements, read for the names they ship
 LOCKS_DIR = "locks"
 PIP_TIMEOUT_S = 600
+ENVIRONMENT_TIMEOUT_S = 1800  # a release's environment: a GB of wheels on a loaded machine
 _GITHUB_REPO = re.compile(r"https?://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?(?:[/#?]|$)")
 
 
@@ -269,7 +278,13 @@ def _empty_package(qualname: str, folder: Path) -> ModuleType:
 
     def run_init_for(attr: str) -> object:
         namespace = module.__dict__
-        if attr.startswith("__") or namespace.get("__getattr__") is not run_init_for:
+        literals = _literal_dunders(init)
+        if attr in literals:  # `__version__ = "5.24.0"`: read, not run (its imports cycle)
+            namespace[attr] = literals[attr]
+            return literals[attr]
+        if (attr.startswith("__") and attr not in _bound_names(init)) or namespace.get(
+            "__getattr__"
+        ) is not run_init_for:
             raise AttributeError(f"module {qualname!r} has no attribute {attr!r}")
         del namespace["__getattr__"]  # once: the __init__ may define its own
         if init.is_file():
@@ -289,6 +304,47 @@ def _empty_package(qualname: str, folder: Path) -> ModuleType:
     return module
 
 
+@functools.lru_cache(maxsize=64)
+def _bound_names(init: Path) -> frozenset[str]:
+    """The names a package's `__init__` binds at its top level (`__version__`, imported
+    ones): a dunder asked of an emptied package runs the `__init__` only when it is one of
+    these (transformers' modules import `__version__` from theirs), never for what the
+    import system and `inspect` probe (`__file__`, `__wrapped__`)."""
+    try:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(statement, ast.ImportFrom):
+            names.update(alias.asname or alias.name for alias in statement.names)
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=64)
+def _literal_dunders(init: Path) -> dict[str, Any]:
+    """The dunders a package's `__init__` sets to a literal at its top level (transformers'
+    `__version__`): their value, read from the source. Running that `__init__` for one of
+    them, from a submodule its own imports reach, would meet that submodule half loaded."""
+    try:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return {}
+    found: dict[str, Any] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name) and target.id.startswith("__"):
+                try:
+                    found[target.id] = ast.literal_eval(statement.value)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    continue
+    return found
+
+
 def _stub_module(qualname: str) -> ModuleType:
     spec = importlib.machinery.ModuleSpec(qualname, None)
     module = importlib.util.module_from_spec(spec)
@@ -303,6 +359,99 @@ def installed_version(name: str) -> str | None:
         return importlib.metadata.version(name).split("+")[0]
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    """What an environment says it holds (`ensure_environment`); empty when it says nothing."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _install_environment(target: Path, specs: list[str], held: dict[str, Any]) -> None:
+    """Install `specs` and what they require into `target`, beside what it holds (`held`,
+    its manifest).
+
+    pip resolves them from the index's metadata (torch held at the release installed here,
+    so nothing pulls in another torch or CUDA's packages); what this interpreter or the
+    folder already has is left out, and so is what serves only an accelerator
+    (`imports.accelerator_only`: a requirement of a requirement, named in the manifest as
+    are the imports whose own requirement serves only one). The rest is installed without
+    dependencies into a new folder, whose entries then join the target (new names only: a
+    folder in use only grows). Specs that cannot be resolved together are resolved one by
+    one and those that fail named in the manifest."""
+    from app.reproducers import imports
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        constraints = tmp / "constraints.txt"
+        torch = installed_version("torch")
+        constraints.write_text(f"torch=={torch}\n" if torch else "", encoding="utf-8")
+        items = imports.resolve(specs, constraints=constraints)
+        refused: dict[str, str] = dict(held.get("refused", {}))
+        if not items:
+            own: list[dict] = []  # each spec's own release first: its pin wins over another's
+            for spec in specs:
+                alone = imports.resolve([spec], constraints=constraints)
+                if not alone:
+                    refused[spec] = "pip cannot resolve it with the torch installed here"
+                name = _normalized(re.split(r"[\s<>=!~;\[(]", spec, maxsplit=1)[0])
+                own += [
+                    i for i in alone if _normalized(i.get("metadata", {}).get("name", "")) == name
+                ]
+                items += alone
+            items = own + items
+        constraints.unlink()
+        installed = set(held.get("installed", []))
+        have = {pin.partition("==")[0] for pin in installed}
+        pins: dict[str, str] = {}
+        accelerator: dict[str, str] = dict(held.get("accelerator_only", {}))
+        for item in items:
+            metadata = item.get("metadata", {})
+            name = _normalized(metadata.get("name", ""))
+            if not name or name in pins or name in have or installed_version(name):
+                continue
+            if why := imports.accelerator_only(metadata):
+                accelerator[f"{name}=={metadata.get('version')}"] = why
+            else:
+                pins[name] = f"{name}=={metadata.get('version')}"
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+        command += ["--disable-pip-version-check", "--only-binary=:all:", "--target", str(tmp)]
+        if pins:
+            done = subprocess.run(
+                [*command, *sorted(pins.values())],
+                capture_output=True,
+                text=True,
+                timeout=ENVIRONMENT_TIMEOUT_S,
+                check=False,
+            )
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                raise UpstreamError(
+                    f"pip install failed (exit {done.returncode}): " + " | ".join(tail)
+                )
+        manifest = {
+            "specs": specs,
+            "installed": sorted(installed | set(pins.values())),
+            "missing": held.get("missing", {}),
+            "refused": refused,
+            "accelerator_imports": held.get("accelerator_imports", {}),
+            "accelerator_only": accelerator,
+        }
+        if not target.is_dir():
+            tmp.rename(target)
+        else:
+            for entry in tmp.iterdir():
+                if not (target / entry.name).exists():
+                    entry.rename(target / entry.name)
+        (target / ENVIRONMENT_MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UpstreamError(f"installing {target.name}'s environment failed: {exc}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Upstream:
@@ -478,62 +627,44 @@ class Upstream:
         """Where `ensure_environment` installs a release's requirements."""
         return self.cache_dir / ENVS_DIR / _release(name, version)
 
-    def requirements(self, name: str, version: str) -> list[str]:
-        """The release's own requirements (no extras) that apply to this interpreter."""
-        from packaging.requirements import InvalidRequirement, Requirement
+    def environment_needs(self, name: str, version: str, modules: Iterable[str]) -> "Needs":
+        """What these modules of the release import at load beyond this interpreter, as the
+        release's requirement specs (app.reproducers.imports), and the names none provides."""
+        from app.reproducers import imports
 
+        root = self.ensure_unpacked(name, version)
+        found: dict[str, str] = {}
+        for module in sorted(set(modules)):
+            for imported, where in imports.load_imports(root, module).items():
+                found.setdefault(imported, where)
         distribution = importlib.metadata.PathDistribution(self._dist_info(name, version))
-        found = []
-        for line in distribution.requires or []:
-            try:
-                requirement = Requirement(line)
-            except InvalidRequirement:
-                continue
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                found.append(str(requirement))
-        return found
+        requirements = imports.base_requirements(distribution.requires or [])
+        top_levels = imports.TopLevels(self.cache_dir / WHEELS_DIR / REQUIREMENTS_DIR)
+        return imports.requirement_specs(found, requirements, top_levels)
 
-    def ensure_environment(self, name: str, version: str, wanted: Sequence[str]) -> Path:
-        """A folder with those of the release's requirements named in `wanted` (and what they
-        need) installed by pip, at the versions the release asks for: what its modules import
-        on CPU beyond this interpreter's own packages (torch, numpy). Made once, under the
-        release's lock, into a temporary folder renamed when complete; reproducer scripts put
-        it last on their path (`app.reproducers.kit.load_target`)."""
+    def ensure_environment(self, name: str, version: str, modules: Iterable[str]) -> Path:
+        """A folder with what these modules of the release import at load and this
+        interpreter lacks (`environment_needs`), installed by pip at the versions the release
+        asks for, with what they require (torch held at the installed release; what this
+        interpreter has left out). Grown as later modules need more (what is there kept),
+        under the release's lock. A folder without
+        `errkb-environment.json` (a bundle's, unpacked for a machine without network) is used
+        as it is. Reproducer scripts put it last on their path (`kit.load_target`)."""
         target = self.environment_dir(name, version)
-        if target.is_dir() or not wanted:
+        manifest = target / ENVIRONMENT_MANIFEST
+        if target.is_dir() and not manifest.is_file():
             return target
-        names = {_normalized(w) for w in wanted}
-        specs = [
-            spec
-            for spec in self.requirements(name, version)
-            if _normalized(re.split(r"[\s<>=!~;\[(]", spec, maxsplit=1)[0]) in names
-        ]
+        needs = self.environment_needs(name, version, modules)
         with self._locked(name, version):
-            if target.is_dir():
+            held = _manifest(manifest)
+            if set(needs.specs) <= set(held.get("specs", [])) or (
+                not needs.specs and not target.is_dir()
+            ):
                 return target
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-            command = [sys.executable, "-m", "pip", "install", "--quiet"]
-            command += ["--disable-pip-version-check", "--only-binary=:all:", "--target", str(tmp)]
-            try:
-                done = subprocess.run(
-                    [*command, *specs],
-                    capture_output=True,
-                    text=True,
-                    timeout=PIP_TIMEOUT_S,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise UpstreamError(f"pip install for {name}=={version} failed: {exc}") from exc
-            if done.returncode != 0:
-                shutil.rmtree(tmp, ignore_errors=True)
-                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                raise UpstreamError(
-                    f"pip install for {name}=={version} failed (exit {done.returncode}): "
-                    + " | ".join(tail)
-                )
-            tmp.rename(target)
+            wanted = sorted({*needs.specs, *held.get("specs", [])})
+            held["missing"] = held.get("missing", {}) | needs.missing
+            held["accelerator_imports"] = held.get("accelerator_imports", {}) | needs.accelerator
+            _install_environment(target, wanted, held)
         return target
 
     def _dist_info(self, name: str, version: str) -> Path:
@@ -607,6 +738,9 @@ class Upstream:
                 qualname = ".".join(parts[:depth])
                 if qualname not in sys.modules and (depth == 1 or not package_inits):
                     _empty_package(qualname, root.joinpath(*parts[:depth]))
+            if len(parts) == 1 and not getattr(sys.modules.get(module), "__file__", None):
+                sys.modules.pop(module, None)  # the top package is the target: its own __init__
+                sys.path.insert(0, str(root))
         for stub_module, names in (stubs or {}).items():
             holder = sys.modules.get(stub_module) or _stub_module(stub_module)
             for stub_name in names:
@@ -617,6 +751,9 @@ class Upstream:
             raise UpstreamError(
                 f"importing {module} from {name}=={version} failed: {type(exc).__name__}: {exc}"
             ) from exc
+        finally:
+            if str(root) in sys.path[:1] and not _runs_installed(name):
+                sys.path.remove(str(root))
         if not Path(loaded.__file__ or "").resolve().is_relative_to(root):
             raise UpstreamError(f"{module} was imported from {loaded.__file__}, not from {root}")
         return loaded

@@ -95,10 +95,6 @@ class UpstreamProject:
     public_api_entry_points: bool = False
     """Whether every public function of a public module is an entry point (a library)."""
 
-    cpu_requirements: tuple[str, ...] = ()
-    """Requirements of a release (names; the release pins the versions) its modules import on
-    CPU beyond the reproducers' own environment; installed into the release's cached
-    environment for the generated reproducers (GPU kernels and the serving stack left out)."""
     plain_values: dict[str, str] = field(default_factory=dict)
     """Python source that builds a plain value for a required parameter of this name, for
     generated reproducers (`params` of torch's optimizers: one tensor to optimise)."""

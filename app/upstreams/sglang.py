@@ -35,15 +35,6 @@ PROJECT = UpstreamProject(
     flag_classes=re.compile(r"(?!PortArgs$)\w+"),
     flags_from_fields=True,
     env_sources=("srt/environ.py",),
-    cpu_requirements=tuple(
-        (
-            "aiohttp requests tqdm psutil pyzmq orjson pybase64 setproctitle msgspec transformers "
-            "tokenizers sentencepiece pillow packaging pydantic uvloop fastapi python-multipart "
-            "einops partial_json_parser openai openai-harmony prometheus-client tiktoken "
-            "interegular llguidance regex scipy uvicorn xxhash zstandard python-dateutil distro "
-            "blobfile gguf"
-        ).split()
-    ),
     entry_points=(
         entry_point(
             "sglang/srt/entrypoints/http_server.py",

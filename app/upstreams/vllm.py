@@ -92,13 +92,4 @@ PROJECT = UpstreamProject(
     # What vllm/config, sampling_params, engine/arg_utils and lora import on CPU
     # (compressed-tensors: the quantization registry imports its config).
     keyword_suffixes={"VLLMValidationError": ("parameter", "value")},
-    cpu_requirements=tuple(
-        (
-            "tqdm cbor2 pyzmq huggingface_hub transformers tokenizers safetensors cloudpickle "
-            "pybase64 blake3 cachetools aiohttp openai pillow prometheus_client orjson "
-            "partial-json-parser pyyaml jsonschema einops ijson setproctitle sentencepiece "
-            "tiktoken py-cpuinfo lark python-json-logger requests psutil oss-harmony xgrammar "
-            "apache-tvm-ffi llguidance compressed-tensors"
-        ).split()
-    ),
 )
