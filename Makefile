@@ -28,8 +28,8 @@ serve: $(VENV)/.serve-installed
 
 # The timing goals (marker perf) run apart, after the rest: a slow or busy machine fails them
 # alone, and their failure is not mistaken for a broken feature. The rest runs on two workers,
-# a test file each (its fixtures built once): most of the time is spent waiting on pip, the
-# package index and subprocesses, so two overlap even on a two-core machine.
+# a test file each (its fixtures built once), so that one file's waits on pip, the package
+# index and subprocesses overlap another's work.
 test: $(VENV)/.test-installed lint
 	$(BIN)/pytest -n 2 --dist loadfile --durations=40
 	$(BIN)/pytest -m perf
