@@ -42,34 +42,38 @@ from app.reproducers import kit
 from app.reproducers.upstream import Upstream
 
 package, version, *module = sys.argv[1:]
+
+
+def failed(exc):
+    cause = exc.__cause__ or exc
+    first = (str(cause).splitlines() or [type(cause).__name__])[0]
+    return {"status": "error", "error": first[:200]}
+
+
+def loaded(name):
+    try:
+        kit.load_target(releases, kit.Target(package, version, name, (), package_inits=True))
+        return {"status": "ready"}
+    except Exception as exc:
+        return failed(exc)
+
+
 try:
     import torch  # what every target imports; its own check (torch's version) stays the scripts'
     releases = Upstream(Settings().cache_dir)
     environment = releases.environment_dir(package, version)
     if environment.is_dir():
         sys.path.append(str(environment))
-    if module:
-        kit.load_target(releases, kit.Target(package, version, module[0], (), package_inits=True))
-    answer = {"status": "ready"}
+    answer = loaded(module[0]) if module else {"status": "ready"}
 except Exception as exc:
-    cause = exc.__cause__ or exc
-    first = (str(cause).splitlines() or [type(cause).__name__])[0]
-    answer = {"status": "error", "error": first[:200]}
+    answer = failed(exc)
 print(json.dumps(answer), flush=True)
 if answer["status"] != "ready":
     sys.exit(0)
 for line in sys.stdin:
     request = json.loads(line)
     if "load" in request:  # a script's target module, imported before its scripts fork
-        try:
-            kit.load_target(releases, kit.Target(package, version, request["load"], (),
-                                                 package_inits=True))
-            answer = {"status": "ready"}
-        except Exception as exc:
-            cause = exc.__cause__ or exc
-            first = (str(cause).splitlines() or [type(cause).__name__])[0]
-            answer = {"status": "error", "error": first[:200]}
-        print(json.dumps(answer), flush=True)
+        print(json.dumps(loaded(request["load"])), flush=True)
         continue
     start = time.perf_counter()
     output = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
