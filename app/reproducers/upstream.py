@@ -305,17 +305,23 @@ def _empty_package(qualname: str, folder: Path) -> ModuleType:
 
 
 @functools.lru_cache(maxsize=64)
+def _init_statements(init: Path) -> tuple[ast.stmt, ...]:
+    """The top-level statements of a package's `__init__`, parsed once for the questions an
+    emptied package asks of it on every attribute; none when it cannot be read."""
+    try:
+        return tuple(ast.parse(init.read_text(encoding="utf-8")).body)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return ()
+
+
+@functools.lru_cache(maxsize=64)
 def _bound_names(init: Path) -> frozenset[str]:
     """The names a package's `__init__` binds at its top level (`__version__`, imported
     ones): a dunder asked of an emptied package runs the `__init__` only when it is one of
     these (transformers' modules import `__version__` from theirs), never for what the
     import system and `inspect` probe (`__file__`, `__wrapped__`)."""
-    try:
-        tree = ast.parse(init.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return frozenset()
     names: set[str] = set()
-    for statement in tree.body:
+    for statement in _init_statements(init):
         if isinstance(statement, ast.Assign | ast.AnnAssign):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
@@ -325,16 +331,12 @@ def _bound_names(init: Path) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=64)
-def _literal_dunders(init: Path) -> dict[str, Any]:
+def _literal_dunders(init: Path) -> Mapping[str, Any]:
     """The dunders a package's `__init__` sets to a literal at its top level (transformers'
     `__version__`): their value, read from the source. Running that `__init__` for one of
     them, from a submodule its own imports reach, would meet that submodule half loaded."""
-    try:
-        tree = ast.parse(init.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return {}
     found: dict[str, Any] = {}
-    for statement in tree.body:
+    for statement in _init_statements(init):
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target = statement.targets[0]
             if isinstance(target, ast.Name) and target.id.startswith("__"):
