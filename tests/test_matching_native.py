@@ -45,10 +45,13 @@ def store(settings):
         yield opened
 
 
-def _native_record(session, record_id: str, **fields) -> dict:
-    """The device-side assert record of data/ made into another native site."""
+def _stored_native_record(session, record_id: str, **fields) -> dict:
+    """The device-side assert record of data/ made into another native site, and stored."""
     base = copy.deepcopy(records.get_record(session, DEVICE_SIDE_ASSERT).record.model_dump())
-    return base | {"id": record_id, "slug": f"site-{record_id}"} | fields
+    record = base | {"id": record_id, "slug": f"site-{record_id}"} | fields
+    records.write_records(session, [record])
+    session.commit()
+    return record
 
 
 def test_the_tail_is_cut_from_a_message_and_its_lines_are_known() -> None:
@@ -90,15 +93,13 @@ def test_a_device_side_assert_is_one_answer_with_its_kernel_lines(store) -> None
 
 def test_the_kernels_own_assertion_site_wins_where_the_paste_shows_it(store) -> None:
     session, matcher = store
-    site = _native_record(
+    _stored_native_record(
         session,
         "00000000000000a1",
         errorMessage="Assertion `srcIndex < srcSelectDimSize` failed.",
         messagePattern=r"Assertion `srcIndex < srcSelectDimSize` failed\.",
         filePath="aten/src/ATen/native/cuda/Indexing.cu",
     )
-    records.write_records(session, [site])
-    session.commit()
     text = ASSERTION.format(t=16) + ASSERTION.format(t=17) + EMBEDDING + TAIL
     result = match_text(matcher, session, text)
     ids = [m.id for m in result.matches]
@@ -116,15 +117,13 @@ def test_the_line_naming_the_error_code_is_cut_with_the_tail(store) -> None:
     """torch 2.9 and later print the runtime's error code before the tail: a record whose
     pattern knows nothing of that line still matches the whole message."""
     session, matcher = store
-    site = _native_record(
+    site = _stored_native_record(
         session,
         "00000000000000a3",
         errorMessage="CUDA error: an illegal instruction was encountered",
         messagePattern=r"CUDA error: an illegal instruction was encountered",
         filePath="c10/cuda/CUDAException.cpp",
     )
-    records.write_records(session, [site])
-    session.commit()
     text = EMBEDDING.replace("device-side assert triggered", site["errorMessage"][12:])
     result = match_text(matcher, session, text + SEARCH_LINE + TAIL)
     top = result.matches[0]
@@ -135,15 +134,13 @@ def test_the_line_naming_the_error_code_is_cut_with_the_tail(store) -> None:
 
 def test_the_tail_is_never_what_a_paste_is_matched_on(store) -> None:
     session, matcher = store
-    tail = _native_record(
+    _stored_native_record(
         session,
         "00000000000000a2",
         errorMessage="CUDA kernel errors might be asynchronously reported at some other API call",
         messagePattern="CUDA kernel errors might be asynchronously reported at some other API call",
         filePath="c10/cuda/CUDAMiscFunctions.cpp",
     )
-    records.write_records(session, [tail])
-    session.commit()
     for text in (EMBEDDING + TAIL, TAIL):
         result = match_text(matcher, session, text)
         assert "00000000000000a2" not in [m.id for m in result.matches]
