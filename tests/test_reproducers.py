@@ -283,6 +283,7 @@ def test_process_group_fix_answers_as_a_group_of_one() -> None:
 
 def test_guarded_script_fix_reads_every_batch_through_spawned_workers() -> None:
     _, result = cpu_run("b4c6f8367947604b")
+    assert result["fix"]["status"] == "passed", result["fix"]
     assert result["fix"]["state"] == {"context": "spawn", "num_workers": 1, "total": 140}
     assert "exited unexpectedly" in result["extra"]["worker_killed"]["message"]
 
