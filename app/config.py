@@ -22,11 +22,20 @@ PROJECT_ROOT = Path(os.environ.get("ERRKB_PROJECT_ROOT") or Path(__file__).resol
 DEFAULT_LOCK_TIMEOUT_S = 5.0
 """How long a write waits for the database's write lock before it answers 503."""
 
-DEFAULT_THREADS = 8
-"""Requests one process runs at once in its thread pool (anyio's own default is 40). Python
-runs one thread at a time, and every busy thread is one more that the event loop, and so
-/healthz, waits behind for the GIL: under 32 clients /healthz took 170-190 ms at p99 with 16
-threads, 105 ms with 4. 8 leave room for reads while matches wait for their slots."""
+MOST_DEFAULT_THREADS = 8
+"""The largest default of ERRKB_THREADS, whatever the CPU count: more processes (`serve
+--workers`) use more CPUs; more threads in one process only share its GIL."""
+
+
+def _default_threads() -> int:
+    """Twice the CPUs, at most MOST_DEFAULT_THREADS: the match slots (one per CPU) and as many
+    again for reads while matches compute. Python runs one thread at a time, and every busy
+    thread is one more that the event loop, and so /healthz and /readyz, waits behind for the
+    GIL: more threads than that lowered both throughput and the probes' p99 on a 2-core
+    machine (bench/bench_hostile.py --sections headers, with ERRKB_THREADS set)."""
+    return min(MOST_DEFAULT_THREADS, 2 * (os.cpu_count() or 1))
+
+
 SPARE_CONNECTIONS = 5
 """Connections used outside the request threads: the start-up and follow threads, the
 /readyz check, a hit flush and a small paste matched on the event loop (app.serving.observed). The
@@ -49,9 +58,10 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL of the store; the embedded default is a SQLite file.",
     )
     threads: int = Field(
-        default=DEFAULT_THREADS,
+        default_factory=_default_threads,
         ge=1,
-        description="Requests one process runs at once in its thread pool (every handler "
+        description="Requests one process runs at once in its thread pool (default: twice "
+        "the CPU count, at most 8; every handler "
         "that reads the database or matches runs there; the rest wait for a thread). The "
         "database pool must hold ERRKB_THREADS + 5 connections (size + overflow), checked "
         "at start: a thread must never wait on a connection that only another request, "
@@ -64,7 +74,7 @@ class Settings(BaseSettings):
         "A PostgreSQL server must allow replicas x workers x (size + overflow) connections.",
     )
     db_pool_max_overflow: int = Field(
-        default=DEFAULT_THREADS + 1,
+        default=MOST_DEFAULT_THREADS + 1,
         ge=0,
         description="Connections opened beyond the pool at peaks; size + overflow must be at "
         "least ERRKB_THREADS + 5.",

@@ -295,9 +295,6 @@ def bench_fairness(seconds: float) -> None:
 
 ORDINARY_CLIENTS = 32
 GIANT_CLIENTS = 4
-GIANT_START = b"GET / HTTP/1.1\r\nHost: x\r\nX: "
-GIANT_CHUNK = b"a" * 65536
-GIANT_BYTES = 70_000_000
 PROBE_INTERVAL_S = 0.05
 
 
@@ -312,27 +309,6 @@ def _ordinary_load(port: int, seconds: float) -> str:
     ]
     result = load.drive([("127.0.0.1", port)], one_round * 2000, ORDINARY_CLIENTS, seconds)
     return f"{result.requests} x 200 ({result.rps:.0f}/s, p99 {result.p99_ms:.0f} ms)"
-
-
-def _giant_client(base: str, stop: float, answers) -> None:
-    """A connection streaming a header that never ends (up to GIANT_BYTES), again and again
-    until `stop`: the first line of each answer, or how the connection ended."""
-    host, port = base.removeprefix("http://").split(":")
-    while time.monotonic() < stop:
-        with socket.create_connection((host, int(port))) as sock:
-            sock.settimeout(PASTE_TIMEOUT_S)
-            sent, answer = 0, "no answer"
-            try:
-                sock.sendall(GIANT_START)
-                while sent < GIANT_BYTES and time.monotonic() < stop:
-                    if select.select([sock], [], [], 0)[0]:
-                        break  # the server answered: read it
-                    sock.sendall(GIANT_CHUNK)
-                    sent += len(GIANT_CHUNK)
-                answer = sock.recv(200).split(b"\r\n", 1)[0].decode() or "closed"
-            except OSError as error:
-                answer = type(error).__name__
-            answers.append(answer)
 
 
 def _probe(base: str, stop: float) -> list[float]:
@@ -366,9 +342,9 @@ def _refusal_cost() -> str:
             before, started = _cpu_s(server.pid), time.perf_counter()
             for _ in range(REFUSALS_TIMED):
                 with socket.create_connection(("127.0.0.1", server.port)) as sock:
-                    sock.sendall(GIANT_START)
+                    sock.sendall(load.GIANT_START)
                     while not select.select([sock], [], [], 0)[0]:
-                        sock.sendall(GIANT_CHUNK)
+                        sock.sendall(load.GIANT_CHUNK)
                     assert sock.recv(200).startswith(b"HTTP/1.1 431 ")
             cpu, wall = _cpu_s(server.pid) - before, time.perf_counter() - started
     return (
@@ -388,28 +364,23 @@ def bench_headers(seconds: float) -> None:
     runs = [("errkb", PROTOCOL_PATH, 0), ("errkb", PROTOCOL_PATH, GIANT_CLIENTS)]
     runs.append(("uvicorn httptools", "httptools", GIANT_CLIENTS))
     for label, protocol, giants in runs:
-        with tempfile.TemporaryDirectory() as folder, context.Manager() as manager:
+        with tempfile.TemporaryDirectory() as folder:
             env, url = _settings(folder)
             store = open_store(Settings(database_url=url))
             with Session(store) as session:
                 records.import_paths(session, [DATA_DIR])
                 session.commit()
-            answers = manager.list()
-            with running_server(env, protocol) as base, context.Pool(1) as pool:
+            with running_server(env, protocol) as base, context.Pool(1 + giants) as pool:
                 port = int(base.rsplit(":", 1)[1])
                 stop = time.monotonic() + seconds
                 ordinary = pool.apply_async(_ordinary_load, (port, seconds))
                 giant = [
-                    context.Process(target=_giant_client, args=(base, stop, answers))
+                    pool.apply_async(load.stream_giant_headers, (("127.0.0.1", port), seconds))
                     for _ in range(giants)
                 ]
-                for client in giant:
-                    client.start()
                 took = sorted(_probe(base, stop))
-                for client in giant:
-                    client.join()
+                got = [answer for client in giant for answer in client.get()]
                 done = ordinary.get()
-            got = list(answers)
         p99 = took[max(0, int(len(took) * 0.99) - 1)]
         print(
             f"| {label} | {giants} | {len(took)} | {statistics.median(took) * 1000:.1f} ms "

@@ -4,11 +4,14 @@ Python threads with an HTTP client library spend more CPU per request than the s
 on a cheap one (GET by id), and on a 2-core machine the client's CPU is the servers' loss.
 This sends pre-built requests over raw sockets and reads each reply by its Content-Length:
 about 30 us of CPU a request. Connection n goes to target n modulo the number of targets,
-as a load balancer spreads connections over replicas.
+as a load balancer spreads connections over replicas. It also streams giant request headers,
+as a hostile client does.
 """
 
 import asyncio
 import resource
+import select
+import socket
 import statistics
 import time
 from dataclasses import dataclass
@@ -94,3 +97,32 @@ def drive(
         client_cpu_s=cpu,
         wall_s=wall,
     )
+
+
+GIANT_START = b"GET / HTTP/1.1\r\nHost: x\r\nX: "
+GIANT_CHUNK = b"a" * 65536
+GIANT_BYTES = 70_000_000
+
+
+def stream_giant_headers(target: tuple[str, int], seconds: float) -> list[str]:
+    """Connections streaming a header that never ends (64 KiB after 64 KiB, up to GIANT_BYTES
+    each), one after the other for `seconds`: the first line of each answer, or how the
+    connection ended."""
+    answers = []
+    stop = time.monotonic() + seconds
+    while time.monotonic() < stop:
+        with socket.create_connection(target) as sock:
+            sock.settimeout(seconds + 10)
+            sent, answer = 0, "no answer"
+            try:
+                sock.sendall(GIANT_START)
+                while sent < GIANT_BYTES and time.monotonic() < stop:
+                    if select.select([sock], [], [], 0)[0]:
+                        break  # the server answered: read it
+                    sock.sendall(GIANT_CHUNK)
+                    sent += len(GIANT_CHUNK)
+                answer = sock.recv(200).split(b"\r\n", 1)[0].decode() or "closed"
+            except OSError as error:
+                answer = type(error).__name__
+            answers.append(answer)
+    return answers

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import httpx
 
 from app.config import PROJECT_ROOT
+from app.ops.protocol import PROTOCOL_PATH
 
 ADMIN_TOKEN = "test-admin-token"
 SERVER_START_S = 60.0
@@ -57,6 +58,7 @@ def uvicorn_server(settings_env: dict[str, str], ready_path: str) -> Iterator[st
     port = free_port()
     command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    command += ["--http", PROTOCOL_PATH]  # what errkb serve runs
     server = subprocess.Popen(command, env=os.environ | settings_env, cwd=PROJECT_ROOT)
     base = f"http://127.0.0.1:{port}"
     try:
