@@ -23,12 +23,14 @@ import re2
 LITERAL, AT, SUBPATTERN = sre_constants.LITERAL, sre_constants.AT, sre_constants.SUBPATTERN
 MAX_PROGRAM_SIZE = 1000
 """Most RE2 instructions a pattern may compile to. RE2's slowest path (its NFA, taken when the
-DFA runs out of memory or groups must be extracted) costs up to ~3 ns per byte and
-instruction; the largest harvested pattern (vLLM 0.33.0, SGLang 0.5.23, torch 2.13) has 874."""
+DFA runs out of memory or groups must be extracted) costs in proportion to bytes times
+instructions; the largest harvested patterns stay under it (`bench/bench_hostile.py --sections
+patterns` prints the largest program of each release)."""
 
 MAX_GROUPS = 32
-"""Most capturing groups a pattern may have: extracting them costs per group too (a pattern of
-2,666 groups took 8.5 s on a 10 KB paste). Harvested patterns have at most 12."""
+"""Most capturing groups a pattern may have: extracting them costs per group too
+(`bench/bench_hostile.py --sections pastes`; docs/benchmarks.md, "Hostile input and
+hardening"). Harvested patterns have at most 12."""
 
 ANY_LINE_PROBES = ("x", "0", " ", "-", "\u00e9", "\t")
 """One-character lines that share nothing: a pattern that matches each of them would claim
@@ -38,7 +40,7 @@ MIN_LITERAL_CHARS = 4
 """Fewest characters, other than whitespace, that every match of a record's pattern holds
 literally (outside classes, wildcards and optional parts). A pattern with fewer (``\\n.+``,
 ``[^x]+``, ``\\d+``) claims nearly any paste and tops it, and many such patterns make every
-match slow (1,500 of them took a 5 KB match from 41 ms to ~1 s); every harvested pattern
+match slow (docs/benchmarks.md, "Hostile input and hardening"); every harvested pattern
 matched by its text holds at least 4 (vLLM 0.33.0, SGLang 0.5.23: ``TODO``, ``top-k ...``)."""
 
 _REFUSED_GROUPS = (

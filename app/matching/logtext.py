@@ -149,8 +149,8 @@ class CleanLine:
     offset in the original). There is one piece unless colour codes sat inside the line, so
     highlighting a part of the text stays exact even then.
 
-    Not frozen, though never changed: one is made per line, and a frozen dataclass takes
-    twice as long to make (a 1 MB log has thirteen thousand lines).
+    Not frozen, though never changed: one is made per line, and a frozen dataclass costs
+    more to make (docs/benchmarks.md, "Costs behind the code's choices").
     """
 
     text: str

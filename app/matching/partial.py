@@ -225,9 +225,9 @@ def _cut_inside(literal: str, text: str, position: int, after_variable: bool) ->
 
 class MessageWords:
     """A message's words, ready to be compared with many templates: difflib learns its
-    second sequence once and keeps what it learned (a message compared with the
-    MAX_CANDIDATES templates that share most of its literals had that done once a template:
-    most of the time of the costliest real pastes' matches)."""
+    second sequence once and keeps what it learned (a message is compared with the
+    MAX_CANDIDATES templates that share most of its literals: learned once a template, that
+    would be most of the costliest real pastes' matches, `bench/profile_match.py`)."""
 
     def __init__(self, message: str) -> None:
         self.length = len(message)
@@ -252,7 +252,8 @@ def near_match(template: tuple[Piece, ...], message: str | MessageWords) -> Part
     The words the two have in common, counted, bound any alignment of them: the words
     that agree are at most those, and the template's words changed or left out at least
     the rest. Most templates a message shares a literal with fail that bound, and are
-    spared the alignment (a third of the costliest real pastes' matches)."""
+    spared the alignment, a large share of the costliest real pastes' matches
+    (docs/benchmarks.md, "Costs behind the code's choices")."""
     compared = message if isinstance(message, MessageWords) else MessageWords(message)
     if not may_be_near(template, compared):
         return None

@@ -42,8 +42,9 @@ DEFAULT_MATCHES = 10
 MAX_MATCHES = 100
 DEADLINE_RETRY_AFTER_S = 5
 MAX_PASTE_LINES = 100_000
-"""Lines a paste may have: each costs ~10 us to clean and parse whatever it holds, so a
-mebibyte of newlines took 8 s; real logs of a mebibyte have 10k-30k lines."""
+"""Lines a paste may have: each costs its cleaning and parsing whatever it holds, so a
+mebibyte of newlines would take seconds, and real logs of a mebibyte have a few times fewer
+lines than this (`bench/bench_hostile.py --sections pastes`)."""
 
 
 class _Regions:
@@ -248,8 +249,9 @@ def match_texts(
 class _Known:
     """What a match needs of one record, gathered once per dataset version: its ranking
     view, where its site is in each release and its summary (not the whole document: the
-    memo holds thousands). Reading them per request cost most of a match on the default
-    store with its older releases (a record there has up to forty locations)."""
+    memo holds thousands). Read per request, they would be most of a match on the default
+    store with its older releases, where a record has many locations
+    (`bench/profile_match.py`)."""
 
     candidate: Candidate
     locations: list[locations.Location]
