@@ -69,9 +69,9 @@ def _written_response(
 ) -> Response:
     """The document of the record this request has just written, read once the write is
     committed: the document reads much of the store (related records, release history,
-    all computed afresh after a write), and reading it inside the write transaction held
-    the write turn that long, so every writer queued behind it (a write took 3 s at p99
-    beside a harvest, whose threads share the GIL with it)."""
+    all computed afresh after a write), and reading it inside the write transaction would
+    hold the write turn that long, so every writer would queue behind it beside a harvest,
+    whose threads share the GIL with it (`bench/bench_store.py --sections writes`)."""
     written.commit()
     with Session(request.app.state.engine) as session:
         stored = records.get_record(session, record_id)
@@ -110,12 +110,13 @@ def read_error_by_slug(
 async def read_error(request: Request, settings: SettingsDep, record_id: str) -> Response:
     """One record exactly as stored, with what its page shows: locations, history, related
     records, reproducer runs and drift; the id of an absorbed draft redirects to the record
-    that took it. The reply is kept until the store changes (app.serving.replies): a kept
-    one costs one statement and no session (the request's session alone was a fifth of its
-    time); its ETag sent back in If-None-Match answers 304.
+    that took it. The reply is kept until the store changes (app.serving.replies): a kept one
+    costs one statement and no session (a session would be a large part of its time:
+    docs/benchmarks.md, "Costs behind the code's choices"); its ETag sent back in If-None-Match
+    answers 304.
 
     Where the store is read in this process (SQLite), a kept reply is looked up on the event
-    loop: that statement takes microseconds, and the hop to a request thread and back cost
+    loop: that statement takes microseconds, and the hop to a request thread and back costs
     more than the rest of the request. A reply to make, or a store read over the network,
     is left to a request thread."""
     state = request.app.state

@@ -39,7 +39,8 @@ class BodySizeLimit:
             return
         if length in (b"", b"0") and b"transfer-encoding" not in headers:
             # No body to wait for (a GET, mostly): the time limit's cancel scope and the
-            # replay would cost a fifth of what such a request costs the server.
+            # replay would be a large share of what such a request costs the server
+            # (docs/benchmarks.md, "Costs behind the code's choices").
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []

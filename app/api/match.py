@@ -85,10 +85,10 @@ def _texts_field(body: Any, key: str, kind: type) -> Any:
 async def create_match(request: Request, limit: LimitQuery = DEFAULT_MATCHES) -> Response:
     """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body.
 
-    The hottest endpoint reads its body itself rather than through a dependency (a second
-    round of FastAPI's dependency solving, about 50 us a paste), and makes and closes its
-    session in the code that matches, sparing the event loop a generator dependency's exit
-    stack."""
+    The hottest endpoint reads its body itself rather than through a dependency (a second round
+    of FastAPI's dependency solving: docs/benchmarks.md, "Costs behind the code's choices"),
+    and makes and closes its session in the code that matches, sparing the event loop a
+    generator dependency's exit stack."""
     raw = await _raw_body(request)
 
     def match(waits: bool) -> tuple[Response, bool]:

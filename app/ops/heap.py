@@ -1,11 +1,11 @@
 """Keep Python's cyclic garbage collector from stalling every request.
 
-A full collection walks every container object the process holds. After start-up that is
-some 150,000 objects (the imported libraries, the match index), and a hostile paste of
-75,000 error lines adds as many again while it is parsed: each full collection then held
-the GIL for 60-250 ms, and /healthz waited behind it (p99 167 ms under six hostile clients).
-Freezing what start-up built takes it out of every later collection (it is never garbage
-while the process serves), and a larger young generation lets one paste's short-lived
+A full collection walks every container object the process holds: after start-up the imported
+libraries and the match index, and a hostile paste of many error lines adds as many again while
+it is parsed. Each full collection holds the GIL meanwhile, and /healthz waits behind it
+(`bench/bench_hostile.py --sections healthz`; docs/benchmarks.md, "Hostile input and
+hardening"). Freezing what start-up built takes it out of every later collection (it is never
+garbage while the process serves), and a larger young generation lets one paste's short-lived
 objects die by reference counting before a collection has to look at them.
 """
 

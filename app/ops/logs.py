@@ -76,13 +76,12 @@ def logged_path(full_path: str) -> str:
 
 
 class AccessFormatter(UvicornAccessFormatter):
-    """uvicorn's access line, the same text, made without uvicorn's two copies of each
-    record and its second pass through the format string. The access log is a large part
-    of a small request: a bare ASGI app behind uvicorn cost 0.07 ms of server CPU a request
-    without it and 0.15 ms with it; a log call took 37 us in process with uvicorn's
-    formatter, 16 us with this one. With colours (a terminal) or another format it formats
-    as uvicorn does. Either way the query string of a path that may carry a paste is left
-    out (logged_path)."""
+    """uvicorn's access line, the same text, made without uvicorn's two copies of each record
+    and its second pass through the format string. The access log is a large part of a small
+    request's server CPU, and a log call costs less with this formatter than with uvicorn's
+    (docs/benchmarks.md, "Server CPU a request, and a match in process"). With colours (a
+    terminal) or another format it formats as uvicorn does. Either way the query string of a
+    path that may carry a paste is left out (logged_path)."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         client_addr, method, full_path, http_version, status = record.args  # type: ignore[misc]

@@ -10,14 +10,14 @@ is closed quietly, as uvicorn closes an idle one). A request being answered is n
 the timer stops when its headers are complete, and the body has its own limit in the app
 (app.api.limits).
 
-Size: httptools sets no bound on a head, and it joins the pieces of a header (and uvicorn
-those of a URL) by concatenating bytes, so a header streamed in 64 KiB reads costs time
-quadratic in its length, all of it on the event loop: one client streaming a 70 MB header
-held /healthz for seconds. Here a request target longer than MAX_TARGET_BYTES is answered
-414, and a head (request target and header fields) over MAX_HEAD_BYTES, or with more than
-MAX_HEADERS fields, 431: the fields are counted as the parser hands them over, and the bytes
-of a head still incomplete as they arrive, before the parser joins them, so no head costs
-more than MAX_HEAD_BYTES and one read.
+Size: httptools sets no bound on a head, and it joins the pieces of a header (and uvicorn those
+of a URL) by concatenating bytes, so a header streamed in 64 KiB reads costs time quadratic in
+its length, all of it on the event loop: one client streaming a giant header holds /healthz up
+(`bench/bench_hostile.py --sections headers`). Here a request target longer than
+MAX_TARGET_BYTES is answered 414, and a head (request target and header fields) over
+MAX_HEAD_BYTES, or with more than MAX_HEADERS fields, 431: the fields are counted as the parser
+hands them over, and the bytes of a head still incomplete as they arrive, before the parser
+joins them, so no head costs more than MAX_HEAD_BYTES and one read.
 
 A refused connection is answered and then closed after LINGER_S without reading another
 byte: closed at once, with the client's unread bytes still arriving, the reset that the

@@ -1,9 +1,8 @@
 """Start-up work that runs while the server already answers: harvest, then the match index,
 then, once ready, the older releases.
 
-`errkb serve` used to harvest the default releases and build the index before listening, so
-nothing could tell an operator (or a load balancer) what it was doing. Now the server listens
-at once, /healthz answers, and /readyz stays 503 with the pending steps until they are done
+The server listens at once, so an operator (or a load balancer) can tell what it is doing:
+/healthz answers, and /readyz stays 503 with the pending steps until they are done.
 Processes of one store take turns under a lock: the first harvests and builds
 the index (saved to the cache), the others then find both done. The lock is the store's
 (app.store): a file lock for SQLite's workers on one machine, an advisory lock for
@@ -13,10 +12,10 @@ lock, their progress in /readyz's `background`; one that fails is reported and t
 tried.
 
 A release's source is parsed and its drafts checked in a child process of its own
-(`_extracted`), and only stored here: the parsing is seconds of pure Python, and in the
-server's process every request thread, writes included, waited for the GIL behind it (8
-writers beside the harvest of vLLM 0.33.0 had writes of 1.5-3 s; a write holds the write
-turn while it waits). The child's memory, a release's syntax trees, goes back when it ends.
+(`_extracted`), and only stored here: the parsing is pure Python, and in the server's
+process every request thread, writes included, would wait for the GIL behind it (a write
+holds the write turn while it waits; `bench/bench_store.py --sections writes`). The
+child's memory, a release's syntax trees, goes back when it ends.
 """
 
 import logging

@@ -1,19 +1,21 @@
 """The paste budgets: bytes of paste each client may send to matching per minute, and bytes
 of large pastes the whole server matches at once.
 
-Matching is the one costly thing an anonymous client can ask for: one client looping
-mebibyte pastes took the matching time of everyone else. Each client (by its address) has a
-bucket of ERRKB_PASTE_BUDGET_BYTES that refills over a minute; a paste takes its size out,
-and one that does not fit is answered 429 with the seconds until it would (Retry-After),
-before anything is parsed or matched. Other clients' buckets are untouched.
+Matching is the one costly thing an anonymous client can ask for: one client looping mebibyte
+pastes would take the matching time of everyone else (`bench/bench_hostile.py --sections
+fairness`). Each client (by its address) has a bucket of ERRKB_PASTE_BUDGET_BYTES that refills
+over a minute; a paste takes its size out, and one that does not fit is answered 429 with the
+seconds until it would (Retry-After), before anything is parsed or matched. Other clients'
+buckets are untouched.
 
-A crowd of clients, or one client with many addresses, never runs out of its own buckets:
-8 of them sending 1 MB pastes from a new address each took every request thread and match
-slot, and a 5 KB traceback waited seconds. So large pastes (over LARGE_PASTE_BYTES) also
-share one server-wide budget of ERRKB_LARGE_PASTES_IN_FLIGHT_BYTES being matched at once:
-a large paste waits for room on the event loop, holding no thread, in the order they came,
-and one that finds none within ERRKB_MATCH_DEADLINE_S is answered 503 with Retry-After.
-Small pastes (the tracebacks people paste) never wait for it.
+A crowd of clients, or one client with many addresses, never runs out of its own buckets: a few
+sending 1 MB pastes from a new address each would take every request thread and match slot, and
+a 5 KB traceback would wait behind them (`bench/bench_hostile.py --sections crowd`). So large
+pastes (over LARGE_PASTE_BYTES) also share one server-wide budget of
+ERRKB_LARGE_PASTES_IN_FLIGHT_BYTES being matched at once: a large paste waits for room on the
+event loop, holding no thread, in the order they came, and one that finds none within
+ERRKB_MATCH_DEADLINE_S is answered 503 with Retry-After. Small pastes (the tracebacks people
+paste) never wait for it.
 """
 
 import asyncio

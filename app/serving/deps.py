@@ -36,8 +36,8 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     Closing gives the connection back. On PostgreSQL that is a round trip, so it runs in a
     thread, outside the pool's limit, as FastAPI closes a plain generator's, so that it
     never waits for a busy pool's turn. On SQLite it is the end of a read transaction in
-    this process, a few microseconds, done on the loop: the hop to a thread and back cost the
-    loop more than that (a fifth of its samples under 64 connections of GET by id)."""
+    this process, a few microseconds, done on the loop: the hop to a thread and back costs
+    the loop more than that (docs/benchmarks.md, "Costs behind the code's choices")."""
     session = Session(request.app.state.engine)
     try:
         yield session

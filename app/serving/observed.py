@@ -7,10 +7,9 @@ match_text directly and count nothing.
 
 A small paste is matched on the event loop itself (`served`), one per pass of the loop
 (app.serving.turns), where the store's reads are in this process (SQLite) and the match
-index is current: about a millisecond of CPU. Handed to a thread, the same match cost a
-fifth more again in the hand-over: the future and the wake-up of each side, and the GIL
-taken back and forth some five times a paste (one worker, 16 connections: 1.59-1.81 ms of
-server CPU a paste on the thread, 1.41-1.55 on the loop, runs taking turns). It may hold
+index is current. Handed to a thread, the same match costs more again in the hand-over: the
+future and the wake-up of each side, and the GIL taken back and forth some five times a
+paste (docs/benchmarks.md, "Server CPU a request, and a match in process"). It may hold
 the loop for LOOP_BUDGET_S at most: a paste that needs longer (a flood of short lines, a
 paste naming hundreds of records) stops there, and is matched again from the start in a
 request thread, where the GIL is shared every millisecond and /healthz keeps answering.
@@ -36,14 +35,15 @@ from app.matching.service import match_text, match_texts
 
 T = TypeVar("T")
 SMALL_PASTE_BYTES = 16 * 1024
-"""Largest request body matched on the event loop: a 5 KB traceback costs about a
-millisecond there; a larger one is more likely to run out of its budget."""
+"""Largest request body matched on the event loop: a 5 KB traceback is cheap there
+(`bench/bench_store.py --sections latency`); a larger one is more likely to run out of its
+budget."""
 LOOP_BUDGET_S = 0.010
 """CPU time a match may spend on the event loop before it goes on in a request thread: what
-a request that only needs the loop (/healthz, a kept reply) may wait behind it. The 329 real
-pastes of tests/fixtures/real_pastes take at most 8.6 ms of CPU each on the whole-history
-store in a slow minute of a slow machine (the median 1.2 ms): at 5 ms, 2-4% of them were
-matched twice."""
+a request that only needs the loop (/healthz, a kept reply) may wait behind it. Set above the
+CPU time of the costliest of the real pastes of tests/fixtures/real_pastes on the
+whole-history store, so that they are matched once, not twice (docs/benchmarks.md, "Costs
+behind the code's choices")."""
 
 
 async def served(request: Request, body_bytes: int, match: Callable[[bool], T]) -> T:

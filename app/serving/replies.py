@@ -2,10 +2,11 @@
 answers the same bytes until a write moves the dataset version (app.records.derived), so
 the second asking costs one statement (the version) and no view or JSON.
 
-Without it a GET by id gathered its record, runs, drift check and generated script (five
-statements) and wrote their JSON on every request: a few milliseconds, against well under
-one for /healthz, so two workers could not serve the thousands of requests a second asked
-of them.
+Without it a GET by id would gather its record, runs, drift check and generated script (five
+statements) and write their JSON on every request, many times what /healthz costs, so two
+workers could not serve the thousands of requests a second asked of them
+(`bench/bench_store.py --sections wrk`; docs/benchmarks.md, "Costs behind the code's
+choices").
 
 Match replies are not kept: they quote the paste (its message, the values captured from
 it), and a paste is matched and forgotten (docs/records.md, what hits keep), tokens and

@@ -1,11 +1,11 @@
 """Turns of the event loop, one caller at a time: work that runs on the loop itself waits
 for its turn, so that the loop reads its sockets between any two pieces of it.
 
-asyncio runs, in one pass, every callback that was ready when the pass began; 64 matches
-woken together would hold the loop for all 64 before it looked at a socket again, and a
-client that had just connected waited for its first answer through dozens of such passes
-(two seconds and more at 64 connections). A turn is granted in one pass and the next turn
-in the pass after it, so the loop accepts connections and reads requests after each.
+asyncio runs, in one pass, every callback that was ready when the pass began; 64 matches woken
+together would hold the loop for all 64 before it looked at a socket again, and a client that
+has just connected would wait for its first answer through dozens of such passes
+(docs/benchmarks.md, "Costs behind the code's choices"). A turn is granted in one pass and the
+next turn in the pass after it, so the loop accepts connections and reads requests after each.
 """
 
 import asyncio
