@@ -55,7 +55,8 @@ _NAME_START = re.compile(r"[^\W\d]")
 # What any of the above, or an exception line as the parser reads a bare one, contains: a
 # builtin's or a suffixed class name, a module-qualified CapWords name, an opener, a frame, an
 # error level. A line (or a whole read) with none of it needs no closer look. Plain `in`
-# tests and two regexes with a literal start: one alternation of them all is ten times slower.
+# tests and two regexes with a literal start: one alternation of them all is far slower
+# (docs/benchmarks.md, "Costs behind the code's choices").
 _WORDS = (
     "Error",
     "Exception",

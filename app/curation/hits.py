@@ -89,9 +89,9 @@ class HitCounter:
         """Count one hit for today without writing: whether it was counted, and whether a
         flush is due, which this caller then owes (a match on the event loop leaves it to a
         request thread, after the reply). One caller is told, not every caller until the
-        flush begins: each then sent a flush of its own to the request
-        threads, and a connection's next request waited for its reply's flush, so two
-        workers at 64 connections fell from 1,300 to 480 matches a second."""
+        flush begins: each would send a flush of its own to the request threads, and a
+        connection's next request would wait for its reply's flush, a large cut in matches
+        a second (docs/benchmarks.md, "Costs behind the code's choices")."""
         if not self.enabled:
             return False, False
         key = (kind, subject, today())

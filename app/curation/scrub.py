@@ -85,7 +85,8 @@ COMMON_WORDS = frozenset(
 TEMPLATES_KEPT = 4096
 """Templates of messages seen lately kept, by a digest of the message (never the message:
 it may hold a secret): an unexplained error is pasted again and again, and scrubbing its
-message costs more than matching it (about 160 us for a real paste's message)."""
+message costs more than matching it (`bench/bench_scrub.py`; docs/benchmarks.md, "Hits and
+the scrub of templates")."""
 
 
 class _Kept:
@@ -297,8 +298,9 @@ KEY_WORD_PIECES = ("key", "pass", "pwd", "secret", "contrase")
 
 def _secrets(text: str) -> set[str]:
     """Every string detect-secrets' rules flag in the text. The keyword rules only read a
-    text holding a piece of a key word: they were nine tenths of scrubbing a message
-    (250 of 290 us), and most messages name no password or key."""
+    text holding a piece of a key word: run on every text they would be most of scrubbing
+    a message (docs/benchmarks.md, "Costs behind the code's choices"), and most messages
+    name no password or key."""
     shapes, keywords = _detectors()
     folded = text.casefold()  # as `re.IGNORECASE` compares: the long s and the Kelvin sign too
     rules = shapes + keywords if any(piece in folded for piece in KEY_WORD_PIECES) else shapes

@@ -36,14 +36,14 @@ from app.store.engine import is_lock_timeout
 from app.store.tables import DatasetState, Record
 
 HARVESTED_PREFIX = "harvested:"
-HARVEST_BATCH = 100  # drafts per transaction: 0.1 s quiet, 0.6 s at a load of 15 on 2 cores
+HARVEST_BATCH = 100  # drafts per transaction: a short hold of the write lock, even under load
 HARVEST_LOCK_TRIES = 10  # lock waits (each ERRKB_LOCK_TIMEOUT_S) a batch makes before failing
 HARVEST_YIELD_S = 0.025
 """The pause after each of a harvest's transactions on a store whose waiting writers poll
 (SQLite): a writer of another process (`errkb harvest` beside a server, or another worker)
-tries for the lock at most 25 ms apart in its first 128 ms of waiting, and had found it
-taken at every try while the batches followed one another (8 writers beside `errkb
-harvest`: max 1,071-1,086 ms). About 4 s over a release's 160 transactions."""
+tries for the lock at most 25 ms apart in its first 128 ms of waiting, and without a pause
+finds it taken at every try while the batches follow one another (`bench/bench_store.py
+--sections writes`). About 4 s over a release's 160 transactions."""
 ORIGIN_PREFIX = "harvest:"
 T = TypeVar("T")
 
@@ -192,14 +192,14 @@ def extract_release(
 def store_drafts(session: Session, release: Release, extracted: Extracted) -> DraftCounts:
     """Merge one harvest into the store; curated records are never overwritten.
 
-    Committed in short transactions: batches of about HARVEST_BATCH drafts, then the rest
-    (gone sites, the release's exception classes and mark, the dataset version). One
-    transaction for a whole release held the write lock for many seconds, and the API's
-    writes waiting behind it ran out of time (503); between two batches a waiting write
-    gets its turn (app.store.engine.WriteQueue). Nothing that takes long without writing
-    (checking the drafts) runs inside one. A harvest cut short leaves its release unmarked,
-    so the next one harvests it again; the dataset version moves once, at the end, so the
-    match index is rebuilt once per release and not per batch.
+    Committed in short transactions: batches of about HARVEST_BATCH drafts, then the rest (gone
+    sites, the release's exception classes and mark, the dataset version). One transaction for
+    a whole release would hold the write lock for many seconds, and the API's writes waiting
+    behind it would run out of time (503); between two batches a waiting write gets its turn
+    (app.store.engine.WriteQueue). Nothing that takes long without writing (checking the
+    drafts) runs inside one. A harvest cut short leaves its release unmarked, so the next one
+    harvests it again; the dataset version moves once, at the end, so the match index is
+    rebuilt once per release and not per batch.
 
     A site that a reviewed record claims gets no draft: its location in this release is
     recorded on the record (app.records.locations), and a draft stored for it earlier is absorbed.

@@ -147,8 +147,8 @@ def _harvest_native(
 @contextmanager
 def _cyclic_gc_paused() -> Iterator[None]:
     """Syntax trees hold no cycles, so refcounting frees them; left on, the cycle collector
-    rescans the whole heap again and again while they are built. Harvesting torch took
-    10 s -> 7 s, and 15 s -> 7.5 s in a process that has torch itself loaded."""
+    rescans the whole heap again and again while they are built (docs/benchmarks.md,
+    "Harvest cost")."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -1,12 +1,12 @@
 """What depends only on the store, computed once per dataset version and kept in the process.
 
 A record's locations, its release history ("changed in"), its related records and its JSON
-document change only when the store does, yet each was computed again on every match and
-every GET: on the default store with its older releases that was most of a request's time.
-Every write (harvest, import, API write, review) moves the dataset version
-(app.records.service.bump_dataset_version), so a value kept under the version it was
-computed at is right for as long as the version stays: the first request after a write
-computes it again, the others read it.
+document change only when the store does, and computed on every match and every GET they would
+be most of a request's time on the default store with its older releases
+(`bench/profile_match.py`). Every write (harvest, import, API write, review) moves the dataset
+version (app.records.service.bump_dataset_version), so a value kept under the version it was
+computed at is right for as long as the version stays: the first request after a write computes
+it again, the others read it.
 
 The dataset version is read here, where the memo needs it, and app.records.service
 re-exports it for everyone else.
@@ -46,11 +46,12 @@ def dataset_version(session: Session) -> str:
     """The dataset's version: an ISO timestamp that moves forward with every write.
 
     Asked on every match and page, so it runs on a connection directly: the ORM's
-    per-statement work is most of its cost (86 us against 34 us). A session that has read
-    or written nothing yet has no snapshot for the version to agree with, so the statement
-    runs outside it (app.store.engine.read_now): a match whose records are all kept
-    in memory then begins and rolls back no transaction at all (85 us for the session's
-    read, its BEGIN and its ROLLBACK on SQLite; 50 us for this one).
+    per-statement work is most of its cost. A session that has read or written nothing yet
+    has no snapshot for the version to agree with, so the statement runs outside it
+    (app.store.engine.read_now): a match whose records are all kept in memory then begins
+    and rolls back no transaction at all, which on SQLite costs less than the session's
+    read with its BEGIN and ROLLBACK (docs/benchmarks.md, "Costs behind the code's
+    choices").
     """
     bind = session.get_bind()
     if isinstance(bind, Engine) and not session.in_transaction():
@@ -84,9 +85,10 @@ def record_versions_now(engine: Engine) -> tuple[str, str]:
     wrote and then asks still gets what it wrote, from whichever worker. Under load most
     requests wait behind others in the queue and find such a read made meanwhile, so the
     statement runs about once per queue's worth of requests rather than once each: the
-    statement, and each time it let go of the GIL and waited to take it back, were a fifth
-    of a small paste's CPU at 64 connections (1.9 ms of server CPU a match; 1.5-1.7 ms
-    without it). Outside a request every call reads."""
+    statement, and each time it lets go of the GIL and waits to take it back, are a large
+    part of a small paste's CPU at 64 connections (`bench/bench_store.py --sections turns`;
+    docs/benchmarks.md, "Server CPU a request, and a match in process"). Outside a request
+    every call reads."""
     arrived = ARRIVED_NS.get()
     last = _LAST_READ.get(engine)
     if arrived is not None and last is not None and last[0] > arrived:

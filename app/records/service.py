@@ -216,9 +216,10 @@ def list_records(
     """A page of records in id order (stable under writes), with the total and next cursor.
 
     The total is counted once per dataset version and filters, not per page: counting reads
-    every record the filters let through, which made a page of the default store with its
-    older releases cost about twice a page of the small store, and every page of a listing
-    asks the same total. A harvest moves the version once, at its end: until then a page may
+    every record the filters let through: counted for every page, it would make a page of
+    the default store with its older releases cost much more than one of the small store
+    (`bench/bench_store.py --sections latency`), and every page of a listing asks the same
+    total. A harvest moves the version once, at its end: until then a page may
     show records of its committed batches beside the total from before it.
     """
     if not 1 <= limit <= MAX_PAGE_SIZE:

@@ -6,8 +6,9 @@ way wherever it comes from: JSON Schema first, then the checks a schema cannot e
 one message from another; source line bounds must agree).
 
 The schema runs on two engines: fastjsonschema compiles it to Python and decides whether a
-record is valid in ~10 us (importing 50k records must take seconds, not minutes), and only
-for a record it refuses does the reference `jsonschema` explain every reason, field by field.
+record is valid fast enough that importing 50k records takes seconds, not minutes
+(`bench/bench_api.py`; docs/benchmarks.md, "Costs behind the code's choices"), and only for a
+record it refuses does the reference `jsonschema` explain every reason, field by field.
 """
 
 import json

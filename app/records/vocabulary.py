@@ -8,8 +8,8 @@ a host called `mirabelle-workstation` or a password made of dictionary words is 
 template, so it never shows.
 
 Reading them is a scan of the records table and a pass of one expression over its two
-short columns: 0.6 s on a store of vLLM, SGLang and torch (55,000 records, 41,000 words),
-too much to repeat at every write. So the match index, which follows the store's writes
+short columns, too much to repeat at every write (`bench/bench_scrub.py`; docs/benchmarks.md,
+"Hits and the scrub of templates"). So the match index, which follows the store's writes
 anyway (app.matching.matcher), reads them once when it loads and then adds the words of
 each record it takes in: a match on the event loop never reads the store for them. A
 record deleted since leaves its words behind until the process restarts: they were

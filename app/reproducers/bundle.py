@@ -14,8 +14,8 @@ no wheel for that Python, each said in the manifest.
 
 The tree goes into one xz-compressed tar (`bundle.tar.xz`, beside `manifest.json`): wheels
 are zip files, compressed one member at a time, and the same files in one xz stream take
-about 60% of their room (90 MiB of wheels and sources to 51 MiB, measured on the curated
-reproducers), which keeps the bundle within what a GPU machine is handed.
+much less room (docs/benchmarks.md, "The GPU tier": the bundle against the same files as
+wheels), which keeps the bundle within what a GPU machine is handed.
 
 Run there with `python3 -m app.reproducers.offline DIR` (app/reproducers/offline.py), which
 unpacks the archive and hands over to `errkb verify --from-bundle` (`run_bundle`).

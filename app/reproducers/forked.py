@@ -11,11 +11,11 @@ killed at the time limit (`--device cuda --torch installed` where a GPU machine 
 A generated script calls upstream code with values a search chose (an empty path among
 them), so each child runs in its script's own scratch folder, which is also its HOME: what
 the call writes or removes "here" is that folder, never the caller's checkout.
-Nothing flows back into the zygote from a child but its exit
-status and the names of the modules it imported (its target module, and what torch's
-optimizers import on first use, torch._dynamo, 10 s): the zygote imports those too, so the
-next child finds them imported; scripts come in module order. Each script still runs in a
-process of its own, from the imported state.
+Nothing flows back into the zygote from a child but its exit status and the names of the
+modules it imported (its target module, and what torch's optimizers import on first use,
+torch._dynamo, a long import): the zygote imports those too, so the next child finds them
+imported; scripts come in module order. Each script still runs in a process of its own, from
+the imported state.
 """
 
 import contextlib

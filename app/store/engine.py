@@ -16,8 +16,8 @@ Within one process, SQLite's writers also queue for their turn, first come first
 (`WriteQueue`), before they ask SQLite for the lock. SQLite's own wait is a busy handler
 that sleeps and tries again, up to 100 ms between tries: a writer that commits and begins
 again at once (a harvest, batch after batch) wins every time against writers asleep in it,
-and a writer can lose to the others until its wait runs out (503) while they go ahead;
-with 8 writers alone, some waited 3 s behind others' writes of 30 ms. Only another process's
+and a writer can lose to the others until its wait runs out (503) while they go ahead, even
+among writers alone (`bench/bench_store.py --sections writes`, 8 writers). Only another process's
 writer still meets SQLite's busy handler.
 
 Writes commit in one place, `unit_of_work`: a request that writes, a CLI command
@@ -201,10 +201,11 @@ def read_now(engine: Engine, statement: ClauseElement) -> list[tuple[Any, ...]]:
     kept reply or a match makes on every request (app.records.derived), without a session.
 
     On SQLite the statement runs in no transaction of ours (no BEGIN, no ROLLBACK): one call
-    into the driver where a session's read makes three, each letting go of the GIL and
-    waiting to take it back. It is sent as its SQL with the values written in, compiled once
-    per engine and statement, so no execution compiles or binds it again: 50 us against
-    85 us. Only for statements whose values are the code's own constants."""
+    into the driver where a session's read makes three, each letting go of the GIL and waiting
+    to take it back. It is sent as its SQL with the values written in, compiled once per engine
+    and statement, so no execution compiles or binds it again (docs/benchmarks.md, "Costs
+    behind the code's choices"). Only for statements whose values are the code's own
+    constants."""
     key = (engine.dialect.name, id(statement))
     compiled = _LITERAL_SQL.get(key)
     if compiled is None or compiled[0] is not statement:

@@ -101,8 +101,8 @@ def make_engine(url: str, pool: PoolOptions) -> Engine:
         pool_pre_ping=pool.pre_ping,
     )
     # A batch insert as multi-row INSERT statements (1000 rows each), not one statement per
-    # row: migration 0008's triggers run once per statement, and row by row they made a
-    # 50k import take minutes instead of seconds.
+    # row: migration 0008's triggers run once per statement, and row by row they would make
+    # a 50k import take minutes instead of seconds (bench/bench_api.py).
     engine.dialect.use_insertmanyvalues_wo_returning = True
     return engine
 
@@ -199,7 +199,8 @@ class PostgresBackend(Backend):
     ) -> AbstractContextManager[None]:
         """Migration 0008's triggers index each statement's rows at once; after a large
         batch the planner's statistics are renewed, or it keeps planning for the empty
-        tables it last saw (ranking by scanning instead of the GIN index: 100x slower)."""
+        tables it last saw (ranking by scanning instead of the GIN index, far slower:
+        docs/benchmarks.md, "Costs behind the code's choices")."""
         return _analyzed(session) if len(record_ids) >= ANALYZE_MIN_ROWS else nullcontext()
 
     insert = staticmethod(postgresql.insert)

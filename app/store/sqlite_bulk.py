@@ -1,14 +1,14 @@
 """Keeping the full-text index in step with a large insert: once for the batch, not per row.
 
-Migration 0002's insert trigger indexes each new record in both FTS5 tables as it is
-inserted. For thousands of records (an import, a harvest) that costs about three times what
-the same statements cost run once over the whole batch (10k records: 3.3 s against about
-1 s), most of a 50k import. So for a large insert the trigger is narrowed to its first
-statement (the record's search facts and FTS key), and its FTS statements run afterwards,
-once, over the new rows: the trigger's very statements, read back from the database, with
-the trigger's `new` row turned into a join. Nothing is defined twice; the full trigger is
-restored in the same transaction (app.store.engine makes SQLite DDL transactional), so a failure
-rolls everything back. A trigger of any other shape keeps the per-row path.
+Migration 0002's insert trigger indexes each new record in both FTS5 tables as it is inserted.
+For thousands of records (an import, a harvest) that costs several times what the same
+statements cost run once over the whole batch, most of a 50k import (`bench/bench_api.py`;
+docs/benchmarks.md, "Costs behind the code's choices"). So for a large insert the trigger is
+narrowed to its first statement (the record's search facts and FTS key), and its FTS statements
+run afterwards, once, over the new rows: the trigger's very statements, read back from the
+database, with the trigger's `new` row turned into a join. Nothing is defined twice; the full
+trigger is restored in the same transaction (app.store.engine makes SQLite DDL transactional),
+so a failure rolls everything back. A trigger of any other shape keeps the per-row path.
 """
 
 from collections.abc import Iterator, Sequence
