@@ -96,8 +96,8 @@ def make_engine(
     """An engine for the URL with the pool of ERRKB_DB_POOL_*; for SQLite, WAL journaling,
     enforced foreign keys, and lock waits of at most `lock_timeout_s`
     (Settings.lock_timeout_s). SQLite's connections cost next to nothing, but its pool is as
-    large as PostgreSQL's all the same: SQLAlchemy's default of 5 + 10 made requests wait on
-    each other for a connection once more threads than that were reading."""
+    large as PostgreSQL's all the same: SQLAlchemy's default of 5 + 10 would make requests
+    wait on each other for a connection once more threads than that read."""
     pool = pool or postgres.PoolOptions.of()
     if not is_sqlite(url):
         return postgres.make_engine(url, pool)
