@@ -31,7 +31,7 @@ def _default_threads() -> int:
     """Twice the CPUs, at most MOST_DEFAULT_THREADS: the match slots (one per CPU) and as many
     again for reads while matches compute. Python runs one thread at a time, and every busy
     thread is one more that the event loop, and so /healthz and /readyz, waits behind for the
-    GIL: more threads than that lowered both throughput and the probes' p99 on a 2-core
+    GIL: more threads than that cost both throughput and the probes' p99 on a 2-core
     machine (bench/bench_hostile.py --sections headers, with ERRKB_THREADS set)."""
     return min(MOST_DEFAULT_THREADS, 2 * (os.cpu_count() or 1))
 
