@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ERRKB = [sys.executable, "-c", "from app.cli import main; main()"]
+ERRKB = [sys.executable, "-c", "from app.cli.commands import main; main()"]
 LINE = b"INFO 11-30 10:00:01 [core.py:75] step 1234 tokens 4096 throughput 123.4 tok/s ok\n"
 WRITER = """
 import os, sys

@@ -204,7 +204,7 @@ def serving(
         "ERRKB_PASTE_BUDGET_BYTES": "0",  # one client sends every request: no budget per client
         **{f"ERRKB_{name.upper()}": value for name, value in settings.items()},
     }
-    command = [sys.executable, "-c", "from app.cli import main; main()", "serve"]
+    command = [sys.executable, "-c", "from app.cli.commands import main; main()", "serve"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     command += ["--no-import-data", "--harvest" if harvest else "--no-harvest"]
     with tempfile.TemporaryFile() as output:
@@ -353,7 +353,8 @@ def _write_beside_cli(
     into the served store from a process of its own, until it exits; their logs, and how
     the harvest ended."""
     env = os.environ | {"PYTHONPATH": str(root), "ERRKB_DATABASE_URL": url}
-    command = [sys.executable, "-c", "from app.cli import main; main()", "harvest", release]
+    command = [sys.executable, "-c", "from app.cli.commands import main; main()"]
+    command += ["harvest", release]
     started = time.perf_counter()
     harvest = subprocess.Popen(
         command, env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True

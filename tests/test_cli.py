@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import app
+from app.cli.commands import app
 from app.matching.rank import RANKING_VERSION
 from tests.helpers.records import DATA_DIR, curated_records
 

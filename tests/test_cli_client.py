@@ -10,7 +10,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import app
+from app.cli.commands import app
 from app.matching.service import DEADLINE_RETRY_AFTER_S
 from tests.helpers import served
 from tests.helpers.logs import FREE_BUFFERS_ID, VLLM_LOG, VMM_SLICE, VMM_SLICE_ID

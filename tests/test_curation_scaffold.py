@@ -10,7 +10,7 @@ import pytest
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app.cli import app
+from app.cli.commands import app
 from app.config import Settings
 from app.curation.scaffold import PROSE_HINTS, PROSE_LIST_HINTS, reproducer_script
 from app.records import service as records

@@ -247,7 +247,7 @@ def test_an_older_torch_comes_from_its_small_wheel_and_names_its_repo(
 
 
 def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
-    from app.cli import app
+    from app.cli.commands import app
 
     monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'h.db'}")
     _release(tmp_path / "src", FIRST, "v1")

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app.cli import app
+from app.cli.commands import app
 from app.harvest import drafts, harvest_tree
 from app.records.explanation import record_explanation
 from app.records.locations import History, Location

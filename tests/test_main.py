@@ -13,7 +13,7 @@ import pytest
 
 def test_import_app_does_not_import_torch() -> None:
     code = (
-        "import sys, app.main, app.cli, app.records.service\n"
+        "import sys, app.main, app.cli.commands, app.records.service\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -18,7 +18,7 @@ import pytest
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app.cli import app as cli
+from app.cli.commands import app as cli
 from app.config import PROJECT_ROOT, Settings
 from app.reproducers import bundle, environments, runner, runs
 from app.store.engine import open_store

@@ -205,7 +205,7 @@ def test_locate_same_moved_changed_gone(c53_record) -> None:
 def test_cli_verify_json(tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
-    from app.cli import app
+    from app.cli.commands import app
 
     monkeypatch.setenv("ERRKB_DATABASE_URL", f"sqlite:///{tmp_path / 'v.db'}")
     cli = CliRunner()
@@ -223,7 +223,7 @@ def test_cli_drift_json_is_the_api_drift(tmp_path, monkeypatch) -> None:
     from fastapi.testclient import TestClient
     from typer.testing import CliRunner
 
-    from app.cli import app
+    from app.cli.commands import app
     from app.config import Settings
     from app.main import create_app
 

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from app.cli import app as cli
+from app.cli.commands import app as cli
 from app.config import PROJECT_ROOT, Settings
 from app.reproducers import runs
 from app.reproducers.runner import RunOutcome, latest_runs

@@ -9,7 +9,7 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from app.cli import app as cli
+from app.cli.commands import app as cli
 from app.config import Settings
 from app.curation.hits import RECORD, TEMPLATE, HitCounter
 from app.records import service as records

@@ -52,7 +52,7 @@ DEFAULT_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinu
 SCRIPT_TIMEOUT_S = 600.0
 # What the process that runs a bundle imports besides the reproducers: errkb's CLI, the
 # runners and the run file.
-RUNNER_MODULES = ("app.cli", "app.reproducers.bundle", "app.reproducers.forked")
+RUNNER_MODULES = ("app.cli.commands", "app.reproducers.bundle", "app.reproducers.forked")
 
 
 @dataclass(slots=True)

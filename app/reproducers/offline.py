@@ -22,7 +22,7 @@ TREE = "unpacked"  # where the archive is unpacked, beside it
 SITE = "site"  # errkb's and the kit's own packages, installed from their wheels
 DONE = ".unpacked"
 DEFAULTS = (("--device", "cuda"), ("--torch", "installed"))
-ERRKB = "import sys; from app.cli import main; sys.argv[0] = 'errkb'; main()"
+ERRKB = "import sys; from app.cli.commands import main; sys.argv[0] = 'errkb'; main()"
 
 
 def main(argv: list[str]) -> int:

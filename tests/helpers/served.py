@@ -14,7 +14,7 @@ from app.config import PROJECT_ROOT
 from tests.helpers.servers import free_port, stop, wait_until_ready
 
 START_S = 120.0
-ERRKB = [sys.executable, "-c", "from app.cli import main; main()"]
+ERRKB = [sys.executable, "-c", "from app.cli.commands import main; main()"]
 """The `errkb` command of this checkout (the installed script may point at another one)."""
 
 
