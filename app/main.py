@@ -29,11 +29,11 @@ from app.ops.middleware import RequestObserver
 from app.ops.protocol import HEADER_TIMEOUT_STATE
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
-from app.reproducers.upstream import Upstream
 from app.serving.budget import PasteBudget, PastesInFlight
 from app.serving.replies import Replies
 from app.serving.turns import LoopTurns
 from app.store.engine import is_lock_timeout, open_store
+from app.upstreams.release_cache import Upstream
 from app.web import curation as web_curation
 from app.web import docs
 from app.web import routes as web

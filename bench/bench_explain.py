@@ -19,7 +19,7 @@ from typing import Any
 import app.harvest.extract as extract
 from app.config import Settings
 from app.harvest import drafts, harvest_tree
-from app.reproducers.upstream import Upstream
+from app.upstreams.release_cache import Upstream
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 DEFAULT_SPECS = ("vllm==0.33.0", "sglang==0.5.23")

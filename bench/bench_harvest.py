@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.config import Settings
 from app.harvest import drafts
-from app.reproducers.upstream import Upstream
 from app.store.engine import open_store, unit_of_work
 from app.store.tables import Record, RecordLocation
+from app.upstreams.release_cache import Upstream
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 

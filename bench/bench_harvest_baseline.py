@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app import harvest
 from app.config import Settings
 from app.harvest import drafts
-from app.reproducers.upstream import Upstream
+from app.upstreams.release_cache import Upstream
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)
 

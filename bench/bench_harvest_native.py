@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.config import Settings
 from app.harvest import Draft, drafts, harvest_tree
-from app.reproducers.upstream import Upstream
+from app.upstreams.release_cache import Upstream
 
 RELEASES = Upstream(Settings().cache_dir)
 

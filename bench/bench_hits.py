@@ -31,9 +31,9 @@ from app.curation.hits import RECORD, HitCounter
 from app.harvest import drafts
 from app.main import create_app
 from app.records import service as records
-from app.reproducers.upstream import Upstream
 from app.store.engine import unit_of_work
 from app.store.tables import Record
+from app.upstreams.release_cache import Upstream
 from bench.bench_match import PLACEHOLDER
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)

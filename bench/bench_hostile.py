@@ -55,8 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.config import Settings
 from app.ops.protocol import PROTOCOL_PATH
 from app.records import service as records
-from app.reproducers.upstream import Upstream
 from app.store.engine import open_store
+from app.upstreams.release_cache import Upstream
 from bench.bench_engines import postgres_database
 from bench.server import running_server, running_servers
 from tests.helpers import load

@@ -20,8 +20,8 @@ from app.harvest import drafts
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
 from app.records import service as records
-from app.reproducers.upstream import Upstream
 from app.store.engine import open_store
+from app.upstreams.release_cache import Upstream
 from tests.helpers.real_errors import SEED_TRACEBACKS, noise_variants, program_traceback
 
 RELEASES = Upstream(Settings().cache_dir)  # the upstream cache (ERRKB_CACHE_DIR)

@@ -73,9 +73,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.config import PROJECT_ROOT, Settings
 from app.harvest import drafts
 from app.records import service as records
-from app.reproducers.upstream import Upstream
 from app.store.engine import open_store, unit_of_work
 from app.store.tables import Record, RecordLocation
+from app.upstreams.release_cache import Upstream
 from bench import wrk
 from bench.bench_match import LOG_LINE, traceback_of
 from bench.server import START_TIMEOUT_S, STOP_TIMEOUT_S, free_port

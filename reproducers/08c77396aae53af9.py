@@ -5,7 +5,7 @@ the tabular-data case of the threads: NumPy features (float64) fed to a float32 
 extra scenario is a half-precision model fed float32 activations. The fix casts the input to
 the layer's dtype, and the output comes back in the model's dtype.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -7,7 +7,7 @@ freed graph again. The extra scenario is a recurrent state carried from one batc
 next without detaching. The fix makes a full second forward pass, so each backward has a
 graph of its own, and every parameter gets a gradient in both steps.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

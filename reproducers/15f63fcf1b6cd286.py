@@ -6,7 +6,7 @@ embedding kept its old size; the extra scenario is a sequence longer than the po
 embedding table. The fix sizes the embedding from the vocabulary, one row per id, and every
 id is embedded.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -6,7 +6,7 @@ rotations and float64 points made with `torch.from_numpy`; the extra scenarios a
 `cross_entropy` with float64 class weights and `conv2d` of float64 data with a float32 kernel.
 The fix casts the NumPy data to float32, and the product equals the float64 one.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

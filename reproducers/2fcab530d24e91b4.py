@@ -6,7 +6,7 @@ cast. The trigger writes float16 features into a float32 buffer by index, as mix
 code does; the extra scenario writes through a boolean mask. The fix casts the values to the
 buffer's dtype.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -10,7 +10,7 @@ gives each rank only its shard, within the budget: every child exits 0.
 The processes start with fork to keep the run short; mp.spawn joins them with the same
 ProcessContext.join.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import os

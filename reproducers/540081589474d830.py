@@ -8,7 +8,7 @@ classes (a size mismatch). The fix takes the weights out of the checkpoint and s
 wrapper's prefix with torch's own consume_prefix_in_state_dict_if_present: every tensor then
 loads, no key is left over, and the model holds the saved values.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import io

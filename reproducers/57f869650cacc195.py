@@ -6,7 +6,7 @@ of loss tensors, which NumPy converts through `Tensor.__array__`; the extra scen
 `.numpy()` on a model's output. The fix logs `loss.item()` and predicts under
 `torch.no_grad()`, and the numbers equal the detached tensors' values.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -7,7 +7,7 @@ multiple of the network's stride (2), so the maps are 32 and 31 wide. The extra 
 an RGBA image normalized with RGB's three-value mean. The fix resizes the upsampled map to
 the skip connection's size before adding them.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -8,7 +8,7 @@ weight between the forward pass and a backward that still needs it (a parameter,
 of AsStrided, at version 2). The fix writes the residual out of place: backward runs and the
 input gets its gradient.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -6,7 +6,7 @@ for 28x28 images fed 32x32 images; the extra scenario is a batch given as
 (features, batch). The fix lets the head take the flattened size of what arrives
 (nn.LazyLinear), and the model returns one row of logits per image.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -7,7 +7,7 @@ needs a GPU setup); the extra scenario is a custom backend that returns nothing.
 the failing backend and sets `torch._dynamo.config.suppress_errors`, so the frame runs
 eagerly, and a working backend ("eager") compiles the same function; both give eager's result.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

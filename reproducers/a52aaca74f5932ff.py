@@ -7,7 +7,7 @@ with a guessed width, view(-1, 64), which turns a batch of 8 into 32 rows of log
 extra scenario is one-hot labels flattened into N*C targets. The fix flattens per sample
 (torch.flatten(x, 1)): one row of logits per label, and the loss is a finite number.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

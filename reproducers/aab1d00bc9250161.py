@@ -7,7 +7,7 @@ and a float16 activation through `F.linear` without a bias (the matrix product p
 extra scenario is `torch.matmul` on float32 and float64. The fix casts the input to the
 weight's dtype.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -6,7 +6,7 @@ a slice of a comparison of transposed predictions, flattened with `view(-1)`; th
 scenario flattens a permuted feature map with `view(batch, -1)`. The fix uses `reshape`,
 which copies when the layout needs it, and the counts equal those of a contiguous copy.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

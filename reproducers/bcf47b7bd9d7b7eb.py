@@ -6,7 +6,7 @@ on CUDA; the same check refuses every device but the CPU, so on a machine withou
 trigger uses the meta device (a tensor with no data) and on a GPU a CUDA tensor; the extra
 scenario is NumPy's own `np.asarray`. The fix copies the tensor to the CPU first.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -10,7 +10,7 @@ rank returns its local rank.
 The launcher runs two workers on this machine, over a c10d rendezvous on a free local port;
 workers start with fork to keep the run short.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import argparse

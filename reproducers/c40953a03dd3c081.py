@@ -8,7 +8,7 @@ extra scenario is a loss computed under torch.no_grad() (evaluation code reused 
 training). The fix freezes only the backbone: the head trains, its weights get gradients and
 change after one optimizer step, and the frozen backbone keeps its values.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -10,7 +10,7 @@ wrapping (the record's first choice over find_unused_parameters): three iteratio
 the used layer's weights change.
 
 The group is gloo with one process over an in-memory store, so it runs on any CPU.
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

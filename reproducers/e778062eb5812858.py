@@ -7,7 +7,7 @@ parameter frozen and then filtered on requires_grad, and a parameter generator c
 it reaches the optimizer. The fix registers the layers with nn.ModuleList and passes a list of
 the trainable parameters: the optimizer holds all of them and one step changes the weights.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -7,7 +7,7 @@ CPU, so without a GPU the trigger pins a meta tensor (the type it names is `Meta
 and with one it runs the threads' case: a dataset that returns CUDA tensors behind a pinning
 loader. The fix keeps data that is already off the host unpinned.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

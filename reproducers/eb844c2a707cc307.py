@@ -8,7 +8,7 @@ NumPy scalar stored in the checkpoint. The fix keeps the safe loader and allowli
 the class the message names with torch.serialization.safe_globals: the checkpoint loads,
 the weights are the saved ones and the config comes back as the class it was.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import io

@@ -7,7 +7,7 @@ alpha channel (RGBA) read with PIL and fed to an RGB model; the extra scenario i
 in height-width-channel order (as NumPy and OpenCV hold it) given without permuting. The
 fix converts the image to RGB when loading and the model returns its feature map.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

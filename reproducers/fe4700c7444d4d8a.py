@@ -6,7 +6,7 @@ The trigger asks for the NCCL backend, as training scripts written for Linux GPU
 do. The fix picks the backend from what the build has: gloo here, and
 the group works (an all_reduce over a group of one).
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

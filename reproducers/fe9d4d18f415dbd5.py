@@ -6,7 +6,7 @@ gradient step, `w -= lr * w.grad` on a parameter; the extra scenario initializes
 layer's weight in place with `uniform_`. The fix makes the step under `torch.no_grad()`: the
 weight moves against its gradient and the loss falls.
 
-Runs on the installed torch, which must be the pinned release (see app/reproducers/upstream.py).
+Runs on the installed torch, which must be the pinned release (see app/upstreams/release_cache.py).
 """
 
 import sys

@@ -23,9 +23,9 @@ from app.matching.service import match_text
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
-from app.reproducers.upstream import WHEELS_DIR, Upstream
 from app.store.engine import open_store, unit_of_work
 from app.store.tables import Record
+from app.upstreams.release_cache import WHEELS_DIR, Upstream
 from tests.helpers.records import DATA_DIR, SEED_FILES
 from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
 from tests.helpers.writers import WriterLog, lost_writes, run_writer_threads, total

@@ -16,7 +16,9 @@ from app.harvest.sites import SkipReason
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
-from app.reproducers.upstream import Upstream, UpstreamError, _unpack_native
+from app.upstreams.release_cache import Upstream
+from app.upstreams.release_errors import UpstreamError
+from app.upstreams.unpacking import _unpack_native
 
 VLLM = "vllm-project/vllm"
 # Lines of vLLM 0.33.0's csrc, as the release has them.

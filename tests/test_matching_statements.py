@@ -13,9 +13,9 @@ from app.matching.logtext import clean_lines
 from app.matching.statements import StatementRecords, interpreter_error
 from app.matching.traceback import parse_exceptions
 from app.records import service as records
-from app.reproducers.upstream import Upstream
 from app.store.engine import open_store, unit_of_work
 from app.store.tables import DatasetState
+from app.upstreams.release_cache import Upstream
 
 OLD = "vllm==0.6.3"
 NEW = "vllm==0.7.3"

@@ -1,4 +1,4 @@
-"""app.reproducers.imports: what a release module imports at load, from its code, mapped to
+"""app.upstreams.imports: what a release module imports at load, from its code, mapped to
 the release's requirements; checked on small releases and wheels written here (no network)."""
 
 import json
@@ -6,7 +6,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-from app.reproducers import imports
+from app.upstreams import imports
 
 
 def write(root: Path, files: dict[str, str]) -> None:

@@ -1,4 +1,4 @@
-"""app.reproducers.upstream: released wheels downloaded and unpacked once, target modules
+"""app.upstreams.release_cache: released wheels downloaded and unpacked once, target modules
 loaded alone.
 
 The loader's mechanics are checked on small wheels built here (no network, exact
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from app.config import PROJECT_ROOT
-from app.reproducers import upstream
-from app.reproducers.upstream import Upstream
+from app.upstreams import environment_install, release_cache, release_errors
+from app.upstreams.release_cache import Upstream
 from tests.helpers.releases import RELEASES
 
 pytestmark = pytest.mark.network  # downloads from the package index
@@ -44,7 +44,7 @@ def make_wheel(
     cache: Path, name: str, files: dict[str, str], version: str = "1.0", requires: tuple = ()
 ) -> None:
     """Put a wheel of `files` into the cache, so ensure_unpacked finds it without pip."""
-    wheels = cache / upstream.WHEELS_DIR
+    wheels = cache / release_cache.WHEELS_DIR
     wheels.mkdir(parents=True, exist_ok=True)
     metadata = (
         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
@@ -94,7 +94,7 @@ def test_unpack_keeps_sources_and_metadata_only(cache: Path, releases: Upstream)
 def test_concurrent_unpacks_share_one_tree(cache: Path) -> None:
     make_wheel(cache, "demo_race", {f"demo_race/m{i}.py": "" for i in range(200)})
     code = (
-        "import sys; from pathlib import Path; from app.reproducers.upstream import Upstream; "
+        "import sys; from pathlib import Path; from app.upstreams.release_cache import Upstream; "
         f"print(Upstream(Path({str(cache)!r})).ensure_unpacked('demo_race', '1.0'))"
     )
     env = dict(os.environ)
@@ -203,7 +203,7 @@ def test_a_release_environment_holds_what_its_target_imports_at_load(
         requires=("six>=1.16", "tomli-w", "toolz", "numpy", "cuda-pathfinder"),
     )
     folder = releases.ensure_environment("demo_env", "1.0", ["demo_env.target"])
-    held = json.loads((folder / upstream.ENVIRONMENT_MANIFEST).read_text())
+    held = json.loads((folder / environment_install.ENVIRONMENT_MANIFEST).read_text())
     assert held["specs"] == ["six>=1.16"]
     assert held["missing"] == {"nowhere_errkb": "demo_env.target"}
     assert "CUDA" in held["accelerator_imports"]["cuda"]
@@ -233,9 +233,9 @@ def test_stubs_stand_in_for_unused_names_and_refuse_use(cache: Path, releases: U
             "demo_stub.target",
             stubs={"demo_stub.heavy": ("Batch",), "demo_stub": ("log",)},
         )
-        with pytest.raises(upstream.StubUsedError, match=r"demo_stub\.heavy\.Batch"):
+        with pytest.raises(release_errors.StubUsedError, match=r"demo_stub\.heavy\.Batch"):
             module.Batch()
-        with pytest.raises(upstream.StubUsedError, match=r"demo_stub\.log"):
+        with pytest.raises(release_errors.StubUsedError, match=r"demo_stub\.log"):
             module.log()
     finally:
         forget("demo_stub")
@@ -246,14 +246,16 @@ def test_import_failure_is_an_upstream_error_with_its_cause(
 ) -> None:
     make_wheel(cache, "demo_broken", {"demo_broken/target.py": "import errkb_not_installed"})
     try:
-        with pytest.raises(upstream.UpstreamError, match="No module named 'errkb_not_installed'"):
+        with pytest.raises(
+            release_errors.UpstreamError, match="No module named 'errkb_not_installed'"
+        ):
             releases.load_module("demo_broken", "1.0", "demo_broken.target")
     finally:
         forget("demo_broken")
 
 
 def test_unknown_release_is_an_error_with_pips_reason(cache: Path, releases: Upstream) -> None:
-    with pytest.raises(upstream.UpstreamError) as caught:
+    with pytest.raises(release_errors.UpstreamError) as caught:
         releases.ensure_unpacked("vllm", "0.0.0.404")
     assert "pip download vllm==0.0.0.404 failed" in str(caught.value)
     assert "No matching distribution found for vllm==0.0.0.404" in str(caught.value)
@@ -262,7 +264,8 @@ def test_unknown_release_is_an_error_with_pips_reason(cache: Path, releases: Ups
 
 def test_importing_app_upstream_and_reproduce_leaves_torch_out() -> None:
     done = run_python(
-        "import sys, app.reproducers.upstream, app.reproducers.kit; print('torch' in sys.modules)"
+        "import sys, app.upstreams.release_cache, app.reproducers.kit;"
+        " print('torch' in sys.modules)"
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
@@ -277,7 +280,7 @@ def test_vllm_release_is_unpacked_once_into_the_cache(monkeypatch: pytest.Monkey
     def no_pip(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a cached release must not run pip")
 
-    monkeypatch.setattr(upstream.subprocess, "run", no_pip)
+    monkeypatch.setattr(release_cache.subprocess, "run", no_pip)
     assert RELEASES.ensure_unpacked(*VLLM) == root
 
 
@@ -291,7 +294,7 @@ def test_vllm_target_imports_without_the_serving_stack() -> None:
     code = f"""if True:
         import json, sys
         from app.config import Settings
-        from app.reproducers.upstream import Upstream
+        from app.upstreams.release_cache import Upstream
         releases = Upstream(Settings().cache_dir)
         module = releases.load_module("vllm", "0.33.0", "{HF3FS_MODULE}")
         print(json.dumps({{"file": module.__file__, "modules": sorted(sys.modules)}}))
@@ -310,7 +313,7 @@ def make_sdist(cache: Path, name: str, files: dict[str, str], version: str = "1.
     import io
     import tarfile
 
-    sdists = cache / upstream.SDISTS_DIR
+    sdists = cache / release_cache.SDISTS_DIR
     sdists.mkdir(parents=True, exist_ok=True)
     files = {
         **files,
@@ -363,7 +366,7 @@ def test_torch_target_is_the_installed_pinned_release(cache: Path) -> None:
     code = f"""if True:
         import json
         from pathlib import Path
-        from app.reproducers.upstream import Upstream
+        from app.upstreams.release_cache import Upstream
         releases = Upstream(Path({str(cache)!r}))
         module = releases.load_module("torch", "2.13.0", "torch.optim.optimizer")
         root = releases.release_root("torch", "2.13.0")
@@ -383,9 +386,9 @@ def test_torch_target_is_the_installed_pinned_release(cache: Path) -> None:
 
 
 def test_installed_release_other_than_the_pin_is_refused(releases: Upstream) -> None:
-    with pytest.raises(upstream.UpstreamError) as caught:
+    with pytest.raises(release_errors.UpstreamError) as caught:
         releases.load_module("torch", "2.12.0", "torch.optim.optimizer")
     assert "but the reproducer pins 2.12.0" in str(caught.value)
-    with pytest.raises(upstream.UpstreamError) as caught:
+    with pytest.raises(release_errors.UpstreamError) as caught:
         releases.installed_root("errkb-not-installed", "1.0")
     assert "errkb-not-installed==1.0 is not installed" in str(caught.value)

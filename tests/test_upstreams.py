@@ -19,8 +19,7 @@ from app.matching.rank import frame_repo
 from app.matching.service import match_text
 from app.matching.traceback import Frame
 from app.records import service as records
-from app.reproducers import upstream as release_cache
-from app.upstreams import SGLANG, TORCH, VLLM
+from app.upstreams import SGLANG, TORCH, VLLM, release_cache, unpacking
 
 TRANSFORMERS = "huggingface/transformers"
 # A real paste (vLLM's chat endpoint on a base model without a chat template), the frames
@@ -140,7 +139,7 @@ def test_a_src_layout_sdist_unpacks_like_a_wheel(tmp_path: Path) -> None:
             "demo-1.0/tests/test_core.py": "",
         },
     )
-    release_cache._unpack_sdist(sdist, "demo", "1.0", tmp_path / "out")
+    unpacking._unpack_sdist(sdist, "demo", "1.0", tmp_path / "out")
     unpacked = sorted(
         p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*.py")
     )

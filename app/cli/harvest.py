@@ -18,7 +18,7 @@ def harvest_releases(
 ) -> None:
     """Harvest each release into the store, with a progress bar and a summary per package."""
     from app.harvest import drafts
-    from app.reproducers.upstream import Upstream
+    from app.upstreams.release_cache import Upstream
 
     engine = open_store(settings)
     releases = Upstream(settings.cache_dir)

@@ -31,9 +31,9 @@ from app.records import service as records
 from app.records.model import ErrorRecord
 from app.records.service import DRAFT
 from app.records.validation import record_errors
-from app.reproducers import upstream
 from app.store.engine import is_lock_timeout
 from app.store.tables import DatasetState, Record
+from app.upstreams import distribution_metadata, release_cache, release_errors
 
 HARVESTED_PREFIX = "harvested:"
 HARVEST_BATCH = 100  # drafts per transaction: a short hold of the write lock, even under load
@@ -84,7 +84,7 @@ def resolve_release(
     *,
     repo: str | None = None,
     ref: str | None = None,
-    releases: upstream.Upstream | None = None,
+    releases: release_cache.Upstream | None = None,
 ) -> Release:
     """`name==version` (downloaded into `releases`, the upstream cache the entry point
     passes down, unless it is the installed release of a project run as installed), an
@@ -107,7 +107,7 @@ def resolve_release(
             project = upstreams.BY_REPO.get(found or "")
             native = project.native_sources if project else {}
             native_root = releases.ensure_native(name, version, tuple(native))
-        except upstream.UpstreamError as error:
+        except release_errors.UpstreamError as error:
             raise ReleaseError(f"{spec}: {error}") from error
         tag = ref or f"v{version}"
     else:
@@ -118,7 +118,9 @@ def resolve_release(
         root = Path(str(distribution.locate_file("")))
         found = (
             repo
-            or upstream.github_repo_of(upstream.metadata_urls(distribution))
+            or distribution_metadata.github_repo_of(
+                distribution_metadata.metadata_urls(distribution)
+            )
             or upstreams.package_repo(name)
         )
         version = distribution.version.split("+")[0]
@@ -136,7 +138,11 @@ def _is_installed_release(name: str, version: str) -> bool:
     (torch): its files are then read where they are, not downloaded again (torch's wheel
     is half a gigabyte, the same Python files)."""
     project = next((p for p in upstreams.UPSTREAMS if p.distribution == name), None)
-    return project is not None and project.installed and upstream.installed_version(name) == version
+    return (
+        project is not None
+        and project.installed
+        and distribution_metadata.installed_version(name) == version
+    )
 
 
 @dataclass(slots=True)

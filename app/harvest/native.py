@@ -26,7 +26,7 @@ from pathlib import Path
 from app.harvest.messages import parts_message
 from app.harvest.parts import Field, Parts
 from app.harvest.sites import RaiseSite, SkipReason
-from app.reproducers.upstream import NATIVE_SUFFIXES
+from app.upstreams.unpacking import NATIVE_SUFFIXES
 
 MAX_NATIVE_FILE_BYTES = 4_000_000  # generated tables, not code with checks
 RUNTIME_ERROR = "RuntimeError"

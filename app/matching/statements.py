@@ -63,7 +63,7 @@ _INTERPRETER = {
 }
 ReleaseRoot = Callable[[str, str], Path | None]
 """Where a release (distribution name, version) already lies on this machine, if it does: the
-entry point hands down the release cache's (app.reproducers.upstream.Upstream.cached_root)."""
+entry point hands down the release cache's (app.upstreams.release_cache.Upstream.cached_root)."""
 MOVED_LINES = 200  # how far a statement may have moved from the paste's line in a release
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)")
 _RAISES = re.compile(r"^\s*(?:raise|assert)\b")

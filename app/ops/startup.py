@@ -35,8 +35,8 @@ from app.ops import heap
 from app.ops.metrics import Metrics
 from app.ops.readiness import Readiness
 from app.reproducers import runs
-from app.reproducers.upstream import Upstream
 from app.store.engine import unit_of_work
+from app.upstreams.release_cache import Upstream
 
 LOAD_INDEX = "load the match index"
 log = logging.getLogger(__name__)

@@ -38,11 +38,12 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
 from app.config import PROJECT_ROOT, Settings
-from app.reproducers import generated, runner, upstream
+from app.reproducers import generated, runner
 from app.reproducers.environments import download_wheels, folder_bytes, unpack_wheels
 from app.reproducers.offline import ARCHIVE, MANIFEST, SITE
 from app.reproducers.runs import checkout_commit
 from app.store.tables import GeneratedReproducer, RecordLocation
+from app.upstreams import release_cache
 
 CACHE = "cache"  # the bundle's cache directory (ERRKB_CACHE_DIR there): releases, envs
 GENERATED = "generated"  # generated scripts, each in a folder of its own beside its record
@@ -257,7 +258,7 @@ def _install_wheels(tree: Path, wheels: Path, manifest: Manifest, needs: _Needs)
     site = fetch(needs.site, wheels / SITE)
     unpack_wheels(site, tree / SITE)
     manifest.wheels = [wheel.name for wheel in site]
-    releases = upstream.Upstream(tree / CACHE)
+    releases = release_cache.Upstream(tree / CACHE)
     for release, pins in sorted(needs.environments.items()):
         found = fetch(pins, wheels / release)
         name, _, version = release.partition("==")

@@ -19,8 +19,8 @@ from app.records import service as records
 from app.records.model import ErrorRecord
 from app.records.service import StoredRecord
 from app.reproducers.runner import reproducer_info
-from app.reproducers.upstream import Upstream
 from app.store.tables import DriftCheck
+from app.upstreams.release_cache import Upstream
 
 EXCERPT_LITERAL_MIN = 12
 

@@ -39,7 +39,7 @@ _ZYGOTE = r"""
 import importlib, json, os, runpy, signal, sys, time
 from app.config import Settings
 from app.reproducers import kit
-from app.reproducers.upstream import Upstream
+from app.upstreams.release_cache import Upstream
 
 package, version, *module = sys.argv[1:]
 

@@ -33,10 +33,11 @@ from app import upstreams
 from app.config import PROJECT_ROOT, Settings
 from app.records import locations
 from app.records import service as records
-from app.reproducers import drift, forked, generate, runner, upstream
+from app.reproducers import drift, forked, generate, runner
 from app.reproducers.generate import Generated, SiteSpec
 from app.store.engine import unit_of_work
 from app.store.tables import GeneratedReproducer, Record, RecordLocation, ReproducerRun
+from app.upstreams import distribution_metadata, release_cache, release_errors
 
 GENERATED_TIMEOUT_S = 60.0  # one generated script: a constructor call, twice
 PROBE_TIMEOUT_S = 300.0  # a zygote importing the release's top package and errkb's matcher
@@ -201,7 +202,7 @@ def generate_scripts(
     Records with a curated reproducer are left out, unless `with_curated` (a measure of the
     generator on sites a curator proved too: the record's page and API still show the
     curated one)."""
-    releases = upstream.Upstream(settings.cache_dir)
+    releases = release_cache.Upstream(settings.cache_dir)
     curated = set() if with_curated else {i.record_id for i in runner.all_reproducers(settings)}
     with Session(engine) as session:
         drafts = draft_sites(session, repo, paths, limit, curated)
@@ -215,7 +216,7 @@ def generate_scripts(
         figure.tried += 1
         site = draft.site
         installed = project is not None and project.installed
-        if installed and upstream.installed_version(site.package) != site.version:
+        if installed and distribution_metadata.installed_version(site.package) != site.version:
             figure.reasons[generate.Reason.NOT_INSTALLED.value] += 1
             continue
         key = (site.package, site.version, draft.file_path)
@@ -255,12 +256,14 @@ def generate_scripts(
     return made, figures
 
 
-def _source(releases: upstream.Upstream, package: str, version: str, draft: _Draft) -> str | None:
+def _source(
+    releases: release_cache.Upstream, package: str, version: str, draft: _Draft
+) -> str | None:
     prefix = upstreams.path_prefix(draft.repo)
     try:
         path = releases.release_root(package, version) / draft.file_path.removeprefix(prefix)
         return path.read_text(encoding="utf-8") if path.is_file() else None
-    except (OSError, UnicodeDecodeError, upstream.UpstreamError):
+    except (OSError, UnicodeDecodeError, release_errors.UpstreamError):
         return None
 
 
@@ -286,7 +289,7 @@ def verify_scripts(
     figures = figures if figures is not None else {}
     with Session(engine) as session:
         rows = stored_rows(session, record_ids)
-    releases = upstream.Upstream(settings.cache_dir)
+    releases = release_cache.Upstream(settings.cache_dir)
     by_release: dict[tuple[str, str], list[tuple[GeneratedReproducer, str, str]]] = {}
     for item in [item for item in rows if "cpu" not in script_devices(item[0].script)]:
         figures.setdefault(item[1], ProjectFigures(item[1])).reasons[GPU_ONLY] += 1
@@ -376,14 +379,14 @@ def script_devices(script: str) -> tuple[str, ...]:
 
 
 def _prepare(
-    releases: upstream.Upstream, package: str, version: str, modules: Sequence[str]
+    releases: release_cache.Upstream, package: str, version: str, modules: Sequence[str]
 ) -> str | None:
     """Install what these modules of the release import at load into its cached
     environment; why not, if it fails."""
     try:
-        if upstream.installed_version(package) != version:
+        if distribution_metadata.installed_version(package) != version:
             releases.ensure_environment(package, version, modules)
-    except upstream.UpstreamError as error:
+    except release_errors.UpstreamError as error:
         return f"environment: {error}"
     return None
 
@@ -608,7 +611,7 @@ def check_drift(
                 plans.append((row, repo, document, newer[-1]))
     outcomes: list[drift.DriftOutcome] = []
     unjudged: dict[str, str] = {}
-    releases = upstream.Upstream(settings.cache_dir)
+    releases = release_cache.Upstream(settings.cache_dir)
     with tempfile.TemporaryDirectory(prefix="errkb-generated-drift-") as folder:
         for row, repo, document, (version, location) in plans:
             package = row.package

@@ -3,8 +3,8 @@
 A reproducer declares its record, its upstream target and the devices it runs on, and
 writes only its scenario: a trigger that must raise the record's error and a fix that must
 raise nothing and leave the upstream object sound. `main` loads the real upstream module
-(app.reproducers.upstream), runs the checks, prints the result protocol (one JSON object on the last
-stdout line, see reproducers/README.md) and returns the exit code.
+(app.upstreams.release_cache), runs the checks, prints the result protocol (one JSON object on
+the last stdout line, see reproducers/README.md) and returns the exit code.
 
 Torch-free: torch is imported by the upstream modules, and here only lazily, to ask whether
 CUDA is there, so the runner and the tests can import this module without it.
@@ -34,13 +34,13 @@ from app.matching.index import MAX_SUBJECT_CHARS, PatternIndex
 from app.matching.rank import candidate_from, short_class
 from app.matching.service import find_matches
 from app.records.model import ErrorRecord, parse_record
-from app.reproducers import upstream
+from app.upstreams import distribution_metadata, release_cache, release_errors
 
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "skipped": 3}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 TORCH_CHOICES = ("pinned", "installed")
 # environment problems (missing module, wrong stub list): an error, never a pass or a failure
-ENVIRONMENT_ERRORS = (ImportError, upstream.UpstreamError, upstream.StubUsedError)
+ENVIRONMENT_ERRORS = (ImportError, release_errors.UpstreamError, release_errors.StubUsedError)
 
 Trigger = Callable[[ModuleType, str], object]
 Fix = Callable[[ModuleType, str], dict[str, Any]]
@@ -325,7 +325,7 @@ def main(
     if args.torch == "installed":
         target = on_installed(target)
     settings = Settings()
-    releases = upstream.Upstream(settings.cache_dir)
+    releases = release_cache.Upstream(settings.cache_dir)
     start = time.perf_counter()
     device = devices[0] if args.device == "auto" else args.device
     result: dict[str, Any] = {
@@ -366,7 +366,7 @@ def main(
     return _finish(result, start)
 
 
-def _bundle(releases: upstream.Upstream, target: Target, record_id: str, into: Path) -> int:
+def _bundle(releases: release_cache.Upstream, target: Target, record_id: str, into: Path) -> int:
     """`--bundle`: copy the upstream files this process loaded into a bundle's cache and say
     which distributions it imported (app.reproducers.bundle turns them into wheels)."""
     from app.reproducers.environments import imported_distributions
@@ -389,7 +389,7 @@ def on_installed(target: Target) -> Target:
     GPU machine's torch is what it is, so its run names the release it ran on, and keeps
     the one the reproducer was written for as `pinned`."""
     project = upstreams.BY_PACKAGE.get(target.package)
-    found = upstream.installed_version(target.package)
+    found = distribution_metadata.installed_version(target.package)
     if project is None or not project.installed or found is None or found == target.version:
         return target
     return replace(target, version=found, pinned=target.version)
@@ -523,7 +523,7 @@ def fix_scenario(site: GuardedSite, scenario: Trigger, call: str) -> Fix:
     return run
 
 
-def load_target(releases: upstream.Upstream, target: Target) -> ModuleType:
+def load_target(releases: release_cache.Upstream, target: Target) -> ModuleType:
     """The target module from the release (`Upstream.load_module`: torch as installed, at
     the version it pins; others unpacked), with its cached environment of pure-Python
     requirements after everything else on the path when one was made

@@ -20,9 +20,9 @@ from app.config import PROJECT_ROOT, Settings
 from app.harvest import drafts
 from app.main import create_app
 from app.records import service as records
-from app.reproducers.upstream import UNPACKED_DIR
 from app.store.engine import unit_of_work
 from app.upstreams.base import releases
+from app.upstreams.release_cache import UNPACKED_DIR
 from tests.helpers.releases import RELEASES
 
 Site = tuple[str, int]

@@ -2,6 +2,6 @@
 cache (~/.cache/errkb), where vLLM, SGLang and torch releases are downloaded once."""
 
 from app.config import Settings
-from app.reproducers.upstream import Upstream
+from app.upstreams.release_cache import Upstream
 
 RELEASES = Upstream(Settings().cache_dir)

@@ -1,0 +1,83 @@
+"""What the release cache unpacks of a release's archive: its Python sources and metadata, or
+its C++/CUDA sources apart, each member written alone on a path inside the target.
+
+Compiled extensions, tests and data are most of an archive, and nothing that reads a release
+(a target module, the harvest of raise sites, the drift check) needs them.
+"""
+
+import re
+import tarfile
+import zipfile
+from pathlib import Path
+
+# Top folders of an sdist that hold no part of the package: half of vLLM's Python files.
+SDIST_SKIPPED = frozenset({"tests", "benchmarks", "examples", "docs", "tools", ".buildkite"})
+SRC_LAYOUT = "src"  # the folder a src-layout sdist keeps its package in
+NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp")
+
+
+def _unpack_sdist(sdist: Path, name: str, version: str, into: Path) -> None:
+    """The sdist's Python files, without its top folder (nor its tests, benchmarks and
+    examples), and its PKG-INFO as the `.dist-info/METADATA` a wheel has (the same core
+    metadata), so the tree reads alike.
+
+    Members are written one by one: only regular files, on paths inside ``into``."""
+    stem = re.sub(r"[-_.]+", "_", name).lower()
+    with tarfile.open(sdist, "r:gz") as archive:
+        for member in archive:
+            parts = member.name.split("/")[1:]
+            if not member.isfile() or not parts or ".." in parts or member.name.startswith("/"):
+                continue
+            if parts[0] == SRC_LAYOUT and len(parts) > 2:  # src/transformers/...: as in a wheel
+                parts = parts[1:]
+            relative = "/".join(parts)
+            if parts[0] in SDIST_SKIPPED:
+                continue
+            if relative == "PKG-INFO":
+                target = into / f"{stem}-{version}.dist-info" / "METADATA"
+            elif relative.endswith(".py"):
+                target = into / relative
+            else:
+                continue
+            source = archive.extractfile(member)
+            if source is None:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read())
+
+
+def _unpack_native(archive: Path, folders: tuple[str, ...], into: Path) -> None:
+    """The C++/CUDA files of an sdist (without its top folder) or a wheel under `folders`;
+    only regular files, on paths inside ``into``."""
+
+    def write(relative: str, data: bytes) -> None:
+        parts = relative.split("/")
+        if ".." in parts or relative.startswith("/"):
+            return
+        target = into / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def wanted(relative: str) -> bool:
+        return relative.startswith(folders) and relative.endswith(NATIVE_SUFFIXES)
+
+    if archive.name.endswith(".tar.gz"):
+        with tarfile.open(archive, "r:gz") as sdist:
+            for member in sdist:
+                relative = member.name.partition("/")[2]
+                if member.isfile() and wanted(relative):
+                    source = sdist.extractfile(member)
+                    if source is not None:
+                        write(relative, source.read())
+        return
+    with zipfile.ZipFile(archive) as wheel:
+        for name in wheel.namelist():
+            if wanted(name):
+                write(name, wheel.read(name))
+
+
+def _wanted(member: str) -> bool:
+    """Python sources and the dist-info: compiled extensions and data are most of a wheel
+    and no target module or harvest needs them."""
+    top = member.split("/", 1)[0]
+    return not member.endswith("/") and (member.endswith(".py") or top.endswith(".dist-info"))
