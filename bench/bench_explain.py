@@ -40,7 +40,7 @@ def _defined(root: Path, prefix: str, setting: dict[str, Any]) -> bool:
 def measure(spec: str) -> str:
     release = drafts.resolve_release(spec, releases=RELEASES)
     spent = [0.0]
-    # The walk calls the name extract imported: patching app.harvest.explain times nothing.
+    # The walk calls the name extract imported: patching app.harvest.advice times nothing.
     explain_all = extract.add_explanations
 
     def timed(*args: Any, **kwargs: Any) -> None:

@@ -1,13 +1,10 @@
 """One module's raise sites, read with `ast`, and the facts that resolve them later.
 
-Raise sites are `raise X(...)` statements, `assert cond, "message"` (AssertionError),
-`torch._check*(cond, lambda: "message")` calls, and the calls a server makes to answer an
-HTTP error response with a message (`create_error_response("...", err_type="NotFoundError")`):
-users paste that JSON body as they paste a traceback. Log sites are the calls that log a
-message at WARNING level or above (`logger.warning("x %s", v)`, `logging.error(f"...")`) and
-`warnings.warn("...", FutureWarning)`: users paste those lines as often as exceptions. Debug
-and info calls are left out: a release has several times as many, and people paste the
-warning or error a problem prints, not the progress around it.
+The collector asks the module that knows what a statement makes:
+app/harvest/raise_sites.py (raises, asserts, torch checks, HTTP error responses),
+app/harvest/log_sites.py (logger calls at WARNING or above, `warnings.warn`),
+app/harvest/guards.py (the tests and `except` clauses around a site) and
+app/harvest/factories.py (a call that may be a raising helper's, the factory a call names).
 
 Walking each block in order, the collector tracks the local variables a message is built in
 (assigned earlier in the same block or an enclosing one of the same function; `msg += ...`
@@ -22,92 +19,37 @@ Those are resolved over the whole release by app/harvest/resolve.py.
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 from collections import ChainMap, Counter
-from dataclasses import dataclass, replace
-from http import HTTPStatus
-from typing import Any, TypeVar
+from dataclasses import replace
 
-from app import upstreams
-from app.harvest.messages import (
-    is_list,
-    parts_message,
-    parts_of,
-    percent_parts,
-    tailed_message,
+from app.harvest.factories import may_raise_for_caller, scoped_factory
+from app.harvest.guards import (
+    EXITS,
+    Context,
+    add_condition,
+    caught,
+    early_exit,
+    guard_text,
+    negated,
 )
+from app.harvest.log_sites import log_call, log_parts, logged_message
+from app.harvest.messages import is_list, parts_message, parts_of
 from app.harvest.parts import Env, Field, Item, ListMark, Maybe, Parts, child_env
-from app.harvest.sites import Factory, Message, ModuleFacts, RaiseSite, SkipReason, TryBlock
-
-MAX_GUARD_CHARS = 1000
-MAX_DOCSTRING_CHARS = 600
-CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-# Check functions (torch._check*): the exception each raises when its condition is false.
-CHECKS = upstreams.checks()
-_CHECK_NAMES = frozenset(name.rpartition(".")[2] for name in CHECKS)
-# Functions that answer an HTTP error response; the class and status they answer by default.
-RESPONSES = upstreams.error_responses()
-RESPONSE_CLASS, RESPONSE_STATUS = "BadRequestError", HTTPStatus.BAD_REQUEST.value
-_FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq,
-    ast.Lt: ast.GtE,
-    ast.GtE: ast.Lt,
-    ast.Gt: ast.LtE,
-    ast.LtE: ast.Gt,
-    ast.Is: ast.IsNot,
-    ast.IsNot: ast.Is,
-    ast.In: ast.NotIn,
-    ast.NotIn: ast.In,
-}
-_EXITS = (ast.Return, ast.Continue, ast.Break, ast.Raise)
-# Logger methods worth a record, and the level a pasted line shows for each (vLLM's
-# `warning_once` logs at WARNING); the level is the record's class, as a paste shows it.
-LOG_LEVELS = {
-    "warning": "WARNING",
-    "warn": "WARNING",
-    "warning_once": "WARNING",
-    "error": "ERROR",
-    "exception": "ERROR",
-    "error_once": "ERROR",
-    "critical": "CRITICAL",
-    "fatal": "CRITICAL",
-}
-# A logger is a name (or attribute) that says so: `logger`, `logging`, `self._log`, `LOG`.
-LOGGER_NAME = re.compile(r"(?i)log")
-DEFAULT_WARNING = "UserWarning"  # what warnings.warn issues when given no category
-
-_Found = TypeVar("_Found")  # what `scoped_factory` looks up by the name a call uses
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """Where a statement sits: enough to name the enclosing function and class."""
-
-    qualname: str | None = None
-    function: str | None = None
-    class_name: str | None = None
-    in_function: bool = False
-    docstring: str | None = None
-
-    def enter(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> _Scope:
-        if self.qualname is None:
-            qualname = node.name
-        else:
-            locals_marker = ".<locals>" if self.in_function else ""
-            qualname = f"{self.qualname}{locals_marker}.{node.name}"
-        if isinstance(node, ast.ClassDef):
-            return _Scope(qualname, self.function, node.name, False, self.docstring)
-        return _Scope(qualname, node.name, self.class_name, True, _first_paragraph(node))
-
-
-@dataclass(frozen=True)
-class _Context:
-    """What encloses a statement inside its function: `if` tests, `except` clauses."""
-
-    conditions: tuple[ast.expr, ...] = ()
-    translates: tuple[str, ...] = ()
+from app.harvest.raise_sites import (
+    CHECK_NAMES,
+    CHECKS,
+    RESPONSES,
+    Scope,
+    call_argument,
+    callee_name,
+    message_site,
+    raise_site,
+    response_class,
+    response_status,
+    site_at,
+)
+from app.harvest.sites import Factory, ModuleFacts, RaiseSite, SkipReason, TryBlock
 
 
 def extract_module(source: str, rel_path: str = "<unknown>") -> ModuleFacts:
@@ -117,20 +59,8 @@ def extract_module(source: str, rel_path: str = "<unknown>") -> ModuleFacts:
         warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
         tree = ast.parse(source, filename=rel_path)
     collector = _Collector(rel_path, source, _module_constants(tree.body))
-    collector.block(tree.body, ChainMap({}), _Scope(), _Context())
+    collector.block(tree.body, ChainMap({}), Scope(), Context())
     return collector.finish()
-
-
-def _first_paragraph(node: ast.AST) -> str | None:
-    """The first paragraph of a function's docstring, on one line."""
-    try:
-        doc = ast.get_docstring(node)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    if not doc:
-        return None
-    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
-    return paragraph[:MAX_DOCSTRING_CHARS] or None
 
 
 def _module_constants(body: list[ast.stmt]) -> dict[str, Parts]:
@@ -153,40 +83,6 @@ def _module_constants(body: list[ast.stmt]) -> dict[str, Parts]:
             if parts is not None:
                 constants[target.id] = parts
     return constants
-
-
-def _negated(test: ast.expr) -> ast.expr:
-    """`not test`, simplified only where exact: `not not x` -> x, `a >= b` -> `a < b`."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return test.operand
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _FLIPPED:
-        return ast.Compare(test.left, [_FLIPPED[type(test.ops[0])]()], test.comparators)
-    return ast.UnaryOp(ast.Not(), test)
-
-
-def _guard_text(conditions: tuple[ast.expr, ...]) -> str | None:
-    """The conditions joined with `and`, as source text."""
-    if not conditions:
-        return None
-    node = conditions[0] if len(conditions) == 1 else ast.BoolOp(ast.And(), list(conditions))
-    text = ast.unparse(node)
-    return text if len(text) <= MAX_GUARD_CHARS else text[: MAX_GUARD_CHARS - 1] + "…"
-
-
-def _early_exit(node: ast.stmt) -> ast.expr | None:
-    """The test of `if test: return` (or continue, break, raise): later siblings run only
-    when it is false."""
-    if isinstance(node, ast.If) and not node.orelse and isinstance(node.body[-1], _EXITS):
-        return node.test
-    return None
-
-
-def _caught(handler: ast.ExceptHandler) -> tuple[str, ...]:
-    """The short class names an `except` clause catches."""
-    if handler.type is None:
-        return ("BaseException",)
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return tuple(ast.unparse(t).rpartition(".")[2] for t in types)
 
 
 class _Collector:
@@ -216,20 +112,20 @@ class _Collector:
                     found[qualname] = Factory(self._params[qualname], call, env, qualname=qualname)
         return self.facts
 
-    def block(self, statements: list[ast.stmt], env: Env, scope: _Scope, ctx: _Context) -> None:
+    def block(self, statements: list[ast.stmt], env: Env, scope: Scope, ctx: Context) -> None:
         exits: list[ast.expr] = []
         for statement in statements:
             self.statement(statement, env, scope, ctx, tuple(exits))
-            test = _early_exit(statement)
+            test = early_exit(statement)
             if test is not None:
-                exits.append(_negated(test))
+                exits.append(negated(test))
 
     def statement(
         self,
         node: ast.stmt,
         env: Env,
-        scope: _Scope,
-        ctx: _Context,
+        scope: Scope,
+        ctx: Context,
         exits: tuple[ast.expr, ...],
     ) -> None:
         if self._responses and isinstance(node, ast.Return | ast.Assign | ast.AnnAssign | ast.Expr):
@@ -241,23 +137,23 @@ class _Collector:
             env.pop(node.name, None)
             names = tuple(ast.unparse(base).rpartition(".")[2] for base in node.bases)
             self.facts.bases[node.name] = names
-            self.block(node.body, ChainMap({}, self.constants), scope.enter(node), _Context())
+            self.block(node.body, ChainMap({}, self.constants), scope.enter(node), Context())
         elif isinstance(node, ast.Raise):
-            site = _raise_site(node, env, scope)
+            site = raise_site(node, env, scope)
             self._site(site, ctx, exits)
             if site.call is not None and self._raises_parameter(site.call, env, scope):
                 self._raises.setdefault(scope.qualname or "", []).append(
                     (site.call, child_env(env))
                 )
         elif isinstance(node, ast.Assert) and node.msg is not None:
-            site = _message_site(node, "AssertionError", node.msg, env, scope, "assert")
-            self._site(site, ctx, (*exits, _negated(node.test)))
+            site = message_site(node, "AssertionError", node.msg, env, scope, "assert")
+            self._site(site, ctx, (*exits, negated(node.test)))
         elif isinstance(node, ast.Assert):  # AssertionError with no message: found by its line
-            site = _site_at(
+            site = site_at(
                 node, scope, "AssertionError", None, SkipReason.BARE_ASSERT, kind="assert"
             )
             site = replace(site, hint_node=node.test)
-            self._site(site, ctx, (*exits, _negated(node.test)), self.facts.bare_asserts)
+            self._site(site, ctx, (*exits, negated(node.test)), self.facts.bare_asserts)
         elif isinstance(node, ast.Expr) and (appended := _appended(node, env)) is not None:
             name, item = appended
             env[name] = (*env[name], item)
@@ -285,7 +181,7 @@ class _Collector:
         else:
             self._nested_blocks(node, env, scope, ctx)
 
-    def _list_value(self, node: ast.expr, env: Env, scope: _Scope) -> Parts | None:
+    def _list_value(self, node: ast.expr, env: Env, scope: Scope) -> Parts | None:
         """A list of message pieces: a list literal, or what a function of the module that
         builds and returns one gives (`errors = self._validate_features()`)."""
         if isinstance(node, ast.List | ast.Tuple):
@@ -297,7 +193,7 @@ class _Collector:
             return scoped_factory(self._lists, ast.unparse(node.func), scope.qualname)
         return None
 
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope) -> None:
         inner = scope.enter(node)
         arguments = node.args
         params = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
@@ -305,15 +201,15 @@ class _Collector:
             params = params[1:]  # self or cls: the caller does not pass it
         self._params[inner.qualname or node.name] = tuple(params)
         self.facts.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
-        self.block(node.body, ChainMap({}, self.constants), inner, _Context())
+        self.block(node.body, ChainMap({}, self.constants), inner, Context())
 
     def _call_statement(
         self,
         node: ast.Expr,
         call: ast.Call,
         env: Env,
-        scope: _Scope,
-        ctx: _Context,
+        scope: Scope,
+        ctx: Context,
         exits: tuple[ast.expr, ...],
     ) -> None:
         """A torch check, an `__init__` passing its message to the base class, a log site,
@@ -322,15 +218,15 @@ class _Collector:
         self._log_call(node, call, env, scope, ctx, exits)
         func = call.func
         if not isinstance(func, ast.Attribute) or not (
-            func.attr == "__init__" or func.attr in _CHECK_NAMES
+            func.attr == "__init__" or func.attr in CHECK_NAMES
         ):
             return  # most calls: decided without the cost of unparsing them
         callee = ast.unparse(func)
         if callee in CHECKS and call.args:
-            message = _argument(call, 1, "message")
+            message = call_argument(call, 1, "message")
             if isinstance(message, ast.Lambda):
-                site = _message_site(node, CHECKS[callee], message.body, env, scope, "check")
-                self._site(site, ctx, (*exits, _negated(call.args[0])))
+                site = message_site(node, CHECKS[callee], message.body, env, scope, "check")
+                self._site(site, ctx, (*exits, negated(call.args[0])))
             return
         base_init = callee.endswith(".__init__") and scope.function == "__init__"
         if base_init and scope.class_name and (call.args or call.keywords):
@@ -345,8 +241,8 @@ class _Collector:
         node: ast.stmt,
         call: ast.Call,
         env: Env,
-        scope: _Scope,
-        ctx: _Context,
+        scope: Scope,
+        ctx: Context,
         exits: tuple[ast.expr, ...],
     ) -> None:
         """A log or warning site whose message is a template; one whose message is only
@@ -356,9 +252,9 @@ class _Collector:
         if found is None:
             return
         kind, error_class, level = found
-        message, _ = parts_message(_log_parts(call, env))
+        message, _ = parts_message(log_parts(call, env))
         if message is not None:
-            site = _site_at(
+            site = site_at(
                 node,
                 scope,
                 error_class,
@@ -366,7 +262,7 @@ class _Collector:
                 None,
                 kind=kind,
                 level=level,
-                hint_node=_logged_message(call),
+                hint_node=logged_message(call),
             )
             self._site(site, ctx, exits, self.facts.log_sites)
 
@@ -375,8 +271,8 @@ class _Collector:
         node: ast.stmt,
         value: ast.expr | None,
         env: Env,
-        scope: _Scope,
-        ctx: _Context,
+        scope: Scope,
+        ctx: Context,
         exits: tuple[ast.expr, ...],
     ) -> None:
         """Each call in the statement that answers an HTTP error response with a message
@@ -384,14 +280,14 @@ class _Collector:
         its `err_type` names and the status it answers. One whose message is not known here
         (`str(e)`, a parameter) is left out: a JSON body has no frames to find it by."""
         for call in ast.walk(value) if value is not None else ():
-            if not isinstance(call, ast.Call) or _callee_name(call) not in RESPONSES:
+            if not isinstance(call, ast.Call) or callee_name(call) not in RESPONSES:
                 continue
-            message = _argument(call, 0, "message")
+            message = call_argument(call, 0, "message")
             if message is None:
                 continue
-            site = _message_site(node, _response_class(call), message, env, scope, "response")
+            site = message_site(node, response_class(call), message, env, scope, "response")
             if site.message is not None:
-                status = _response_status(_argument(call, 2, "status_code"))
+                status = response_status(call_argument(call, 2, "status_code"))
                 self._site(replace(site, http_status=status), ctx, exits)
 
     def _helper_call(
@@ -399,29 +295,29 @@ class _Collector:
         node: ast.stmt,
         call: ast.Call,
         env: Env,
-        scope: _Scope,
-        ctx: _Context,
+        scope: Scope,
+        ctx: Context,
         exits: tuple[ast.expr, ...],
     ) -> None:
         """Keep a call that may be a raising helper's until the release says (see
         `resolve_sites`)."""
-        if _may_raise_for_caller(call, env):
-            site = _site_at(node, scope, None, None, SkipReason.DYNAMIC_MESSAGE, kind="call")
+        if may_raise_for_caller(call, env):
+            site = site_at(node, scope, None, None, SkipReason.DYNAMIC_MESSAGE, kind="call")
             site = replace(site, call=call, env=child_env(env))
             self._site(site, ctx, exits, self.facts.helper_calls)
 
     def _site(
         self,
         site: RaiseSite,
-        ctx: _Context,
+        ctx: Context,
         exits: tuple[ast.expr, ...],
         into: list[RaiseSite] | None = None,
     ) -> None:
-        guard = _guard_text((*ctx.conditions, *exits))
+        guard = guard_text((*ctx.conditions, *exits))
         sites = self.facts.sites if into is None else into
         sites.append(replace(site, guard=guard, translates=ctx.translates))
 
-    def _raises_parameter(self, call: ast.Call, env: Env, scope: _Scope) -> bool:
+    def _raises_parameter(self, call: ast.Call, env: Env, scope: Scope) -> bool:
         """`raise X(message)` where `message` is a parameter of the enclosing function: a
         raising helper (SGLang's `raise_error_or_warn(obj, strict, counter, message)`), whose
         callers pass the message users see."""
@@ -430,15 +326,17 @@ class _Collector:
         name = call.args[0].id
         return name not in env and name in self._params.get(scope.qualname or "", ())
 
-    def _nested_blocks(self, node: ast.stmt, env: Env, scope: _Scope, ctx: _Context) -> None:
+    def _nested_blocks(self, node: ast.stmt, env: Env, scope: Scope, ctx: Context) -> None:
         """Inner blocks see the outer variables. Afterwards a message that an `if`, a loop
         or a `with` only extended (`msg += "..."`) ends in that tail, optional where the
         block may not run; any other name they assign is unknown (see `_merged`)."""
         flows: list[Env] | None = None  # envs that reach the next statement, when known
         loops = isinstance(node, ast.For | ast.AsyncFor | ast.While)
         if isinstance(node, ast.If):
-            body = self._inner(node.body, _nonempty(env, node.test), scope, _add(ctx, node.test))
-            orelse = self._inner(node.orelse, env, scope, _add(ctx, _negated(node.test)))
+            body = self._inner(
+                node.body, _nonempty(env, node.test), scope, add_condition(ctx, node.test)
+            )
+            orelse = self._inner(node.orelse, env, scope, add_condition(ctx, negated(node.test)))
             flows = [branch for branch in (body, orelse) if branch is not None]
         elif isinstance(node, ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith):
             body = self._inner(node.body, env, scope, ctx, loops)
@@ -450,9 +348,9 @@ class _Collector:
             self.block(node.body, child_env(env), scope, ctx)
             first, last = node.body[0].lineno, node.body[-1].end_lineno or node.lineno
             for handler in node.handlers:
-                catches = _caught(handler)
+                catches = caught(handler)
                 self.facts.tries.append(TryBlock(first, last, catches, handler.lineno))
-                translated = _Context(ctx.conditions, catches)
+                translated = Context(ctx.conditions, catches)
                 self.block(handler.body, child_env(env), scope, translated)
             for block in (node.orelse, node.finalbody):
                 self.block(block, child_env(env), scope, ctx)
@@ -479,89 +377,16 @@ class _Collector:
         self,
         statements: list[ast.stmt],
         env: Env,
-        scope: _Scope,
-        ctx: _Context,
+        scope: Scope,
+        ctx: Context,
         loop_body: bool = False,
     ) -> Env | None:
         """Walk a nested block in a child env; the env, or None when the block always leaves
         (ends in `return` or `raise`, or in `continue` or `break` outside a loop's body)."""
         inner = child_env(env)
         self.block(statements, inner, scope, ctx)
-        leaves = (ast.Return, ast.Raise) if loop_body else _EXITS
+        leaves = (ast.Return, ast.Raise) if loop_body else EXITS
         return None if statements and isinstance(statements[-1], leaves) else inner
-
-
-def _may_raise_for_caller(call: ast.Call, env: Env) -> bool:
-    """Whether a call statement might be a raising helper's: a function or a method of the
-    same class, given an argument that reads as a message. Decided cheaply, since every call
-    statement of a release passes here."""
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        if not isinstance(func.value, ast.Name) or func.value.id not in ("self", "cls"):
-            return False
-    elif not isinstance(func, ast.Name):
-        return False
-    values = [*call.args, *(keyword.value for keyword in call.keywords)]
-    return any(
-        isinstance(value, ast.JoinedStr | ast.BinOp)
-        or (isinstance(value, ast.Constant) and isinstance(value.value, str))
-        or (isinstance(value, ast.Name) and value.id in env)
-        for value in values
-    )
-
-
-def log_call(call: ast.Call) -> tuple[str, str, str] | None:
-    """(kind, class, level) of a call that logs or warns with a message: `log` and the level
-    name for a logger's WARNING-or-above method, `warning` and its category for
-    `warnings.warn`; None for any other call. Decided cheaply, since every call statement
-    of a release passes here."""
-    if call_is_warning(call):
-        category = _argument(call, 1, "category")
-        name = DEFAULT_WARNING if category is None else ast.unparse(category).rpartition(".")[2]
-        found = "warning", name if CLASS_NAME.fullmatch(name) else DEFAULT_WARNING, "WARNING"
-    elif isinstance(call.func, ast.Attribute) and call.func.attr in LOG_LEVELS:
-        owner = call.func.value
-        name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
-        if not LOGGER_NAME.search(name):
-            return None
-        found = "log", LOG_LEVELS[call.func.attr], LOG_LEVELS[call.func.attr]
-    else:
-        return None
-    return found if _logged_message(call) is not None else None
-
-
-def _logged_message(call: ast.Call) -> ast.expr | None:
-    """The message argument of a logger's call or of warnings.warn."""
-    return _argument(call, 0, "message" if call_is_warning(call) else "msg")
-
-
-def _log_parts(call: ast.Call, env: Env) -> Parts | None:
-    """The parts of a logged message, formatted with the arguments after it where it has
-    %-style specs, as `logging` does (`logger.warning("x %s y", v)`)."""
-    first = _logged_message(call)
-    args = call.args[1:]
-    if first is None or not args or call_is_warning(call):
-        return None if first is None else parts_of(first, env)
-    template = parts_of(first, env)
-    if template is None or not all(isinstance(part, str) for part in template):
-        return template
-    text = "".join(part for part in template if isinstance(part, str))
-    values = args[0] if len(args) == 1 else ast.Tuple(list(args), ast.Load())
-    return percent_parts(text, values)
-
-
-def call_is_warning(call: ast.Call) -> bool:
-    """`warnings.warn(message, category, stacklevel)`: its other arguments format nothing."""
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return (
-            func.attr == "warn" and isinstance(func.value, ast.Name) and func.value.id == "warnings"
-        )
-    return isinstance(func, ast.Name) and func.id == "warn"
-
-
-def _add(ctx: _Context, condition: ast.expr) -> _Context:
-    return _Context((*ctx.conditions, condition), ctx.translates)
 
 
 def _text_parts(parts: Parts) -> Parts:
@@ -655,134 +480,3 @@ def _bind(target: ast.expr, value: Parts | None, env: Env) -> None:
     for child in ast.walk(target):
         if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
             env.pop(child.id, None)
-
-
-def _raise_site(node: ast.Raise, env: Env, scope: _Scope) -> RaiseSite:
-    exc = node.exc
-    error_class: str | None = None
-    message: Message | None = None
-    call: ast.Call | None = None
-    hint: ast.expr | None = None
-    if exc is None:
-        skip: SkipReason | None = SkipReason.RERAISE
-    elif not isinstance(exc, ast.Call):
-        error_class = ast.unparse(exc)
-        # A capitalised name is a class raised without arguments; anything else an instance.
-        raised_class = error_class.rpartition(".")[2][:1].isupper()
-        skip = SkipReason.NO_MESSAGE if raised_class else SkipReason.RERAISE_VARIABLE
-    else:
-        error_class = ast.unparse(exc.func)
-        hint = exc.args[0] if exc.args else None
-        if CLASS_NAME.fullmatch(error_class):
-            message, skip = _call_message(exc, env)
-            call = exc
-        else:  # `raise errors[kind](...)`: no class name a record could hold
-            skip = SkipReason.DYNAMIC_CLASS
-    env_then = child_env(env) if call is not None else None
-    return _site_at(
-        node, scope, error_class, message, skip, hint_node=hint, call=call, env=env_then
-    )
-
-
-def _callee_name(call: ast.Call) -> str | None:
-    """The name a call's function goes by (`f` of `f(...)` and of `self.f(...)`)."""
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-
-
-def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
-    """A call's argument, by keyword or by position."""
-    named = next((k.value for k in call.keywords if k.arg == keyword), None)
-    if named is not None or len(call.args) <= position:
-        return named
-    argument = call.args[position]
-    return None if isinstance(argument, ast.Starred) else argument
-
-
-def _response_class(call: ast.Call) -> str:
-    """The error type an error response names: its `err_type` literal, else the default."""
-    named = _argument(call, 1, "err_type")
-    literal = named.value if isinstance(named, ast.Constant) else None
-    return literal if isinstance(literal, str) and CLASS_NAME.fullmatch(literal) else RESPONSE_CLASS
-
-
-def _response_status(node: ast.expr | None) -> int | None:
-    """The HTTP status an error response answers: an integer, `HTTPStatus.NAME`, the
-    default when none is given, None when it is computed."""
-    if node is None:
-        return RESPONSE_STATUS
-    if isinstance(node, ast.Constant) and isinstance(node.value, int):
-        return node.value if 100 <= node.value <= 599 else None
-    if isinstance(node, ast.Attribute) and node.attr in HTTPStatus.__members__:
-        return HTTPStatus[node.attr].value
-    return None
-
-
-def _message_site(
-    node: ast.stmt, error_class: str, expr: ast.expr, env: Env, scope: _Scope, kind: str
-) -> RaiseSite:
-    """An assert's or a torch check's site: its class is fixed, its message an expression."""
-    message, skip = parts_message(parts_of(expr, env))
-    return _site_at(node, scope, error_class, message, skip, kind=kind, hint_node=expr)
-
-
-def _site_at(
-    node: ast.stmt,
-    scope: _Scope,
-    error_class: str | None,
-    message: Message | None,
-    skip: SkipReason | None,
-    **found: Any,
-) -> RaiseSite:
-    """A raise site at this statement, in this scope."""
-    return RaiseSite(
-        node.lineno,
-        scope.qualname,
-        scope.function,
-        scope.class_name,
-        error_class,
-        message,
-        skip,
-        docstring=scope.docstring,
-        **found,
-    )
-
-
-def _call_message(call: ast.Call, env: Env) -> tuple[Message | None, SkipReason | None]:
-    """The message of `X(first_arg, ...)`, or why it has none we can match."""
-    if not call.args:  # `X(msg=...)`: the class builds its message, out of our sight
-        return None, SkipReason.DYNAMIC_MESSAGE if call.keywords else SkipReason.NO_MESSAGE
-    return tailed_message(parts_of(call.args[0], env), keyword_suffix(call))
-
-
-def keyword_suffix(call: ast.Call) -> Maybe | None:
-    """` (parameter=..., value=...)`, which vLLM's VLLMValidationError appends to its message
-    for the keywords given (a None value leaves its part out), optional: a server's answer
-    shows the message without it."""
-    name = ast.unparse(call.func).rsplit(".", 1)[-1]
-    keywords = upstreams.keyword_suffixes().get(name, ())
-    given = [k.arg for k in call.keywords if k.arg in keywords]
-    if not given:
-        return None
-    inner: list[Any] = [f"{given[0]}=", Field(given[0])]
-    for keyword in given[1:]:
-        inner.append(Maybe((f", {keyword}=", Field(keyword))))
-    return Maybe((" (", *inner, ")"))
-
-
-def scoped_factory(factories: dict[str, _Found], callee: str, scope: str | None) -> _Found | None:
-    """The factory a call names, seen from the function `scope`: a function nested in it or
-    in an enclosing one, a method of the enclosing class (`self.name`), or the module's."""
-    owner, _, name = callee.rpartition(".")
-    if owner not in ("", "self", "cls"):
-        return None
-    prefixes = []
-    parts = scope.split(".") if scope else []
-    for end in range(len(parts), 0, -1):
-        prefix = ".".join(parts[:end])
-        if not prefix.endswith("<locals>"):
-            prefixes += [f"{prefix}.<locals>.{name}", f"{prefix}.{name}"]
-    for qualname in [*prefixes, name]:
-        if qualname in factories:
-            return factories[qualname]
-    return None

@@ -13,9 +13,10 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from app.harvest.collect import CLASS_NAME, keyword_suffix, scoped_factory
+from app.harvest.factories import scoped_factory
 from app.harvest.messages import parts_message, parts_of, tailed_message
 from app.harvest.parts import Env, Field, Parts
+from app.harvest.raise_sites import CLASS_NAME, keyword_suffix
 from app.harvest.sites import UNKNOWN_CLASS, Factory, Message, ModuleFacts, RaiseSite, SkipReason
 
 MAX_FACTORY_DEPTH = 4  # factories calling factories, followed this deep

@@ -1,6 +1,6 @@
 """What the code says about a record, as the record page and GET /api/errors/{id} show it.
 
-Harvest stores each site's explanation (settings, advice, trigger: app.harvest.explain)
+Harvest stores each site's explanation (settings, advice, trigger: app.harvest.advice)
 in the code context of its newest location. What only the releases together tell, the
 release that brought or changed the site, is read here from its locations and history,
 so that harvesting an older release later adds to it without re-explaining anything.
