@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.config import Settings
 from app.matching.index import PatternIndex
 from app.matching.partial import second_chance
-from app.matching.traceback import parse_exceptions
+from app.matching.tracebacks.parse import parse_exceptions
 from app.records import locations
 from app.store.engine import open_store
 from app.store.tables import Record

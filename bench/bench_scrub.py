@@ -31,7 +31,7 @@ from sqlmodel import Session
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.curation import scrub
-from app.matching.traceback import parse_exceptions
+from app.matching.tracebacks.parse import parse_exceptions
 from app.records.vocabulary import Vocabulary, store_words
 from tests.helpers.real_pastes import load_cases
 

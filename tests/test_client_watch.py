@@ -2,7 +2,7 @@
 the matcher, and when."""
 
 from app.client.watch import QUIET_S, TAIL_LINES, ErrorWatch, chunks_of
-from app.matching.traceback import parse_exceptions
+from app.matching.tracebacks.parse import parse_exceptions
 from tests.helpers.logs import FREE_BUFFERS, TORCHRUN_LOG, VLLM_LOG, VMM_SLICE
 
 TRACEBACK = (

@@ -10,7 +10,7 @@ from app.matching.deadline import DeadlineExceeded, OverBudget, budget, within
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines
 from app.matching.partial import second_chance
-from app.matching.traceback import parse_exceptions
+from app.matching.tracebacks.parse import parse_exceptions
 from tests.helpers.index import BACKENDS
 
 LINES = "\n".join(f"ValueError: bad value {n}" for n in range(5000))

@@ -5,7 +5,7 @@ import pytest
 
 from app.matching.libraries import raised_by
 from app.matching.logtext import clean_lines
-from app.matching.traceback import parse_exceptions
+from app.matching.tracebacks.parse import parse_exceptions
 
 VLLM_FRAME = '  File "/x/site-packages/vllm/entrypoints/openai/protocol.py", line 9, in parse\n'
 PYDANTIC_FRAME = '  File "/x/site-packages/pydantic/main.py", line 212, in __init__\n'

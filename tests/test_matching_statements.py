@@ -11,7 +11,7 @@ from app.config import Settings
 from app.main import create_app
 from app.matching.logtext import clean_lines
 from app.matching.statements import StatementRecords, interpreter_error
-from app.matching.traceback import parse_exceptions
+from app.matching.tracebacks.parse import parse_exceptions
 from app.records import service as records
 from app.store.engine import open_store, unit_of_work
 from app.store.tables import DatasetState

@@ -1,4 +1,4 @@
-"""Tests for app.matching.traceback on tracebacks produced by running real code.
+"""Tests for app.matching.tracebacks on tracebacks produced by running real code.
 
 No traceback here is typed by hand: a module-scoped fixture writes a small package tree
 (including stand-ins for ``torch`` and ``vllm.v1.engine.exceptions``, so the printed names are
@@ -23,14 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.matching.logtext import clean_lines
-from app.matching.traceback import (
-    Frame,
-    ParsedException,
-    _every_row,
-    _parse_lines,
-    _parse_stream,
-    parse_exceptions,
-)
+from app.matching.tracebacks.model import Frame, ParsedException
+from app.matching.tracebacks.parse import parse_exceptions
+from app.matching.tracebacks.rows import every_row
+from app.matching.tracebacks.stream import parse_lines, parse_stream
 from tests.helpers.hostile import pastes as hostile_pastes
 from tests.helpers.pastes import TRANSFORMS
 from tests.helpers.real_pastes import load_cases
@@ -596,8 +592,8 @@ def assert_passing_over_finds_the_same(text: str) -> None:
         streams.setdefault(line.stream, []).append(line)
     cut_at = len(text) if text[-1:] not in ("\n", "\r", "") else -1
     for lines in streams.values():
-        every_line = _parse_stream(_every_row(lines, cut_at), None)
-        assert _parse_lines(lines, cut_at) == every_line, text[:2000]
+        every_line = parse_stream(every_row(lines, cut_at), None)
+        assert parse_lines(lines, cut_at) == every_line, text[:2000]
 
 
 @settings(max_examples=300, deadline=None)

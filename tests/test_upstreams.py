@@ -17,7 +17,7 @@ from app.matching.matcher import Matcher
 from app.matching.origin import log_repos
 from app.matching.rank import frame_repo
 from app.matching.service import match_text
-from app.matching.traceback import Frame
+from app.matching.tracebacks.model import Frame
 from app.records import service as records
 from app.upstreams import SGLANG, TORCH, VLLM, release_cache, unpacking
 

@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from app.matching.logtext import clean_lines
-from app.matching.traceback import parse_exceptions
+from app.matching.tracebacks.parse import parse_exceptions
 
 CONTEXT_LINES = 20
 """Lines before an error kept with it: the log prefixes name the upstream and the process."""

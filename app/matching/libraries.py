@@ -13,7 +13,7 @@ only (app.matching.rank). transformers is an upstream: its harvested sites answe
 import re
 
 from app import upstreams
-from app.matching.traceback import Frame, ParsedException
+from app.matching.tracebacks.model import Frame, ParsedException
 
 # The folder of an installed package (or the standard library's module) -> the library.
 _PACKAGES = {

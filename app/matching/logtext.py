@@ -48,7 +48,7 @@ _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 # An issue title's tags from the projects' issue templates, before the error it names:
 # SGLang's "[Bug] ", vLLM's "[Bug]: ", "[Usage]: ", "[Bug][V1]: ". A closed list: a bracketed
 # word is otherwise a log's own tag ("[sgl_kernel] CRITICAL: ..."). Not a logger's prefix:
-# the line after them is the error itself (app.matching.traceback).
+# the line after them is the error itself (app.matching.tracebacks).
 # The level a log prefix names, at WARNING or above: what a log site's record names as its
 # class (`WARN` and `FATAL` are logging's other spellings of WARNING and CRITICAL).
 _LOGGED_LEVEL = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL|FATAL)\b")

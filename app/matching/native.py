@@ -15,7 +15,7 @@ the next CUDA call; the assertion names the check, the CUDA error only that one 
 import re
 from collections.abc import Sequence
 
-from app.matching.traceback import ParsedException
+from app.matching.tracebacks.model import ParsedException
 
 _TAIL_SENTENCES = (
     r"Search for `cudaError\w*' in \S+ for more information"

@@ -30,7 +30,7 @@ from typing import Protocol
 
 from app.matching import deadline
 from app.matching.index import Captures
-from app.matching.traceback import ParsedException
+from app.matching.tracebacks.model import ParsedException
 from app.patterns import AT, LITERAL, SUBPATTERN, parsed
 
 MAX_CANDIDATES = 32

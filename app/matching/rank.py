@@ -22,7 +22,7 @@ from app.matching import native
 from app.matching.index import Captures, PatternIndex
 from app.matching.libraries import WRONG_CALL, raised_by
 from app.matching.partial import Partial, unquoted
-from app.matching.traceback import Frame, ParsedException
+from app.matching.tracebacks.model import Frame, ParsedException
 from app.records.locations import (
     Location,
     called_helper,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from app.matching.libraries import raised_by
 from app.matching.result import ExceptionOut, FrameOut
-from app.matching.traceback import ParsedException
+from app.matching.tracebacks.model import ParsedException
 
 MAX_EXCEPTIONS = 100  # exceptions in one reply
 MAX_FRAMES = 100  # frames of one exception in a reply, the innermost

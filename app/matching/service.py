@@ -33,7 +33,8 @@ from app.matching.rank import (
 from app.matching.reply import capped_captures, exception_out, shown_exceptions
 from app.matching.result import MatchOut, MatchResult, ScoreComponent
 from app.matching.statements import interpreter_error
-from app.matching.traceback import ParsedException, parse_exceptions
+from app.matching.tracebacks.model import ParsedException
+from app.matching.tracebacks.parse import parse_exceptions
 from app.records import derived, locations
 from app.records import service as records
 from app.records.summary import RecordSummary, summarize

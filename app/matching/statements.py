@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from app import upstreams
-from app.matching.traceback import Frame, ParsedException
+from app.matching.tracebacks.model import Frame, ParsedException
 from app.records.locations import release_order
 from app.records.model import ID_LENGTH, SCHEMA_VERSION
 from app.records.service import StoredRecord, canonical_json
