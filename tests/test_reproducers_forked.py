@@ -7,7 +7,8 @@ import time
 import pytest
 from sqlmodel import Session
 
-from app.reproducers import forked, generated
+from app.reproducers import forked
+from app.reproducers.generation import bulk, verification
 from tests.helpers import generated as helper
 
 pytest.importorskip("torch", reason="each zygote imports the installed torch's release")
@@ -42,13 +43,13 @@ def test_ci_sample_of_torch_sites_is_generated_and_verified_within_five_minutes(
     start = time.perf_counter()
     files = [("torch", "2.13.0", path, "pytorch/pytorch") for path in CI_SAMPLE]
     engine = helper.harvested_store(settings, tmp_path, *files)
-    made, _figures = generated.generate_scripts(engine, settings)
+    made, _figures = bulk.generate_scripts(engine, settings)
     with Session(engine) as session:
-        drafts = generated.draft_sites(session)
+        drafts = bulk.draft_sites(session)
     sample = {d.site.record_id for d in drafts if d.site.line in CI_SAMPLE[d.file_path]}
     assert len(sample) >= 50
     assert sample <= {m.record_id for m in made}
-    outcomes, figures = generated.verify_scripts(engine, settings, sorted(sample), workers=2)
+    outcomes, figures = verification.verify_scripts(engine, settings, sorted(sample), workers=2)
     failed = {o.record_id: o.reason for o in outcomes if o.status != "passed"}
     assert not failed
     assert {o.record_id for o in outcomes} == sample
@@ -65,7 +66,7 @@ def test_a_child_that_hangs_is_killed_at_the_limit_and_one_that_dies_has_no_resu
         path = tmp_path / f"{name}.py"
         path.write_text(text, encoding="utf-8")
         scripts.append(forked.Script(name, path, tmp_path))
-    environment = generated._environment(settings)
+    environment = verification._environment(settings)
     with forked.Zygote("torch", "2.13.0", "torch", environment, 300) as zygote:
         assert zygote.error is None
         hung = zygote.run(scripts[0], timeout_s=2)
@@ -78,7 +79,7 @@ def test_a_child_that_hangs_is_killed_at_the_limit_and_one_that_dies_has_no_resu
 
 
 def test_a_release_module_that_cannot_be_imported_says_why(settings):
-    environment = generated._environment(settings)
+    environment = verification._environment(settings)
     with forked.Zygote("torch", "2.13.0", "torch.errkb_absent", environment, 300) as zygote:
         assert zygote.error is not None
         assert "errkb_absent" in zygote.error
@@ -87,7 +88,7 @@ def test_a_release_module_that_cannot_be_imported_says_why(settings):
 def test_a_target_module_is_imported_before_its_scripts_or_says_which_import_failed(settings):
     """Outside any script's time limit: a module that imports is ready, one that does not
     says why, and the zygote goes on."""
-    environment = generated._environment(settings)
+    environment = verification._environment(settings)
     with forked.Zygote("torch", "2.13.0", "torch", environment, 300) as zygote:
         assert zygote.load("torch.optim.sgd", 300) is None
         failed = zygote.load("torch.errkb_absent", 300)
@@ -117,7 +118,7 @@ def test_a_child_runs_in_its_own_scratch_folder_and_home(settings, tmp_path, mon
     scratch.mkdir(parents=True)
     script = tmp_path / "scripts" / "removes.py"
     script.write_text(REMOVES_WHERE_IT_RUNS, encoding="utf-8")
-    environment = generated._environment(settings) | {"HOME": str(caller)}
+    environment = verification._environment(settings) | {"HOME": str(caller)}
     with forked.Zygote("torch", "2.13.0", "torch", environment, 300) as zygote:
         zygote.run(forked.Script("removes", script, scratch), timeout_s=30)
     assert (caller / "app" / "keep.py").read_text() == "kept\n"

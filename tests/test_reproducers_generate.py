@@ -7,8 +7,9 @@ import types
 import pytest
 from sqlmodel import Session
 
-from app.reproducers import generate, generated
-from app.reproducers.generate import Generated, Reason, SiteSpec, Skipped
+from app.reproducers.generation import bulk, reproducer, verification
+from app.reproducers.generation.calls import DIRECT_STATE_NOTE
+from app.reproducers.generation.sites import Generated, Reason, SiteSpec, Skipped
 from app.upstreams import torch as torch_upstream
 from tests.helpers import generated as helper
 
@@ -105,10 +106,10 @@ def _site(line: int, function: str) -> SiteSpec:
 
 
 def test_a_method_whose_state_the_constructor_does_not_take_sets_it_directly_and_says_so():
-    made = generate.generate(_site(9, "reserve"), DIRECT_STATE_SOURCE, {})
+    made = reproducer.generate(_site(9, "reserve"), DIRECT_STATE_SOURCE, {})
     assert isinstance(made, Generated)
     assert made.direct_state
-    assert generate.DIRECT_STATE_NOTE in made.trigger_call
+    assert DIRECT_STATE_NOTE in made.trigger_call
     assert "set_state(obj, 'capacity'" in made.script
     ast.parse(made.script)  # the script is Python
     # both calls pass the same `size` or differ only in what decides the guard
@@ -128,7 +129,7 @@ def _run(source: str, call: str) -> object:
 
 
 def test_a_guard_on_a_local_computed_from_parameters_reads_what_it_was_computed_from():
-    made = generate.generate(_site(5, "split"), LOCAL_SOURCE, {})
+    made = reproducer.generate(_site(5, "split"), LOCAL_SOURCE, {})
     assert isinstance(made, Generated)
     assert "total // parts < 1" in made.script
     assert isinstance(_run(LOCAL_SOURCE, made.trigger_call), ValueError)
@@ -136,7 +137,7 @@ def test_a_guard_on_a_local_computed_from_parameters_reads_what_it_was_computed_
 
 
 def test_a_guard_on_a_local_computed_by_a_call_gets_no_script_and_says_why():
-    skipped = generate.generate(_site(5, "split"), CALLED_SOURCE, {})
+    skipped = reproducer.generate(_site(5, "split"), CALLED_SOURCE, {})
     assert skipped == Skipped("00000000000000aa", Reason.COMPUTED)
 
 
@@ -160,7 +161,7 @@ def test_attributes_of_other_objects_are_set_on_objects_made_without_init():
     """`heads % size` reads locals bound from `self.arch.heads` and `parallel.size`: the
     parameter's annotated class is made without its __init__, the unannotated attribute is a
     stand-in, and both say so."""
-    made = generate.generate(_site(14, "verify"), OBJECTS_SOURCE, {})
+    made = reproducer.generate(_site(14, "verify"), OBJECTS_SOURCE, {})
     assert isinstance(made, Generated), made
     assert made.direct_state
     assert "bare(module.Parallel, size=" in made.script
@@ -174,7 +175,7 @@ def test_attributes_of_other_objects_are_set_on_objects_made_without_init():
 
 
 def test_a_value_the_function_sets_only_under_an_if_keeps_the_callers_when_it_is_not_taken():
-    made = generate.generate(_site(16, "plan"), DEFAULTED_SOURCE, {})
+    made = reproducer.generate(_site(16, "plan"), DEFAULTED_SOURCE, {})
     assert isinstance(made, Generated), made
     assert "bare(module.Scheduler, tokens=" in made.script
     assert "'draft', bare(module.Scheduler))" in made.script  # not None: an instance
@@ -184,7 +185,7 @@ def test_a_value_the_function_sets_only_under_an_if_keeps_the_callers_when_it_is
 
 
 def test_a_raise_that_ends_the_function_is_guarded_by_the_return_before_it():
-    made = generate.generate(_site(8, "parse"), UNGUARDED_SOURCE, {})
+    made = reproducer.generate(_site(8, "parse"), UNGUARDED_SOURCE, {})
     assert isinstance(made, Generated), made
     assert "the last return before it" in made.script
     assert isinstance(_run(UNGUARDED_SOURCE, made.trigger_call), ValueError)
@@ -192,7 +193,7 @@ def test_a_raise_that_ends_the_function_is_guarded_by_the_return_before_it():
 
 
 def test_a_type_check_gets_a_value_of_another_type_and_arguments_it_does_not_read_plain_values():
-    made = generate.generate(_site(4, "scale"), TYPED_SOURCE, {})
+    made = reproducer.generate(_site(4, "scale"), TYPED_SOURCE, {})
     assert isinstance(made, Generated)
     assert "values=[]" in made.trigger_call
     assert "name=''" in made.trigger_call
@@ -204,14 +205,14 @@ def test_a_type_check_gets_a_value_of_another_type_and_arguments_it_does_not_rea
 
 
 def test_a_site_behind_a_cuda_condition_is_generated_for_the_gpu_runner():
-    made = generate.generate(_site(5, "pin"), CUDA_SOURCE, {})
+    made = reproducer.generate(_site(5, "pin"), CUDA_SOURCE, {})
     assert isinstance(made, Generated)
     assert made.devices == ("cuda",)
     assert "device='cuda'" in made.trigger_call
-    assert generated.script_devices(made.script) == ("cuda",)
+    assert verification.script_devices(made.script) == ("cuda",)
     assert "CUDA-only" in made.script
-    plain = generate.generate(_site(4, "scale"), TYPED_SOURCE, {})
-    assert generated.script_devices(plain.script) == ("cpu",)
+    plain = reproducer.generate(_site(4, "scale"), TYPED_SOURCE, {})
+    assert verification.script_devices(plain.script) == ("cpu",)
 
 
 BLOCK_SOURCE = """
@@ -233,16 +234,16 @@ def split(total, parts):
 
 
 def test_a_raise_in_a_with_or_a_try_that_lets_it_through_is_reached_like_any_other():
-    made = generate.generate(_site(7, "split"), BLOCK_SOURCE, {})
+    made = reproducer.generate(_site(7, "split"), BLOCK_SOURCE, {})
     assert isinstance(made, Generated), made
     assert isinstance(_run(BLOCK_SOURCE, made.trigger_call), ValueError)
     assert not isinstance(_run(BLOCK_SOURCE, made.fix_call), ValueError)
-    caught = generate.generate(_site(12, "split"), BLOCK_SOURCE, {})
+    caught = reproducer.generate(_site(12, "split"), BLOCK_SOURCE, {})
     assert caught == Skipped("00000000000000aa", Reason.IN_BLOCK)
 
 
 def test_a_missing_source_is_a_reason_not_a_crash():
-    assert generate.generate(_site(5, "split"), None, {}).reason is Reason.NO_SOURCE
+    assert reproducer.generate(_site(5, "split"), None, {}).reason is Reason.NO_SOURCE
 
 
 @pytest.mark.network
@@ -251,7 +252,7 @@ def test_sampling_params_drafts_of_vllm_become_constructor_calls(settings, tmp_p
     reached through the public constructor with a negative temperature, its fix with one
     the check accepts."""
     engine = helper.harvested_store(settings, tmp_path, helper.VLLM_SAMPLING)
-    made, figures = generated.generate_scripts(engine, settings, paths=["vllm/sampling_params"])
+    made, figures = bulk.generate_scripts(engine, settings, paths=["vllm/sampling_params"])
     figure = figures["vllm-project/vllm"]
     assert figure.tried == figure.generated + sum(figure.reasons.values())
     assert figure.generated >= 10
@@ -263,7 +264,7 @@ def test_sampling_params_drafts_of_vllm_become_constructor_calls(settings, tmp_p
     assert value < 0 <= fix
     assert not calls[temperature[0]].direct_state
     with Session(engine) as session:
-        stored = generated.stored_script(session, calls[temperature[0]].record_id)
+        stored = bulk.stored_script(session, calls[temperature[0]].record_id)
     assert stored is not None
     assert stored.script == calls[temperature[0]].script
 
@@ -271,7 +272,7 @@ def test_sampling_params_drafts_of_vllm_become_constructor_calls(settings, tmp_p
 @pytest.mark.network
 def test_torch_optimizers_get_their_params_from_the_upstream_module(settings, tmp_path):
     engine = helper.harvested_store(settings, tmp_path, helper.TORCH_SGD)
-    made, _figures = generated.generate_scripts(engine, settings, paths=["torch/optim/sgd"])
+    made, _figures = bulk.generate_scripts(engine, settings, paths=["torch/optim/sgd"])
     learning_rate = [
         m for m in made if "lr=" in m.trigger_call and m.trigger_call.startswith("SGD")
     ]

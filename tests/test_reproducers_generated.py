@@ -11,7 +11,8 @@ from sqlmodel import Session
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
-from app.reproducers import generate, generated, runs
+from app.reproducers import runs
+from app.reproducers.generation import bulk, reproducer, sites, verification
 from app.store.engine import unit_of_work
 from app.store.tables import GeneratedReproducer
 from tests.helpers import accuracy
@@ -27,11 +28,11 @@ def test_generated_scripts_run_on_the_real_release_and_are_served_as_generated(
     settings, tmp_path, make_client
 ):
     engine = helper.harvested_store(settings, tmp_path, helper.TORCH_SGD, helper.VLLM_SAMPLING)
-    made, figures = generated.generate_scripts(engine, settings)
+    made, figures = bulk.generate_scripts(engine, settings)
     optimizer = [m for m in made if m.package == "torch"]
     temperature = next(m for m in made if m.trigger_call.startswith("SamplingParams(temp"))
     sample = [*optimizer, temperature]
-    outcomes, figures = generated.verify_scripts(
+    outcomes, figures = verification.verify_scripts(
         engine, settings, [m.record_id for m in sample], workers=2, figures=figures
     )
     by_id = {outcome.record_id: outcome for outcome in outcomes}
@@ -46,7 +47,7 @@ def test_generated_scripts_run_on_the_real_release_and_are_served_as_generated(
     assert sampled["errorClass"] == "VLLMValidationError"
     assert sampled["message"].startswith("temperature must be non-negative, got -")
     with Session(engine) as session:
-        counts = generated.verified_counts(session)
+        counts = verification.verified_counts(session)
     passed = [o for o in outcomes if o.status == "passed"]
     assert counts == {"generated": len(made), "verified": len(passed)}
 
@@ -72,7 +73,7 @@ def test_generated_scripts_run_on_the_real_release_and_are_served_as_generated(
 def test_a_record_without_any_reproducer_is_still_not_found(settings, tmp_path, make_client):
     engine = helper.harvested_store(settings, tmp_path, helper.TORCH_SGD)
     with Session(engine) as session:
-        drafts = generated.draft_sites(session)
+        drafts = bulk.draft_sites(session)
     client = make_client()
     answer = client.get(f"/api/errors/{drafts[0].site.record_id}/reproducer")
     assert answer.status_code == 404
@@ -88,8 +89,8 @@ def test_a_limited_selection_spreads_over_projects_and_files_before_it_repeats_o
         settings, tmp_path, helper.TORCH_SGD, torch_lr, helper.VLLM_SAMPLING
     )
     with Session(engine) as session:
-        everything = generated.draft_sites(session)
-        chosen = generated.draft_sites(session, limit=6)
+        everything = bulk.draft_sites(session)
+        chosen = bulk.draft_sites(session, limit=6)
     assert len(everything) > 20
     assert [draft.repo for draft in chosen] == ["pytorch/pytorch", "vllm-project/vllm"] * 3
     torch_files = [draft.file_path for draft in chosen if draft.repo == "pytorch/pytorch"]
@@ -140,13 +141,11 @@ def test_half_of_the_records_first_for_real_vllm_validation_pastes_are_verified_
     settings = Settings(database_url=f"sqlite:///{store.database}", cache_dir=RELEASES.cache_dir)
     with Session(engine) as session:
         drafts = [
-            d
-            for d in generated.draft_sites(session, "vllm-project/vllm")
-            if d.site.record_id in firsts
+            d for d in bulk.draft_sites(session, "vllm-project/vllm") if d.site.record_id in firsts
         ]
     assert len(drafts) >= 5, sorted(firsts)  # the first records raised in this release
     assert {d.site.version for d in drafts} == {VALIDATION_RELEASE.partition("==")[2]}
-    made, _figures = generated.generate_scripts(
+    made, _figures = bulk.generate_scripts(
         engine,
         settings,
         "vllm-project/vllm",
@@ -154,7 +153,7 @@ def test_half_of_the_records_first_for_real_vllm_validation_pastes_are_verified_
         with_curated=True,  # the generator's own share, curated reproducers aside
     )
     ids = [m.record_id for m in made if m.record_id in {d.site.record_id for d in drafts}]
-    outcomes, _verified = generated.verify_scripts(engine, settings, ids, workers=1)
+    outcomes, _verified = verification.verify_scripts(engine, settings, ids, workers=1)
     passed = {o.record_id for o in outcomes if o.status == "passed"}
     calls = {m.record_id: m.trigger_call for m in made}
     for draft in drafts:
@@ -166,13 +165,13 @@ def test_half_of_the_records_first_for_real_vllm_validation_pastes_are_verified_
 
 
 def test_a_script_retargeted_to_another_release_pins_it_and_moves_its_lines():
-    made = generate.generate(
-        generate.SiteSpec("00000000000000aa", "ValueError", "demo", "1.0", "demo", 4, "scale"),
+    made = reproducer.generate(
+        sites.SiteSpec("00000000000000aa", "ValueError", "demo", "1.0", "demo", 4, "scale"),
         "\ndef scale(factor: int):\n    if factor < 0:\n        raise ValueError('negative')\n",
         {},
     )
-    assert isinstance(made, generate.Generated)
-    moved = generated.retargeted(made.script, "1.1", 3)
+    assert isinstance(made, sites.Generated)
+    moved = verification.retargeted(made.script, "1.1", 3)
     assert "version='1.1'," in moved
     assert "raise_line=7," in moved
     assert "guard_lines=(6, 6)," in moved
@@ -193,21 +192,21 @@ def test_a_verified_generated_reproducer_that_stops_raising_on_a_newer_release_i
     (the max_tokens site also has a curated reproducer: the generator is measured on it too)."""
     settings = settings.model_copy(update={"cache_dir": RELEASES.cache_dir})
     engine = helper.harvested_store(settings, tmp_path, helper.VLLM_SAMPLING)
-    made, _figures = generated.generate_scripts(engine, settings, with_curated=True)
+    made, _figures = bulk.generate_scripts(engine, settings, with_curated=True)
     tokens = next(m for m in made if m.trigger_call == "SamplingParams(max_tokens=0)")
-    outcomes, _figures = generated.verify_scripts(engine, settings, [tokens.record_id])
+    outcomes, _figures = verification.verify_scripts(engine, settings, [tokens.record_id])
     assert outcomes[0].status == "passed", outcomes[0].reason
     with unit_of_work(engine) as session:
         row = session.get(GeneratedReproducer, tokens.record_id)
         row.version = "0.32.0"
-        row.script = generated.retargeted(row.script, "0.32.0", -3)
-    found, unjudged = generated.check_drift(engine, settings, [tokens.record_id])
+        row.script = verification.retargeted(row.script, "0.32.0", -3)
+    found, unjudged = verification.check_drift(engine, settings, [tokens.record_id])
     assert unjudged == {}
     assert [(o.status, o.version) for o in found] == [("moved", "0.33.0")], found
     with unit_of_work(engine) as session:
         row = session.get(GeneratedReproducer, tokens.record_id)
         row.script = row.script.replace("max_tokens=0", "max_tokens=5")
-    found, unjudged = generated.check_drift(engine, settings, [tokens.record_id])
+    found, unjudged = verification.check_drift(engine, settings, [tokens.record_id])
     assert [(o.status, o.version) for o in found] == [("changed", "0.33.0")], found
     assert "stopped raising on vllm 0.33.0: trigger: raised nothing" in found[0].detail
     client = make_client()  # the record's reproducer (here the curated one) and its drift
@@ -259,7 +258,7 @@ def test_a_sample_of_the_shipped_verified_reproducers_verifies_on_this_machine(
     assert (report.added, report.without_record) == (CI_SAMPLE_SIZE, []), report
     settings = Settings(database_url=str(engine.url), cache_dir=RELEASES.cache_dir)
     ids = [line.record_id for line in sample]
-    outcomes, figures = generated.verify_scripts(engine, settings, ids, workers=2)
+    outcomes, figures = verification.verify_scripts(engine, settings, ids, workers=2)
     failed = {o.record_id: o.reason for o in outcomes if o.status != "passed"}
     not_importable = sum(figure.not_importable for figure in figures.values())
     assert len(outcomes) + not_importable == CI_SAMPLE_SIZE

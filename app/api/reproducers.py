@@ -7,7 +7,8 @@ from app.api.schemas import ReproducerOut, generated_reproducer_out, reproducer_
 from app.config import PROJECT_ROOT
 from app.errors import not_found
 from app.records import service as records
-from app.reproducers import drift, generated, runner
+from app.reproducers import drift, runner
+from app.reproducers.generation import bulk
 from app.serving.deps import SessionDep, SettingsDep
 
 router = APIRouter(prefix="/api/errors", tags=["reproducers"], responses=problems(404, 422))
@@ -24,7 +25,7 @@ def read_reproducer(session: SessionDep, settings: SettingsDep, record_id: str) 
     latest_drift = drift.latest_drift(session, record_id)
     if info is not None:
         return reproducer_out(info, runs, latest_drift, PROJECT_ROOT)
-    stored = generated.stored_script(session, record_id)
+    stored = bulk.stored_script(session, record_id)
     if stored is None:
         raise not_found(f"a reproducer for record {record_id}")
     return generated_reproducer_out(stored, runs, latest_drift)

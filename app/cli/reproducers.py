@@ -280,21 +280,23 @@ def verify_generated(
 
     Exits 0: a generated script that fails is a draft without a reproducer, not a broken
     build; the figures say how many."""
-    from app.reproducers import generated
+    from app.reproducers.generation import bulk, verification
 
     engine = open_store(settings)
-    figures: dict[str, generated.ProjectFigures] = {}
+    figures: dict[str, bulk.ProjectFigures] = {}
     if not record_ids:
-        made, figures = generated.generate_scripts(engine, settings, repo, paths, limit)
+        made, figures = bulk.generate_scripts(engine, settings, repo, paths, limit)
         record_ids = [script.record_id for script in made]
     if record_ids:
-        outcomes, figures = generated.verify_scripts(engine, settings, record_ids, workers, figures)
+        outcomes, figures = verification.verify_scripts(
+            engine, settings, record_ids, workers, figures
+        )
     else:
         outcomes = []
     if out is not None:
         with Session(engine) as session:
             scripts = {
-                row.record_id: row for row, _, _ in generated.stored_rows(session, record_ids)
+                row.record_id: row for row, _, _ in verification.stored_rows(session, record_ids)
             }
         _write_runs(out, outcomes, commit, scripts)
     if as_json:
@@ -352,12 +354,13 @@ def drift_command(
     from dataclasses import asdict
 
     from app.api.schemas import drift_out
-    from app.reproducers import drift, generated, runner
+    from app.reproducers import drift, runner
+    from app.reproducers.generation import verification
 
     settings = settings_of(ctx)
     engine = open_store(settings)
     if with_generated:
-        found_drift, unjudged = generated.check_drift(engine, settings, record_ids or [])
+        found_drift, unjudged = verification.check_drift(engine, settings, record_ids or [])
         for record_id, reason in unjudged.items():
             typer.echo(f"{record_id}: not judged: {reason}", err=True)
         if as_json:

@@ -17,8 +17,9 @@ from app.curation.hits import RECORD, TEMPLATE, today
 from app.curation.queue import UNEXPLAINED, QueueItem, curation_queue
 from app.records import service as records
 from app.records.vocabulary import Vocabulary
-from app.reproducers import generated, runner
+from app.reproducers import runner
 from app.reproducers import runs as reproducer_runs
+from app.reproducers.generation import verification
 from app.store.tables import DriftCheck, Hit, Record
 
 DEFAULT_DAYS = 30
@@ -133,7 +134,7 @@ def overview(
         reproducers=_reproducers(session, settings),
         reproducer_counts={
             "curated": len(runner.all_reproducers(settings)),
-            **generated.verified_counts(session),
+            **verification.verified_counts(session),
         },
         drift_per_release=_drift_per_release(session),
         dataset_version=records.dataset_version(session),

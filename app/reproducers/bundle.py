@@ -38,8 +38,9 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
 from app.config import PROJECT_ROOT, Settings
-from app.reproducers import generated, runner
+from app.reproducers import runner
 from app.reproducers.environments import download_wheels, folder_bytes, unpack_wheels
+from app.reproducers.generation import verification
 from app.reproducers.offline import ARCHIVE, MANIFEST, SITE
 from app.reproducers.runs import checkout_commit
 from app.store.tables import GeneratedReproducer, RecordLocation
@@ -271,8 +272,8 @@ def cuda_only_rows(session: Session) -> list[tuple[GeneratedReproducer, str, str
     record document."""
     return [
         item
-        for item in generated.stored_rows(session, ())
-        if "cpu" not in generated.script_devices(item[0].script)
+        for item in verification.stored_rows(session, ())
+        if "cpu" not in verification.script_devices(item[0].script)
     ]
 
 
@@ -281,7 +282,7 @@ def _retargeted(
 ) -> GeneratedReproducer | str:
     """A generated torch script moved to the release a GPU machine has: its lines where that
     release's harvest found the raise; why not, when it found none."""
-    pinned = generated.pinned_line(row.script)
+    pinned = verification.pinned_line(row.script)
     found = session.execute(
         select(RecordLocation).where(
             col(RecordLocation.record_id) == row.record_id,
@@ -291,7 +292,7 @@ def _retargeted(
     ).scalar_one_or_none()
     if found is None or found.line_number is None or pinned is None:
         return f"no raise site of it in the harvest of {row.package} {version}"
-    script = generated.retargeted(row.script, version, found.line_number - pinned)
+    script = verification.retargeted(row.script, version, found.line_number - pinned)
     return GeneratedReproducer(**{**row.model_dump(), "version": version, "script": script})
 
 
@@ -368,7 +369,7 @@ def run_bundle(
                     )
                 outcomes.append(outcome)
 
-            generated.run_release(settings, Path(scratch), (package, version), items, keep, args)
+            verification.run_release(settings, Path(scratch), (package, version), items, keep, args)
     return outcomes
 
 
@@ -382,7 +383,7 @@ def _bundled_row(folder: Path, package: str, version: str) -> tuple[GeneratedRep
         record_id=record_id,
         package=package,
         version=version,
-        module=generated.script_module(script),
+        module=verification.script_module(script),
         trigger_call="",
         fix_call="",
         direct_state=False,

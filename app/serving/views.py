@@ -16,7 +16,8 @@ from app.records.explanation import Explanation, record_explanation
 from app.records.locations import History, Location
 from app.records.native_settings import native_explanation
 from app.records.service import StoredRecord
-from app.reproducers import drift, generated, runner
+from app.reproducers import drift, runner
+from app.reproducers.generation import bulk
 from app.reproducers.runner import ReproducerInfo
 from app.search import related
 from app.search.related import RelatedRecord
@@ -56,7 +57,7 @@ def record_view(session: Session, settings: Settings, stored: StoredRecord) -> R
         history=history,
         related=related_records,
         reproducer=_reproducer(settings, stored.id),
-        generated=generated.stored_script(session, stored.id),
+        generated=bulk.stored_script(session, stored.id),
         runs=runner.latest_runs(session, stored.id),
         drift=drift.latest_drift(session, stored.id),
         explanation=explanation,

@@ -144,7 +144,7 @@ class ReproducerRun(SQLModel, table=True):
 
 
 class GeneratedReproducer(SQLModel, table=True):
-    """A reproducer generated from a record's raise site (app.reproducers.generate): kept
+    """A reproducer generated from a record's raise site (app.reproducers.generation): kept
     with the record, its runs stored as ReproducerRun rows like a curated one's."""
 
     __tablename__ = "generated_reproducers"

@@ -1,0 +1,491 @@
+"""The conditions on the way to a raise and what they read (AST): the `if` tests around it,
+the earlier `if ...: return|raise` that must be false, the locals bound once before it
+replaced by what they were computed from, and the conditions that keep the function from
+rebinding what the guard reads.
+
+Everything a guard may read is a parameter, an attribute of `self`, an attribute of either,
+or a module constant (a `Subject` the search chooses a value for); anything else makes the
+site unsupported, with its `Reason`.
+"""
+
+import ast
+import copy
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from app.reproducers.generation.sites import Reason, Unsupported
+from app.reproducers.generation.source import NO_VALUE, Function, is_static, literal_value
+
+MAX_SUBJECTS = 3  # values the search chooses at once
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """A value the guard reads: a parameter (`attr` False) or `self.<name>`, or an attribute
+    of either through `path` (`parallel_config.tensor_parallel_size`): the object holding
+    it is then made for the script (`_ObjectValue`)."""
+
+    name: str
+    attr: bool = False
+    path: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        root = f"self.{self.name}" if self.attr else self.name
+        return ".".join((root, *self.path))
+
+    def root(self) -> "Subject":
+        return Subject(self.name, self.attr)
+
+
+_BLOCKS = (ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.Match)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+BUILTIN_TYPES: dict[str, type] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+    "set": set,
+    "bytes": bytes,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """The test that decides the raise, as written (`shown`) and with the function's locals
+    replaced by what they were computed from (`solved`); `unguarded`: the raise ends the
+    function and the test is the last earlier `if ...: return`, false on the way to it."""
+
+    shown: ast.expr
+    solved: ast.expr
+    lines: tuple[int, int]
+    assertion: bool
+    unguarded: bool
+
+
+def last_return(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, conditions: list[tuple[ast.expr, bool]]
+) -> int | None:
+    """For a raise no `if` guards, the last earlier `if ...: return` on the way to it: the
+    trigger keeps it false, the fix makes it true, and the function returns before the raise."""
+    returns = {
+        id(statement.test)
+        for statement in ast.walk(node)
+        if isinstance(statement, ast.If) and isinstance(statement.body[-1], ast.Return)
+    }
+    for index in reversed(range(len(conditions))):
+        test, truth = conditions[index]
+        if not truth and id(test) in returns:
+            return index
+    return None
+
+
+def _path_bodies(
+    body: Sequence[ast.stmt], target: ast.stmt
+) -> Iterator[tuple[Sequence[ast.stmt], int]]:
+    """Each statement list on the way to `target` (the function's body, then the branch of
+    each `if` around it), with the index of the statement that holds the target: the
+    statements before it run on the way, whatever the values."""
+    for index, statement in enumerate(body):
+        if statement is target:
+            yield body, index
+            return
+        if any(node is target for node in ast.walk(statement)):
+            yield body, index
+            for branch in _branches(statement):
+                if any(node is target for part in branch for node in ast.walk(part)):
+                    yield from _path_bodies(branch, target)
+            return
+
+
+def _branches(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists of a statement a path may go through: an `if`'s two branches,
+    the body of a `with` or of a `try`."""
+    if isinstance(statement, ast.If):
+        return [statement.body, statement.orelse]
+    if isinstance(statement, ast.With | ast.AsyncWith | ast.Try):
+        return [statement.body]
+    return []
+
+
+def local_bindings(function: Function, target: ast.stmt) -> dict[str, ast.expr]:
+    """Locals bound once before the raise, by a plain assignment on the way to it
+    (`tensor_parallel_size = parallel_config.tensor_parallel_size`): a test that reads one
+    reads what it was computed from."""
+    counts = Counter(text for text in _bound_before(function.node, target) if "." not in text)
+    bindings: dict[str, ast.expr] = {}
+    for body, index in _path_bodies(function.node.body, target):
+        for statement in body[:index]:
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
+                bindings[statement.targets[0].id] = statement.value
+            elif (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and statement.value is not None
+            ):
+                bindings[statement.target.id] = statement.value
+    return {
+        name: value
+        for name, value in bindings.items()
+        if counts[name] == 1 and name not in function.params
+    }
+
+
+def substituted(test: ast.expr, bindings: Mapping[str, ast.expr], depth: int = 4) -> ast.expr:
+    """`test` with each local of `bindings` replaced by its value, `depth` times over."""
+    if depth == 0 or not bindings:
+        return test
+
+    class Replace(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            if node.id in bindings and isinstance(node.ctx, ast.Load):
+                return substituted(copy.deepcopy(bindings[node.id]), bindings, depth - 1)
+            return node
+
+    if not any(isinstance(n, ast.Name) and n.id in bindings for n in ast.walk(test)):
+        return test
+    return Replace().visit(copy.deepcopy(test))
+
+
+def path_conditions(
+    body: Sequence[ast.stmt], target: ast.stmt
+) -> tuple[list[tuple[ast.expr, bool]], list[int]]:
+    """The conditions (test, must be true) on the way to `target`, and the indexes of the
+    `if`s around it, outermost first (the last is the guard); raises when a loop or block is
+    in the way."""
+    found = _conditions(body, target)
+    if found is None:
+        raise Unsupported(Reason.NOT_A_RAISE)
+    around = [index for index, (_test, _truth, own) in enumerate(found) if own]
+    return [(test, truth) for test, truth, _own in found], around
+
+
+def _conditions(
+    body: Sequence[ast.stmt], target: ast.stmt
+) -> list[tuple[ast.expr, bool, bool]] | None:
+    """(test, truth, around the target) for each condition before `target` in `body`."""
+    conditions: list[tuple[ast.expr, bool, bool]] = []
+    for statement in body:
+        if statement is target:
+            return conditions
+        if isinstance(statement, ast.If):
+            for branch, truth in ((statement.body, True), (statement.orelse, False)):
+                inner = _conditions(branch, target)
+                if inner is not None:
+                    return [*conditions, (statement.test, truth, True), *inner]
+            if not statement.orelse and isinstance(statement.body[-1], _EXITS):
+                conditions.append((statement.test, False, False))
+        elif any(node is target for node in ast.walk(statement)):
+            if isinstance(statement, ast.With | ast.AsyncWith) or (
+                isinstance(statement, ast.Try) and _propagates(statement, target)
+            ):
+                inner = _conditions(statement.body, target)
+                if inner is not None:
+                    return [*conditions, *inner]
+            if isinstance(statement, _BLOCKS):
+                raise Unsupported(Reason.IN_BLOCK)
+            raise Unsupported(Reason.NESTED)
+    return None
+
+
+_BROAD_HANDLERS = frozenset({"Exception", "BaseException"})
+
+
+def _propagates(statement: ast.Try, target: ast.stmt) -> bool:
+    """Whether an error raised by `target` in the body of this `try` leaves it: no handler
+    is bare, catches everything or names the raised class."""
+    raised = "AssertionError"
+    if isinstance(target, ast.Raise) and target.exc is not None:
+        made = target.exc.func if isinstance(target.exc, ast.Call) else target.exc
+        raised = ast.unparse(made).rsplit(".", 1)[-1]
+    for handler in statement.handlers:
+        if handler.type is None:
+            return False
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        names = {ast.unparse(kind).rsplit(".", 1)[-1] for kind in kinds}
+        if names & (_BROAD_HANDLERS | {raised}):
+            return False
+    return True
+
+
+def guard_subjects(guard: ast.expr, function: Function) -> list[Subject]:
+    """What the guard's own test reads, checked to be parameters, `self.x`, attributes of
+    either, or constants.
+
+    Other conditions on the way that read something else are left to the real code (they
+    must hold for it to get here, and the run shows whether they do)."""
+    subjects = _reads(guard, function)
+    if subjects is None:
+        raise Unsupported(Reason.COMPUTED)
+    if not subjects:
+        raise Unsupported(Reason.GUARD_SHAPE)
+    roots = {s.root() for s in subjects if s.path}
+    if any(not s.path and s in roots for s in subjects):
+        raise Unsupported(Reason.COMPUTED)  # an object and one of its attributes at once
+    if len(subjects) > MAX_SUBJECTS:
+        raise Unsupported(Reason.TOO_MANY)
+    return subjects
+
+
+def path_subjects(
+    enclosing: list[ast.expr],
+    chosen: list[Subject],
+    function: Function,
+    target: ast.stmt,
+) -> list[Subject]:
+    """What the tests of the `if`s around the guard read (innermost first), where they read
+    only parameters and `self.x` the function does not rebind (`if fused:` around
+    `if differentiable:`), within the search's limit: the search chooses those values too.
+    Earlier `if ...: raise` checks are left to the defaults."""
+    bound = _bound_before(function.node, target)
+    more: list[Subject] = []
+    taken = {s.root() for s in chosen if s.path}
+    for test in enclosing:
+        for subject in _reads(test, function) or []:
+            if subject in chosen or subject in more or _rebound(subject, bound):
+                continue
+            if (subject.path and subject.root() in chosen) or (
+                not subject.path and subject in taken
+            ):
+                continue
+            if len(chosen) + len(more) < MAX_SUBJECTS:
+                more.append(subject)
+    return more
+
+
+def attribute_chain(node: ast.expr) -> tuple[str, list[str]] | None:
+    """`a.b.c` as ("a", ["b", "c"]); None for anything but a name and its attributes."""
+    attributes: list[str] = []
+    while isinstance(node, ast.Attribute):
+        attributes.insert(0, node.attr)
+        node = node.value
+    return (node.id, attributes) if isinstance(node, ast.Name) else None
+
+
+def _reads(test: ast.expr, function: Function) -> list[Subject] | None:
+    """The subjects a test reads, in order; None when it reads anything else."""
+    found: list[Subject] = []
+    method = function.cls is not None and not is_static(function.node)
+    first = function.node.args.args[0].arg if method and function.node.args.args else None
+    ok = True
+
+    def visit(node: ast.expr) -> None:
+        nonlocal ok
+        subject: Subject | None = None
+        if isinstance(node, ast.Name | ast.Attribute):
+            chain = attribute_chain(node)
+            subject = _subject_of(chain, function, first) if chain else None
+            if chain and subject is None and not chain[1] and chain[0] in _KNOWN_NAMES:
+                return
+            if chain and subject is None and not chain[1] and chain[0] in function.constants:
+                return
+            if subject is None:
+                ok = False
+                return
+        elif isinstance(node, ast.Call):
+            if is_len(node) or is_isinstance(node):
+                visit(node.args[0])
+            elif is_method(node):
+                assert isinstance(node.func, ast.Attribute)
+                visit(node.func.value)
+                if any(literal_value(arg) is NO_VALUE for arg in node.args):
+                    ok = False
+            else:
+                ok = False
+            return
+        elif isinstance(node, ast.Subscript):
+            visit(node.value)
+            if literal_value(node.slice) is NO_VALUE:
+                ok = False
+            return
+        elif isinstance(node, ast.Constant):
+            return
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+            if literal_value(node) is NO_VALUE:
+                ok = False
+            return
+        elif isinstance(node, ast.Compare | ast.BoolOp | ast.UnaryOp | ast.BinOp):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    visit(child)
+            return
+        else:
+            ok = False
+            return
+        if subject not in found:
+            found.append(subject)
+
+    visit(test)
+    return found if ok else None
+
+
+_KNOWN_NAMES = frozenset({"None", "True", "False", "len"})
+# Methods of plain values (str, dict, list) a guard may call on what it reads, with literal
+# arguments: the search evaluates them on its candidate values.
+_PLAIN_METHODS = frozenset(
+    {
+        "split",
+        "rsplit",
+        "startswith",
+        "endswith",
+        "replace",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "lower",
+        "upper",
+        "get",
+        "count",
+    }
+)
+
+
+def _subject_of(
+    chain: tuple[str, list[str]], function: Function, first: str | None
+) -> Subject | None:
+    """The subject a name or attribute chain is: a parameter (an attribute of one when it
+    is not annotated as a tensor, which no stand-in can be), `self.x`, or neither."""
+    root, attributes = chain
+    if first is not None and root == first and attributes:
+        return Subject(attributes[0], True, tuple(attributes[1:]))
+    if root in function.params and root != first:
+        annotation = function.params[root].annotation
+        if attributes and annotation is not None and "Tensor" in ast.unparse(annotation):
+            return None
+        return Subject(root, False, tuple(attributes))
+    return None
+
+
+def is_method(node: ast.Call) -> bool:
+    """`value.split(".")`: a plain value's method, called with positional arguments."""
+    return (
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr in _PLAIN_METHODS
+        and not node.keywords
+    )
+
+
+def is_len(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
+
+
+def is_isinstance(node: ast.Call) -> bool:
+    """`isinstance(x, int)` or `isinstance(x, (int, float))`: builtin types only."""
+    if not (
+        isinstance(node.func, ast.Name) and node.func.id == "isinstance" and len(node.args) == 2
+    ):
+        return False
+    kinds = node.args[1]
+    names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+    return all(isinstance(name, ast.Name) and name.id in BUILTIN_TYPES for name in names)
+
+
+def _bound_texts(statement: ast.stmt) -> list[str]:
+    """What a statement binds, as dotted text: `x`, `self.a.b` (an item of `self.a` set
+    through `self.a[k] = ...` counts as `self.a`)."""
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif (
+        isinstance(statement, ast.AugAssign | ast.AnnAssign) and statement.value is not None
+    ) or isinstance(statement, ast.For | ast.AsyncFor):
+        targets = [statement.target]
+    elif isinstance(statement, ast.With | ast.AsyncWith):
+        targets = [item.optional_vars for item in statement.items if item.optional_vars]
+    texts: list[str] = []
+    while targets:
+        bound = targets.pop()
+        if isinstance(bound, ast.Tuple | ast.List):
+            targets.extend(bound.elts)
+            continue
+        while isinstance(bound, ast.Subscript | ast.Starred):
+            bound = bound.value
+        chain = attribute_chain(bound)
+        if chain is not None:
+            texts.append(".".join((chain[0], *chain[1])))
+    return texts
+
+
+def _bound_before(node: ast.FunctionDef | ast.AsyncFunctionDef, target: ast.stmt) -> set[str]:
+    """Names and attribute chains (`self.x.y`) bound in the function before the raise."""
+    texts: set[str] = set()
+    for statement in ast.walk(node):
+        if isinstance(statement, ast.stmt) and statement.lineno < target.lineno:
+            texts.update(_bound_texts(statement))
+    for walrus in ast.walk(node):
+        if isinstance(walrus, ast.NamedExpr) and walrus.lineno < target.lineno:
+            texts.add(walrus.target.id)
+    return texts
+
+
+def _rebound(subject: Subject, bound: set[str]) -> bool:
+    """Whether the function binds the subject, an object holding it or a part of it."""
+    text = subject.text()
+    return any(
+        text == other or text.startswith(other + ".") or other.startswith(text + ".")
+        for other in bound
+    )
+
+
+def avoided_rebindings(
+    subjects: list[Subject], function: Function, target: ast.stmt
+) -> list[tuple[ast.expr, bool]]:
+    """Conditions that keep the function from rebinding what the guard reads before it: a
+    subject bound inside an `if` (`if x is None: x = default`) stays the caller's value
+    when that `if` is not taken, so its test gets the other truth. A subject bound
+    unconditionally, or in a loop or block, is computed: no script."""
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(function.node):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    found: list[tuple[ast.expr, bool]] = []
+    for statement in ast.walk(function.node):
+        if not isinstance(statement, ast.stmt) or statement.lineno >= target.lineno:
+            continue
+        texts = _bound_texts(statement)
+        if not any(_rebound(subject, set(texts)) for subject in subjects):
+            continue
+        up = parents.get(id(statement))
+        if not isinstance(up, ast.If) or any(node is target for node in ast.walk(up)):
+            raise Unsupported(Reason.COMPUTED)
+        outer = parents.get(id(up))
+        while isinstance(outer, ast.If):
+            outer = parents.get(id(outer))
+        if outer is not function.node:
+            raise Unsupported(Reason.COMPUTED)
+        condition = (up.test, not any(part is statement for part in up.body))
+        if condition not in found:
+            found.append(condition)
+    for walrus in ast.walk(function.node):
+        if (
+            isinstance(walrus, ast.NamedExpr)
+            and walrus.lineno < target.lineno
+            and any(_rebound(subject, {walrus.target.id}) for subject in subjects)
+        ):
+            raise Unsupported(Reason.COMPUTED)
+    return found
+
+
+def annotation_of(subject: Subject, function: Function) -> str | None:
+    """The annotation of a parameter, or of a class field for `self.x`, as source (none
+    known for an attribute of either)."""
+    if subject.path:
+        return None
+    if not subject.attr:
+        arg = function.params.get(subject.name)
+        return ast.unparse(arg.annotation) if arg is not None and arg.annotation else None
+    for member in function.cls.body if function.cls else []:
+        if (
+            isinstance(member, ast.AnnAssign)
+            and isinstance(member.target, ast.Name)
+            and member.target.id == subject.name
+        ):
+            return ast.unparse(member.annotation)
+    return None

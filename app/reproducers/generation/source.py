@@ -1,0 +1,176 @@
+"""The function around a raise site, read from the release's source (AST): the raise (or
+assert) statement on the site's line, the function and class it is in, the parameters with
+their literal defaults, the module's constants, and the class an annotation names as the
+script reaches it at run time.
+
+The tree is only read, never run: the scripts run upstream code, on the real release.
+"""
+
+import ast
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.reproducers.generation.sites import Reason, Unsupported
+
+
+@dataclass(slots=True)
+class Function:
+    """The function around the raise, its class and the module's constants."""
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    cls: ast.ClassDef | None
+    module: ast.Module
+    constants: dict[str, Any]
+    module_name: str = ""  # dotted, for the relative imports of the module
+    params: dict[str, ast.arg] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> literal default
+    required: list[str] = field(default_factory=list)  # parameters without a default
+    positional_only: set[str] = field(default_factory=set)
+
+
+NO_VALUE = object()
+
+
+@functools.lru_cache(maxsize=8)
+def parsed(source: str) -> ast.Module:
+    """A file's tree, parsed once for all its sites (drafts come in file order; the trees
+    are only read)."""
+    return ast.parse(source)
+
+
+def locate(tree: ast.Module, line: int) -> tuple[ast.Raise | ast.Assert, Function]:
+    """The raise (or assert) statement on `line` and the function (and class) it is in."""
+    chain: list[ast.AST] = []
+
+    def walk(node: ast.AST, parents: list[ast.AST]) -> bool:
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.stmt | ast.expr | ast.excepthandler):
+                continue
+            if child.lineno <= line <= (child.end_lineno or child.lineno):
+                if isinstance(child, ast.stmt) and child.lineno == line and not chain:
+                    chain.extend([*parents, child])
+                    return True
+                if walk(child, [*parents, child]):
+                    return True
+        return False
+
+    walk(tree, [])
+    if not chain:
+        raise Unsupported(Reason.NOT_A_RAISE)
+    statement = chain[-1]
+    if not (isinstance(statement, ast.Raise) and statement.exc is not None) and not isinstance(
+        statement, ast.Assert
+    ):
+        raise Unsupported(Reason.NOT_A_RAISE)
+    scopes = [
+        n for n in chain if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    ]
+    if not scopes or not isinstance(scopes[-1], ast.FunctionDef | ast.AsyncFunctionDef):
+        raise Unsupported(Reason.MODULE_LEVEL)
+    if len(scopes) > 2 or (len(scopes) == 2 and not isinstance(scopes[0], ast.ClassDef)):
+        raise Unsupported(Reason.NESTED)
+    node = scopes[-1]
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    if isinstance(node, ast.AsyncFunctionDef):
+        raise Unsupported(Reason.UNREACHABLE)
+    cls = scopes[0] if len(scopes) == 2 else None
+    assert cls is None or isinstance(cls, ast.ClassDef)
+    function = Function(node, cls, tree, _module_constants(tree))
+    _read_parameters(function)
+    return statement, function
+
+
+def _module_constants(tree: ast.Module) -> dict[str, Any]:
+    """Module-level names bound once to a literal (`_VALID = ("a", "b")`)."""
+    found: dict[str, Any] = {}
+    bound: dict[str, int] = {}
+    for statement in tree.body:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign):
+            targets, value = [statement.target], statement.value
+        for target in targets:
+            if isinstance(target, ast.Name):
+                bound[target.id] = bound.get(target.id, 0) + 1
+                literal = literal_value(value) if value is not None else NO_VALUE
+                if literal is not NO_VALUE:
+                    found[target.id] = literal
+    return {name: value for name, value in found.items() if bound[name] == 1}
+
+
+def literal_value(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NO_VALUE
+
+
+def _read_parameters(function: Function) -> None:
+    args = function.node.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    pairs = list(zip(positional, defaults, strict=True))
+    pairs += list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    for index, (arg, default) in enumerate(pairs):
+        if index == 0 and function.cls is not None and not is_static(function.node):
+            continue  # self or cls
+        function.params[arg.arg] = arg
+        if default is None:
+            function.required.append(arg.arg)
+        else:
+            literal = literal_value(default)
+            if literal is not NO_VALUE:
+                function.defaults[arg.arg] = literal
+    function.positional_only = {arg.arg for arg in args.posonlyargs}
+
+
+def decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> set[str]:
+    names = set()
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        names.add(ast.unparse(target))
+    return names
+
+
+def is_static(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return "staticmethod" in decorator_names(node)
+
+
+def runtime_class(function: Function, annotation: str | None) -> str | None:
+    """The class an annotation names, as the script reaches it at run time: `module.X` for
+    a class the module defines or imports, `importlib.import_module("a.b").X` for one it
+    imports only under `if TYPE_CHECKING:` (where `X` is not bound when it runs); None when
+    no single class is found (the script then uses a stand-in)."""
+    if not annotation:
+        return None
+    bound: dict[str, str] = {}
+    for statement in function.module.body:
+        if isinstance(statement, ast.ClassDef):
+            bound[statement.name] = f"module.{statement.name}"
+        elif isinstance(statement, ast.ImportFrom):
+            for alias in statement.names:
+                bound[alias.asname or alias.name] = f"module.{alias.asname or alias.name}"
+        elif isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
+            for node in statement.body:
+                if isinstance(node, ast.ImportFrom):
+                    source = _absolute(node, function.module_name)
+                    for alias in node.names:
+                        bound[alias.asname or alias.name] = (
+                            f"importlib.import_module({source!r}).{alias.name}"
+                        )
+    words = [w for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", annotation) if w[:1].isupper()]
+    found = [bound[word] for word in words if word in bound and word not in {"Optional", "Union"}]
+    return found[0] if len(found) == 1 else None
+
+
+def _absolute(node: ast.ImportFrom, module: str) -> str:
+    """The module a `from ... import` names, a relative one read from the importing module's
+    package."""
+    if not node.level:
+        return node.module or ""
+    package = module.split(".")[: -node.level] if node.level else []
+    return ".".join([*package, *([node.module] if node.module else [])])
