@@ -221,9 +221,9 @@ def bench_service(database: Path, rows) -> None:
     print(warm.stderr.strip().splitlines()[-1])
     load_code = (
         "import time; t=time.perf_counter(); from sqlmodel import Session; "
-        "from app.config import get_settings; from app.cli import _matcher; "
+        "from app.config import get_settings; from app.matching.matcher import Matcher; "
         "from app.store.engine import open_store; s=get_settings(); e=open_store(s); "
-        "m=_matcher(s, e); "
+        "m=Matcher(e, s.cache_dir, s.max_paste_bytes); "
         "m.index(Session(e)); print(time.perf_counter()-t)"
     )
     loads = [
