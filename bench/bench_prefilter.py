@@ -27,7 +27,7 @@ from sqlmodel import Session  # noqa: E402
 
 from app.config import Settings  # noqa: E402
 from app.main import create_app  # noqa: E402
-from app.matching import index as index_module  # noqa: E402
+from app.matching import prefilter, scanned_text  # noqa: E402
 from tests.helpers.real_pastes import load_cases  # noqa: E402
 
 EVICTION = bytes(64 * 1024 * 1024)
@@ -44,20 +44,20 @@ def literal_sets(database: Path) -> dict[str, list[str]]:
     with Session(app.state.engine) as session:
         index = app.state.matcher.index(session)
     entries = index._entries
-    longest = index_module._ids_by_literal(entries, lambda entry: [entry.literal])
-    near = index_module._ids_by_literal(entries, lambda entry: [entry.literal, entry.head])
+    longest = prefilter._ids_by_literal(entries, lambda entry: [entry.literal])
+    near = prefilter._ids_by_literal(entries, lambda entry: [entry.literal, entry.head])
     return {"prefilter": list(longest), "near": list(near)}
 
 
-def build(literals: list[str], hyperscan: bool) -> tuple[index_module._LiteralSet, float]:
-    index_module.HYPERSCAN = hyperscan
+def build(literals: list[str], hyperscan: bool) -> tuple[prefilter._LiteralSet, float]:
+    prefilter.HYPERSCAN = hyperscan
     started = time.perf_counter()
-    built = index_module._LiteralSet(literals)
+    built = prefilter._LiteralSet(literals)
     return built, time.perf_counter() - started
 
 
-def scan_us(literals: index_module._LiteralSet, text: str, cold: bool) -> float:
-    one_byte = index_module._one_byte(text)
+def scan_us(literals: prefilter._LiteralSet, text: str, cold: bool) -> float:
+    one_byte = scanned_text.one_byte(text)
     times = []
     for _ in range(5):
         if cold:
@@ -72,7 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--database", type=Path, required=True)
     args = parser.parse_args()
-    if not index_module.HYPERSCAN:
+    if not prefilter.HYPERSCAN:
         raise SystemExit("the hyperscan module is not installed: nothing to compare")
     sets = literal_sets(args.database)
     pastes = [case["paste"] for case in load_cases().values()]
@@ -84,10 +84,10 @@ def main() -> None:
     for name, literals in sets.items():
         fast, fast_s = build(literals, hyperscan=True)
         automaton, automaton_s = build(literals, hyperscan=False)
-        index_module.HYPERSCAN = True
+        prefilter.HYPERSCAN = True
         texts = pastes if name == "prefilter" else lines
         for text in texts:
-            one_byte = index_module._one_byte(text)
+            one_byte = scanned_text.one_byte(text)
             if fast.first_ends(text, one_byte) != automaton.first_ends(text, one_byte):
                 raise SystemExit(f"{name}: the two scanners disagree on {text[:80]!r}")
         built[name] = (fast, automaton)

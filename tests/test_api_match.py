@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.matching.rank import RANKING_VERSION
 from app.matching.reply import MAX_EXCEPTIONS
+from app.matching.score_weights import RANKING_VERSION
 from app.matching.service import DEADLINE_RETRY_AFTER_S
 from tests.helpers.hostile import pastes
 from tests.helpers.real_errors import reproducer_traceback, sglang_cancel_traceback

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli.commands import app
-from app.matching.rank import RANKING_VERSION
+from app.matching.score_weights import RANKING_VERSION
 from tests.helpers.records import DATA_DIR, curated_records
 
 runner = CliRunner()

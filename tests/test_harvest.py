@@ -25,9 +25,9 @@ from app.harvest import Draft, HarvestResult, RaiseSite, SkipReason, extract_rai
 from app.harvest import drafts as stored_drafts
 from app.harvest.collect import extract_module
 from app.harvest.resolve import ReleaseMessages, resolve_sites
-from app.matching.index import PatternError, check_pattern
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
+from app.patterns import PatternError, check_pattern
 from app.records.locations import matched_by_location
 from app.store.tables import Record
 from tests.helpers import real_pastes

@@ -24,16 +24,10 @@ import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.matching import index as index_module
-from app.matching.index import (
-    MAX_HITS_PER_KEY,
-    MAX_SCAN_BYTES,
-    MAX_SUBJECT_CHARS,
-    Captures,
-    Hit,
-    PatternIndex,
-    _Text,
-)
+from app.matching import prefilter
+from app.matching.index import MAX_HITS_PER_KEY, MAX_SUBJECT_CHARS, Captures, Hit, PatternIndex
+from app.matching.pattern_entry import pattern_entry
+from app.matching.scanned_text import MAX_SCAN_BYTES, ScannedText, one_byte
 from app.patterns import (
     MAX_GROUPS,
     MAX_PROGRAM_SIZE,
@@ -321,7 +315,7 @@ def index(request: pytest.FixtureRequest, corpus: list[Template]) -> PatternInde
     if request.param != "automaton":
         return PatternIndex(entries, backend=request.param)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(index_module, "HYPERSCAN", False)
+        patch.setattr(prefilter, "HYPERSCAN", False)
         return PatternIndex(entries, backend="portable")
 
 
@@ -337,9 +331,9 @@ def test_literal_set_reports_each_literals_first_occurrence(
 ) -> None:
     if scanner == "hyperscan" and hyperscan is None:
         pytest.skip("hyperscan not installed")
-    monkeypatch.setattr(index_module, "HYPERSCAN", scanner == "hyperscan")
-    literals = index_module._LiteralSet(LITERALS)
-    ends = literals.first_ends(LITERAL_TEXT, index_module._one_byte(LITERAL_TEXT))
+    monkeypatch.setattr(prefilter, "HYPERSCAN", scanner == "hyperscan")
+    literals = prefilter._LiteralSet(LITERALS)
+    ends = literals.first_ends(LITERAL_TEXT, one_byte(LITERAL_TEXT))
     expected = {
         id_: LITERAL_TEXT.index(literal) + len(literal) - 1
         for id_, literal in enumerate(LITERALS)
@@ -347,10 +341,10 @@ def test_literal_set_reports_each_literals_first_occurrence(
     }
     assert ends == expected
     assert set(expected) == {0, 1, 2, 3, 4, 5}
-    again = index_module._LiteralSet(LITERALS, literals.blob())  # saved, then loaded
-    assert again.first_ends(LITERAL_TEXT, index_module._one_byte(LITERAL_TEXT)) == expected
-    stale = index_module._LiteralSet(LITERALS, b"not a database")  # compiled afresh
-    assert stale.first_ends(LITERAL_TEXT, index_module._one_byte(LITERAL_TEXT)) == expected
+    again = prefilter._LiteralSet(LITERALS, literals.blob())  # saved, then loaded
+    assert again.first_ends(LITERAL_TEXT, one_byte(LITERAL_TEXT)) == expected
+    stale = prefilter._LiteralSet(LITERALS, b"not a database")  # compiled afresh
+    assert stale.first_ends(LITERAL_TEXT, one_byte(LITERAL_TEXT)) == expected
 
 
 def small(backend: str, *templates: Template) -> PatternIndex:
@@ -611,8 +605,8 @@ def test_auto_backend_is_the_portable_one() -> None:
 def test_hyperscan_compile_failure_falls_back_pattern_by_pattern() -> None:
     if hyperscan is None:
         pytest.skip("hyperscan not installed")
-    entries = [index_module._entry("a", "alpha (\\d+)"), index_module._entry("b", "(?U)beta")]
-    shard, refused = index_module._compile_shard(entries, [0, 1])
+    entries = [pattern_entry("a", "alpha (\\d+)"), pattern_entry("b", "(?U)beta")]
+    shard, refused = prefilter._compile_shard(entries, [0, 1])
     assert refused == [1]
     assert shard.ids == [0]
     assert shard.database is not None
@@ -681,11 +675,11 @@ def test_a_long_line_is_read_in_its_first_window_only(backend: str) -> None:
 
 def test_windows_end_after_whole_lines_or_at_a_character_boundary() -> None:
     short = "x" * 100
-    text = _Text.of("\n".join([short] * 1000))
+    text = ScannedText.of("\n".join([short] * 1000))
     end = text.window_end(0)
     assert text.data[end : end + 1] == b"\n"
     assert MAX_SCAN_BYTES - 101 <= end <= MAX_SCAN_BYTES
-    wide = _Text.of("é" * MAX_SCAN_BYTES)
+    wide = ScannedText.of("é" * MAX_SCAN_BYTES)
     cut = wide.window_end(0)
     assert cut <= MAX_SCAN_BYTES
     assert cut % 2 == 0

@@ -18,8 +18,11 @@ from fastapi.testclient import TestClient
 
 from app.classes import class_graph_of
 from app.matching import partial
+from app.matching.candidate import Candidate
 from app.matching.index import PatternIndex
-from app.matching.rank import (
+from app.matching.rank_order import exceptions_first, frames_first, literal_before_helpers
+from app.matching.score import Component, Match, total
+from app.matching.score_weights import (
     CLASS_AGREES,
     CLASS_DIFFERS,
     FILE_IN_FRAMES,
@@ -32,13 +35,6 @@ from app.matching.rank import (
     REVIEWED_BONUS,
     SAME_FUNCTION,
     SAME_LINE,
-    Candidate,
-    Component,
-    Match,
-    _exceptions_first,
-    _frames_first,
-    _literal_before_helpers,
-    total,
 )
 from app.matching.service import find_matches
 from app.records.locations import message_template
@@ -158,7 +154,7 @@ def test_a_score_lowered_below_the_frames_records_still_adds_up() -> None:
     in_frames.score, in_frames.in_frames = total(in_frames.components), True
     parts = [Component("message.full", 40, hint), Component("record.reviewed", 7, "reviewed")]
     elsewhere = Match("b" * 16, total(parts), 0, {}, components=parts)
-    _frames_first([in_frames, elsewhere])
+    frames_first([in_frames, elsewhere])
     assert elsewhere.score == 40 - FRAMES_MARGIN
     assert elsewhere.components[-1].id == "rank.below-frames"
     assert elsewhere.components[-1].points == -7 - FRAMES_MARGIN
@@ -179,12 +175,12 @@ def test_a_log_line_record_that_outscores_the_exception_is_put_below_it() -> Non
     ]
     logged = Match("b" * 16, total(parts), None, {}, components=list(parts), logged=True)
     raised_in_log = Match("c" * 16, 60.0, None, {}, components=[Component("x", 60, "x")])
-    _exceptions_first([exception, logged, raised_in_log], lambda *_: False)
+    exceptions_first([exception, logged, raised_in_log], lambda *_: False)
     assert logged.score == 40 - FRAMES_MARGIN == total(logged.components)
     assert logged.components[-1].id == "rank.below-exception"
     assert raised_in_log.score == 60  # only log sites' records are context
     alone = Match("d" * 16, total(parts), None, {}, components=list(parts), logged=True)
-    _exceptions_first([alone], lambda *_: False)
+    exceptions_first([alone], lambda *_: False)
     assert alone.score == 49
 
 
@@ -356,7 +352,7 @@ def test_a_whole_message_match_is_not_put_below_a_located_record_of_another_mess
     parts = [Component("message.full", FULL_MESSAGE, hint), Component("class.agrees", 15, "")]
     literal = Match("b" * 16, total(parts), 0, {}, components=parts)
     literal.message_points = FULL_MESSAGE
-    _frames_first([located, literal])
+    frames_first([located, literal])
     assert literal.score == FULL_MESSAGE + 15 > located.score
     assert "rank.below-frames" not in {part.id for part in literal.components}
 
@@ -372,7 +368,7 @@ def test_a_helper_raising_any_message_ranks_below_the_caller_whose_text_matches(
     parts = [Component("message.full", FULL_MESSAGE, ""), Component("class.agrees", 40, "")]
     caller = Match("b" * 16, total(parts), 0, {}, components=parts, literal=40)
     caller.message_points = FULL_MESSAGE
-    _literal_before_helpers([helper, caller])
+    literal_before_helpers([helper, caller])
     assert helper.score == caller.score - FRAMES_MARGIN == total(helper.components)
     assert "rank.below-literal" in {part.id for part in helper.components}
     assert "rank.below-literal" not in {part.id for part in caller.components}

@@ -9,8 +9,8 @@ import pytest
 
 from app.errors import AppError
 from app.matching.matcher import Matcher
-from app.matching.rank import RANKING_VERSION
 from app.matching.result import MatchResult
+from app.matching.score_weights import RANKING_VERSION
 from app.matching.service import DEADLINE_RETRY_AFTER_S, match_text, match_texts
 from app.records import service as records
 from tests.helpers.matching import data_store

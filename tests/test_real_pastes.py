@@ -91,7 +91,7 @@ COMPILED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
 SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+$")
 RELEASE = re.compile(r"^[a-z][\w-]*==\d[\w.+-]*$")
 # A perfect match of a specific message with agreeing context scores about 100 points
-# (app/matching/rank.py); below half of that, the answer is shown as a possibility only.
+# (app/matching/score_weights.py); below half of that, the answer is shown as a possibility only.
 CONFIDENT_SCORE = 50.0
 RENAMED_CLASS = re.compile(r"^exception class \S+ is a (sub|super)class of ")
 WORD = re.compile(r"[A-Za-z_]{4,}")

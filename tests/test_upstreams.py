@@ -12,10 +12,10 @@ from sqlmodel import Session
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
+from app.matching.candidate import frame_repo
 from app.matching.logtext import clean_lines
 from app.matching.matcher import Matcher
 from app.matching.origin import log_repos
-from app.matching.rank import frame_repo
 from app.matching.service import match_text
 from app.matching.tracebacks.model import Frame
 from app.records import service as records

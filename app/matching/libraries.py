@@ -7,7 +7,7 @@ driver's `CUDA error: ...` and the interpreter's wrong call (`f() got an unexpec
 argument 'x'` from a user's own script) are raised by code errkb has no site of. A record of
 vLLM, SGLang or torch that holds the same words elsewhere is at most a copy of them: the
 reply says who raised the exception (`raisedBy`), and ranking keeps such records possible
-only (app.matching.rank). transformers is an upstream: its harvested sites answer its errors.
+only (app.matching.rank_order). transformers is an upstream: its harvested sites answer its errors.
 """
 
 import re

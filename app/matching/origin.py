@@ -1,6 +1,6 @@
 """Clean lines of a paste -> the upstream repositories its log format and paths point at.
 
-Frames say which repository raised an exception (rank.frame_repo). A paste without frames
+Frames say which repository raised an exception (candidate.frame_repo). A paste without frames
 still says where it came from: vLLM prefixes its lines `INFO 08-14 12:00:01
 [core.py:710]` (before 0.7 without the bracket) and tags its processes `(EngineCore_DP0
 pid=1)`, `(VllmWorker rank=0 pid=9)`; SGLang writes `[2026-08-14 12:00:01 TP0]`; a docker

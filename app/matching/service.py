@@ -15,23 +15,17 @@ from sqlmodel import Session
 from app.classes import ClassGraph
 from app.errors import AppError
 from app.matching import deadline
+from app.matching.candidate import Candidate, candidate_from, path_suffixes, raised_elsewhere
 from app.matching.index import PatternIndex
 from app.matching.logtext import clean_lines, line_level
 from app.matching.matcher import Matcher, RaiseSites
 from app.matching.origin import log_repos, log_versions
-from app.matching.partial import second_chance
-from app.matching.rank import (
-    RANKING_VERSION,
-    Candidate,
-    Match,
-    candidate_from,
-    path_suffixes,
-    raised_elsewhere,
-    rank,
-    unquoted,
-)
+from app.matching.partial import second_chance, unquoted
+from app.matching.rank import rank
 from app.matching.reply import capped_captures, exception_out, shown_exceptions
 from app.matching.result import MatchOut, MatchResult, ScoreComponent
+from app.matching.score import Match
+from app.matching.score_weights import RANKING_VERSION
 from app.matching.statements import interpreter_error
 from app.matching.tracebacks.model import ParsedException
 from app.matching.tracebacks.parse import parse_exceptions

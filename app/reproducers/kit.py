@@ -30,9 +30,10 @@ from typing import Any
 from app import upstreams
 from app.config import Settings
 from app.matching import native
+from app.matching.candidate import candidate_from
 from app.matching.index import MAX_SUBJECT_CHARS, PatternIndex
-from app.matching.rank import candidate_from, short_class
 from app.matching.service import find_matches
+from app.records.locations import short_class
 from app.records.model import ErrorRecord, parse_record
 from app.upstreams import distribution_metadata, release_cache, release_errors
 

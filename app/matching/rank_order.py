@@ -1,0 +1,205 @@
+"""Scored matches -> the order they are shown in: the adjustments that put one match below
+another whatever their points (a record of the frames' files above the rest, a raise above a
+log site, literal text above a helper, a project the paste names above one it does not),
+each by a component of its own, so that a score still adds up; then best first, with the
+records that raise the same message together under the first.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+
+from app.matching.candidate import Candidate, Paste
+from app.matching.libraries import raised_by
+from app.matching.score import Match, Tally, total
+from app.matching.score_weights import (
+    DRAFT,
+    FRAMES_MARGIN,
+    FULL_MESSAGE,
+    GONE,
+    LIKELY,
+    LOG_LINE_ID,
+    OUTSIDE_MESSAGE,
+    REVIEWED,
+)
+from app.matching.tracebacks.model import ParsedException
+
+
+def named_projects_only(
+    matches: Sequence[Match],
+    candidates: Mapping[str, Candidate],
+    paste: Paste,
+    exceptions: Sequence[ParsedException],
+) -> None:
+    """Below LIKELY, every record of a project the paste does not name when it names some:
+    by the repositories of its frames, its log's format and paths (app.matching.origin), or
+    a release it names."""
+    named = set(paste.log_repos) | set(paste.log_versions)
+    for exception in exceptions:
+        named |= paste.repos(exception)
+    if not named:
+        return
+    for match in matches:
+        repo = candidates[match.id].repo
+        if match.score >= LIKELY and repo not in named:
+            hint = f"the paste names {', '.join(sorted(named))}, not {repo}: a possibility only"
+            put_below(match, LIKELY, "repo.not-named", hint)
+
+
+def libraries_own_words(matches: Sequence[Match], exceptions: Sequence[ParsedException]) -> None:
+    """Below LIKELY, every record of an exception that a library outside the upstreams
+    raised (app.matching.libraries) but in whose file no frame is: it holds the library's
+    words at most."""
+    libraries = {e.index: library for e in exceptions if (library := raised_by(e)) is not None}
+    for match in matches:
+        library = (
+            libraries.get(match.exception_index) if match.exception_index is not None else None
+        )
+        if library is not None and not match.in_frames and match.score >= LIKELY:
+            hint = f"raised by {library}: the record holds its words at most, a possibility only"
+            put_below(match, LIKELY, "message.library", hint)
+
+
+def best_first(match: Match) -> tuple[float, bool, bool, int, str]:
+    """Best first: the score; on a tie, a reviewed record, then a raise over a log site
+    of the same message (code that logs a message and raises it, SGLang's NaN check, is
+    pasted for the exception), then the pattern with more literal text (`The number of
+    required GPUs exceeds ...` over the later `The number of required {device_str}s
+    exceeds ...` that the same message also fits: specificity's points stop at 60
+    characters)."""
+    return -match.score, not match.reviewed, match.logged, -match.literal, match.id
+
+
+def exceptions_first(matches: list[Match], whole: Callable[[str, str], bool]) -> list[Match]:
+    """Below the best record of a raise that the paste shows, every log site's record that
+    would outrank it: one of a log line, and one that fits an exception's message in another
+    class (`Error in request: {e}` around the exception it logs). A raise is shown by an
+    exception it explains, or by its message inside a log line (`Error in request:
+    Unsupported tool_call_parser: None`, `[multiproc_executor.py:492] ValueError: ...`) that
+    is not the whole of a line a log site's record fits (`whole(record id, line)`: a message
+    logged and raised in the same words is the log's there). A warning's record whose
+    category the paste names keeps its place, as does any log site's record when the paste
+    shows no raise."""
+    logged_lines = {m.log_line for m in matches if m.logged and m.components[0].id == LOG_LINE_ID}
+    raised = [
+        match.score
+        for match in matches
+        if not match.logged
+        and (
+            match.exception_index is not None
+            or (
+                match.message_points >= OUTSIDE_MESSAGE
+                and match.log_line is not None
+                and not (match.log_line in logged_lines and whole(match.id, match.log_line))
+            )
+        )
+    ]
+    if not raised:
+        return matches
+    ceiling = max(raised)
+    for match in matches:
+        if not match.logged or match.score < ceiling:
+            continue
+        named = any(part.id == "class.agrees" for part in match.components)
+        if match.exception_index is None or not named:
+            hint = "ranked below the record of the raise the paste shows"
+            put_below(match, ceiling, "rank.below-exception", hint)
+    return matches
+
+
+def frames_first(matches: list[Match]) -> list[Match]:
+    """Below the lowest-scored record that explains an exception from a file in its frames,
+    every other record of that exception: another repository's, or a file no frame is in,
+    must not win on a generic message.
+
+    Except a record whose pattern matches the whole message when no record of the frames'
+    files does: the frames then only locate a site whose message changed (or one line of
+    it), and the paste's literal text is the stronger clue: the site moved to a file the
+    frames do not name (an older release's), or the frames are a wrapper's.
+    """
+    floors: dict[int, float] = {}
+    located_message: dict[int, float] = {}
+    for match in matches:
+        if match.in_frames and match.exception_index is not None:
+            index = match.exception_index
+            floors[index] = min(floors.get(index, match.score), match.score)
+            located_message[index] = max(located_message.get(index, 0.0), match.message_points)
+    for match in matches:
+        at = match.exception_index
+        floor = floors.get(at) if at is not None else None
+        if at is None or floor is None or match.in_frames or match.score < floor:
+            continue
+        if match.message_points >= FULL_MESSAGE > located_message[at]:
+            continue
+        hint = "ranked below the records raised in the files of the traceback's frames"
+        put_below(match, floor, "rank.below-frames", hint)
+    return matches
+
+
+def put_below(match: Match, score: float, component: str, hint: str) -> None:
+    """Lower the match to just under `score` by a component of its own, so that its score
+    still adds up."""
+    tally = Tally(match.components, match.reasons)
+    tally.add(component, score - FRAMES_MARGIN - match.score, hint)
+    match.score = total(match.components)
+
+
+def literal_before_helpers(matches: list[Match]) -> list[Match]:
+    """Below the best record whose literal text matches an exception's whole message, every
+    record of that exception without literal text: a helper that raises whatever message it
+    is given (`raise ValueError(message)` in SGLang's `raise_error_or_warn`) is where the
+    raise happened, not what it says; the record of the caller that wrote the text is."""
+    best: dict[int, float] = {}
+    for match in matches:
+        if (
+            match.exception_index is not None
+            and match.literal
+            and match.message_points >= FULL_MESSAGE
+        ):
+            index = match.exception_index
+            best[index] = max(best.get(index, match.score), match.score)
+    for match in matches:
+        ceiling = best.get(match.exception_index) if match.exception_index is not None else None
+        if ceiling is None or match.literal or match.score < ceiling:
+            continue
+        hint = "ranked below the record whose literal text matches the whole message"
+        put_below(match, ceiling, "rank.below-literal", hint)
+    return matches
+
+
+WHOLE = "\x00whole message"  # the key of the templates that match a whole message
+_NOT_CLUES = frozenset({GONE, REVIEWED, DRAFT})  # points the paste itself did not earn
+
+
+def same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:
+    """Records of one exception (or one log line) that raise the same message with the same
+    score: nothing tells them apart, so they are shown together under the first ("the same
+    message is raised at ...") instead of one of them winning by chance. Their classes may differ (a
+    class refined between releases) where the paste names none, or one neither raises: a
+    pasted class one of them raises scores them apart.
+
+    A site gone in the newest release scores a little less, and a curated record a little
+    more, yet neither says anything of the release the paste came from: the same message
+    raised from another file in an older release goes with the current one (a curated record
+    first) unless a clue of the paste (frames, a release it names) scored them apart."""
+    kept: list[Match] = []
+    first: dict[tuple[int | None, str | None, str, float], Match] = {}
+    for match in matches:
+        candidate = candidates[match.id]
+        # Templates that both match the whole message are the same message to this paste,
+        # whatever else they may add elsewhere (an optional tail it does not show).
+        message = WHOLE if match.message_points >= FULL_MESSAGE else candidate.template
+        key = (
+            match.exception_index,
+            match.log_line,  # a log line's records go together too (SGLang's NaN check)
+            message,
+            total([part for part in match.components if part.id not in _NOT_CLUES]),
+        )
+        outside = match.exception_index is None and match.log_line is None
+        if outside or not candidate.template or key not in first:
+            first.setdefault(key, match)
+            kept.append(match)
+            continue
+        leader = first[key]
+        leader.same_message.append(match.id)
+        place = f"{candidate.file_path}:{candidate.line_number} ({candidate.repo})"
+        leader.reasons.append(f"the same message is raised at {place}")
+    return kept
