@@ -12,6 +12,10 @@ each case of both real-paste sets (tests/fixtures/real_pastes, dev and held-out)
 /api/match for its first three answers, and writes each whole reply to
 OUT_DIR/replies.jsonl, one line per case in file-name order. With `--store` it answers
 from that store (a copy is read) and writes only the replies.
+
+Compare files made the same way: the process that has just harvested the store answers a
+few cases otherwise than a process started on it (a record's release history, one
+interpreter-error answer of an older SGLang), whatever the code.
 """
 
 import argparse
