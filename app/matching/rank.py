@@ -8,7 +8,7 @@ order they are shown in (app.matching.rank_order).
 import re
 from collections.abc import Mapping, Sequence
 
-from app.classes import BUILTIN_GRAPH, ClassGraph
+from app.exception_classes import BUILTIN_GRAPH, ClassGraph
 from app.matching import native
 from app.matching.candidate import Candidate, Paste
 from app.matching.index import Captures, PatternIndex
@@ -40,11 +40,11 @@ from app.matching.score import (
     total,
 )
 from app.matching.score_weights import (
-    DRAFT,
+    DRAFT_COMPONENT,
     FULL_LINE,
     FULL_MESSAGE,
     GENERIC_BELOW,
-    GONE,
+    GONE_COMPONENT,
     GONE_PENALTY,
     IN_TRACEBACK_NOISE,
     KERNEL_ASSERTION,
@@ -53,8 +53,8 @@ from app.matching.score_weights import (
     OUTSIDE_MESSAGE,
     RAISED_HERE_DYNAMIC,
     RAISED_HERE_OTHER_MESSAGE,
-    REVIEWED,
     REVIEWED_BONUS,
+    REVIEWED_COMPONENT,
 )
 from app.matching.tracebacks.model import ParsedException
 
@@ -90,11 +90,11 @@ def _finish(
     """The match, with the points every match gets: reviewed, or gone in a newer release."""
     if candidate.reviewed:
         hint = "reviewed record: explained by a curator, ranked above drafts"
-        tally.add(REVIEWED, REVIEWED_BONUS, hint)
+        tally.add(REVIEWED_COMPONENT, REVIEWED_BONUS, hint)
     else:
-        tally.add(DRAFT, 0, "draft record: not yet reviewed")
+        tally.add(DRAFT_COMPONENT, 0, "draft record: not yet reviewed")
     if candidate.gone:
-        tally.add(GONE, GONE_PENALTY, "raise site gone in a newer release")
+        tally.add(GONE_COMPONENT, GONE_PENALTY, "raise site gone in a newer release")
     return Match(
         candidate.id,
         total(tally.components),
@@ -128,7 +128,8 @@ def rank(
     exception's innermost frame: found by where they raise, whatever the message says.
     `partials` are (record id, exception index, agreement) of templates that a message with
     no full match is a wrapped, cut or near copy of (app.matching.partial). `graph` holds
-    the exception classes of the harvested releases, to tell related classes (app.classes);
+    the exception classes of the harvested releases, to tell related classes
+    (app.exception_classes);
     `log_repos` the repositories the paste's log format names, `log_versions` the release
     of a repository it names (app.matching.origin), `log_levels` the level each log line's
     prefix names (clean text -> WARNING, ERROR, CRITICAL; app.matching.logtext).

@@ -11,14 +11,14 @@ from app.matching.candidate import Candidate, Paste
 from app.matching.libraries import raised_by
 from app.matching.score import Match, Tally, total
 from app.matching.score_weights import (
-    DRAFT,
+    DRAFT_COMPONENT,
     FRAMES_MARGIN,
     FULL_MESSAGE,
-    GONE,
+    GONE_COMPONENT,
     LIKELY,
     LOG_LINE_ID,
     OUTSIDE_MESSAGE,
-    REVIEWED,
+    REVIEWED_COMPONENT,
 )
 from app.matching.tracebacks.model import ParsedException
 
@@ -166,7 +166,8 @@ def literal_before_helpers(matches: list[Match]) -> list[Match]:
 
 
 WHOLE = "\x00whole message"  # the key of the templates that match a whole message
-_NOT_CLUES = frozenset({GONE, REVIEWED, DRAFT})  # points the paste itself did not earn
+# points the paste itself did not earn
+_NOT_CLUES = frozenset({GONE_COMPONENT, REVIEWED_COMPONENT, DRAFT_COMPONENT})
 
 
 def same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list[Match]:

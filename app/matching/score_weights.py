@@ -37,8 +37,8 @@ LAST_EXCEPTION, ROOT_CAUSE = 4, 4
 # Being reviewed outweighs a line number: a draft that explains the text as well
 # only because a frame sits on its exact line must not push the explained record down.
 REVIEWED_BONUS, GONE_PENALTY = SAME_LINE + 1, -2
-GONE = "record.gone"
-REVIEWED, DRAFT = "record.reviewed", "record.draft"
+GONE_COMPONENT = "record.gone"
+REVIEWED_COMPONENT, DRAFT_COMPONENT = "record.reviewed", "record.draft"
 FRAMES_MARGIN = 0.5  # how far below a record from a frame's file the others are put
 # Found by where it raises: a fully dynamic message has nothing else to go by, and
 # a site raising at the very line of the innermost frame is strong evidence; a record whose
