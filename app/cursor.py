@@ -10,7 +10,7 @@ import base64
 import binascii
 from collections.abc import Callable
 
-from app.errors import AppError
+from app.app_error import AppError
 
 INVALID_CURSOR = "cursor must be a value returned as nextCursor"
 

@@ -18,9 +18,9 @@ from app.api import curation, errors, match, meta, reproducers, search
 from app.api.limits import BodySizeLimit
 from app.api.methods import HeadAsGet, allowed_methods
 from app.api.responses import with_problem_details
+from app.app_error import PROBLEM_MEDIA, AppError
 from app.config import Settings, get_settings
 from app.curation.hits import HitCounter
-from app.errors import PROBLEM_MEDIA, AppError
 from app.matching.matcher import Matcher
 from app.ops.follow import follow
 from app.ops.logs import configure_logging
@@ -30,8 +30,8 @@ from app.ops.protocol import HEADER_TIMEOUT_STATE
 from app.ops.readiness import Readiness
 from app.ops.startup import LOAD_INDEX, start_up
 from app.serving.budget import PasteBudget, PastesInFlight
+from app.serving.loop_turns import LoopTurns
 from app.serving.replies import Replies
-from app.serving.turns import LoopTurns
 from app.store.engine import is_lock_timeout, open_store
 from app.upstreams.release_cache import Upstream
 from app.web import curation as web_curation

@@ -11,7 +11,7 @@ the store at PATH under callgrind with instrumentation off (loading the index is
 counted), matches every paste twice to warm what is kept per dataset version, then counts one
 more round: `match_text` and the reply's JSON of each paste, as a request's handler does. The
 version read is shared as under load (a request that arrived before another's read uses it,
-app.records.derived), so it is not counted per paste. `real`: the 329 pastes of
+app.records.dataset_cache), so it is not counted per paste. `real`: the 329 pastes of
 tests/fixtures/real_pastes; `fresh`: 200 of bench/bench_store.py's 5 KB paste, each with a
 number of its own on its first line. Instructions are not time (a cache miss costs no
 instruction), so a code that touches less memory may gain more than its count says.
@@ -48,11 +48,11 @@ def serve_rounds(database: str, kind: str) -> None:
     from app.config import Settings
     from app.main import create_app
     from app.matching.service import match_text
-    from app.records import derived
+    from app.records import dataset_cache
 
     app = create_app(Settings(database_url=f"sqlite:///{database}", harvest_on_start=False))
     engine, matcher = app.state.engine, app.state.matcher
-    derived.ARRIVED_NS.set(0)  # every request arrived before the last version read
+    dataset_cache.ARRIVED_NS.set(0)  # every request arrived before the last version read
     pastes = texts(kind)
 
     def one_round() -> None:

@@ -92,7 +92,7 @@ LATENCY_ROUNDS = 5  # slices per store, taking turns
 WARM_UP_S = 1.0  # per request and store, before any is measured
 REAL_PASTES_WARM_UP_S = 6.0
 """Before the real pastes are measured: each paste several times on every worker. A worker
-keeps what a match reads of each record (app.records.derived), so its first pass over
+keeps what a match reads of each record (app.records.dataset_cache), so its first pass over
 pastes naming hundreds of records computes what the later ones read: that pass is
 measured apart (in process, docs/benchmarks.md), not mixed into a throughput."""
 LOAD_REQUESTS = 200_000

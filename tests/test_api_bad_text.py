@@ -6,8 +6,8 @@ import json
 import pytest
 from sqlalchemy import text
 
+from app.app_error import PROBLEM_MEDIA
 from app.curation.hits import RECORD
-from app.errors import PROBLEM_MEDIA
 from tests.helpers.records import DATA_DIR
 
 SEED = "c53f6de81577a6bc"

@@ -6,7 +6,7 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from app.errors import PROBLEM_MEDIA
+from app.app_error import PROBLEM_MEDIA
 from app.records.validation import record_schema
 from tests.helpers.records import DATA_DIR
 

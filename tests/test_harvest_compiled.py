@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from app.harvest import drafts
 from app.harvest.compiled import UNREADABLE_LIBRARY, library_sites, rodata_sections
-from app.harvest.render import Release, library_drafts
+from app.harvest.site_records import Release, library_drafts
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from app.errors import AppError
+from app.app_error import AppError
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
 from app.records import service as records

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.classes import class_graph_of
+from app.exception_classes import class_graph_of
 from app.matching import partial
 from app.matching.candidate import Candidate
 from app.matching.index import PatternIndex

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from app.errors import AppError
+from app.app_error import AppError
 from app.matching.matcher import Matcher
 from app.matching.result import MatchResult
 from app.matching.score_weights import RANKING_VERSION

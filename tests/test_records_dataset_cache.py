@@ -5,9 +5,9 @@ import time
 
 from sqlmodel import Session
 
-from app.records import derived
+from app.records import dataset_cache
 from app.records import service as records
-from app.records.derived import Memo
+from app.records.dataset_cache import Memo
 from app.store.engine import open_store, unit_of_work, write_session
 from tests.helpers.records import make_record
 from tests.helpers.statements import captured
@@ -77,17 +77,17 @@ def test_a_fresh_session_reads_the_version_outside_any_transaction_a_writer_its_
     with unit_of_work(engine) as writing:
         records.bump_dataset_version(writing)
     with Session(engine) as reading:
-        committed = derived.dataset_version(reading)
-        assert committed != derived.EMPTY_DATASET_VERSION
+        committed = dataset_cache.dataset_version(reading)
+        assert committed != dataset_cache.EMPTY_DATASET_VERSION
         assert not reading.in_transaction()
     with write_session(engine) as writing:
         own = records.bump_dataset_version(writing)
-        assert derived.dataset_version(writing) == own != committed
+        assert dataset_cache.dataset_version(writing) == own != committed
         with Session(engine) as other:
-            assert derived.dataset_version(other) == committed
+            assert dataset_cache.dataset_version(other) == committed
         writing.rollback()
     with Session(engine) as reading:
-        assert derived.dataset_version(reading) == committed
+        assert dataset_cache.dataset_version(reading) == committed
 
 
 def _reads(engine, call) -> tuple[object, int]:
@@ -106,11 +106,11 @@ def test_a_request_reads_the_version_unless_a_read_began_after_it_arrived(settin
         first = records.bump_dataset_version(writing)
 
     def versions_in_request(arrived_ns: int) -> tuple[object, int]:
-        token = derived.ARRIVED_NS.set(arrived_ns)
+        token = dataset_cache.ARRIVED_NS.set(arrived_ns)
         try:
-            return _reads(engine, lambda: derived.record_versions_now(engine)[0])
+            return _reads(engine, lambda: dataset_cache.record_versions_now(engine)[0])
         finally:
-            derived.ARRIVED_NS.reset(token)
+            dataset_cache.ARRIVED_NS.reset(token)
 
     arrived = time.monotonic_ns()
     assert versions_in_request(arrived) == (first, 1)
@@ -119,8 +119,8 @@ def test_a_request_reads_the_version_unless_a_read_began_after_it_arrived(settin
         second = records.bump_dataset_version(writing)
     assert versions_in_request(arrived) == (first, 0)  # it arrived before the write
     assert versions_in_request(time.monotonic_ns()) == (second, 1)
-    assert _reads(engine, lambda: derived.record_versions_now(engine)[0]) == (second, 1)
-    assert _reads(engine, lambda: derived.record_versions_now(engine)[0]) == (second, 1)
+    assert _reads(engine, lambda: dataset_cache.record_versions_now(engine)[0]) == (second, 1)
+    assert _reads(engine, lambda: dataset_cache.record_versions_now(engine)[0]) == (second, 1)
     engine.dispose()
 
 

@@ -5,8 +5,8 @@ import re
 import pytest
 from sqlmodel import Session
 
+from app.app_error import AppError
 from app.config import Settings
-from app.errors import AppError
 from app.matching.matcher import Matcher
 from app.records import service as records
 from app.records.filters import RecordFilters

@@ -1,9 +1,9 @@
-"""Tests for app.serving.turns: one caller a pass of the event loop, first come first
+"""Tests for app.serving.loop_turns: one caller a pass of the event loop, first come first
 served, the loop free to run its other callbacks (its sockets) between two turns."""
 
 import asyncio
 
-from app.serving.turns import LoopTurns
+from app.serving.loop_turns import LoopTurns
 
 CALLERS = 6
 WAIT_S = 10  # a caller never given its turn fails the test, not hangs it

@@ -10,9 +10,9 @@ from starlette.concurrency import run_in_threadpool
 from app import store
 from app.api.responses import problems
 from app.api.schemas import RecordDocument, RecordPage, record_document_json, record_page
+from app.app_error import AppError, not_found
 from app.config import PROJECT_ROOT, Settings
-from app.errors import AppError, not_found
-from app.records import derived, locations
+from app.records import dataset_cache, locations
 from app.records import service as records
 from app.records.service import MAX_PAGE_SIZE
 from app.serving.deps import (
@@ -52,7 +52,7 @@ def _document_json(session: Session, settings: Settings, stored: records.StoredR
         tuple(run.id for run in view.runs),
         view.drift.id if view.drift else None,
     )
-    return derived.memo.get(
+    return dataset_cache.memo.get(
         session, view.dataset_version, key, lambda: record_document_json(view, PROJECT_ROOT)
     )
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.errors import PROBLEM_MEDIA, AppError
+from app.app_error import PROBLEM_MEDIA, AppError
 
 
 class BodySizeLimit:

@@ -9,7 +9,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from app.api.responses import json_object, problems
-from app.errors import AppError
+from app.app_error import AppError
 from app.jsontext import NO_NUL
 from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES

@@ -4,8 +4,8 @@ from fastapi import APIRouter
 
 from app.api.responses import problems
 from app.api.schemas import ReproducerOut, generated_reproducer_out, reproducer_out
+from app.app_error import not_found
 from app.config import PROJECT_ROOT
-from app.errors import not_found
 from app.records import service as records
 from app.reproducers import drift, runner
 from app.reproducers.generation import bulk

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from app.errors import PROBLEM_MEDIA, PROBLEM_TYPE
+from app.app_error import PROBLEM_MEDIA, PROBLEM_TYPE
 from app.jsontext import NO_NUL
 
 PROBLEM_REF = "#/components/schemas/Problem"

@@ -16,9 +16,9 @@ from sqlmodel import Session
 
 from app.api.schemas import record_document_json
 from app.api.search import search_page
+from app.app_error import AppError
 from app.client.http import ClientError
 from app.config import PROJECT_ROOT, Settings
-from app.errors import AppError
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
 from app.records import locations

@@ -19,9 +19,9 @@ from typing import Any
 from sqlalchemy import Row, Select, and_, exists, func, or_, select, tuple_
 from sqlmodel import Session, col
 
+from app.app_error import AppError
 from app.curation.hits import RECORD, TEMPLATE
 from app.curation.scrub import shown_template
-from app.errors import AppError
 from app.records import service as records
 from app.records.filters import NO_FILTERS, RecordFilters, record_condition
 from app.records.service import DRAFT, StoredRecord

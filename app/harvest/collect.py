@@ -34,8 +34,8 @@ from app.harvest.guards import (
     negated,
 )
 from app.harvest.log_sites import log_call, log_parts, logged_message
+from app.harvest.message_pieces import Env, Field, Item, ListMark, Maybe, Parts, child_env
 from app.harvest.messages import is_list, parts_message, parts_of
-from app.harvest.parts import Env, Field, Item, ListMark, Maybe, Parts, child_env
 from app.harvest.raise_sites import (
     CHECK_NAMES,
     CHECKS,

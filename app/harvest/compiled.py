@@ -28,8 +28,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from app.harvest.message_pieces import Field, Part
 from app.harvest.messages import parts_message
-from app.harvest.parts import Field, Part
 from app.harvest.sites import UNKNOWN_CLASS, Message
 
 UNREADABLE_LIBRARY = "unreadable library"

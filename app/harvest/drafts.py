@@ -25,7 +25,7 @@ from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
-from app import classes, harvest, store, upstreams
+from app import exception_classes, harvest, store, upstreams
 from app.records import locations
 from app.records import service as records
 from app.records.model import ErrorRecord
@@ -192,7 +192,7 @@ def extract_release(
         if not record_errors(draft.record):
             valid.append((draft, ErrorRecord.model_validate(draft.record)))
     invalid = len(result.drafts) - len(valid)
-    return Extracted(result, valid, invalid, classes.exception_classes(result.bases))
+    return Extracted(result, valid, invalid, exception_classes.exception_classes(result.bases))
 
 
 def store_drafts(session: Session, release: Release, extracted: Extracted) -> DraftCounts:
@@ -211,7 +211,7 @@ def store_drafts(session: Session, release: Release, extracted: Extracted) -> Dr
     recorded on the record (app.records.locations), and a draft stored for it earlier is absorbed.
     """
     counts = DraftCounts(invalid=extracted.invalid)
-    valid, exception_classes = extracted.valid, extracted.exception_classes
+    valid, release_classes = extracted.valid, extracted.exception_classes
     session.commit()  # whatever the caller began: nothing before here writes
     newer = _in_turn(session, lambda: newer_harvested(session, release))
     located: set[str] = set()
@@ -233,7 +233,7 @@ def store_drafts(session: Session, release: Release, extracted: Extracted) -> Dr
             locations.put_release(session, release.label, gone)
             found |= set(gone)
         locations.drop_release_except(session, release.label, found)
-        classes.replace_release(session, release.label, exception_classes)
+        exception_classes.replace_release(session, release.label, release_classes)
         session.merge(DatasetState(key=HARVESTED_PREFIX + release.spec, value=_now()))
         records.bump_dataset_version(session)
         return gone_drafts

@@ -3,7 +3,7 @@
 Walks the Python sources of a released package and runs the harvest's steps over them, each in
 a module of its own: app/harvest/collect.py reads each module's raise sites and what resolves
 them, app/harvest/resolve.py resolves messages built elsewhere over the whole release,
-app/harvest/render.py turns the sites into draft records (app/harvest/messages.py rebuilds the
+app/harvest/site_records.py turns the sites into draft records (app/harvest/messages.py rebuilds the
 messages for all three), then app/harvest/context.py and app/harvest/advice.py add what the
 code around each site says. Storage lives in app/harvest/drafts.py; this module only reads
 files and returns dataclasses.
@@ -27,8 +27,8 @@ from app.harvest.collect import extract_module
 from app.harvest.compiled import library_sites
 from app.harvest.context import add_context
 from app.harvest.native import native_files, read_native
-from app.harvest.render import Release, file_drafts, library_drafts
 from app.harvest.resolve import ReleaseMessages, resolve_sites
+from app.harvest.site_records import Release, file_drafts, library_drafts
 from app.harvest.sites import (
     LOG_KINDS,
     HarvestResult,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TypeVar
 
-from app.harvest.parts import Env
+from app.harvest.message_pieces import Env
 
 _Found = TypeVar("_Found")  # what `scoped_factory` looks up by the name a call uses
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import ast
 import re
 
+from app.harvest.message_pieces import Env, Parts
 from app.harvest.messages import parts_of, percent_parts
-from app.harvest.parts import Env, Parts
 from app.harvest.raise_sites import CLASS_NAME, call_argument
 
 # Logger methods worth a record, and the level a pasted line shows for each (vLLM's

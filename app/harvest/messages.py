@@ -17,7 +17,7 @@ import string
 from collections.abc import Mapping
 from dataclasses import replace
 
-from app.harvest.parts import Field, Item, Joined, ListMark, Maybe, Part, Parts
+from app.harvest.message_pieces import Field, Item, Joined, ListMark, Maybe, Part, Parts
 from app.harvest.sites import Message, SkipReason
 from app.patterns import program_fits
 from app.records.model import max_chars

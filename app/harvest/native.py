@@ -4,7 +4,7 @@ A native site is one `TORCH_CHECK(cond, "a ", x, " b")` (or one of its friends) 
 `.cu`, `.cuh` or `.h` file: c10 joins the message's pieces with `c10::str`, so literals are
 text and every other argument a value (`a {x} b`, named after its expression as Python sites
 are). The macro says which class Python users see (`TORCH_CHECK_VALUE` -> ValueError). Sites
-become drafts through the same rendering as Python ones (app/harvest/render.py), so a native
+become drafts through the same rendering as Python ones (app/harvest/site_records.py), so a native
 site has one record, with its locations in every release, exactly like a `raise`.
 
 The reading is lexical, not a compiler's: comments are blanked, string and character literals
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+from app.harvest.message_pieces import Field, Parts
 from app.harvest.messages import parts_message
-from app.harvest.parts import Field, Parts
 from app.harvest.sites import RaiseSite, SkipReason
 from app.upstreams.unpacking import NATIVE_SUFFIXES
 

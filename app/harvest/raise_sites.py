@@ -15,8 +15,8 @@ from http import HTTPStatus
 from typing import Any
 
 from app import upstreams
+from app.harvest.message_pieces import Env, Field, Maybe, child_env
 from app.harvest.messages import parts_message, parts_of, tailed_message
-from app.harvest.parts import Env, Field, Maybe, child_env
 from app.harvest.sites import Message, RaiseSite, SkipReason
 
 MAX_DOCSTRING_CHARS = 600

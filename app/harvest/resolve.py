@@ -14,8 +14,8 @@ import ast
 from dataclasses import replace
 
 from app.harvest.factories import scoped_factory
+from app.harvest.message_pieces import Env, Field, Parts
 from app.harvest.messages import parts_message, parts_of, tailed_message
-from app.harvest.parts import Env, Field, Parts
 from app.harvest.raise_sites import CLASS_NAME, keyword_suffix
 from app.harvest.sites import UNKNOWN_CLASS, Factory, Message, ModuleFacts, RaiseSite, SkipReason
 

@@ -16,8 +16,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from app.harvest.compiled import LiteralSite
+from app.harvest.message_pieces import Field
 from app.harvest.messages import message_of
-from app.harvest.parts import Field
 from app.harvest.sites import (
     LOCATED_REASONS,
     LOG_KINDS,

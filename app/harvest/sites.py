@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from app.harvest.parts import Env
+from app.harvest.message_pieces import Env
 
 UNKNOWN_CLASS = "Exception"  # what a draft names when only run time decides the class
 LOG_KINDS = frozenset({"log", "warning"})  # sites that log or warn rather than raise

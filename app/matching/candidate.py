@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app import upstreams
-from app.classes import ClassGraph
+from app.exception_classes import ClassGraph
 from app.matching.tracebacks.model import Frame, ParsedException
 from app.records.locations import Location, called_helper, message_template, raising_function
 from app.records.model import ErrorRecord

@@ -24,8 +24,8 @@ from pathlib import Path
 from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
-from app import classes, store
-from app.classes import ClassGraph
+from app import exception_classes, store
+from app.exception_classes import ClassGraph
 from app.matching import deadline
 from app.matching.index import PatternIndex
 from app.matching.statements import ReleaseRoot, StatementRecords
@@ -127,7 +127,7 @@ class Matcher:
         return self._index is not None and self._version == dataset_version
 
     def class_graph(self) -> ClassGraph:
-        """The harvested releases' exception classes (app.classes); current as of the last
+        """The harvested releases' exception classes (app.exception_classes); current as of the last
         `index()` call."""
         return self._classes
 
@@ -224,7 +224,7 @@ class Matcher:
         elif self._apply_changes(session):
             self._save(version)
         self._sites = _raise_sites(session)
-        self._classes = classes.class_graph(session)
+        self._classes = exception_classes.class_graph(session)
         self._version, self._behind_since = version, None
 
     def _apply_changes(self, session: Session) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from app import upstreams
-from app.classes import ancestors, relation
+from app.exception_classes import ancestors, relation
 from app.matching import native
 from app.matching.candidate import Candidate, Paste, makes_exceptions
 from app.matching.index import Captures, PatternIndex

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from sqlmodel import Session
 
-from app.classes import ClassGraph
-from app.errors import AppError
+from app.app_error import AppError
+from app.exception_classes import ClassGraph
 from app.matching import deadline
 from app.matching.candidate import Candidate, candidate_from, path_suffixes, raised_elsewhere
 from app.matching.index import PatternIndex
@@ -29,7 +29,7 @@ from app.matching.score_weights import RANKING_VERSION
 from app.matching.statements import interpreter_error
 from app.matching.tracebacks.model import ParsedException
 from app.matching.tracebacks.parse import parse_exceptions
-from app.records import derived, locations
+from app.records import dataset_cache, locations
 from app.records import service as records
 from app.records.summary import RecordSummary, summarize
 
@@ -263,7 +263,7 @@ def _known_records(session: Session, version: str, record_ids: set[str]) -> dict
         return {key: _known(stored.get(key[1]), located.get(key[1], [])) for key in keys}
 
     keys = [(_KNOWN, record_id) for record_id in sorted(record_ids)]
-    kept = derived.memo.get_many(session, version, keys, gather)
+    kept = dataset_cache.memo.get_many(session, version, keys, gather)
     return {key[1]: known for key, known in kept.items() if known is not None}
 
 
@@ -281,14 +281,14 @@ def _history(session: Session, version: str, known: _Known) -> list[str]:
     """The record's release history in one line per package, kept per dataset version."""
 
     def compute() -> list[str]:
-        harvested = derived.memo.get(
+        harvested = dataset_cache.memo.get(
             session, version, ("harvested releases",), lambda: locations.harvested_releases(session)
         )
         message = known.summary.error_message
         history = locations.release_history(session, message, known.locations, harvested)
         return [item.text for item in history]
 
-    return derived.memo.get(session, version, ("match history", known.summary.id), compute)
+    return dataset_cache.memo.get(session, version, ("match history", known.summary.id), compute)
 
 
 def _match(
@@ -301,7 +301,7 @@ def _match(
         return {record_id: item.candidate for record_id, item in known.items()}
 
     def statement(exception: ParsedException, named: Mapping[str, str]) -> Candidate | None:
-        harvested = derived.memo.get(
+        harvested = dataset_cache.memo.get(
             session, version, ("harvested releases",), lambda: locations.harvested_releases(session)
         )
         stored = matcher.statements.record(exception, harvested, named)

@@ -33,7 +33,7 @@ from app.records.slug import slug
 from app.upstreams.base import UpstreamProject
 
 DRAFT = "draft"  # made from the source, never reviewed
-CONTEXT_LINES = 18  # as a harvested draft's excerpt (app.harvest.render)
+CONTEXT_LINES = 18  # as a harvested draft's excerpt (app.harvest.site_records)
 KEPT_RECORDS = 4096  # statement records kept for GET; each is a few KB
 MAX_MESSAGE = 2000
 # The interpreter's own messages, per class: what a builtin operation raises, never a

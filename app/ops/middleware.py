@@ -1,6 +1,6 @@
 """One middleware for what every request owes the operator: an id, metrics, an access log;
 and the moment it arrived, which tells the store's version checks which earlier read is
-still fresh enough for it (app.records.derived.ARRIVED_NS).
+still fresh enough for it (app.records.dataset_cache.ARRIVED_NS).
 
 It sits outermost (under Starlette's own error handler), so it also sees the 413s of the
 body limit; a route is labelled by its template (`/errors/{record_id}`), never by the raw
@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.ops.logs import REQUEST_ID, REQUEST_ID_HEADER, request_id_from
 from app.ops.metrics import Metrics
-from app.records.derived import ARRIVED_NS
+from app.records.dataset_cache import ARRIVED_NS
 
 UNMATCHED_ROUTE = "unmatched"
 access_log = logging.getLogger("app.access")

@@ -30,7 +30,7 @@ from sqlmodel import Session, col
 
 from app import store
 from app.patterns import AT, LITERAL, parsed
-from app.records import derived
+from app.records import dataset_cache
 from app.records.model import ErrorRecord, parse_record
 from app.store.tables import (
     DatasetState,
@@ -475,12 +475,12 @@ def release_history(
     message, and the release that changed it; a release harvested without the site counts
     as one that does not raise it. Only `name==version` releases have an order to tell.
 
-    Kept per dataset version (app.records.derived): telling "changed" from "gone" asks the
+    Kept per dataset version (app.records.dataset_cache): telling "changed" from "gone" asks the
     store about other records' sites, once per matched record and record page otherwise."""
     sites = tuple((loc.release, loc.file_path, loc.function, loc.gone) for loc in known)
     key = ("history", message, sites, tuple(harvested))
-    version = derived.dataset_version(session)
-    return derived.memo.get(
+    version = dataset_cache.dataset_version(session)
+    return dataset_cache.memo.get(
         session, version, key, lambda: _release_history(session, message, known, harvested)
     )
 

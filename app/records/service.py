@@ -20,9 +20,9 @@ from sqlmodel import Session, col
 
 from app import cursor as cursor_codec
 from app import store
-from app.errors import AppError
-from app.records import derived, locations
-from app.records.derived import (
+from app.app_error import AppError
+from app.records import dataset_cache, locations
+from app.records.dataset_cache import (
     EMPTY_DATASET_VERSION,
     REPRODUCERS_KEY,
     VERSION_KEY,
@@ -225,7 +225,7 @@ def list_records(
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_PAGE_SIZE}")
     version = dataset_version(session)
-    total = derived.memo.get(
+    total = dataset_cache.memo.get(
         session,
         version,
         (_TOTAL, tuple(sorted(filters.active().items()))),

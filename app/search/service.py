@@ -31,7 +31,7 @@ from sqlmodel import Session, col
 
 from app import cursor as cursor_codec
 from app import store
-from app.errors import AppError
+from app.app_error import AppError
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
 from app.records import service as records

@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Request
 
-from app.errors import AppError
+from app.app_error import AppError
 
 REFILL_S = 60.0
 MAX_CLIENTS = 10_000

@@ -10,8 +10,8 @@ from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session
 
+from app.app_error import AppError
 from app.config import Settings
-from app.errors import AppError
 from app.jsontext import JsonTextError, parse_json
 from app.ops import stats
 from app.records.filters import RecordFilters

@@ -6,7 +6,7 @@ the same way wherever it comes in; the CLI and the search page's error-line boos
 match_text directly and count nothing.
 
 A small paste is matched on the event loop itself (`served`), one per pass of the loop
-(app.serving.turns), where the store's reads are in this process (SQLite) and the match
+(app.serving.loop_turns), where the store's reads are in this process (SQLite) and the match
 index is current. Handed to a thread, the same match costs more again in the hand-over: the
 future and the wake-up of each side, and the GIL taken back and forth some five times a
 paste (docs/benchmarks.md, "Server CPU a request, and a match in process"). It may hold

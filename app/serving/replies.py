@@ -1,5 +1,5 @@
 """Reply bodies kept for as long as the store does not change: GET /api/errors/{id}
-answers the same bytes until a write moves the dataset version (app.records.derived), so
+answers the same bytes until a write moves the dataset version (app.records.dataset_cache), so
 the second asking costs one statement (the version) and no view or JSON.
 
 Without it a GET by id would gather its record, runs, drift check and generated script (five
@@ -28,7 +28,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from app.config import Settings
-from app.records import derived
+from app.records import dataset_cache
 from app.records.model import ID_PATTERN
 from app.serving.views import reproducer_stamp
 
@@ -61,14 +61,14 @@ class Replies:
 
     def __init__(self, engine: Engine, entries: int) -> None:
         self._engine = engine
-        self._records = derived.Memo(entries)
+        self._records = dataset_cache.Memo(entries)
 
     def kept_record(self, settings: Settings, record_id: str) -> Reply | None:
         """The reply kept for this record at the store's versions now, or None: one
         statement and no session (app.store.engine.read_now)."""
         if not re.match(ID_PATTERN, record_id):
             return None
-        versions = derived.record_versions_now(self._engine)
+        versions = dataset_cache.record_versions_now(self._engine)
         key = ("record", record_id, reproducer_stamp(settings, record_id))
         kept: Reply | None = self._records.peek(self._engine, versions, key)
         return kept
@@ -85,7 +85,7 @@ class Replies:
         if not re.match(ID_PATTERN, record_id):  # not a record's id: nothing to key a file by
             body = make()
             return None if body is None else reply_of(body)
-        versions = derived.record_versions(session)
+        versions = dataset_cache.record_versions(session)
         key = ("record", record_id, reproducer_stamp(settings, record_id))
         kept = self._records.peek(session, versions, key)
         if kept is None:

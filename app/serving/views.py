@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlmodel import Session
 
 from app.config import Settings
-from app.records import derived, locations
+from app.records import dataset_cache, locations
 from app.records import service as records
 from app.records.explanation import Explanation, record_explanation
 from app.records.locations import History, Location
@@ -44,10 +44,10 @@ def record_view(session: Session, settings: Settings, stored: StoredRecord) -> R
     """Everything the record page shows and GET /api/errors/{id} answers.
 
     What depends only on the store (locations, history, related records) is kept per
-    dataset version (app.records.derived); runs and drift checks are written without moving
+    dataset version (app.records.dataset_cache); runs and drift checks are written without moving
     the version, so they are read each time, as is the reproducer script's stamp."""
     version = records.dataset_version(session)
-    known, history, related_records, explanation = derived.memo.get(
+    known, history, related_records, explanation = dataset_cache.memo.get(
         session, version, ("record view", stored.id), lambda: _store_facts(session, stored)
     )
     return RecordView(

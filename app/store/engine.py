@@ -198,7 +198,7 @@ def write_session(engine: Engine) -> Session:
 
 def read_now(engine: Engine, statement: ClauseElement) -> list[tuple[Any, ...]]:
     """The rows of one read statement on a connection of its own: for the check that a
-    kept reply or a match makes on every request (app.records.derived), without a session.
+    kept reply or a match makes on every request (app.records.dataset_cache), without a session.
 
     On SQLite the statement runs in no transaction of ours (no BEGIN, no ROLLBACK): one call
     into the driver where a session's read makes three, each letting go of the GIL and waiting

@@ -17,7 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.errors import AppError, not_found
+from app.app_error import AppError, not_found
 from app.records import locations
 from app.records import service as records
 from app.records.filters import NO_FILTERS, RecordFilters
