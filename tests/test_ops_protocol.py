@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from app.ops.protocol import MAX_HEAD_BYTES, MAX_HEADERS, MAX_TARGET_BYTES
+from tests.helpers.load import GIANT_CHUNK, GIANT_START
 from tests.helpers.served import errkb_serve
 
 HEADER_TIMEOUT_S = 1.0
@@ -20,8 +21,6 @@ HEADER_TIMEOUT_S = 1.0
 SLACK_S = 3.0
 TRICKLE_S = 0.2
 PARTIAL = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-GIANT_START = b"GET / HTTP/1.1\r\nHost: x\r\nX: "
-STREAM_CHUNK = b"a" * 65536
 MAX_STREAMED = 64 * 1024 * 1024  # the giant header's client gives up past this (a bound)
 STREAM_S = 20.0
 
@@ -137,7 +136,7 @@ def _refused_while_streaming(sock: socket.socket, base: str) -> tuple[bytes, int
             if readable:
                 break
             if writable:  # room in the socket's buffer: some of the chunk goes
-                sent += sock.send(STREAM_CHUNK)
+                sent += sock.send(GIANT_CHUNK)
     sock.setblocking(True)
     return _until_closed(sock), sent, served
 
