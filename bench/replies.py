@@ -11,7 +11,8 @@ OUT_DIR/records.jsonl in id order, as `errkb export` writes them. Then it posts
 each case of both real-paste sets (tests/fixtures/real_pastes, dev and held-out) to
 /api/match for its first three answers, and writes each whole reply to
 OUT_DIR/replies.jsonl, one line per case in file-name order. With `--store` it answers
-from that store (a copy is read) and writes only the replies.
+from a copy of that store, as the measure does with ERRKB_TEST_HISTORY_STORE, and writes
+only the replies.
 
 Compare files made the same way: the process that has just harvested the store answers a
 few cases otherwise than a process started on it (a record's release history, one
@@ -20,7 +21,6 @@ interpreter-error answer of an older SGLang), whatever the code.
 
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -29,15 +29,14 @@ from fastapi.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import PROJECT_ROOT, Settings
-from app.main import create_app
+from app.config import PROJECT_ROOT
 from app.records import service as records
 from app.store.engine import unit_of_work
 from tests.helpers import accuracy
 from tests.helpers.real_pastes import HELDOUT_DIR, TOP, load_cases
 
 
-def build_store(out: Path) -> Path:
+def build_store(out: Path) -> accuracy.Harvested:
     """A store harvested as the real-paste measure's, with every record written out."""
     harvested = accuracy.harvested_store(
         out / "store",
@@ -49,33 +48,18 @@ def build_store(out: Path) -> Path:
         (out / "records.jsonl").open("w", encoding="utf-8") as sink,
     ):
         sink.writelines(records.export_lines(session))
-    return harvested.database
+    return harvested
 
 
-def write_replies(store: Path, out: Path) -> int:
+def write_replies(client: TestClient, out: Path) -> int:
     """Each case's whole reply to /api/match, one JSON line per case; the cases written."""
     cases = {f"dev/{name}": case for name, case in load_cases().items()}
     cases |= {f"heldout/{name}": case for name, case in load_cases(HELDOUT_DIR).items()}
-    with tempfile.TemporaryDirectory() as folder:
-        copy = Path(folder, "errkb.db")
-        shutil.copyfile(store, copy)
-        settings = Settings(
-            database_url=f"sqlite:///{copy}",
-            cache_dir=store.parent,
-            older_releases=[],
-            paste_budget_bytes=0,
-            match_deadline_s=60.0,
-        )
-        with (
-            TestClient(create_app(settings)) as client,
-            (out / "replies.jsonl").open("w", encoding="utf-8") as sink,
-        ):
-            for name, case in cases.items():
-                reply = client.post(
-                    "/api/match", json={"text": case["paste"]}, params={"limit": TOP}
-                )
-                body = {"case": name, "status": reply.status_code, "reply": reply.json()}
-                sink.write(json.dumps(body, sort_keys=True) + "\n")
+    with (out / "replies.jsonl").open("w", encoding="utf-8") as sink:
+        for name, case in cases.items():
+            reply = client.post("/api/match", json={"text": case["paste"]}, params={"limit": TOP})
+            body = {"case": name, "status": reply.status_code, "reply": reply.json()}
+            sink.write(json.dumps(body, sort_keys=True) + "\n")
     return len(cases)
 
 
@@ -85,8 +69,13 @@ def main() -> None:
     parser.add_argument("--store", type=Path, help="Answer from this SQLite store.")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    store = args.store or build_store(args.out)
-    print(f"{write_replies(store, args.out)} replies written to {args.out / 'replies.jsonl'}")
+    with tempfile.TemporaryDirectory() as folder:
+        if args.store is None:
+            harvested = build_store(args.out)
+        else:  # as tests/conftest.py's harvested_history serves ERRKB_TEST_HISTORY_STORE
+            harvested = accuracy.harvested_store(Path(folder), (), start_from=args.store)
+        written = write_replies(harvested.client, args.out)
+    print(f"{written} replies written to {args.out / 'replies.jsonl'}")
 
 
 if __name__ == "__main__":
