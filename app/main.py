@@ -21,14 +21,14 @@ from app.api.responses import with_problem_details
 from app.app_error import PROBLEM_MEDIA, AppError
 from app.config import Settings, get_settings
 from app.curation.hits import HitCounter
+from app.lifecycle.follow import follow
+from app.lifecycle.readiness import Readiness
+from app.lifecycle.startup import LOAD_INDEX, start_up
 from app.matching.matcher import Matcher
-from app.ops.follow import follow
 from app.ops.logs import configure_logging
 from app.ops.metrics import Metrics
 from app.ops.middleware import RequestObserver
 from app.ops.protocol import HEADER_TIMEOUT_STATE
-from app.ops.readiness import Readiness
-from app.ops.startup import LOAD_INDEX, start_up
 from app.serving.budget import PasteBudget, PastesInFlight
 from app.serving.loop_turns import LoopTurns
 from app.serving.replies import Replies

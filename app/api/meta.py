@@ -18,8 +18,8 @@ from app.api.curation import QueueItemOut, queue_item_out
 from app.api.responses import problems
 from app.api.schemas import DatasetStats, dataset_stats_out
 from app.config import Settings
+from app.curation import stats
 from app.matching.matcher import Freshness
-from app.ops import stats
 from app.ops.metrics import CONTENT_TYPE
 from app.records import service as records
 from app.serving.deps import DaysQuery, SessionDep, SettingsDep

@@ -161,7 +161,7 @@ class DraftCounts:
 @dataclass
 class Extracted:
     """A release's drafts, checked, with what else storing them needs: made without the
-    store, so that a server makes it in another process (app.ops.startup), where parsing
+    store, so that a server makes it in another process (app.lifecycle.startup), where parsing
     and checking a release's thousands of sites does not share the GIL with its requests."""
 
     result: harvest.HarvestResult

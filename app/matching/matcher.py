@@ -7,7 +7,7 @@ holds what a match needs beside the patterns (the raise sites, the class graph),
 places and deadline a match computes under.
 
 Several processes may share one store (workers, or replicas on PostgreSQL): each
-notices another's write by the dataset version, on its next match or from app.ops.follow in
+notices another's write by the dataset version, on its next match or from app.lifecycle.follow in
 the background, and finds what changed by the records' content hashes, not by clocks that
 may differ between machines. A request never waits for another thread's sync: it answers
 with the index as it is, and `freshness` tells how far behind that is.
@@ -138,7 +138,7 @@ class Matcher:
         return self._vocabulary
 
     def refresh(self, engine: Engine) -> bool:
-        """Bring a loaded index up to the store, waiting for the lock (app.ops.follow, off the
+        """Bring a loaded index up to the store, waiting for the lock (app.lifecycle.follow, off the
         request path); True when it synced."""
         with Session(engine) as session:
             version = self._saw(records.dataset_version(session))

@@ -1,1 +1,2 @@
-"""What an operator needs: metrics, request ids, JSON logs, readiness, the stats overview."""
+"""What an operator needs of every request: metrics, request ids, JSON logs, the HTTP
+protocol's limits, a settled heap."""

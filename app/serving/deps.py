@@ -12,8 +12,8 @@ from sqlmodel import Session
 
 from app.app_error import AppError
 from app.config import Settings
+from app.curation import stats
 from app.jsontext import JsonTextError, parse_json
-from app.ops import stats
 from app.records.filters import RecordFilters
 from app.store.engine import unit_of_work
 

@@ -22,7 +22,7 @@ from pygal.etree import etree
 from pygal.graph.graph import Graph
 from pygal.style import Style
 
-from app.ops.stats import DRIFT_STATUSES, HIT_STATES, RUN_STATUSES, Overview
+from app.curation.stats import DRIFT_STATUSES, HIT_STATES, RUN_STATUSES, Overview
 
 WIDTH = 800
 BAR_ROW_PX = 34

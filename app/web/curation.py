@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
+from app.curation import stats
 from app.curation.queue import DEFAULT_QUEUE_PAGE, curation_queue
-from app.ops import stats
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.serving.deps import (

@@ -10,8 +10,8 @@ from sqlalchemy import update
 from sqlmodel import Session
 
 from app.config import Settings
+from app.lifecycle.follow import follow
 from app.matching.matcher import Matcher
-from app.ops.follow import follow
 from app.records import service as records
 from app.store.engine import open_store
 from app.store.tables import Record

@@ -30,10 +30,10 @@ from sqlmodel import Session
 from app import store
 from app.config import Settings
 from app.harvest import drafts
+from app.lifecycle.readiness import Readiness
 from app.matching.matcher import Matcher
 from app.ops import heap
 from app.ops.metrics import Metrics
-from app.ops.readiness import Readiness
 from app.reproducers import runs
 from app.store.engine import unit_of_work
 from app.upstreams.release_cache import Upstream

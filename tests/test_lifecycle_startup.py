@@ -13,9 +13,9 @@ from sqlalchemy import select
 from sqlmodel import Session
 
 from app.harvest import drafts
+from app.lifecycle.readiness import FAILED
+from app.lifecycle.startup import LOAD_INDEX, harvest_step, startup_lock
 from app.main import create_app
-from app.ops.readiness import FAILED
-from app.ops.startup import LOAD_INDEX, harvest_step, startup_lock
 from app.records import locations
 from app.store.tables import Record
 
