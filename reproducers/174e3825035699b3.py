@@ -20,7 +20,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require
+from app.reproducers.harness import Target, main, require
 
 RECORD_ID = "174e3825035699b3"
 TARGET = Target(

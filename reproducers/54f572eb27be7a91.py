@@ -15,7 +15,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require
+from app.reproducers.harness import Target, main, require
 from app.upstreams.release_errors import UpstreamError
 
 RECORD_ID = "54f572eb27be7a91"

@@ -10,7 +10,7 @@ bases, as vLLM's LoRA-capable models declare it: the guard runs and passes, and 
 build its LoRA manager (which needs a whole engine config; what it raises then is reported in
 the fix's state, not hidden).
 
-Both scenarios check where the error comes from (`kit.GuardedSite`): the trigger must be raised
+Both scenarios check where the error comes from (`harness.GuardedSite`): the trigger must be raised
 by the record's statement, the fix must run the guard without reaching it.
 """
 
@@ -20,7 +20,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import GuardedSite, Target, fix_scenario, main, trigger_scenario
+from app.reproducers.harness import GuardedSite, Target, fix_scenario, main, trigger_scenario
 
 RECORD_ID = "563581060cacef04"
 TARGET = Target(

@@ -22,7 +22,7 @@ from types import ModuleType, SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require
+from app.reproducers.harness import Target, main, require
 
 RECORD_ID = "a830e3eedb3d8df7"
 TARGET = Target(

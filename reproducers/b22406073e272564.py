@@ -17,7 +17,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require
+from app.reproducers.harness import Target, main, require
 
 RECORD_ID = "b22406073e272564"
 TARGET = Target(package="torch", version="2.13.0", module="torch.cuda", classes=())

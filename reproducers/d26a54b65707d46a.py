@@ -33,7 +33,7 @@ from types import ModuleType, SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require
+from app.reproducers.harness import Target, main, require
 
 RECORD_ID = "d26a54b65707d46a"
 MANAGERS = "sglang.srt.managers"

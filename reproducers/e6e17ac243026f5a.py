@@ -26,7 +26,7 @@ from types import ModuleType, SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require
+from app.reproducers.harness import Target, main, require
 
 RECORD_ID = "e6e17ac243026f5a"
 TARGET = Target(

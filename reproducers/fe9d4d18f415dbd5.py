@@ -15,7 +15,7 @@ from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
 
-from app.reproducers.kit import Target, main, require
+from app.reproducers.harness import Target, main, require
 
 RECORD_ID = "fe9d4d18f415dbd5"
 TARGET = Target(package="torch", version="2.13.0", module="torch.autograd", classes=())

@@ -113,7 +113,7 @@ def test_the_reproducer_follows_the_readme_and_targets_the_release(curator: Path
     assert runner.invoke(app, ["curate", NO_SPACE]).exit_code == 0
     script = curator / "reproducers" / f"{NO_SPACE}.py"
     source = script.read_text()
-    assert "from app.reproducers.kit import Target, main, require" in source
+    assert "from app.reproducers.harness import Target, main, require" in source
     assert f'RECORD_ID = "{NO_SPACE}"' in source
     assert "#     raise MemoryError(" in source
     info = reproducer_info(Settings(), NO_SPACE)

@@ -62,7 +62,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("app.cli.serve", "app.main"): "errkb serve runs the application that create_app builds",
     ("app.cli.answering", "app.client"): "errkb match|search|show answer as the client does",
     ("app.search.service", "app.matching"): "a query that is an error line is matched first",
-    ("app.reproducers.kit", "app.matching"): "a reproducer's error must match its record",
+    ("app.reproducers.harness", "app.matching"): "a reproducer's error must match its record",
     ("app.curation.hits", "app.matching.result"): "hits are counted from what a match answered",
     ("app.curation.scaffold", "app.harvest.drafts"): "a draft's origin names its release",
     ("app.curation.stats", "app.reproducers"): "the overview shows reproducer runs and drift",

@@ -17,7 +17,7 @@ import re2
 
 from app.config import PROJECT_ROOT
 from app.matching.index import MAX_SUBJECT_CHARS
-from app.reproducers.kit import EXIT_CODES
+from app.reproducers.harness import EXIT_CODES
 from tests.helpers import real_errors
 
 pytestmark = pytest.mark.network  # downloads from the package index
@@ -492,7 +492,7 @@ def test_device_bundle_stands_in_for_the_download(tmp_path: Path) -> None:
 def test_release_that_cannot_be_downloaded_is_an_error(tmp_path: Path) -> None:
     code = """if True:
         import sys
-        from app.reproducers.kit import Target, main
+        from app.reproducers.harness import Target, main
         target = Target("vllm", "0.0.0.404", "vllm.logger", ("Logger",))
         sys.exit(main("c53f6de81577a6bc", target, ("cpu",), lambda m, d: None,
                       lambda m, d: {}, argv=[]))

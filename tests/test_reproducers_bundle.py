@@ -69,7 +69,7 @@ def test_the_bundle_holds_what_its_reproducers_import_within_the_limit(
     assert manifest.bytes == (folder / "bundle.tar.xz").stat().st_size <= bundle.LIMIT_BYTES
     assert bundle.read_manifest(folder).curated == manifest.curated
     wheels = " ".join(manifest.wheels).lower()
-    for needed in ("pydantic_core", "google_re2", "sqlmodel", "typer"):  # the kit's and CLI's
+    for needed in ("pydantic_core", "google_re2", "sqlmodel", "typer"):  # the harness's and CLI's
         assert needed in wheels
     for brought in ("torch-", "sympy", "nvidia"):  # what the GPU machine has itself
         assert brought not in wheels

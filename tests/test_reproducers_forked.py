@@ -1,6 +1,7 @@
 """Generated scripts run in children forked from one process per release: CI's fixed sample
-of torch sites generated and verified on the installed release within five minutes, and a
-child that hangs or dies reported as such while the zygote goes on."""
+of torch sites generated and verified on the installed release within its time budget (a
+timing goal: marker perf), and a child that hangs or dies reported as such while the zygote
+goes on."""
 
 import time
 
@@ -26,7 +27,7 @@ CI_SAMPLE: dict[str, tuple[int, ...]] = {
         *(3375, 4657, 5076, 5091, 5130, 5137, 5590, 5598, 5987, 6028, 6032),
     ),
 }
-CI_BUDGET_S = 300.0
+CI_BUDGET_S = 300.0  # generous: docs/benchmarks.md, "Other measures of the generated reproducers"
 
 HANGS = """
 import time
@@ -39,6 +40,7 @@ os.abort()
 """
 
 
+@pytest.mark.perf
 def test_ci_sample_of_torch_sites_is_generated_and_verified_within_five_minutes(settings, tmp_path):
     start = time.perf_counter()
     files = [("torch", "2.13.0", path, "pytorch/pytorch") for path in CI_SAMPLE]

@@ -248,7 +248,7 @@ def test_a_run_names_its_commit_and_whether_the_code_that_ran_had_changes(tmp_pa
     assert runs.checkout_commit(tmp_path) is None  # not a checkout
     git("init", "-q")
     (tmp_path / "app").mkdir()
-    (tmp_path / "app" / "kit.py").write_text("A = 1\n")
+    (tmp_path / "app" / "harness.py").write_text("A = 1\n")
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
     clean = runs.checkout_commit(tmp_path)
@@ -256,7 +256,7 @@ def test_a_run_names_its_commit_and_whether_the_code_that_ran_had_changes(tmp_pa
     assert len(clean) == 40
     (tmp_path / "notes.txt").write_text("not code that runs\n")
     assert runs.checkout_commit(tmp_path) == clean
-    (tmp_path / "app" / "kit.py").write_text("A = 2\n")
+    (tmp_path / "app" / "harness.py").write_text("A = 2\n")
     assert runs.checkout_commit(tmp_path) == clean + "+changes"
 
 

@@ -264,7 +264,7 @@ def test_unknown_release_is_an_error_with_pips_reason(cache: Path, releases: Ups
 
 def test_importing_app_upstream_and_reproduce_leaves_torch_out() -> None:
     done = run_python(
-        "import sys, app.upstreams.release_cache, app.reproducers.kit;"
+        "import sys, app.upstreams.release_cache, app.reproducers.harness;"
         " print('torch' in sys.modules)"
     )
     assert done.returncode == 0, done.stderr

@@ -6,7 +6,7 @@ once with `--bundle`, which loads its target, copies the upstream files it loade
 bundle's cache (merged per release: one reproducer's files never replace another's) and
 reports the distributions its process imported (app/reproducers/environments.py). Their
 wheels, for the GPU machine's Python and platform, are downloaded as pinned here and
-installed into the bundle by unpacking them: errkb's and the kit's own into `site/`, a
+installed into the bundle by unpacking them: errkb's and the harness's own into `site/`, a
 release's requirement environment (vLLM's config needs transformers, pyzmq...) into the
 cache's `envs/` folder where the reproducers look for it. What that machine brings itself
 (torch and what torch requires, CUDA's own packages) is left out, as is a distribution with
@@ -91,7 +91,7 @@ def read_manifest(folder: Path) -> Manifest:
 
 @dataclass(slots=True)
 class _Needs:
-    """The distributions the bundled processes imported: errkb's and the kit's own (`site`),
+    """The distributions the bundled processes imported: errkb's and the harness's own (`site`),
     and each release's requirement environment."""
 
     site: dict[str, str] = field(default_factory=dict)
@@ -242,7 +242,7 @@ def _empty(dest: Path) -> None:
 
 def _install_wheels(tree: Path, wheels: Path, manifest: Manifest, needs: _Needs) -> None:
     """The wheels of what the bundled processes imported, for the GPU machine's Python,
-    unpacked into the tree: errkb's and the kit's own into site/, each release's
+    unpacked into the tree: errkb's and the harness's own into site/, each release's
     environment where the reproducers look for it."""
 
     def fetch(pins: dict[str, str], folder: Path) -> list[Path]:

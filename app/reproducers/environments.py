@@ -1,13 +1,13 @@
 """What an environment must hold for a reproducer: the distributions a process imported,
 pinned as installed, and their wheels fetched and installed for another machine.
 
-A reproducer's process knows best what it needs: after loading its target (and errkb's kit,
+A reproducer's process knows best what it needs: after loading its target (and errkb's harness,
 whose matcher checks the error), the modules it imported name their distributions. That
 list, not a hand-kept one, is what a GPU machine's bundle carries (app/reproducers/bundle.py);
 what such a machine brings with its own torch (torch, what torch requires, CUDA's packages)
 is left out.
 
-Imported by the reproducer scripts' kit in `--bundle` mode: standard library only at the top.
+Imported by the reproducer scripts' harness in `--bundle` mode: standard library only at the top.
 """
 
 import importlib.metadata

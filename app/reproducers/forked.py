@@ -3,7 +3,7 @@ imported the release once.
 
 A generated script spends nearly all its seconds importing torch, errkb's matcher and its
 target module, and thousands of them share one release. The zygote (`Zygote`: a `python -c`
-process with the release's environment) imports the kit, torch and, for torch, its top
+process with the release's environment) imports the harness, torch and, for torch, its top
 package once, and answers a line when ready or the first line of why it cannot import them.
 Then, for each script it is sent, it forks a child that runs the script as `__main__`, as
 `python script.py --device cpu` would, in a process group of its own, its output in a file,
@@ -38,7 +38,7 @@ READY = "ready"
 _ZYGOTE = r"""
 import importlib, json, os, runpy, signal, sys, time
 from app.config import Settings
-from app.reproducers import kit
+from app.reproducers import harness
 from app.upstreams.release_cache import Upstream
 
 package, version, *module = sys.argv[1:]
@@ -52,7 +52,8 @@ def failed(exc):
 
 def loaded(name):
     try:
-        kit.load_target(releases, kit.Target(package, version, name, (), package_inits=True))
+        target = harness.Target(package, version, name, (), package_inits=True)
+        harness.load_target(releases, target)
         return {"status": "ready"}
     except Exception as exc:
         return failed(exc)
@@ -116,8 +117,8 @@ for line in sys.stdin:
             for name in listing.read().split():
                 try:
                     if name.split(".")[0] == package:  # its parents registered as the scripts do
-                        kit.load_target(releases, kit.Target(package, version, name, (),
-                                        package_inits=True))
+                        target = harness.Target(package, version, name, (), package_inits=True)
+                        harness.load_target(releases, target)
                     else:
                         importlib.import_module(name)
                 except BaseException:

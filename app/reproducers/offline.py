@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the working tree: app/ is one of i
 MANIFEST = "manifest.json"
 ARCHIVE = "bundle.tar.xz"  # the tree: site/, cache/, generated/ and the manifest again
 TREE = "unpacked"  # where the archive is unpacked, beside it
-SITE = "site"  # errkb's and the kit's own packages, installed from their wheels
+SITE = "site"  # errkb's and the harness's own packages, installed from their wheels
 DONE = ".unpacked"
 DEFAULTS = (("--device", "cuda"), ("--torch", "installed"))
 ERRKB = "import sys; from app.cli.commands import main; sys.argv[0] = 'errkb'; main()"

@@ -38,7 +38,7 @@ RAN_CODE = ("app", "reproducers", "data")  # what a reproducer's run depends on
 
 
 class Machine(BaseModel):
-    """What a run ran on, as the reproducer saw it (`app.reproducers.kit.machine`)."""
+    """What a run ran on, as the reproducer saw it (`app.reproducers.harness.machine`)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -264,7 +264,7 @@ class Upstream:
         interpreter has left out). Grown as later modules need more (what is there kept),
         under the release's lock. A folder without
         `errkb-environment.json` (a bundle's, unpacked for a machine without network) is used
-        as it is. Reproducer scripts put it last on their path (`kit.load_target`)."""
+        as it is. Reproducer scripts put it last on their path (`harness.load_target`)."""
         target = self.environment_dir(name, version)
         manifest = target / ENVIRONMENT_MANIFEST
         if target.is_dir() and not manifest.is_file():
