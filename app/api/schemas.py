@@ -14,7 +14,6 @@ from app.records.model import ErrorRecord
 from app.records.service import Page, Stats
 from app.records.summary import RecordSummary, summarize
 from app.reproducers.runner import ReproducerInfo
-from app.reproducers.runs import summary as run_summary
 from app.serving.views import RecordView
 from app.store.tables import DriftCheck, GeneratedReproducer, ReproducerRun
 from app.wire import ApiModel
@@ -280,9 +279,7 @@ def generated_reproducer_out(
 
 def run_out(run: ReproducerRun) -> ReproducerRunOut:
     """The API shape of a stored reproducer run."""
-    shown = ReproducerRunOut.model_validate(run, from_attributes=True)
-    shown.summary = run_summary(run)
-    return shown
+    return ReproducerRunOut.model_validate(run, from_attributes=True)
 
 
 def drift_out(check: DriftCheck) -> DriftOut:
