@@ -144,6 +144,18 @@ def test_no_import_cycle_among_app_modules() -> None:
     assert _cycles(graph) == []
 
 
+def test_the_cli_and_the_client_do_not_import_the_api() -> None:
+    """They call the services and print the shapes of app/wire, as the API answers them."""
+    assert _importing(("app.api",), ("app.cli", "app.client")) == []
+
+
+def test_the_wire_imports_no_service_and_nothing_above() -> None:
+    """The JSON shapes sit below the services, so that every layer may import them; like
+    the store, they may name the typed record (shared vocabulary)."""
+    found = _importing((*SERVICES, *ENTRY_POINTS, "app.serving"), ("app.wire",))
+    assert [line for line in found if not line.split(" imports ")[1].startswith(RECORD_MODEL)] == []
+
+
 def test_the_api_and_the_pages_do_not_import_each_other() -> None:
     """What both need lives below both, in app/serving."""
     assert _importing(("app.web",), ("app.api",)) == []
