@@ -29,12 +29,12 @@ from sqlmodel import Session
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.api.errors import _document_response
-from app.api.schemas import record_page
 from app.config import Settings
 from app.main import create_app
 from app.matching.service import match_text
 from app.records import service as records
 from app.records.filters import RecordFilters
+from app.wire.records import RecordPage
 from bench.bench_store import RECORD_ID, describe, pastes
 
 VLLM = "vllm-project/vllm"
@@ -69,8 +69,7 @@ def main() -> None:
         def call() -> object:
             with Session(engine) as session:
                 page = records.list_records(session, filters, records.DEFAULT_PAGE_SIZE)
-                version = records.dataset_version(session)
-                return record_page(page, version).model_dump_json(by_alias=True)
+                return RecordPage.model_validate(page).model_dump_json(by_alias=True)
 
         return call
 

@@ -9,10 +9,10 @@ import pytest
 
 from app.app_error import AppError
 from app.matching.matcher import Matcher
-from app.matching.result import MatchResult
 from app.matching.score_weights import RANKING_VERSION
 from app.matching.service import DEADLINE_RETRY_AFTER_S, match_text, match_texts
 from app.records import service as records
+from app.wire.matching import MatchResult
 from tests.helpers.matching import data_store
 from tests.helpers.real_errors import (
     SEED_CLASSES,

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from app.cli.commands import app as cli
 from app.config import PROJECT_ROOT, Settings
-from app.reproducers import bundle, environments, runner, runs
+from app.reproducers import bundle, environments, runner
 from app.store.engine import open_store
 from tests.helpers.records import DATA_DIR
 
@@ -114,7 +114,7 @@ def test_a_bare_python_runs_the_bundle_and_the_run_file_is_kept(
     assert kept.exit_code == 0, kept.output
     with Session(open_store(settings)) as session:
         [run] = runner.latest_runs(session, HF3FS)
-    assert runs.summary(run).startswith("Reproduced on CPU (torch 2.13.0")
+    assert run.summary.startswith("Reproduced on CPU (torch 2.13.0")
 
 
 def test_reproducers_of_one_release_add_to_its_files_in_the_bundle(tmp_path: Path) -> None:

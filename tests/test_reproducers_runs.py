@@ -139,13 +139,11 @@ def test_a_file_with_a_line_that_is_no_run_is_refused_whole(
 
 
 def test_a_run_says_where_it_ran_in_one_sentence() -> None:
-    assert runs.summary(_stored(runs.run_line(_outcome(), None))) == (
+    assert _stored(runs.run_line(_outcome(), None)).summary == (
         "Reproduced on NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0, Python 3.12.3) on 2026-12-04"
     )
     failed = _stored(runs.run_line(_outcome(device="cpu", status="failed"), None))
-    assert runs.summary(failed) == (
-        "Failed on CPU (torch 2.11.0+cu130, Python 3.12.3) on 2026-12-04"
-    )
+    assert failed.summary == ("Failed on CPU (torch 2.11.0+cu130, Python 3.12.3) on 2026-12-04")
     bare = ReproducerRun(
         record_id=SEED_002,
         device="cpu",
@@ -155,7 +153,7 @@ def test_a_run_says_where_it_ran_in_one_sentence() -> None:
         output_tail="",
         started_at=datetime(2026, 12, 1, tzinfo=UTC),
     )
-    assert runs.summary(bare) == "Reproduced on CPU on 2026-12-01"
+    assert bare.summary == "Reproduced on CPU on 2026-12-01"
     gpu = _stored(runs.run_line(_outcome(), None))
     assert runs.holds_on([gpu, failed, bare]) == ["torch 2.11.0+cu130 on NVIDIA H200"]
 

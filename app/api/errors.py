@@ -9,9 +9,8 @@ from starlette.concurrency import run_in_threadpool
 
 from app import store
 from app.api.responses import problems
-from app.api.schemas import RecordDocument, RecordPage, record_document_json, record_page
 from app.app_error import AppError, not_found
-from app.config import PROJECT_ROOT, Settings
+from app.config import Settings
 from app.records import dataset_cache, locations
 from app.records import service as records
 from app.records.service import MAX_PAGE_SIZE
@@ -25,7 +24,8 @@ from app.serving.deps import (
     WriteSessionDep,
 )
 from app.serving.replies import Reply, etag_matches
-from app.serving.views import record_view
+from app.serving.views import record_document_json, record_view
+from app.wire.records import RecordDocument, RecordPage
 
 router = APIRouter(prefix="/api/errors", tags=["errors"], responses=problems(422))
 JSON_MEDIA = "application/json"
@@ -53,7 +53,7 @@ def _document_json(session: Session, settings: Settings, stored: records.StoredR
         view.drift.id if view.drift else None,
     )
     return dataset_cache.memo.get(
-        session, view.dataset_version, key, lambda: record_document_json(view, PROJECT_ROOT)
+        session, view.dataset_version, key, lambda: record_document_json(view)
     )
 
 
@@ -89,7 +89,7 @@ def read_errors(
 ) -> RecordPage:
     """List record summaries in a stable order, filtered, with the total and a cursor."""
     page = records.list_records(session, filters, limit, cursor)
-    return record_page(page, page.version)
+    return RecordPage.model_validate(page)
 
 
 @router.get("/by-slug/{owner}/{repo}/{slug}", responses=_DOCUMENT)

@@ -11,11 +11,11 @@ from starlette.concurrency import run_in_threadpool
 from app.api.responses import json_object, problems
 from app.app_error import AppError
 from app.jsontext import NO_NUL
-from app.matching.result import MatchResult
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
 from app.serving.budget import charge_paste, large_paste_turn
 from app.serving.deps import SessionDep, parse_body
 from app.serving.observed import match_observed, matches_counted, served
+from app.wire.matching import BatchResult, MatchResult
 
 router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 429, 503))
 MAX_BATCH_TEXTS = 100
@@ -54,12 +54,6 @@ async def _raw_body(request: Request) -> bytes:
 
 
 BodyDep = Annotated[bytes, Depends(_raw_body)]
-
-
-class BatchResult(BaseModel):
-    """One result per pasted text, in the order they were sent."""
-
-    results: list[MatchResult]
 
 
 def _json(result: BaseModel) -> Response:

@@ -3,27 +3,24 @@
 
 import logging
 import threading
-from datetime import date, datetime
 from typing import Any
 
 import anyio
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import Field
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
-from app.api.curation import QueueItemOut, queue_item_out
 from app.api.responses import problems
-from app.api.schemas import DatasetStats, dataset_stats_out
 from app.config import Settings
 from app.curation import stats
 from app.matching.matcher import Freshness
 from app.ops.metrics import CONTENT_TYPE
 from app.records import service as records
 from app.serving.deps import DaysQuery, SessionDep, SettingsDep
-from app.wire import ApiModel
+from app.wire.records import DatasetStats
+from app.wire.stats import StatsCharts
 
 router = APIRouter(tags=["meta"])
 log = logging.getLogger(__name__)
@@ -34,59 +31,7 @@ _checks = threading.BoundedSemaphore(READINESS_CHECKS)  # database checks runnin
 @router.get("/api/stats", response_model=DatasetStats)
 def read_stats(session: SessionDep) -> DatasetStats:
     """Record counts in all, per repo and per review state, and the dataset version."""
-    return dataset_stats_out(records.dataset_stats(session))
-
-
-class HitsOfDay(ApiModel):
-    """Hits of one day by what answered them."""
-
-    day: date
-    reviewed: int
-    draft: int
-    unexplained: int
-
-
-class ReproducerStatusOut(ApiModel):
-    """A record's reproducer: recent runs by status, the latest run's status and start."""
-
-    record_id: str
-    runs: dict[str, int]
-    latest_status: str | None
-    latest_at: datetime | None
-    latest: str | None = Field(
-        description="The latest run in a sentence: where it ran, on what, and when."
-    )
-
-
-class StatsCharts(ApiModel):
-    """GET /api/stats/charts: the data of every chart of the /stats page."""
-
-    records_per_repo: dict[str, dict[str, int]]
-    hits_per_day: list[HitsOfDay]
-    most_hit: list[QueueItemOut]
-    reproducers: list[ReproducerStatusOut]
-    reproducer_counts: dict[str, int] = Field(
-        description="Curated reproducers, generated ones, and generated ones whose latest run "
-        "passed on the real release (verified)."
-    )
-    drift_per_release: dict[str, dict[str, int]]
-    dataset_version: str
-
-
-def stats_charts_out(overview: stats.Overview) -> StatsCharts:
-    """The API shape of the overview."""
-    return StatsCharts(
-        records_per_repo=overview.records_per_repo,
-        hits_per_day=[HitsOfDay(day=day, **hits) for day, hits in overview.hits_per_day.items()],
-        most_hit=[queue_item_out(item) for item in overview.most_hit],
-        reproducers=[
-            ReproducerStatusOut.model_validate(status, from_attributes=True)
-            for status in overview.reproducers
-        ],
-        reproducer_counts=overview.reproducer_counts,
-        drift_per_release=overview.drift_per_release,
-        dataset_version=overview.dataset_version,
-    )
+    return DatasetStats.model_validate(records.dataset_stats(session))
 
 
 @router.get("/api/stats/charts", response_model=StatsCharts, responses=problems(422))
@@ -100,7 +45,7 @@ def read_stats_charts(
     status per record, drift per release: the data of the /stats page."""
     request.app.state.hits.flush()
     vocabulary = request.app.state.matcher.vocabulary()
-    return stats_charts_out(stats.overview(session, settings, vocabulary, days))
+    return StatsCharts.model_validate(stats.overview(session, settings, vocabulary, days))
 
 
 def _index_json(freshness: Freshness | None) -> dict[str, Any]:

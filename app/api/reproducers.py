@@ -3,13 +3,13 @@
 from fastapi import APIRouter
 
 from app.api.responses import problems
-from app.api.schemas import ReproducerOut, generated_reproducer_out, reproducer_out
 from app.app_error import not_found
-from app.config import PROJECT_ROOT
 from app.records import service as records
 from app.reproducers import drift, runner
 from app.reproducers.generation import bulk
 from app.serving.deps import SessionDep, SettingsDep
+from app.wire.base import Extended
+from app.wire.reproducers import ReproducerOut
 
 router = APIRouter(prefix="/api/errors", tags=["reproducers"], responses=problems(404, 422))
 
@@ -24,8 +24,18 @@ def read_reproducer(session: SessionDep, settings: SettingsDep, record_id: str) 
     runs = runner.latest_runs(session, record_id)
     latest_drift = drift.latest_drift(session, record_id)
     if info is not None:
-        return reproducer_out(info, runs, latest_drift, PROJECT_ROOT)
+        return ReproducerOut.model_validate(Extended(info, runs=runs, drift=latest_drift))
     stored = bulk.stored_script(session, record_id)
     if stored is None:
         raise not_found(f"a reproducer for record {record_id}")
-    return generated_reproducer_out(stored, runs, latest_drift)
+    return ReproducerOut.model_validate(
+        Extended(
+            stored,
+            generated=True,
+            calls=stored,
+            target={"package": stored.package, "version": stored.version, "module": stored.module},
+            devices=["cpu"],
+            runs=runs,
+            drift=latest_drift,
+        )
+    )

@@ -4,10 +4,9 @@
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel
-
-from app.app_error import PROBLEM_MEDIA, PROBLEM_TYPE
+from app.app_error import PROBLEM_MEDIA
 from app.jsontext import NO_NUL
+from app.wire.problems import Problem
 
 PROBLEM_REF = "#/components/schemas/Problem"
 JSON_VALUE_REF = "#/components/schemas/JsonValue"
@@ -39,25 +38,6 @@ def json_object(required: dict[str, Any]) -> dict[str, Any]:
 
 
 _FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
-
-
-class FieldProblem(BaseModel):
-    """One reason a request was refused, by the field it concerns."""
-
-    field: str
-    reason: str
-
-
-class Problem(BaseModel):
-    """RFC 9457 problem details (`application/problem+json`): what went wrong, the status
-    again, the request path as `instance`, and `errors` naming each refused field."""
-
-    type: str = PROBLEM_TYPE
-    title: str
-    status: int
-    detail: str
-    instance: str | None = None
-    errors: list[FieldProblem] | None = None
 
 
 _DESCRIPTIONS = {

@@ -353,9 +353,9 @@ def drift_command(
     """Check whether each record's raise site still holds in its target upstream release."""
     from dataclasses import asdict
 
-    from app.api.schemas import drift_out
     from app.reproducers import drift, runner
     from app.reproducers.generation import verification
+    from app.wire.reproducers import DriftOut
 
     settings = settings_of(ctx)
     engine = open_store(settings)
@@ -385,7 +385,7 @@ def drift_command(
             typer.echo(f"{record_id}: no record with a reproducer and a source line", err=True)
             continue
         with unit_of_work(engine) as session:
-            stored_check = drift_out(drift.store_drift(session, outcome))
+            stored_check = DriftOut.model_validate(drift.store_drift(session, outcome))
         outcomes.append(outcome)
         checks.append({"recordId": record_id} | stored_check.model_dump(mode="json", by_alias=True))
     if as_json:  # each check as GET /api/errors/{id}/reproducer shows it in `drift`

@@ -2,8 +2,8 @@
 `errkb match|search|show` print the same with or without `--server`, and the hook, the
 plugin and `errkb run` work with no server at all.
 
-Imported only when no server is configured: it brings the store, the matcher and the API's
-schemas, which a program being explained should not pay for otherwise.
+Imported only when no server is configured: it brings the store, the matcher and the wire
+models, which a program being explained should not pay for otherwise.
 """
 
 import json
@@ -14,18 +14,16 @@ from typing import Any
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
-from app.api.schemas import record_document_json
-from app.api.search import search_page
 from app.app_error import AppError
 from app.client.http import ClientError
-from app.config import PROJECT_ROOT, Settings
+from app.config import Settings
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
-from app.search.service import search
-from app.serving.views import record_view
+from app.search.service import search, search_page
+from app.serving.views import record_document_json, record_view
 from app.store.engine import is_sqlite, open_store
 
 
@@ -83,7 +81,7 @@ class LocalStore:
             if stored is None:
                 raise ClientError(f"record {record_id} does not exist", 404)
             view = record_view(session, self.settings, stored)
-            return json.loads(record_document_json(view, PROJECT_ROOT))
+            return json.loads(record_document_json(view))
 
     def link(self, record_id: str) -> str:
         """With no server there is no page to link to: the command that prints it."""

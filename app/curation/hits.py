@@ -28,10 +28,10 @@ from sqlmodel import Session
 
 from app import store
 from app.curation.scrub import template_key
-from app.matching.result import MatchResult
 from app.records.vocabulary import Vocabulary
 from app.store.engine import unit_of_work
 from app.store.tables import Hit, HitTotal, table_of
+from app.wire.matching import MatchResult
 
 RECORD, TEMPLATE = "record", "template"
 FLUSH_INTERVAL_S = 10.0

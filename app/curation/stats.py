@@ -18,7 +18,6 @@ from app.curation.queue import UNEXPLAINED, QueueItem, curation_queue
 from app.records import service as records
 from app.records.vocabulary import Vocabulary
 from app.reproducers import runner
-from app.reproducers import runs as reproducer_runs
 from app.reproducers.generation import verification
 from app.store.tables import DriftCheck, Hit, Record
 
@@ -95,7 +94,7 @@ def _reproducers(session: Session, settings: Settings) -> list[ReproducerStatus]
                 {status: counts[status] for status in RUN_STATUSES},
                 latest.status if latest else None,
                 latest.started_at if latest else None,
-                reproducer_runs.summary(latest) if latest else None,
+                latest.summary if latest else None,
             )
         )
     return statuses

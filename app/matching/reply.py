@@ -8,8 +8,9 @@ not with a reply ten times its size.
 from collections.abc import Sequence
 
 from app.matching.libraries import raised_by
-from app.matching.result import ExceptionOut, FrameOut
 from app.matching.tracebacks.model import ParsedException
+from app.wire.base import Extended
+from app.wire.matching import ExceptionOut
 
 MAX_EXCEPTIONS = 100  # exceptions in one reply
 MAX_FRAMES = 100  # frames of one exception in a reply, the innermost
@@ -20,17 +21,13 @@ MAX_CAPTURE_CHARS = 256  # of one captured value in a reply
 def exception_out(exception: ParsedException) -> tuple[ExceptionOut, bool]:
     """The exception as the reply shows it, and whether a cap shortened it."""
     frames = exception.frames[-MAX_FRAMES:]
-    out = ExceptionOut(
-        index=exception.index,
-        error_class=exception.error_class,
-        qualified_class=exception.qualified_class,
+    capped = Extended(
+        exception,
         message=exception.message[:MAX_MESSAGE_CHARS],
-        frames=[FrameOut(file=f.file, line=f.line, function=f.function) for f in frames],
-        cause_index=exception.cause_index,
-        span=exception.span,
-        message_spans=list(exception.message_line_spans),
+        frames=frames,
         raised_by=raised_by(exception),
     )
+    out = ExceptionOut.model_validate(capped)
     shortened = len(frames) < len(exception.frames) or len(out.message) < len(exception.message)
     return out, shortened
 

@@ -23,7 +23,6 @@ from app.matching.origin import log_repos, log_versions
 from app.matching.partial import second_chance, unquoted
 from app.matching.rank import rank
 from app.matching.reply import capped_captures, exception_out, shown_exceptions
-from app.matching.result import MatchOut, MatchResult, ScoreComponent
 from app.matching.score import Match
 from app.matching.score_weights import RANKING_VERSION
 from app.matching.statements import interpreter_error
@@ -31,7 +30,9 @@ from app.matching.tracebacks.model import ParsedException
 from app.matching.tracebacks.parse import parse_exceptions
 from app.records import dataset_cache, locations
 from app.records import service as records
-from app.records.summary import RecordSummary, summarize
+from app.wire.base import Extended
+from app.wire.matching import MatchOut, MatchResult
+from app.wire.records import RecordSummary
 
 DEFAULT_MATCHES = 10
 MAX_MATCHES = 100
@@ -274,7 +275,7 @@ def _known(stored: records.StoredRecord | None, known: list[locations.Location])
     if stored is None:
         return None
     candidate = candidate_from(stored.record, stored.review_state, stored.gone_in, known)
-    return _Known(candidate, known, summarize(stored))
+    return _Known(candidate, known, RecordSummary.model_validate(stored))
 
 
 def _history(session: Session, version: str, known: _Known) -> list[str]:
@@ -319,22 +320,14 @@ def _match(
     for match in ranked[:limit]:
         captures, shortened = capped_captures(match.captures)
         truncated |= shortened
-        matches.append(
-            MatchOut(
-                id=match.id,
-                score=match.score,
-                exception_index=match.exception_index,
-                captures=captures,
-                reasons=match.reasons,
-                components=[
-                    ScoreComponent(id=part.id, points=part.points, hint=part.hint)
-                    for part in match.components
-                ],
-                record=known[match.id].summary,
-                same_message=[known[other].summary for other in match.same_message],
-                history=_history(session, version, known[match.id]),
-            )
+        answered = Extended(
+            match,
+            captures=captures,
+            record=known[match.id].summary,
+            same_message=[known[other].summary for other in match.same_message],
+            history=_history(session, version, known[match.id]),
         )
+        matches.append(MatchOut.model_validate(answered))
     explained = {match.exception_index for match in matches if match.exception_index is not None}
     shown = shown_exceptions(exceptions, explained)
     truncated |= len(shown) < len(exceptions)

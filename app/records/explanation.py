@@ -4,92 +4,25 @@ Harvest stores each site's explanation (settings, advice, trigger: app.harvest.a
 in the code context of its newest location. What only the releases together tell, the
 release that brought or changed the site, is read here from its locations and history,
 so that harvesting an older release later adds to it without re-explaining anything.
+Its shape is the wire's (app.wire.explanation).
 """
 
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from pydantic import computed_field
 from sqlmodel import Session
 
 from app.records import locations
 from app.records.locations import History, Location
-from app.wire import ApiModel
-
-
-class ExplanationSource(ApiModel):
-    """Where a statement was read: the release, its file and line."""
-
-    release: str | None
-    ref: str
-    file_path: str
-    line_number: int | None
-    github_url: str | None
-
-
-class ExplainedSetting(ApiModel):
-    """A setting that reaches the raise site, as its users type it."""
-
-    name: str  # the attribute the code reads: max_model_len
-    kind: str  # flag | argument (of EngineArgs, no flag) | config | env | parameter
-    typed_as: str  # --max-model-len, ModelConfig.max_model_len, VLLM_PORT
-    default: str | None  # as the release spells it
-    help: str | None
-    via: str  # where the raise site names it: guard or message
-    source: ExplanationSource
-
-
-class Advice(ApiModel):
-    """A sentence of the message that tells the reader what to do."""
-
-    text: str
-    settings: list[str]  # the settings it names, as typed (see `settings`)
-    url: str | None
-
-
-class Statement(ApiModel):
-    """One sentence about the record and where it was read."""
-
-    text: str
-    source: ExplanationSource
-
-
-class EntryPoint(ApiModel):
-    """A public call that leads to the raise site, found by name in the callers graph."""
-
-    label: str  # as its users spell it: LLM(...), vllm serve, SamplingParams(...)
-    calls: list[str]  # the functions from the entry point down to the raising one
-    source: ExplanationSource  # where the chain leaves the entry point
-
-
-class Explanation(ApiModel):
-    """The settings, advice, trigger, entry points and release changes of a record, each
-    sourced."""
-
-    release: str
-    settings: list[ExplainedSetting]
-    advice: list[Advice]
-    trigger: Statement | None
-    changes: list[Statement]
-    entry_points: list[EntryPoint]
-
-    @property
-    def says_something(self) -> bool:
-        """Whether it names a setting, gives advice or tells a release that changed it."""
-        return bool(self.settings or self.advice or self.changes)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def headline(self) -> str | None:
-        """One line for a terminal: the first setting, else the first advice or change."""
-        if self.settings:
-            top = self.settings[0]
-            default = f" (default {top.default})" if top.default is not None else ""
-            return f"setting {top.typed_as}{default}"
-        if self.advice:
-            return f"advice: {self.advice[0].text}"
-        return self.changes[0].text if self.changes else None
+from app.wire.explanation import (
+    Advice,
+    EntryPoint,
+    ExplainedSetting,
+    Explanation,
+    ExplanationSource,
+    Statement,
+)
 
 
 def _source(raw: dict[str, Any], release: str | None) -> ExplanationSource:
@@ -99,16 +32,6 @@ def _source(raw: dict[str, Any], release: str | None) -> ExplanationSource:
         file_path=raw["filePath"],
         line_number=raw.get("lineNumber"),
         github_url=raw.get("githubUrl"),
-    )
-
-
-def _location_source(location: Location) -> ExplanationSource:
-    return ExplanationSource(
-        release=location.release,
-        ref=location.ref,
-        file_path=location.file_path,
-        line_number=location.line_number,
-        github_url=location.github_url,
     )
 
 
@@ -132,7 +55,7 @@ def _changes(
                 Statement(
                     text=f"first raised in {name} {first}: {before}, the release harvested "
                     "before it, does not raise it",
-                    source=_location_source(by_release[f"{name}=={first}"]),
+                    source=ExplanationSource.model_validate(by_release[f"{name}=={first}"]),
                 )
             )
         statements.extend(_guard_changes(name, known))
@@ -151,7 +74,7 @@ def _changes(
                 f"gone in {name} {item.changed_in}: {last} raises it here, "
                 f"{item.changed_in} no longer does"
             )
-        statements.append(Statement(text=text, source=_location_source(at)))
+        statements.append(Statement(text=text, source=ExplanationSource.model_validate(at)))
     return statements
 
 
@@ -175,7 +98,7 @@ def _guard_changes(package: str, known: Sequence[Location]) -> list[Statement]:
                 Statement(
                     text=f"the guard changed in {package} {version} (since {since}): "
                     f"`{before}` became `{after}`",
-                    source=_location_source(location),
+                    source=ExplanationSource.model_validate(location),
                 )
             )
     return statements

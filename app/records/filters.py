@@ -16,7 +16,7 @@ from sqlalchemy import ColumnElement, Table, and_, select
 
 from app.jsontext import NO_NUL
 from app.store.tables import Record, RecordTag
-from app.wire import ApiModel
+from app.wire.base import ApiModel
 
 # The longest value each field can hold in a valid record (data/record.schema.json): a longer
 # filter can match nothing, so it is refused with the reason instead of searched for.

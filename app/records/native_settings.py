@@ -14,8 +14,8 @@ message or its tags.
 import re
 from dataclasses import dataclass
 
-from app.records.explanation import ExplainedSetting, Explanation, ExplanationSource
 from app.records.model import ErrorRecord
+from app.wire.explanation import ExplainedSetting, Explanation, ExplanationSource
 
 MAX_SETTINGS = 6
 NATIVE_SUFFIXES = (".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp")

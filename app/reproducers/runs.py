@@ -9,8 +9,8 @@ once: a run is known by its record, its start and its machine (`run_key`), so a 
 imported again adds nothing. A run of a record the store does not hold (a draft of a
 release not harvested yet) is left for a later import, and counted as such.
 
-`summary` is the one sentence every surface shows of a run: "Reproduced on NVIDIA H200
-(torch 2.11.0+cu130, CUDA 13.0, Python 3.12.3) on 2026-12-04".
+A stored run says itself in the one sentence every surface shows (`ReproducerRun.summary`):
+"Reproduced on NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0, Python 3.12.3) on 2026-12-04".
 """
 
 import gzip
@@ -270,37 +270,12 @@ def _stored_run(line: RunLine, key: str, origin: str) -> ReproducerRun:
     )
 
 
-def _where(run: ReproducerRun) -> str:
-    """Where a run ran, shortly: the GPU's name (what `machine_words` puts first), or CPU."""
-    if run.device == "cpu":
-        return "CPU"
-    return run.machine.split(",")[0] if run.machine else "a CUDA GPU"
-
-
-def summary(run: ReproducerRun) -> str:
-    """A run in one sentence: "Reproduced on NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0,
-    Python 3.12.3) on 2026-12-04", or "Failed on CPU (...) on ..." for a run that did not
-    pass."""
-    verb = {"passed": "Reproduced", "failed": "Failed", "error": "Could not run"}.get(
-        run.status, "Skipped"
-    )
-    details = [f"torch {run.torch}" if run.torch else None]
-    details += [f"CUDA {run.cuda}" if run.cuda and run.device == "cuda" else None]
-    details += [f"Python {run.python}" if run.python else None]
-    shown = ", ".join(part for part in details if part)
-    return (
-        f"{verb} on {_where(run)}"
-        + (f" ({shown})" if shown else "")
-        + f" on {run.started_at:%Y-%m-%d}"
-    )
-
-
 def holds_on(runs: Iterable[ReproducerRun]) -> list[str]:
     """The torch releases (and where) these runs passed on, newest run first, each once:
     "torch 2.11.0+cu130 on NVIDIA H200", "torch 2.13.0+cpu on CPU"."""
     found: list[str] = []
     for run in runs:
-        said = f"torch {run.torch} on {_where(run)}"
+        said = f"torch {run.torch} on {run.where}"
         if run.status == "passed" and run.torch and said not in found:
             found.append(said)
     return found

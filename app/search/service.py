@@ -41,6 +41,8 @@ from app.search.fts import MATCHER, RECENT, Ranked, rank
 from app.search.highlight import Marked, Terms, passage
 from app.search.query import MAX_QUERY_LENGTH, looks_like_error_line, query_phrases, text_query
 from app.store.tables import Record
+from app.wire.base import Extended
+from app.wire.search import SearchPage
 
 DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 100
@@ -131,6 +133,12 @@ def search(
     exact = counted < MAX_RESULTS_WINDOW
     hits = _hits(session, ranked[offset : offset + limit], Terms(phrases, prefix))
     return _page(query, filters, hits, counted + extra, exact, offset, limit, len(ranked), relaxed)
+
+
+def search_page(results: SearchResults, version: str) -> SearchPage:
+    """GET /api/search's page of these results, read at the store's dataset `version`: what
+    the API answers and `errkb search --json` prints."""
+    return SearchPage.model_validate(Extended(results, dataset_version=version))
 
 
 def _page(

@@ -30,8 +30,8 @@ from app import store
 from app.curation.hits import RECORD, match_subject
 from app.matching import deadline
 from app.matching.matcher import IndexBehind
-from app.matching.result import MatchResult
 from app.matching.service import match_text, match_texts
+from app.wire.matching import MatchResult
 
 T = TypeVar("T")
 SMALL_PASTE_BYTES = 16 * 1024

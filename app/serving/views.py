@@ -1,9 +1,10 @@
 """What a page and its JSON twin both show, gathered once (docs/architecture.md,
 convention 1): the record page (/errors/{id}) renders a RecordView, GET /api/errors/{id}
-answers the same RecordView as JSON (app.api.schemas.record_document_json), so the twin
+answers the same RecordView as JSON (record_document_json), so the twin
 carries everything the page shows: locations, history, related records, runs and drift.
 """
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from sqlmodel import Session
 from app.config import Settings
 from app.records import dataset_cache, locations
 from app.records import service as records
-from app.records.explanation import Explanation, record_explanation
+from app.records.explanation import record_explanation
 from app.records.locations import History, Location
 from app.records.native_settings import native_explanation
 from app.records.service import StoredRecord
@@ -22,6 +23,8 @@ from app.reproducers.runner import ReproducerInfo
 from app.search import related
 from app.search.related import RelatedRecord
 from app.store.tables import DriftCheck, GeneratedReproducer, ReproducerRun
+from app.wire.explanation import Explanation
+from app.wire.records import RecordDocument
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,14 @@ def record_view(session: Session, settings: Settings, stored: StoredRecord) -> R
         drift=drift.latest_drift(session, stored.id),
         explanation=explanation,
     )
+
+
+def record_document_json(view: RecordView) -> str:
+    """The JSON text of GET /api/errors/{id} (RecordDocument), splicing in the stored text
+    byte for byte: what the API answers and the local client prints."""
+    document = RecordDocument.model_validate(view, context={"record": view.stored.record})
+    rest = document.model_dump(mode="json", by_alias=True, exclude={"record"})
+    return '{"record":' + view.stored.document + "," + json.dumps(rest, ensure_ascii=False)[1:]
 
 
 def _store_facts(

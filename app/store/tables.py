@@ -142,6 +142,31 @@ class ReproducerRun(SQLModel, table=True):
     origin: str | None = Field(default=None, sa_column=Column(Text))
     run_key: str | None = None
 
+    @property
+    def where(self) -> str:
+        """Where it ran, shortly: the GPU's name (what `machine` puts first), or CPU."""
+        if self.device == "cpu":
+            return "CPU"
+        return self.machine.split(",")[0] if self.machine else "a CUDA GPU"
+
+    @property
+    def summary(self) -> str:
+        """The run in one sentence: "Reproduced on NVIDIA H200 (torch 2.11.0+cu130, CUDA
+        13.0, Python 3.12.3) on 2026-12-04", or "Failed on CPU (...) on ..." for a run that
+        did not pass."""
+        verb = {"passed": "Reproduced", "failed": "Failed", "error": "Could not run"}.get(
+            self.status, "Skipped"
+        )
+        details = [f"torch {self.torch}" if self.torch else None]
+        details += [f"CUDA {self.cuda}" if self.cuda and self.device == "cuda" else None]
+        details += [f"Python {self.python}" if self.python else None]
+        shown = ", ".join(part for part in details if part)
+        return (
+            f"{verb} on {self.where}"
+            + (f" ({shown})" if shown else "")
+            + f" on {self.started_at:%Y-%m-%d}"
+        )
+
 
 class GeneratedReproducer(SQLModel, table=True):
     """A reproducer generated from a record's raise site (app.reproducers.generation): kept

@@ -50,7 +50,6 @@ def _environment() -> Environment:
     environment.globals["search_url"] = render.search_url
     environment.filters["python_code"] = render.python_code
     environment.filters["source_excerpt"] = render.source_excerpt
-    environment.filters["run_summary"] = runs.summary
     environment.filters["holds_on"] = runs.holds_on
     return environment
 

@@ -4,8 +4,10 @@ The one result of app.matching.service.match_text, which the API answers as it i
 pages render and the CLI prints.
 """
 
-from app.records.summary import RecordSummary
-from app.wire import ApiModel
+from pydantic import BaseModel, Field
+
+from app.wire.base import ApiModel
+from app.wire.records import RecordSummary
 
 
 class FrameOut(ApiModel):
@@ -26,7 +28,7 @@ class ExceptionOut(ApiModel):
     frames: list[FrameOut]
     cause_index: int | None
     span: tuple[int, int]
-    message_spans: list[tuple[int, int]]
+    message_spans: list[tuple[int, int]] = Field(validation_alias="message_line_spans")
     # the library outside the harvested upstreams that raised it (pydantic, argparse,
     # huggingface_hub, NCCL, CUDA, the interpreter), when its frames or words say so
     raised_by: str | None = None
@@ -67,3 +69,9 @@ class MatchResult(ApiModel):
     exceptions: list[ExceptionOut]
     matches: list[MatchOut]
     truncated: bool = False  # a reply cap left out exceptions, frames, matches or characters
+
+
+class BatchResult(BaseModel):
+    """One result per pasted text, in the order they were sent."""
+
+    results: list[MatchResult]
