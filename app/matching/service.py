@@ -17,11 +17,12 @@ from app.exception_classes import ClassGraph
 from app.matching import deadline
 from app.matching.candidate import Candidate, candidate_from, path_suffixes, raised_elsewhere
 from app.matching.index import PatternIndex
+from app.matching.line_hit import LineHit
 from app.matching.logtext import clean_lines, line_level
 from app.matching.matcher import Matcher, RaiseSites
 from app.matching.origin import log_repos, log_versions
 from app.matching.partial import second_chance, unquoted
-from app.matching.rank import rank
+from app.matching.rank import Evidence, rank
 from app.matching.reply import capped_captures, exception_out, shown_exceptions
 from app.matching.result import MatchOut, MatchResult, ScoreComponent
 from app.matching.score import Match
@@ -110,7 +111,7 @@ def find_matches(
     quoted += [(e.index, e.message) for e in exceptions if _unescaped(text, e)]
     subject, starts = _subject([line.text for line in lines] + [inner for _, inner in quoted])
     regions = _Regions(exceptions)
-    hits: list[tuple[str, int | None, str, bool]] = []
+    hits: list[LineHit] = []
     exception_index: int | None
     for count, hit in enumerate(index.candidates(subject)):
         if count % deadline.CHECK_EVERY == 0:
@@ -118,7 +119,7 @@ def find_matches(
         number = bisect_right(starts, hit.start) - 1
         if number >= len(lines):
             exception_index, inner = quoted[number - len(lines)]
-            hits.append((hit.key, exception_index, inner, True))
+            hits.append(LineHit(hit.key, exception_index, inner, True))
             continue
         line = lines[number]
         begin = hit.start - starts[number]
@@ -127,9 +128,9 @@ def find_matches(
         )
         if not on_message:
             exception_index, on_message = regions.at(line.offset(begin))
-        hits.append((hit.key, exception_index, line.text, on_message))
+        hits.append(LineHit(hit.key, exception_index, line.text, on_message))
     raised_at = _raised_at(exceptions, sites or {})
-    wanted = {hit[0] for hit in hits} | {record_id for record_id, _ in raised_at}
+    wanted = {hit.record_id for hit in hits} | {record_id for record_id, _ in raised_at}
     found = lookup(wanted)
 
     def elsewhere(record_id: str, exception: ParsedException) -> bool:
@@ -151,19 +152,20 @@ def find_matches(
         ):
             candidates[found_statement.id] = found_statement
             statements.append((found_statement.id, exception.index))
-    ranked = rank(
-        index,
-        hits,
-        candidates,
-        exceptions,
-        raised_at,
-        partials,
-        graph,
-        log_repos(lines),
-        versions,
-        {line.text.strip(): level for line in lines if (level := line_level(line.prefix))},
-        statements,
+    evidence = Evidence(
+        exceptions=exceptions,
+        hits=hits,
+        raised_at=raised_at,
+        partials=partials,
+        statements=statements,
+        graph=graph,
+        log_repos=log_repos(lines),
+        log_versions=versions,
+        log_levels={
+            line.text.strip(): level for line in lines if (level := line_level(line.prefix))
+        },
     )
+    ranked = rank(index, candidates, evidence)
     return exceptions, ranked
 
 
