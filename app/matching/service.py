@@ -7,7 +7,8 @@ A request runs under the matcher's deadline, and its reply is capped (app.matchi
 """
 
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlmodel import Session
@@ -190,32 +191,52 @@ def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list
 
 
 def match_text(
-    matcher: Matcher,
-    session: Session,
-    text: str,
-    limit: int = DEFAULT_MATCHES,
-    waits: bool = True,
+    matcher: Matcher, session: Session, text: str, limit: int = DEFAULT_MATCHES
 ) -> MatchResult:
     """The exceptions in `text` and the records that explain them, best first; a 503 when
     the matcher's deadline passes first (the work stops there too). Blank text holds no
     exception and matches nothing: an empty result, as the API's schema allows it.
 
-    A match that may not wait (`waits=False`: one of a queue on a thread of their own,
-    app.serving.observed) takes no slot among the matches computing at once, and raises
-    IndexBehind (app.matching.matcher) before any work when the index is not the store's."""
+    The index is first brought up to the store's writes, and the match waits for its slot
+    among the matches computing at once (app.matching.matcher)."""
+    if (blank := _blank(matcher, text, limit)) is not None:
+        return blank
+    # Following the store's writes (a harvest adds thousands of patterns) is the store's
+    # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
+    index, version = matcher.index_at(session)
+    with _in_time(matcher), matcher.slot():
+        return _match(matcher, index, version, session, text, limit)
+
+
+def match_text_now(
+    matcher: Matcher, session: Session, text: str, limit: int = DEFAULT_MATCHES
+) -> MatchResult:
+    """`match_text` for a caller that may not wait (the event loop, app.serving.matches):
+    IndexBehind (app.matching.matcher) before any work when the index is not the store's,
+    and no slot among the matches computing at once."""
+    if (blank := _blank(matcher, text, limit)) is not None:
+        return blank
+    index, version = matcher.index_now(session)
+    with _in_time(matcher):
+        return _match(matcher, index, version, session, text, limit)
+
+
+def _blank(matcher: Matcher, text: str, limit: int) -> MatchResult | None:
+    """Refuse a paste or a limit out of bounds; the empty result of blank text."""
     check_paste(text, matcher.max_paste_bytes)
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
-    if not text.strip():
-        return MatchResult(
-            exceptions=[], matches=[], truncated=False, ranking_version=RANKING_VERSION
-        )
-    # Following the store's writes (a harvest adds thousands of patterns) is the store's
-    # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
-    index, version = matcher.index_at(session, sync=waits)
+    if text.strip():
+        return None
+    return MatchResult(exceptions=[], matches=[], truncated=False, ranking_version=RANKING_VERSION)
+
+
+@contextmanager
+def _in_time(matcher: Matcher) -> Iterator[None]:
+    """Work under the matcher's deadline; a 503 when it passes first."""
     try:
-        with deadline.within(matcher.deadline_s), matcher.slot(waits):
-            return _match(matcher, index, version, session, text, limit)
+        with deadline.within(matcher.deadline_s):
+            yield
     except deadline.DeadlineExceeded as error:
         raise AppError(
             503,
