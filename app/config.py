@@ -38,7 +38,7 @@ def _default_threads() -> int:
 
 SPARE_CONNECTIONS = 5
 """Connections used outside the request threads: the start-up and follow threads, the
-/readyz check, a hit flush and a small paste matched on the event loop (app.serving.observed). The
+/readyz check, a hit flush and a small paste matched on the event loop (app.serving.matches). The
 pool holds at least ERRKB_THREADS + these, so that a request thread never waits for a
 connection that only another request could give back."""
 

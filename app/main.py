@@ -32,6 +32,7 @@ from app.ops.protocol import HEADER_TIMEOUT_STATE
 from app.serving.budget import PasteBudget, PastesInFlight
 from app.serving.loop_turns import LoopTurns
 from app.serving.replies import Replies
+from app.serving.services import Services
 from app.store.engine import is_lock_timeout, open_store
 from app.upstreams.release_cache import Upstream
 from app.web import curation as web_curation
@@ -65,27 +66,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         form_limits={"max_part_size": settings.max_paste_bytes * JSON_ESCAPE_FACTOR},
     )
     configure_logging(settings.log_format)
-    app.state.settings = settings
-    app.state.engine = open_store(settings)
-    app.state.matcher = Matcher(
-        app.state.engine,
-        settings.cache_dir,
-        settings.max_paste_bytes,
-        settings.match_deadline_s,
-        settings.match_concurrency,
-        Upstream(settings.cache_dir).cached_root,
+    engine = open_store(settings)
+    services = Services(
+        settings=settings,
+        engine=engine,
+        matcher=Matcher(
+            engine,
+            settings.cache_dir,
+            settings.max_paste_bytes,
+            settings.match_deadline_s,
+            settings.match_concurrency,
+            Upstream(settings.cache_dir).cached_root,
+        ),
+        metrics=Metrics(),
+        readiness=Readiness([LOAD_INDEX]),
+        hits=HitCounter(
+            engine, settings.record_hits, templates_per_day=settings.queue_templates_per_day
+        ),
+        paste_budget=PasteBudget(settings.paste_budget_bytes),
+        pastes_in_flight=PastesInFlight(settings.large_pastes_in_flight_bytes),
+        replies=Replies(engine, settings.reply_cache_entries),
+        loop_turns=LoopTurns(),
     )
-    app.state.metrics = Metrics()
-    app.state.readiness = Readiness([LOAD_INDEX])
-    app.state.hits = HitCounter(
-        app.state.engine,
-        settings.record_hits,
-        templates_per_day=settings.queue_templates_per_day,
-    )
-    app.state.paste_budget = PasteBudget(settings.paste_budget_bytes)
-    app.state.pastes_in_flight = PastesInFlight(settings.large_pastes_in_flight_bytes)
-    app.state.replies = Replies(app.state.engine, settings.reply_cache_entries)
-    app.state.loop_turns = LoopTurns()
+    app.state.services = services  # handed out by app.serving.deps.ServicesDep
     app.add_middleware(HeadAsGet)
     app.add_middleware(
         BodySizeLimit,
@@ -93,7 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         timeout_s=settings.body_timeout_s,
     )
     app.add_middleware(SecurityHeaders)  # a 413 from the limit gets them too
-    app.add_middleware(RequestObserver, metrics=app.state.metrics)  # outermost: sees the 413s
+    app.add_middleware(RequestObserver, metrics=services.metrics)  # outermost: sees the 413s
     # Each request tries the routers in this order, every route of each until one fits:
     # the hot paths first (matches, records, probes).
     app.include_router(match.router)
@@ -118,19 +121,20 @@ async def _start_up(app: FastAPI) -> AsyncIterator[dict[str, float]]:
     answers, /readyz saying when it is done; follow other processes' writes in
     another; write pending hits on the way out. The state yielded tells the server's
     protocol (app.ops.protocol) the header time limit."""
-    state = app.state
+    services: Services = app.state.services
+    settings = services.settings
     # The request threads; the database pool holds as many connections (app.config).
-    to_thread.current_default_thread_limiter().total_tokens = state.settings.threads
+    to_thread.current_default_thread_limiter().total_tokens = settings.threads
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    arguments = (state.settings, state.engine, state.matcher, state.readiness, state.metrics)
+    arguments = (settings, services.engine, services.matcher, services.readiness, services.metrics)
     threading.Thread(target=start_up, args=arguments, name="errkb-start-up", daemon=True).start()
     stop = threading.Event()
-    if state.settings.index_poll_s > 0:
-        following = (state.matcher, state.engine, state.settings.index_poll_s, stop)
+    if settings.index_poll_s > 0:
+        following = (services.matcher, services.engine, settings.index_poll_s, stop)
         threading.Thread(target=follow, args=following, name="errkb-follow", daemon=True).start()
-    yield {HEADER_TIMEOUT_STATE: state.settings.header_timeout_s}
+    yield {HEADER_TIMEOUT_STATE: settings.header_timeout_s}
     stop.set()
-    state.hits.flush()
+    services.hits.flush()
 
 
 def body_limit(settings: Settings, path: str) -> int:

@@ -44,7 +44,7 @@ FLUSH_SUBJECTS = 200
 def build_store(folder: Path) -> Path:
     database = folder / "hits-bench.db"
     app = create_app(Settings(database_url=f"sqlite:///{database}", cache_dir=folder))
-    with unit_of_work(app.state.engine) as session:
+    with unit_of_work(app.state.services.engine) as session:
         records.import_paths(session, [PROJECT_ROOT / "data" / "records"])
         drafts.harvest_release(session, drafts.resolve_release("vllm==0.33.0", releases=RELEASES))
     return database
@@ -52,7 +52,7 @@ def build_store(folder: Path) -> Path:
 
 def pastes(database: Path, count: int) -> list[str]:
     app = create_app(Settings(database_url=f"sqlite:///{database}"))
-    with Session(app.state.engine) as session:
+    with Session(app.state.services.engine) as session:
         rows = session.execute(select(Record.error_class, Record.error_message)).all()
     rng = random.Random(13)
     texts = []
@@ -102,7 +102,7 @@ def main() -> None:
     print(f"  hits off: median {off[0]:.3f} ms, p95 {off[1]:.3f} ms")
     print(f"  ratio on/off: median {on[0] / off[0]:.3f}, p95 {on[1] / off[1]:.3f}")
 
-    counter = HitCounter(counting.app.state.engine, enabled=True, interval_s=3600)
+    counter = HitCounter(counting.app.state.services.engine, enabled=True, interval_s=3600)
     started = time.perf_counter()
     for n in range(FLUSH_SUBJECTS * 50):
         counter.add(RECORD, f"{n % FLUSH_SUBJECTS:016x}")

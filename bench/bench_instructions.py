@@ -51,7 +51,7 @@ def serve_rounds(database: str, kind: str) -> None:
     from app.records import dataset_cache
 
     app = create_app(Settings(database_url=f"sqlite:///{database}", harvest_on_start=False))
-    engine, matcher = app.state.engine, app.state.matcher
+    engine, matcher = app.state.services.engine, app.state.services.matcher
     dataset_cache.ARRIVED_NS.set(0)  # every request arrived before the last version read
     pastes = texts(kind)
 

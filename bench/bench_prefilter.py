@@ -41,8 +41,8 @@ def evict() -> None:
 def literal_sets(database: Path) -> dict[str, list[str]]:
     """The two literal lists of the store's index, as its engines hold them."""
     app = create_app(Settings(database_url=f"sqlite:///{database}", harvest_on_start=False))
-    with Session(app.state.engine) as session:
-        index = app.state.matcher.index(session)
+    with Session(app.state.services.engine) as session:
+        index = app.state.services.matcher.index(session)
     entries = index._entries
     longest = prefilter._ids_by_literal(entries, lambda entry: [entry.literal])
     near = prefilter._ids_by_literal(entries, lambda entry: [entry.literal, entry.head])

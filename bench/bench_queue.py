@@ -48,7 +48,7 @@ def template(rng: random.Random) -> str:
 def fill(client: TestClient, days: int, cap: int) -> float:
     """Past days straight into the table (with their totals, as the migration that made
     them writes them); today through HitCounter; the last flush's time."""
-    engine = client.app.state.engine
+    engine = client.app.state.services.engine
     rng = random.Random(25)
     first = today() - timedelta(days=days - 1)
     with unit_of_work(engine) as session:
@@ -95,20 +95,20 @@ def main() -> None:
     url = arguments.database_url or f"sqlite:///{folder / 'queue-bench.db'}"
     settings = Settings(database_url=url, cache_dir=folder, settle_heap=False)
     client = TestClient(create_app(settings))
-    with unit_of_work(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.services.engine) as session:
         records.import_paths(session, [PROJECT_ROOT / "data" / "records"])
     cap = settings.queue_templates_per_day
     flush_s = fill(client, arguments.days, cap)
-    engine = client.app.state.engine
+    engine = client.app.state.services.engine
     if engine.dialect.name == "postgresql":  # the statistics autovacuum keeps up to date
         with engine.begin() as connection:
             connection.exec_driver_sql("ANALYZE")
-    with Session(client.app.state.engine) as session:
+    with Session(engine) as session:
         kept = session.execute(select(func.count()).select_from(Hit)).scalar_one()
         today_kept = session.execute(
             select(func.count()).where(Hit.kind == TEMPLATE, Hit.day == today())
         ).scalar_one()
-    print(f"{client.app.state.engine.dialect.name}: {kept} hit rows over {arguments.days} days")
+    print(f"{engine.dialect.name}: {kept} hit rows over {arguments.days} days")
     print(
         f"  today's templates kept: {today_kept} (cap {cap});"
         f" flush at the cap {flush_s * 1000:.1f} ms"
@@ -125,10 +125,10 @@ def main() -> None:
             f"  GET /api/curation/queue?cursor=(item 601): median {deep[0]:.1f} ms,"
             f" p95 {deep[1]:.1f} ms"
         )
-    with Session(client.app.state.engine) as session:
+    with Session(client.app.state.services.engine) as session:
         started = time.process_time()
         for _ in range(arguments.requests):
-            curation_queue(session, client.app.state.matcher.vocabulary())
+            curation_queue(session, client.app.state.services.matcher.vocabulary())
         cpu_ms = (time.process_time() - started) / arguments.requests * 1000
     print(f"  curation_queue() CPU time: {cpu_ms:.1f} ms a call")
 

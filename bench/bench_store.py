@@ -99,7 +99,7 @@ LOAD_REQUESTS = 200_000
 LOAD_CONNECTIONS = 64
 COSTLY_CLIENTS = 4
 COSTLY_PASTES = 400  # more than four clients send in `--seconds`: each paste is new to the server
-COSTLY_PASTE_CHARS = 15_500  # under the 16 KB of a small paste (app.serving.observed)
+COSTLY_PASTE_CHARS = 15_500  # under the 16 KB of a small paste (app.serving.matches)
 WRITERS = 8
 WRITES_RELEASE = "vllm==0.33.0"
 WRITES_TOKEN = "bench-token"

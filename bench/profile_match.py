@@ -50,7 +50,7 @@ def main() -> None:
     settings = Settings(database_url=f"sqlite:///{args.database}", harvest_on_start=False)
     print(f"store: {describe(args.database)}")
     app = create_app(settings)
-    engine, matcher = app.state.engine, app.state.matcher
+    engine, matcher = app.state.services.engine, app.state.services.matcher
 
     def match(text: str) -> Callable[[], object]:
         def call() -> object:

@@ -43,7 +43,7 @@ def build_store(out: Path) -> accuracy.Harvested:
         curated=PROJECT_ROOT / "data" / "records",
     )
     with (
-        unit_of_work(harvested.client.app.state.engine) as session,
+        unit_of_work(harvested.client.app.state.services.engine) as session,
         (out / "records.jsonl").open("w", encoding="utf-8") as sink,
     ):
         sink.writelines(records.export_lines(session))

@@ -111,7 +111,7 @@ def make_client(settings: Settings) -> Callable[..., TestClient]:
             from app.records.service import import_paths as do_import
             from app.store.engine import unit_of_work
 
-            with unit_of_work(app.state.engine) as session:
+            with unit_of_work(app.state.services.engine) as session:
                 report = do_import(session, list(import_paths))
                 assert report.written, report.rejected
         return TestClient(app)

@@ -30,11 +30,11 @@ def test_match_and_batch_refuse_bad_text_and_keep_other_hits(make_client, bad) -
     _refused(client.post("/api/match/batch", content=batch, headers=JSON))
     _refused(client.post("/api/match", content=f'{{"text": "x", "{bad}": 1}}', headers=JSON))
     assert client.post("/api/match", json={"text": "KeyError: 'x'"}).status_code == 200
-    client.app.state.hits.flush()
+    client.app.state.services.hits.flush()
     items = client.get("/api/curation/queue").json()["items"]
     assert client.get("/api/curation/queue").status_code == 200
     assert [item["template"] for item in items if item["template"]] == ["KeyError: <str>"]
-    with client.app.state.engine.connect() as connection:
+    with client.app.state.services.engine.connect() as connection:
         hits = connection.execute(
             text("SELECT count FROM hits WHERE kind = :kind AND subject = :id"),
             {"kind": RECORD, "id": SEED},
@@ -58,7 +58,7 @@ def test_nul_in_plain_text_and_form_pastes_is_matched_and_never_stored(make_clie
     plain = {"content-type": "text/plain"}
     assert client.post("/api/match", content=paste.encode(), headers=plain).status_code == 200
     assert client.post("/match", data={"text": paste, "mode": "match"}).status_code == 200
-    client.app.state.hits.flush()
+    client.app.state.services.hits.flush()
     [item] = client.get("/api/curation/queue").json()["items"]
     assert item["template"] == "ValueError: a <value>"  # a run of values is one
     assert item["hits"] == 2

@@ -27,7 +27,7 @@ UNEXPLAINED_TEMPLATE = "OSError: data <num> of <path> is empty"
 
 def _client(make_client, tmp_path):
     client = make_client(DATA_DIR)
-    with unit_of_work(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.services.engine) as session:
         harvest_into(session, tmp_path)
     return client
 

@@ -44,7 +44,7 @@ def _post(app, body_length: int, receive: Receive) -> list[dict]:
 
 
 def _matches_run(app) -> float | None:
-    return app.state.metrics.registry.get_sample_value("errkb_match_seconds_count")
+    return app.state.services.metrics.registry.get_sample_value("errkb_match_seconds_count")
 
 
 def _chunks(*messages: dict) -> Receive:
@@ -64,14 +64,14 @@ def test_a_client_gone_mid_body_is_not_matched_nor_counted(make_client) -> None:
     first_half = {"type": "http.request", "body": LINE, "more_body": True}
     sent = _post(app, 2 * len(LINE), _chunks(first_half, {"type": "http.disconnect"}))
     assert sent == []
-    assert app.state.hits.flush() == 0
+    assert app.state.services.hits.flush() == 0
     assert _matches_run(app) == 0
 
     whole = {"type": "http.request", "body": LINE, "more_body": False}
     sent = _post(app, len(LINE), _chunks(whole))
     assert sent[0]["status"] == 200
     assert json.loads(sent[1]["body"])["matches"][0]["id"] == "c53f6de81577a6bc"
-    assert app.state.hits.flush() == 1  # the test sees a counted hit when there is one
+    assert app.state.services.hits.flush() == 1  # the test sees a counted hit when there is one
     assert _matches_run(app) == 1
 
 
@@ -86,4 +86,4 @@ def test_a_body_that_trickles_in_gets_408(make_client) -> None:
     problem = json.loads(sent[1]["body"])
     assert problem["title"] == "Request timeout"
     assert "0.3 s" in problem["detail"]
-    assert app.state.hits.flush() == 0
+    assert app.state.services.hits.flush() == 0

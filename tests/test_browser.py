@@ -151,7 +151,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("browser")
     settings = Settings(database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder)
     app = create_app(settings)
-    with unit_of_work(app.state.engine) as session:
+    with unit_of_work(app.state.services.engine) as session:
         assert import_paths(session, list(SEED_FILES)).written
         assert write_records(session, [_draft()], review_state=DRAFT).created == 1
     listener = socket.socket()

@@ -85,12 +85,12 @@ def test_matches_and_views_count_and_no_paste_or_capture_is_kept(make_client) ->
     assert batch.status_code == 200
     assert client.post("/match", data={"text": MATCHED, "mode": "match"}).status_code == 200
     assert client.get(f"/api/errors/{SEED_002}").status_code == 200  # the JSON is no view
-    client.app.state.hits.flush()
-    assert _hits(client.app.state.engine) == [
+    client.app.state.services.hits.flush()
+    assert _hits(client.app.state.services.engine) == [
         (RECORD, SEED_002, 4),
         (TEMPLATE, UNMATCHED_SEEDS_TEMPLATE, 1),
     ]
-    stored = database_text(client.app.state.engine)
+    stored = database_text(client.app.state.services.engine)
     for secret in (SECRET_OFFSET, "alice", "sk-live", "77319046", "llama-7b", "0x7f3a9c001e40"):
         assert secret not in stored, secret
 
@@ -101,7 +101,7 @@ def test_hits_off_keeps_nothing(make_client) -> None:
     client.post("/api/match", json={"text": UNMATCHED})
     client.get(f"/errors/{SEED_002}")
     assert client.get("/api/curation/queue").json()["total"] == 0
-    assert _hits(client.app.state.engine) == []
+    assert _hits(client.app.state.services.engine) == []
 
 
 def test_flushes_add_up_per_subject_and_day(session) -> None:
@@ -148,7 +148,7 @@ def test_the_queue_keeps_at_most_the_cap_of_templates_per_day(make_client) -> No
     for start in range(0, len(names), 10):  # batches, each flushed on its own
         texts = [f"ValueError: no {name} here" for name in names[start : start + 10]]
         assert client.post("/api/match/batch", json={"texts": texts}).status_code == 200
-        client.app.state.hits.flush()
+        client.app.state.services.hits.flush()
     queue = client.get("/api/curation/queue").json()
     assert queue["total"] == 5
     shown = {item["template"]: item["hits"] for item in queue["items"]}

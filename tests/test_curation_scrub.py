@@ -163,10 +163,10 @@ def test_no_secret_from_a_paste_is_stored_or_shown(make_client) -> None:
         assert client.post("/api/match", json={"text": paste}).status_code == 200
         assert client.post("/match", data={"text": paste, "mode": "match"}).status_code == 200
     assert client.post("/api/match/batch", json={"texts": PASTES}).status_code == 200
-    client.app.state.hits.flush()
+    client.app.state.services.hits.flush()
     queue = client.get("/api/curation/queue?limit=200").json()
     assert queue["total"] >= len(SECRET_SHAPES) // 2  # the pastes were counted
-    assert _leaks(database_text(client.app.state.engine)) == []
+    assert _leaks(database_text(client.app.state.services.engine)) == []
     for page in PAGES:
         response = client.get(page)
         assert response.status_code == 200
@@ -183,10 +183,10 @@ def test_no_secret_from_a_paste_is_stored_or_shown(make_client) -> None:
 )
 def test_a_template_stored_by_an_older_filter_is_shown_clean(make_client, stored: str) -> None:
     client = make_client()
-    client.app.state.hits.add(TEMPLATE, stored)
-    client.app.state.hits.flush()
+    client.app.state.services.hits.add(TEMPLATE, stored)
+    client.app.state.services.hits.flush()
     shown = [item["template"] for item in client.get("/api/curation/queue").json()["items"]]
-    assert shown == [shown_template(stored, client.app.state.matcher.vocabulary())]
+    assert shown == [shown_template(stored, client.app.state.services.matcher.vocabulary())]
     for page in PAGES:
         text = client.get(page).text
         for secret in ("SecretPwZZ", "AbCdEfGhIj", "wWPw5k4aXc"):

@@ -21,8 +21,8 @@ UNEXPLAINED = "Traceback (most recent call last):\nKeyError: 'layers.31.mlp'\n"
 
 def test_charts_data_of_runs_drift_and_hits(make_client, settings) -> None:
     client = make_client(*SEED_FILES)  # the charts below count the three seeds
-    with Session(client.app.state.engine) as session:
-        ran = runner.verify(client.app.state.engine, settings, [C53, EDC], "cpu")
+    with Session(client.app.state.services.engine) as session:
+        ran = runner.verify(client.app.state.services.engine, settings, [C53, EDC], "cpu")
         outcomes = {outcome.record_id: outcome for outcome in ran}
         for _ in range(2):  # checked twice: only the latest check of each record counts
             for record_id in (C53, B6B, EDC):

@@ -171,7 +171,7 @@ def test_seed_records_claim_their_site_and_win_ties(session: Session, tmp_path: 
 
 def test_draft_state_in_the_api(make_client, tmp_path: Path) -> None:
     client = make_client(*SEED_FILES)  # three reviewed records beside the three drafts
-    with unit_of_work(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.services.engine) as session:
         drafts.harvest_release(session, _release(tmp_path / "src", FIRST, "v1"))
     listing = client.get("/api/errors", params={"reviewState": "draft"}).json()
     assert listing["total"] == 3
@@ -266,7 +266,7 @@ def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
 
 def test_a_curators_write_of_a_draft_makes_it_reviewed(make_client, tmp_path, auth) -> None:
     client = make_client(DATA_DIR)
-    with unit_of_work(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.services.engine) as session:
         drafts.harvest_release(session, _release(tmp_path / "src", FIRST, "v1"))
     draft = client.get("/api/errors", params={"reviewState": "draft"}).json()["items"][0]
     record = client.get(f"/api/errors/{draft['id']}").json()["record"]

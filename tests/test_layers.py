@@ -65,6 +65,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("app.reproducers.harness", "app.matching"): "a reproducer's error must match its record",
     ("app.curation.scaffold", "app.harvest.drafts"): "a draft's origin names its release",
     ("app.curation.stats", "app.reproducers"): "the overview shows reproducer runs and drift",
+    ("app.serving.services", "app.lifecycle.readiness"): "/readyz reads what start-up sets",
 }
 """(importer, imported) -> why: the only imports from one package into another of its floor
 (above the ground). Either side is a module or a package, which holds its modules."""

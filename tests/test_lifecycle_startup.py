@@ -40,7 +40,7 @@ def test_not_ready_until_the_default_release_is_harvested_and_indexed(settings) 
     app = create_app(settings)
     with ExitStack() as stack:
         lock = stack.enter_context(ExitStack())
-        lock.enter_context(startup_lock(app.state.engine))  # another worker's turn
+        lock.enter_context(startup_lock(app.state.services.engine))  # another worker's turn
         client = stack.enter_context(TestClient(app))
         waiting = client.get("/readyz")
         assert waiting.status_code == 503
@@ -62,7 +62,7 @@ def test_not_ready_until_the_default_release_is_harvested_and_indexed(settings) 
             "index": None,
         }
         assert not ready["index"]["stale"]
-        with Session(app.state.engine) as session:
+        with Session(app.state.services.engine) as session:
             assert drafts.is_harvested(session, "typer")
         drafts_total = client.get("/api/errors", params={"repo": "fastapi/typer"}).json()["total"]
         assert drafts_total > 10
@@ -71,7 +71,7 @@ def test_not_ready_until_the_default_release_is_harvested_and_indexed(settings) 
             for family in text_string_to_metric_families(client.get("/metrics").text)
             for sample in family.samples
         }
-        with Session(app.state.engine) as session:
+        with Session(app.state.services.engine) as session:
             patterns = session.execute(
                 select(Record.message_pattern).where(Record.repo == "fastapi/typer")
             ).scalars()
@@ -126,7 +126,7 @@ def test_older_releases_are_harvested_after_ready(settings) -> None:
         assert (background["total"], background["done"]) == (2, 1)
         (failed,) = background["failed"]
         assert failed == harvest_step("no-such-distribution-errkb==1.0")
-        with Session(client.app.state.engine) as session:
+        with Session(client.app.state.services.engine) as session:
             assert drafts.is_harvested(session, "typer==0.20.0")
             harvested = locations.harvested_releases(session)
         assert harvested == ["typer==0.20.0", "typer==0.29.2"]

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from app.app_error import AppError
-from app.matching.matcher import Matcher
-from app.matching.service import match_text
+from app.matching.matcher import IndexBehind, Matcher
+from app.matching.service import match_text, match_text_now
 from app.records import service as records
 from tests.helpers.matching import data_store, widget_record
 from tests.helpers.real_errors import reproducer_traceback
@@ -45,6 +45,24 @@ def test_the_index_follows_writes(store) -> None:
     records.delete_record(session, "00000000000000f1")
     session.commit()
     assert match_text(matcher, session, line).matches == []
+
+
+def test_a_match_that_may_not_wait_never_brings_the_index_up(store) -> None:
+    """match_text_now (the event loop's) finds the index behind before any work, where
+    match_text brings it up to the store's writes."""
+    session, matcher = store
+    line = reproducer_traceback("c53f6de81577a6bc")
+    with pytest.raises(IndexBehind):
+        match_text_now(matcher, session, line)  # nothing loaded yet
+    assert match_text(matcher, session, line).matches[0].id == "c53f6de81577a6bc"
+    assert match_text_now(matcher, session, line).matches[0].id == "c53f6de81577a6bc"
+    records.delete_record(session, "c53f6de81577a6bc")
+    session.commit()
+    with pytest.raises(IndexBehind):
+        match_text_now(matcher, session, line)
+    assert [
+        m.id for m in match_text(matcher, session, line).matches if m.id == "c53f6de81577a6bc"
+    ] == []
 
 
 def test_a_cached_index_is_reused_by_a_new_matcher(store) -> None:

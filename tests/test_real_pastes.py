@@ -264,7 +264,7 @@ class Judge:
         harvested releases (vLLM's `VLLMValidationError`, a `ValueError` before): the class
         refined since. The answer's reasons say so when the paste names the case's class;
         a paste that names another (an HTTP body's `BadRequestError`) says nothing of it."""
-        graph = self.client.app.state.matcher.class_graph()
+        graph = self.client.app.state.services.matcher.class_graph()
         return relation(short_class(pasted), short_class(recorded), graph) is not None
 
     def right_together(self, case: dict[str, Any], match: dict[str, Any]) -> bool:

@@ -183,7 +183,7 @@ def default_store(request, tmp_path_factory) -> Iterator[tuple[Session, Matcher,
     folder = tmp_path_factory.mktemp(request.param)
     settings = Settings(database_url=f"sqlite:///{folder / 'errkb.db'}", cache_dir=folder)
     app = create_app(settings)
-    with unit_of_work(app.state.engine) as session:
+    with unit_of_work(app.state.services.engine) as session:
         steps = [lambda: records.import_paths(session, [DATA_DIR])] + [
             lambda spec=spec: drafts.harvest_release(
                 session, drafts.resolve_release(spec, releases=RELEASES)
@@ -192,8 +192,8 @@ def default_store(request, tmp_path_factory) -> Iterator[tuple[Session, Matcher,
         ]
         for step in steps if request.param == "import-then-harvest" else steps[1:] + steps[:1]:
             step()
-    with Session(app.state.engine) as session:
-        yield session, app.state.matcher, TestClient(app), request.param
+    with Session(app.state.services.engine) as session:
+        yield session, app.state.services.matcher, TestClient(app), request.param
 
 
 def test_every_seed_traceback_finds_its_curated_record_first(default_store, tmp_path) -> None:

@@ -25,7 +25,7 @@ def test_the_store_words_are_those_of_its_records_templates_and_classes(make_cli
     client = make_client()
     for record in curated_records().values():
         assert client.post("/api/errors", json=record, headers=auth).status_code == 201
-    with Session(client.app.state.engine) as session:
+    with Session(client.app.state.services.engine) as session:
         words = store_words(session)
     expected = set()
     for record in curated_records().values():
@@ -38,7 +38,7 @@ def test_the_match_index_takes_in_the_words_of_each_write(make_client, auth) -> 
     client = make_client()
     paste = "Traceback (most recent call last):\nValueError: the quokka refused\n"
     assert client.post("/api/match", json={"text": paste}).json()["matches"] == []
-    before = client.app.state.matcher.vocabulary()
+    before = client.app.state.services.matcher.vocabulary()
     assert "quokka" not in before
     record = probe_record("00000000000000aa", "a quokka") | {
         "errorMessage": "the quokka {name} is asleep",
@@ -46,10 +46,10 @@ def test_the_match_index_takes_in_the_words_of_each_write(make_client, auth) -> 
     }
     assert client.post("/api/errors", json=record, headers=auth).status_code == 201
     client.post("/api/match", json={"text": paste})  # the index takes the write in
-    after = client.app.state.matcher.vocabulary()
+    after = client.app.state.services.matcher.vocabulary()
     assert {"quokka", "asleep"} <= after.words
     assert after is not before
-    client.app.state.hits.flush()
+    client.app.state.services.hits.flush()
     shown = [item["template"] for item in client.get("/api/curation/queue").json()["items"]]
     # before the write its word was a value; after it, a word of the store's
     assert sorted(shown) == ["ValueError: the <value>", "ValueError: the quokka <value>"]
@@ -60,7 +60,7 @@ def test_the_match_index_takes_in_the_words_of_each_write(make_client, auth) -> 
     }
     assert client.post("/api/errors", json=again, headers=auth).status_code == 201
     client.post("/api/match", json={"text": paste})
-    assert client.app.state.matcher.vocabulary() is after
+    assert client.app.state.services.matcher.vocabulary() is after
 
 
 def test_a_vocabulary_is_keyed_by_identity() -> None:

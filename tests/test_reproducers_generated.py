@@ -137,7 +137,7 @@ def test_half_of_the_records_first_for_real_vllm_validation_pastes_are_verified_
         matches = answer.json()["matches"]
         if matches:
             firsts.add(matches[0]["id"])
-    engine = store.client.app.state.engine
+    engine = store.client.app.state.services.engine
     settings = Settings(database_url=f"sqlite:///{store.database}", cache_dir=RELEASES.cache_dir)
     with Session(engine) as session:
         drafts = [
@@ -248,7 +248,7 @@ def test_a_sample_of_the_shipped_verified_reproducers_verifies_on_this_machine(
     seed = _commit()
     sample = random.Random(seed).sample(lines, CI_SAMPLE_SIZE)
     store = accuracy.harvested_store(tmp_path, (), start_from=harvested.database)
-    engine = store.client.app.state.engine
+    engine = store.client.app.state.services.engine
     chosen = tmp_path / "sample.jsonl"
     chosen.write_text(
         "".join(json.dumps(line.model_dump(mode="json", by_alias=True)) + "\n" for line in sample)

@@ -147,8 +147,8 @@ def test_reproducer_endpoint_shows_runs_and_drift(make_client, settings) -> None
     assert body["devices"] == ["cpu"]
     assert body["runs"] == []
     assert body["drift"] is None
-    with Session(client.app.state.engine) as session:
-        runner.verify(client.app.state.engine, settings, ["b6bab2e17ae18394"])
+    with Session(client.app.state.services.engine) as session:
+        runner.verify(client.app.state.services.engine, settings, ["b6bab2e17ae18394"])
         outcome = drift.check_drift(settings, records.get_record(session, "b6bab2e17ae18394"))
         drift.store_drift(session, outcome)
         session.commit()

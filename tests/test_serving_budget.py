@@ -73,7 +73,7 @@ def test_large_pastes_share_the_server_wide_budget_and_small_ones_never_wait(
     at once; once the bytes come back, a large paste is matched again."""
     assert len(LARGE) > LARGE_PASTE_BYTES >= len(SMALL)
     client = make_client(DATA_DIR, large_pastes_in_flight_bytes=len(LARGE), match_deadline_s=0.3)
-    in_flight: PastesInFlight = client.app.state.pastes_in_flight
+    in_flight: PastesInFlight = client.app.state.services.pastes_in_flight
     taken = asyncio.run(in_flight.take(len(LARGE), 0))  # another large paste, being matched
     assert taken == len(LARGE)
     plain = {"content-type": "text/plain"}

@@ -21,7 +21,7 @@ RECORD = "c53f6de81577a6bc"  # curated: "Attempted to free more buffers than all
 
 def _statements(client: TestClient, call) -> tuple[object, list[str]]:
     """What `call()` answers, and the statements it sent to the store."""
-    with captured(client.app.state.engine, everything=True) as sent:
+    with captured(client.app.state.services.engine, everything=True) as sent:
         answer = call()
     return answer, [statement for statement, _ in sent]
 
@@ -93,7 +93,7 @@ def test_an_import_outside_the_server_is_in_the_next_reply(client: TestClient, t
     before = client.get(f"/api/errors/{RECORD}").json()
     record = dict(curated_records()[RECORD], severity="critical")
     (tmp_path / "changed.json").write_text(json.dumps(record))
-    with unit_of_work(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.services.engine) as session:
         assert records.import_paths(session, [tmp_path]).counts.updated == 1
     after = client.get(f"/api/errors/{RECORD}").json()
     assert before["record"]["severity"] != after["record"]["severity"] == "critical"
@@ -105,7 +105,7 @@ def test_a_reproducer_run_and_drift_check_are_in_the_next_reply(client: TestClie
     before = client.get(f"/api/errors/{SEED_002}").json()
     assert before["runs"] == []
     assert before["drift"] is None
-    with unit_of_work(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.services.engine) as session:
         result = {"status": "passed", "target": {"package": "sglang", "version": "0.5.23"}}
         started = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
         outcome = runner.RunOutcome(SEED_002, "cpu", "passed", "ok", 2.5, "", result, started)
@@ -113,7 +113,7 @@ def test_a_reproducer_run_and_drift_check_are_in_the_next_reply(client: TestClie
     ran = client.get(f"/api/errors/{SEED_002}").json()
     assert [run["status"] for run in ran["runs"]] == ["passed"]
     assert ran["datasetVersion"] == before["datasetVersion"]
-    with unit_of_work(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.services.engine) as session:
         checked = drift.DriftOutcome(SEED_002, "sglang", "0.5.23", "moved", 412, "moved by 3")
         drift.store_drift(session, checked)
     assert client.get(f"/api/errors/{SEED_002}").json()["drift"]["foundLine"] == 412

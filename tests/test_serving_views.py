@@ -15,7 +15,7 @@ STARTED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def _store_run_and_drift(client: TestClient) -> None:
-    with unit_of_work(client.app.state.engine) as session:
+    with unit_of_work(client.app.state.services.engine) as session:
         result = {"status": "passed", "target": {"package": "sglang", "version": "0.5.23"}}
         outcome = runner.RunOutcome(SEED_002, "cpu", "passed", "ok", 2.5, "", result, STARTED)
         runner.store_run(session, outcome)

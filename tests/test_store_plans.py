@@ -53,7 +53,7 @@ def full_scans(engine: Engine, statement: str, parameters: Any) -> list[str]:
 def located(make_client: Callable[..., TestClient]) -> tuple[TestClient, list[dict]]:
     """A client on a store of RECORDS synthetic drafts with locations and hits."""
     client = make_client()
-    with unit_of_work(client.app.state.engine) as session:  # type: ignore[attr-defined]
+    with unit_of_work(client.app.state.services.engine) as session:  # type: ignore[attr-defined]
         stored = fill_located_store(session, RECORDS)
     return client, stored
 
@@ -101,7 +101,7 @@ def hot_paths(client: TestClient, stored: list[dict]) -> dict[str, Callable[[], 
 
 def test_hot_paths_scan_no_table(located: tuple[TestClient, list[dict]]) -> None:
     client, stored = located
-    engine = client.app.state.engine  # type: ignore[attr-defined]
+    engine = client.app.state.services.engine  # type: ignore[attr-defined]
     paths = hot_paths(client, stored)
     for call in paths.values():  # the match index is built once, before any is timed
         assert call().status_code == 200
@@ -124,7 +124,7 @@ def test_hot_paths_scan_no_table(located: tuple[TestClient, list[dict]]) -> None
 
 def test_a_full_scan_is_caught(located: tuple[TestClient, list[dict]]) -> None:
     """The check itself: a query no index serves is reported."""
-    engine = located[0].app.state.engine  # type: ignore[attr-defined]
+    engine = located[0].app.state.services.engine  # type: ignore[attr-defined]
     assert full_scans(engine, "SELECT id FROM records WHERE length(document) > 5", ())
 
 
@@ -140,12 +140,12 @@ def store_of(settings: Settings, tmp_path: Path, size: int) -> Iterator[tuple[Te
         # index is brought up to date by a thread of its own: neither is a request's work.
         quiet = {"database_url": url, "record_hits": False, "index_poll_s": 0}
         app = create_app(settings.model_copy(update=quiet))
-        with unit_of_work(app.state.engine) as session:
+        with unit_of_work(app.state.services.engine) as session:
             stored = fill_located_store(session, size)
         client = stack.enter_context(TestClient(app))
         wait_for_start_up(client)
         yield client, stored
-        app.state.engine.dispose()
+        app.state.services.engine.dispose()
 
 
 def wait_for_start_up(client: TestClient, within_s: float = 60.0) -> None:
@@ -167,7 +167,7 @@ def statements_per_request(client: TestClient, record: dict) -> dict[str, int]:
         "get": lambda: client.get(f"/api/errors/{record['id']}"),
         "listing": lambda: client.get("/api/errors?limit=50"),
     }
-    engine = client.app.state.engine  # type: ignore[attr-defined]
+    engine = client.app.state.services.engine  # type: ignore[attr-defined]
     counts = {}
     for name, call in requests.items():
         first = call()

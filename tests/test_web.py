@@ -228,7 +228,7 @@ def test_record_text_is_escaped(make_client: Callable[..., TestClient], auth: di
 
 
 def test_draft_record_says_so_and_has_no_prose(client: TestClient) -> None:
-    with Session(client.app.state.engine) as session:
+    with Session(client.app.state.services.engine) as session:
         records.set_review_state(session, SEED_002, records.DRAFT)
         session.commit()
     response = client.get(f"/errors/{SEED_002}")
@@ -238,7 +238,7 @@ def test_draft_record_says_so_and_has_no_prose(client: TestClient) -> None:
 
 
 def test_record_page_shows_the_latest_reproducer_run(client: TestClient) -> None:
-    with Session(client.app.state.engine) as session:
+    with Session(client.app.state.services.engine) as session:
         session.add(
             ReproducerRun(
                 record_id=SEED_002,

@@ -19,11 +19,13 @@ from app.serving.deps import (
     AdminDep,
     CursorQuery,
     RecordFiltersDep,
+    ServicesDep,
     SessionDep,
     SettingsDep,
     WriteSessionDep,
 )
 from app.serving.replies import Reply, etag_matches
+from app.serving.services import Services
 from app.serving.views import record_document_json, record_view
 from app.wire.records import RecordDocument, RecordPage
 
@@ -65,7 +67,7 @@ def _document_response(
 
 
 def _written_response(
-    request: Request, written: Session, settings: Settings, record_id: str, status: int
+    services: Services, written: Session, record_id: str, status: int
 ) -> Response:
     """The document of the record this request has just written, read once the write is
     committed: the document reads much of the store (related records, release history,
@@ -73,11 +75,11 @@ def _written_response(
     hold the write turn that long, so every writer would queue behind it beside a harvest,
     whose threads share the GIL with it (`bench/bench_store.py --sections writes`)."""
     written.commit()
-    with Session(request.app.state.engine) as session:
+    with Session(services.engine) as session:
         stored = records.get_record(session, record_id)
         if stored is None:
             raise RuntimeError(f"record {record_id} was written but cannot be read back")
-        return _document_response(session, settings, stored, status)
+        return _document_response(session, services.settings, stored, status)
 
 
 @router.get("", response_model=RecordPage, responses=problems(400))
@@ -107,7 +109,7 @@ def read_error_by_slug(
     "/{record_id}",
     responses=_DOCUMENT | {308: {"description": "The id of a draft that a record absorbed"}},
 )
-async def read_error(request: Request, settings: SettingsDep, record_id: str) -> Response:
+async def read_error(request: Request, services: ServicesDep, record_id: str) -> Response:
     """One record exactly as stored, with what its page shows: locations, history, related
     records, reproducer runs and drift; the id of an absorbed draft redirects to the record
     that took it. The reply is kept until the store changes (app.serving.replies): a kept one
@@ -119,22 +121,21 @@ async def read_error(request: Request, settings: SettingsDep, record_id: str) ->
     loop: that statement takes microseconds, and the hop to a request thread and back costs
     more than the rest of the request. A reply to make, or a store read over the network,
     is left to a request thread."""
-    state = request.app.state
-    looked = store.backend(state.engine).reads_in_process
+    looked = store.backend(services.engine).reads_in_process
     if looked:
-        reply = state.replies.kept_record(settings, record_id)
+        reply = services.replies.kept_record(services.settings, record_id)
         if reply is not None:
             return _reply_response(request, reply)
-    return await run_in_threadpool(_read_error, request, settings, record_id, not looked)
+    return await run_in_threadpool(_read_error, request, services, record_id, not looked)
 
 
-def _read_error(request: Request, settings: Settings, record_id: str, look: bool) -> Response:
+def _read_error(request: Request, services: Services, record_id: str, look: bool) -> Response:
     """read_error in a request thread: the reply kept (looked for first without a session
     when `look`: the loop has not looked), or made and kept."""
-    replies = request.app.state.replies
+    settings, replies = services.settings, services.replies
     reply = replies.kept_record(settings, record_id) if look else None
     if reply is None:
-        with Session(request.app.state.engine) as session:
+        with Session(services.engine) as session:
             reply = replies.record(
                 session, settings, record_id, lambda: _stored_json(session, settings, record_id)
             )
@@ -142,7 +143,7 @@ def _read_error(request: Request, settings: Settings, record_id: str, look: bool
                 target = locations.resolve_alias(session, record_id)
                 if target is not None:
                     return RedirectResponse(f"{router.prefix}/{target}", status_code=308)
-                statement = request.app.state.matcher.statements.get(record_id)
+                statement = services.matcher.statements.get(record_id)
                 if statement is None:
                     raise not_found(f"record {record_id}")
                 return _document_response(session, settings, statement)
@@ -167,15 +168,13 @@ def _stored_json(session: Session, settings: Settings, record_id: str) -> bytes 
     responses={201: {"model": RecordDocument}, **problems(409, *_WRITE_PROBLEMS)},
     openapi_extra=_record_body(),
 )
-def create_error(
-    request: Request, session: WriteSessionDep, settings: SettingsDep, record: AdminBodyDep
-) -> Response:
+def create_error(services: ServicesDep, session: WriteSessionDep, record: AdminBodyDep) -> Response:
     """Create a record (admin token required); 409 if its id exists."""
     records.check_record(record)
     if records.get_record(session, record["id"]) is not None:
         raise AppError(409, "Conflict", f"record {record['id']} exists; PUT replaces it")
     records.write_records(session, [record], origin="api")
-    return _written_response(request, session, settings, record["id"], 201)
+    return _written_response(services, session, record["id"], 201)
 
 
 @router.put(
@@ -184,9 +183,8 @@ def create_error(
     openapi_extra=_record_body(),
 )
 def replace_error(
-    request: Request,
+    services: ServicesDep,
     session: WriteSessionDep,
-    settings: SettingsDep,
     record_id: str,
     record: AdminBodyDep,
 ) -> Response:
@@ -201,7 +199,7 @@ def replace_error(
         )
     counts = records.write_records(session, [record], origin="api")
     status = 201 if counts.created else 200
-    return _written_response(request, session, settings, record_id, status)
+    return _written_response(services, session, record_id, status)
 
 
 @router.delete("/{record_id}", status_code=204, responses=problems(404, *_WRITE_PROBLEMS))

@@ -1,10 +1,9 @@
 """/api/match: pasted tracebacks and logs -> the records that explain them."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel
-from sqlmodel import Session
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
@@ -12,9 +11,9 @@ from app.api.responses import json_object, problems
 from app.app_error import AppError
 from app.jsontext import NO_NUL
 from app.matching.service import DEFAULT_MATCHES, MAX_MATCHES
-from app.serving.budget import charge_paste, large_paste_turn
-from app.serving.deps import SessionDep, parse_body
-from app.serving.observed import match_observed, matches_counted, served
+from app.serving.budget import charge_paste, client_of, large_paste_turn
+from app.serving.deps import ServicesDep, SessionDep, body_field, parse_body, services_of
+from app.serving.matches import matches_counted, reply_to_paste
 from app.wire.matching import BatchResult, MatchResult
 
 router = APIRouter(prefix="/api/match", tags=["match"], responses=problems(413, 422, 429, 503))
@@ -47,9 +46,9 @@ _TEXTS_BODY = {
 async def _raw_body(request: Request) -> bytes:
     """The request body, taken from its client's paste budget (429 past it) before it is
     parsed; read here so that the handlers' work can run in a thread (a plain function, or
-    app.serving.observed.served): matching a large log must not stall the event loop."""
+    app.serving.matches.reply_to_paste): matching a large log must not stall the event loop."""
     raw = await request.body()
-    charge_paste(request, len(raw))
+    charge_paste(services_of(request).paste_budget, client_of(request), len(raw))
     return raw
 
 
@@ -62,19 +61,6 @@ def _json(result: BaseModel) -> Response:
     return Response(result.model_dump_json(by_alias=True), media_type="application/json")
 
 
-def _texts_field(body: Any, key: str, kind: type) -> Any:
-    value = body.get(key) if isinstance(body, dict) else None
-    if not isinstance(value, kind):
-        name = "a string" if kind is str else "a list of strings"
-        raise AppError(
-            422,
-            "Invalid request",
-            f"body must be a JSON object with {key!r}: {name}",
-            [{"field": key, "reason": f"must be {name}"}],
-        )
-    return value
-
-
 @router.post("", response_model=MatchResult, openapi_extra=_TEXT_BODY)
 async def create_match(request: Request, limit: LimitQuery = DEFAULT_MATCHES) -> Response:
     """Match a pasted traceback, log or error line: JSON {"text": ...} or a text/plain body.
@@ -84,37 +70,37 @@ async def create_match(request: Request, limit: LimitQuery = DEFAULT_MATCHES) ->
     and makes and closes its session in the code that matches, sparing the event loop a
     generator dependency's exit stack."""
     raw = await _raw_body(request)
-
-    def match(waits: bool) -> tuple[Response, bool]:
-        if request.headers.get("content-type", "").startswith("application/json"):
-            text = _texts_field(parse_body(raw), "text", str)
-        else:
-            text = raw.decode("utf-8", "replace")
-        with Session(request.app.state.engine) as session:
-            result, due = match_observed(request, session, text, limit, waits)
-        return _json(result), due
-
-    async with large_paste_turn(request, len(raw)):
-        response, hits_due = await served(request, len(raw), match)
+    services = services_of(request)
+    is_json = request.headers.get("content-type", "").startswith("application/json")
+    async with large_paste_turn(
+        services.pastes_in_flight, len(raw), services.settings.match_deadline_s
+    ):
+        reply, hits_due = await reply_to_paste(services, raw, is_json, limit)
+    response = Response(reply, media_type="application/json")
     if hits_due:  # written after the reply, in a request thread
-        response.background = BackgroundTask(request.app.state.hits.flush)
+        response.background = BackgroundTask(services.hits.flush)
     return response
 
 
 @router.post("/batch", response_model=BatchResult, openapi_extra=_TEXTS_BODY)
 async def create_matches(
-    request: Request, session: SessionDep, raw: BodyDep, limit: LimitQuery = DEFAULT_MATCHES
+    services: ServicesDep,
+    session: SessionDep,
+    raw: BodyDep,
+    limit: LimitQuery = DEFAULT_MATCHES,
 ) -> Response:
     """Match up to 100 texts at once, together no larger than one paste: {"texts": [...]} ->
     one result per text, in order (none for none)."""
 
     def match() -> Response:
-        texts = _texts_field(parse_body(raw), "texts", list)
+        texts = body_field(parse_body(raw), "texts", list)
         if len(texts) > MAX_BATCH_TEXTS:
             raise AppError(422, "Invalid batch", f"send at most {MAX_BATCH_TEXTS} texts")
         if not all(isinstance(text, str) for text in texts):
             raise AppError(422, "Invalid batch", "every item of 'texts' must be a string")
-        return _json(BatchResult(results=matches_counted(request, session, texts, limit)))
+        return _json(BatchResult(results=matches_counted(services, session, texts, limit)))
 
-    async with large_paste_turn(request, len(raw)):
+    async with large_paste_turn(
+        services.pastes_in_flight, len(raw), services.settings.match_deadline_s
+    ):
         return await run_in_threadpool(match)

@@ -18,7 +18,7 @@ from app.curation import stats
 from app.matching.matcher import Freshness
 from app.ops.metrics import CONTENT_TYPE
 from app.records import service as records
-from app.serving.deps import DaysQuery, SessionDep, SettingsDep
+from app.serving.deps import DaysQuery, ServicesDep, SessionDep, services_of
 from app.wire.records import DatasetStats
 from app.wire.stats import StatsCharts
 
@@ -36,16 +36,15 @@ def read_stats(session: SessionDep) -> DatasetStats:
 
 @router.get("/api/stats/charts", response_model=StatsCharts, responses=problems(422))
 def read_stats_charts(
-    request: Request,
+    services: ServicesDep,
     session: SessionDep,
-    settings: SettingsDep,
     days: DaysQuery = stats.DEFAULT_DAYS,
 ) -> StatsCharts:
     """Records per repo and state, hits per day, most-hit unexplained errors, reproducer
     status per record, drift per release: the data of the /stats page."""
-    request.app.state.hits.flush()
-    vocabulary = request.app.state.matcher.vocabulary()
-    return StatsCharts.model_validate(stats.overview(session, settings, vocabulary, days))
+    services.hits.flush()
+    vocabulary = services.matcher.vocabulary()
+    return StatsCharts.model_validate(stats.overview(session, services.settings, vocabulary, days))
 
 
 def _index_json(freshness: Freshness | None) -> dict[str, Any]:
@@ -66,24 +65,26 @@ async def read_health(request: Request) -> dict[str, Any]:
     index is behind the store as of the store's dataset version last read (each match, the
     follower's poll every ERRKB_INDEX_POLL_S, /readyz). It reads no database: a health check
     that waited for a pool connection froze the event loop, and every replica under load
-    looked dead to its load balancer."""
-    return {"status": "ok", "index": _index_json(request.app.state.matcher.last_freshness())}
+    looked dead to its load balancer. It takes no dependency either (a round of FastAPI's
+    dependency solving for the one attribute it reads: app.serving.deps.services_of)."""
+    matcher = services_of(request).matcher
+    return {"status": "ok", "index": _index_json(matcher.last_freshness())}
 
 
 @router.get("/readyz", responses={503: {"description": "Starting, stale, or a step failed"}})
-async def read_readiness(request: Request, settings: SettingsDep) -> JSONResponse:
+async def read_readiness(services: ServicesDep) -> JSONResponse:
     """Readiness: 503 while the default harvest runs or the match index loads, after either
     failed (`failed` names the step; the log has the error), while the index has been
     behind the store longer than ERRKB_INDEX_STALE_AFTER_S (`stale`), or when the database
     does not answer within ERRKB_READINESS_TIMEOUT_S (`unreachable`); `background` shows the
     older releases being harvested while the server answers."""
-    readiness = request.app.state.readiness
+    settings, readiness = services.settings, services.readiness
     ready, pending, failed = readiness.state()
-    dataset_version = await _dataset_version(request.app.state.engine, settings)
+    dataset_version = await _dataset_version(services.engine, settings)
     if dataset_version is None:
-        status, index = "unreachable", _index_json(request.app.state.matcher.last_freshness())
+        status, index = "unreachable", _index_json(services.matcher.last_freshness())
     else:
-        freshness = request.app.state.matcher.freshness(dataset_version)
+        freshness = services.matcher.freshness(dataset_version)
         index = _index_json(freshness)
         lagging = ready and freshness.behind_s > settings.index_stale_after_s
         status = (
@@ -124,8 +125,8 @@ async def _dataset_version(engine: Engine, settings: Settings) -> str | None:
 
 
 @router.get("/metrics", response_class=Response)
-def read_metrics(request: Request, session: SessionDep) -> Response:
+def read_metrics(services: ServicesDep, session: SessionDep) -> Response:
     """Prometheus metrics in the text exposition format."""
-    state = request.app.state
-    body = state.metrics.exposition(records.dataset_version(session), state.matcher.patterns)
+    version = records.dataset_version(session)
+    body = services.metrics.exposition(version, services.matcher.patterns)
     return Response(body, media_type=CONTENT_TYPE)

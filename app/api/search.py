@@ -2,13 +2,13 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 
 from app.api.responses import problems
 from app.records import service as records
 from app.search import service as search
 from app.search.query import MAX_QUERY_LENGTH
-from app.serving.deps import CursorQuery, RecordFiltersDep, SessionDep
+from app.serving.deps import CursorQuery, RecordFiltersDep, ServicesDep, SessionDep
 from app.wire.search import SearchPage
 
 router = APIRouter(prefix="/api/search", tags=["search"], responses=problems(400, 422, 503))
@@ -16,7 +16,7 @@ router = APIRouter(prefix="/api/search", tags=["search"], responses=problems(400
 
 @router.get("", response_model=SearchPage)
 def read_search(
-    request: Request,
+    services: ServicesDep,
     session: SessionDep,
     filters: RecordFiltersDep,
     q: Annotated[str, Query(max_length=MAX_QUERY_LENGTH)] = "",
@@ -30,7 +30,7 @@ def read_search(
         filters,
         limit=limit,
         cursor=cursor,
-        matcher=request.app.state.matcher,
+        matcher=services.matcher,
     )
     page = search.search_page(results, records.dataset_version(session))
     # Serialized here: FastAPI would validate the finished model once more on the way out.

@@ -12,7 +12,7 @@ request, and the stages need no extra parameter. With no limit set, `check()` do
 
 A caller may also give the work a budget (`budget()`), shorter than the limit, past which
 `check()` raises `OverBudget`: not the client's failure but the caller's cue to go on
-elsewhere (app.serving.observed matches a small paste on the event loop only while it is
+elsewhere (app.serving.matches matches a small paste on the event loop only while it is
 quick).
 """
 

@@ -44,7 +44,7 @@ RaiseSites = dict[tuple[str, int], list[tuple[str, str]]]
 
 class IndexBehind(Exception):
     """The match index is not the store's dataset version, and the match asking may not
-    wait to bring it up (app.serving.observed sends it to a request thread, which does)."""
+    wait to bring it up (app.serving.matches sends it to a request thread, which does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,15 +97,10 @@ class Matcher:
         waits, as there is nothing to answer with before it."""
         return self.index_at(session)[0]
 
-    def index_at(self, session: Session, sync: bool = True) -> tuple[PatternIndex, str]:
+    def index_at(self, session: Session) -> tuple[PatternIndex, str]:
         """The index as `index` gives it, and the store's dataset version it was asked at:
-        what the match reads of the store is kept under that version. Without `sync`, an
-        index that is not the store's version raises IndexBehind instead of being brought
-        up to it: the caller may not wait."""
+        what the match reads of the store is kept under that version."""
         version = self._saw(records.dataset_version(session))
-        if not sync and (self._index is None or version != self._version):
-            self._notice_behind()
-            raise IndexBehind(version)
         if self._index is None:
             with self._lock:
                 if self._index is None:
@@ -119,6 +114,15 @@ class Matcher:
                 finally:
                     self._lock.release()
         assert self._index is not None
+        return self._index, version
+
+    def index_now(self, session: Session) -> tuple[PatternIndex, str]:
+        """`index_at` for a caller that may not wait: an index that is not the store's
+        version raises IndexBehind instead of being brought up to it."""
+        version = self._saw(records.dataset_version(session))
+        if self._index is None or version != self._version:
+            self._notice_behind()
+            raise IndexBehind(version)
         return self._index, version
 
     def indexed(self, dataset_version: str) -> bool:
@@ -183,12 +187,12 @@ class Matcher:
         return len(self._index) if self._index is not None else 0
 
     @contextmanager
-    def slot(self, waits: bool = True) -> Iterator[None]:
+    def slot(self) -> Iterator[None]:
         """One of the `concurrency` places to compute a match, waited for until the match
         deadline at most: a few CPU-bound matches at a time, so that the rest of
         the server (/healthz, pages, writes) still gets the GIL. A match that may not wait
         (a small paste, matched on the event loop in its turn) takes none."""
-        if self._slots is None or not waits:
+        if self._slots is None:
             yield
             return
         while True:

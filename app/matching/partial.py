@@ -30,6 +30,7 @@ from typing import Protocol
 
 from app.matching import deadline
 from app.matching.index import Captures
+from app.matching.line_hit import LineHit
 from app.matching.tracebacks.model import ParsedException
 from app.patterns import AT, LITERAL, SUBPATTERN, parsed
 
@@ -310,7 +311,7 @@ def _needed_words(literal_words: int) -> float:
 def second_chance(
     index: Templates,
     exceptions: Sequence[ParsedException],
-    hits: Sequence[tuple[str, int | None, str, bool]],
+    hits: Sequence[LineHit],
     paste_end: int,
     elsewhere: Callable[[str, ParsedException], bool] | None = None,
 ) -> list[tuple[str, int, Partial]]:

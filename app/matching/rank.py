@@ -7,12 +7,14 @@ order they are shown in (app.matching.rank_order).
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from app.exception_classes import BUILTIN_GRAPH, ClassGraph
 from app.matching import native
 from app.matching.candidate import Candidate, Paste
 from app.matching.index import Captures, PatternIndex
 from app.matching.libraries import WRONG_CALL
+from app.matching.line_hit import LineHit
 from app.matching.partial import Partial
 from app.matching.rank_order import (
     best_first,
@@ -107,41 +109,48 @@ def _finish(
     )
 
 
-def rank(
-    index: PatternIndex,
-    hits: Sequence[tuple[str, int | None, str, bool]],
-    candidates: dict[str, Candidate],
-    exceptions: Sequence[ParsedException],
-    raised_at: Sequence[tuple[str, int]] = (),
-    partials: Sequence[tuple[str, int, Partial]] = (),
-    graph: ClassGraph | None = None,
-    log_repos: frozenset[str] = frozenset(),
-    log_versions: Mapping[str, str] | None = None,
-    log_levels: Mapping[str, str] | None = None,
-    statements: Sequence[tuple[str, int]] = (),
-) -> list[Match]:
-    """Scored matches, best first, one per record.
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a paste shows of the records that may explain it, gathered by the caller
+    (app.matching.service.find_matches) and ranked in one call.
 
-    `hits` are (record id, exception index or None, the hit's clean line, whether the line
-    is a message line of that exception); a hit outside any exception came from a log line.
-    `raised_at` are (record id, exception index) of records whose raise site is the
+    `hits` are the patterns found on its lines (a hit outside any exception came from a log
+    line). `raised_at` are (record id, exception index) of records whose raise site is the
     exception's innermost frame: found by where they raise, whatever the message says.
     `partials` are (record id, exception index, agreement) of templates that a message with
-    no full match is a wrapped, cut or near copy of (app.matching.partial). `graph` holds
-    the exception classes of the harvested releases, to tell related classes
-    (app.exception_classes);
-    `log_repos` the repositories the paste's log format names, `log_versions` the release
-    of a repository it names (app.matching.origin), `log_levels` the level each log line's
-    prefix names (clean text -> WARNING, ERROR, CRITICAL; app.matching.logtext).
-    `statements` are (record id, exception index) of the records of the statement at an
-    exception's innermost frame where the interpreter raised it (app.matching.statements):
-    kept unless a record of the frames' files explains the message.
+    no full match is a wrapped, cut or near copy of (app.matching.partial). `statements` are
+    (record id, exception index) of the records of the statement at an exception's innermost
+    frame where the interpreter raised it (app.matching.statements): kept unless a record of
+    the frames' files explains the message. `graph` holds the exception classes of the
+    harvested releases, to tell related classes (app.exception_classes; None: the builtin
+    ones); `log_repos` the repositories the paste's log format names, `log_versions` the
+    release of a repository it names (app.matching.origin), `log_levels` the level each log
+    line's prefix names (clean text -> WARNING, ERROR, CRITICAL; app.matching.logtext).
+    """
+
+    exceptions: Sequence[ParsedException]
+    hits: Sequence[LineHit]
+    raised_at: Sequence[tuple[str, int]]
+    partials: Sequence[tuple[str, int, Partial]]
+    statements: Sequence[tuple[str, int]]
+    graph: ClassGraph | None
+    log_repos: frozenset[str]
+    log_versions: Mapping[str, str]
+    log_levels: Mapping[str, str]
+
+
+def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Evidence) -> list[Match]:
+    """Scored matches of the `candidates` (by record id) that the `evidence` names, best
+    first, one per record.
 
     Then: for an exception with frames, a record that explains its message from a
     file some frame is in ranks above every record from elsewhere; and records that raise
     the same message with the same score go together under the first one.
     """
-    paste = Paste(exceptions, graph or BUILTIN_GRAPH, log_repos, log_versions or {})
+    exceptions = evidence.exceptions
+    paste = Paste(
+        exceptions, evidence.graph or BUILTIN_GRAPH, evidence.log_repos, evidence.log_versions
+    )
     asserted = native.device_side_assert(exceptions)
     best: dict[str, Match] = {}
     matches = MatchMemo(index)
@@ -150,7 +159,7 @@ def rank(
         if match.id not in best or _better(match, best[match.id]):
             best[match.id] = match
 
-    for record_id, exception_index, line, on_message in hits:
+    for record_id, exception_index, line, on_message in evidence.hits:
         candidate = candidates.get(record_id)
         if candidate is None or native.is_tail_line(line.strip()):
             continue  # the CUDA errors' common tail names none of them
@@ -183,7 +192,7 @@ def rank(
             and (found := matches(record_id, line.strip(), full=True))
         ):
             explains = True  # a log site's message is the whole line: its captures are real
-            tally = log_line_score(candidate, line.strip(), paste, log_levels or {})
+            tally = log_line_score(candidate, line.strip(), paste, evidence.log_levels)
             if specificity < GENERIC_BELOW:
                 tally.count(generic_component(specificity))
         else:
@@ -207,7 +216,7 @@ def rank(
             and paste.frames_agree(candidate, exceptions[exception_index])
         )
         keep(match)
-    for record_id, exception_index, partial in partials:
+    for record_id, exception_index, partial in evidence.partials:
         candidate = candidates.get(record_id)
         if candidate is None:
             continue
@@ -225,7 +234,7 @@ def rank(
         match.literal = partial.covered
         match.in_frames = in_frames
         keep(match)
-    for record_id, exception_index in raised_at:
+    for record_id, exception_index in evidence.raised_at:
         candidate = candidates.get(record_id)
         if candidate is None:
             continue
@@ -255,7 +264,7 @@ def rank(
         for match in best.values()
         if match.in_frames and match.message_points >= FULL_LINE
     }
-    for record_id, exception_index in statements:
+    for record_id, exception_index in evidence.statements:
         candidate = candidates.get(record_id)
         if candidate is None or exception_index in explained:
             continue

@@ -7,7 +7,8 @@ A request runs under the matcher's deadline, and its reply is capped (app.matchi
 """
 
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlmodel import Session
@@ -17,11 +18,12 @@ from app.exception_classes import ClassGraph
 from app.matching import deadline
 from app.matching.candidate import Candidate, candidate_from, path_suffixes, raised_elsewhere
 from app.matching.index import PatternIndex
+from app.matching.line_hit import LineHit
 from app.matching.logtext import clean_lines, line_level
 from app.matching.matcher import Matcher, RaiseSites
 from app.matching.origin import log_repos, log_versions
 from app.matching.partial import second_chance, unquoted
-from app.matching.rank import rank
+from app.matching.rank import Evidence, rank
 from app.matching.reply import capped_captures, exception_out, shown_exceptions
 from app.matching.score import Match
 from app.matching.score_weights import RANKING_VERSION
@@ -111,7 +113,7 @@ def find_matches(
     quoted += [(e.index, e.message) for e in exceptions if _unescaped(text, e)]
     subject, starts = _subject([line.text for line in lines] + [inner for _, inner in quoted])
     regions = _Regions(exceptions)
-    hits: list[tuple[str, int | None, str, bool]] = []
+    hits: list[LineHit] = []
     exception_index: int | None
     for count, hit in enumerate(index.candidates(subject)):
         if count % deadline.CHECK_EVERY == 0:
@@ -119,7 +121,7 @@ def find_matches(
         number = bisect_right(starts, hit.start) - 1
         if number >= len(lines):
             exception_index, inner = quoted[number - len(lines)]
-            hits.append((hit.key, exception_index, inner, True))
+            hits.append(LineHit(hit.key, exception_index, inner, True))
             continue
         line = lines[number]
         begin = hit.start - starts[number]
@@ -128,9 +130,9 @@ def find_matches(
         )
         if not on_message:
             exception_index, on_message = regions.at(line.offset(begin))
-        hits.append((hit.key, exception_index, line.text, on_message))
+        hits.append(LineHit(hit.key, exception_index, line.text, on_message))
     raised_at = _raised_at(exceptions, sites or {})
-    wanted = {hit[0] for hit in hits} | {record_id for record_id, _ in raised_at}
+    wanted = {hit.record_id for hit in hits} | {record_id for record_id, _ in raised_at}
     found = lookup(wanted)
 
     def elsewhere(record_id: str, exception: ParsedException) -> bool:
@@ -152,19 +154,20 @@ def find_matches(
         ):
             candidates[found_statement.id] = found_statement
             statements.append((found_statement.id, exception.index))
-    ranked = rank(
-        index,
-        hits,
-        candidates,
-        exceptions,
-        raised_at,
-        partials,
-        graph,
-        log_repos(lines),
-        versions,
-        {line.text.strip(): level for line in lines if (level := line_level(line.prefix))},
-        statements,
+    evidence = Evidence(
+        exceptions=exceptions,
+        hits=hits,
+        raised_at=raised_at,
+        partials=partials,
+        statements=statements,
+        graph=graph,
+        log_repos=log_repos(lines),
+        log_versions=versions,
+        log_levels={
+            line.text.strip(): level for line in lines if (level := line_level(line.prefix))
+        },
     )
+    ranked = rank(index, candidates, evidence)
     return exceptions, ranked
 
 
@@ -189,32 +192,52 @@ def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list
 
 
 def match_text(
-    matcher: Matcher,
-    session: Session,
-    text: str,
-    limit: int = DEFAULT_MATCHES,
-    waits: bool = True,
+    matcher: Matcher, session: Session, text: str, limit: int = DEFAULT_MATCHES
 ) -> MatchResult:
     """The exceptions in `text` and the records that explain them, best first; a 503 when
     the matcher's deadline passes first (the work stops there too). Blank text holds no
     exception and matches nothing: an empty result, as the API's schema allows it.
 
-    A match that may not wait (`waits=False`: one of a queue on a thread of their own,
-    app.serving.observed) takes no slot among the matches computing at once, and raises
-    IndexBehind (app.matching.matcher) before any work when the index is not the store's."""
+    The index is first brought up to the store's writes, and the match waits for its slot
+    among the matches computing at once (app.matching.matcher)."""
+    if (blank := _blank(matcher, text, limit)) is not None:
+        return blank
+    # Following the store's writes (a harvest adds thousands of patterns) is the store's
+    # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
+    index, version = matcher.index_at(session)
+    with _in_time(matcher), matcher.slot():
+        return _match(matcher, index, version, session, text, limit)
+
+
+def match_text_now(
+    matcher: Matcher, session: Session, text: str, limit: int = DEFAULT_MATCHES
+) -> MatchResult:
+    """`match_text` for a caller that may not wait (the event loop, app.serving.matches):
+    IndexBehind (app.matching.matcher) before any work when the index is not the store's,
+    and no slot among the matches computing at once."""
+    if (blank := _blank(matcher, text, limit)) is not None:
+        return blank
+    index, version = matcher.index_now(session)
+    with _in_time(matcher):
+        return _match(matcher, index, version, session, text, limit)
+
+
+def _blank(matcher: Matcher, text: str, limit: int) -> MatchResult | None:
+    """Refuse a paste or a limit out of bounds; the empty result of blank text."""
     check_paste(text, matcher.max_paste_bytes)
     if not 1 <= limit <= MAX_MATCHES:
         raise AppError(422, "Invalid limit", f"limit must be between 1 and {MAX_MATCHES}")
-    if not text.strip():
-        return MatchResult(
-            exceptions=[], matches=[], truncated=False, ranking_version=RANKING_VERSION
-        )
-    # Following the store's writes (a harvest adds thousands of patterns) is the store's
-    # work, not the paste's: it runs before the paste's deadline starts, and is never cut.
-    index, version = matcher.index_at(session, sync=waits)
+    if text.strip():
+        return None
+    return MatchResult(exceptions=[], matches=[], truncated=False, ranking_version=RANKING_VERSION)
+
+
+@contextmanager
+def _in_time(matcher: Matcher) -> Iterator[None]:
+    """Work under the matcher's deadline; a 503 when it passes first."""
     try:
-        with deadline.within(matcher.deadline_s), matcher.slot(waits):
-            return _match(matcher, index, version, session, text, limit)
+        with deadline.within(matcher.deadline_s):
+            yield
     except deadline.DeadlineExceeded as error:
         raise AppError(
             503,

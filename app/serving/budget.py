@@ -79,11 +79,10 @@ def client_of(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def charge_paste(request: Request, size: int) -> None:
+def charge_paste(budget: PasteBudget, client: str, size: int) -> None:
     """Take a paste of `size` bytes from its client's budget, or refuse it: 429 with
     Retry-After."""
-    budget: PasteBudget = request.app.state.paste_budget
-    wait = budget.take(client_of(request), size)
+    wait = budget.take(client, size)
     if wait is None:
         return
     seconds = max(1, math.ceil(wait))
@@ -153,15 +152,15 @@ class PastesInFlight:
 
 
 @asynccontextmanager
-async def large_paste_turn(request: Request, size: int) -> AsyncIterator[None]:
+async def large_paste_turn(
+    in_flight: PastesInFlight, size: int, wait_s: float
+) -> AsyncIterator[None]:
     """Match a paste of `size` bytes within the server-wide budget of large pastes: at once
     when it is small, else once there is room (503 with Retry-After when none came within
-    the match deadline). Entered and left on the event loop."""
+    `wait_s`, the match deadline). Entered and left on the event loop."""
     if size <= LARGE_PASTE_BYTES:
         yield
         return
-    in_flight: PastesInFlight = request.app.state.pastes_in_flight
-    wait_s = request.app.state.settings.match_deadline_s
     taken = await in_flight.take(size, wait_s)
     if taken is None:
         raise AppError(

@@ -15,15 +15,29 @@ from app.config import Settings
 from app.curation import stats
 from app.jsontext import JsonTextError, parse_json
 from app.records.filters import RecordFilters
+from app.serving.services import Services
 from app.store.engine import unit_of_work
 
 # Dependencies that only read memory are coroutines: FastAPI runs a plain function in its
 # thread pool, and each such hop costs the event loop work and a turn for the GIL.
 
 
+def services_of(request: Request) -> Services:
+    """The services of the app serving this request (app.serving.services): the one reader
+    of app.state. A route reaches them through ServicesDep; the hottest ones, which take no
+    dependency (app.api.match.create_match, /healthz), call this directly."""
+    services: Services = request.app.state.services
+    return services
+
+
+async def get_services(request: Request) -> Services:
+    """The app's services, as a dependency."""
+    return services_of(request)
+
+
 async def get_settings_dep(request: Request) -> Settings:
     """The settings the app was built with (tests build apps with their own)."""
-    return request.app.state.settings
+    return services_of(request).settings
 
 
 async def get_session(request: Request) -> AsyncIterator[Session]:
@@ -38,11 +52,12 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     never waits for a busy pool's turn. On SQLite it is the end of a read transaction in
     this process, a few microseconds, done on the loop: the hop to a thread and back costs
     the loop more than that (docs/benchmarks.md, "Costs behind the code's choices")."""
-    session = Session(request.app.state.engine)
+    engine = services_of(request).engine
+    session = Session(engine)
     try:
         yield session
     finally:
-        if request.app.state.engine.dialect.name == "sqlite":
+        if engine.dialect.name == "sqlite":
             session.close()
         else:
             await to_thread.run_sync(session.close, limiter=CapacityLimiter(1))
@@ -52,10 +67,11 @@ def get_write_session(request: Request) -> Iterator[Session]:
     """The unit of work of a request that writes (app.store.engine.unit_of_work): its
     transaction takes the write lock when it begins, and commits when the handler returns,
     before the reply is sent (scope="function" below); a handler that raises writes nothing."""
-    with unit_of_work(request.app.state.engine) as session:
+    with unit_of_work(services_of(request).engine) as session:
         yield session
 
 
+ServicesDep = Annotated[Services, Depends(get_services)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
@@ -93,6 +109,21 @@ def parse_body(raw: bytes) -> Any:
         return parse_json(raw.decode("utf-8", "replace"))
     except JsonTextError as error:
         raise AppError(422, "Invalid JSON", str(error)) from None
+
+
+def body_field(body: Any, key: str, kind: type) -> Any:
+    """The `key` field of a parsed JSON body (a paste's "text", a batch's "texts"), or a 422
+    when the body is no object or the field is not of that kind."""
+    value = body.get(key) if isinstance(body, dict) else None
+    if not isinstance(value, kind):
+        name = "a string" if kind is str else "a list of strings"
+        raise AppError(
+            422,
+            "Invalid request",
+            f"body must be a JSON object with {key!r}: {name}",
+            [{"field": key, "reason": f"must be {name}"}],
+        )
+    return value
 
 
 async def admin_body(request: Request, _admin: AdminDep) -> Any:

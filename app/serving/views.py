@@ -2,6 +2,7 @@
 convention 1): the record page (/errors/{id}) renders a RecordView, GET /api/errors/{id}
 answers the same RecordView as JSON (record_document_json), so the twin
 carries everything the page shows: locations, history, related records, runs and drift.
+A view of the page is counted as a hit of its record (`count_view`); the JSON is not.
 """
 
 import json
@@ -11,6 +12,8 @@ from pathlib import Path
 from sqlmodel import Session
 
 from app.config import Settings
+from app.curation.hits import RECORD, HitCounter
+from app.ops.metrics import Metrics
 from app.records import dataset_cache, locations
 from app.records import service as records
 from app.records.explanation import record_explanation
@@ -109,3 +112,9 @@ def _reproducer(settings: Settings, record_id: str) -> ReproducerInfo | None:
         kept = (stamp, runner.reproducer_info(settings, record_id))
         _reproducers[script] = kept
     return kept[1]
+
+
+def count_view(hits: HitCounter, metrics: Metrics, record_id: str) -> None:
+    """Count a record-page view as a hit of the record."""
+    if hits.add(RECORD, record_id):
+        metrics.hits.labels(RECORD, "view").inc()

@@ -17,8 +17,8 @@ from app.serving.deps import (
     DaysQuery,
     QueueCursorQuery,
     RecordFiltersDep,
+    ServicesDep,
     SessionDep,
-    SettingsDep,
 )
 from app.web.charts import charts, stylesheet
 from app.web.routes import templates
@@ -40,15 +40,16 @@ def _with_query(path: str, **params: str | int | None) -> str:
 @router.get("/curate", response_class=HTMLResponse)
 def read_curate_page(
     request: Request,
+    services: ServicesDep,
     session: SessionDep,
     filters: RecordFiltersDep,
     cursor: QueueCursorQuery = None,
 ) -> Response:
     """The curation queue: the drafts and unexplained errors people hit most, first."""
-    request.app.state.hits.flush()
+    services.hits.flush()
     # The form's "any repository" sends repo=: an empty field is no filter.
     filters = RecordFilters.model_validate({k: v for k, v in filters.active().items() if v})
-    vocabulary = request.app.state.matcher.vocabulary()
+    vocabulary = services.matcher.vocabulary()
     page = curation_queue(session, vocabulary, filters, DEFAULT_QUEUE_PAGE, cursor)
     params = filters.active()
     json_url = _with_query("/api/curation/queue", **params, cursor=cursor)
@@ -65,13 +66,13 @@ def read_curate_page(
 @router.get("/stats", response_class=HTMLResponse)
 def read_stats_page(
     request: Request,
+    services: ServicesDep,
     session: SessionDep,
-    settings: SettingsDep,
     days: DaysQuery = stats.DEFAULT_DAYS,
 ) -> Response:
     """Charts of the dataset, its use, its reproducers and its drift."""
-    request.app.state.hits.flush()
-    overview = stats.overview(session, settings, request.app.state.matcher.vocabulary(), days)
+    services.hits.flush()
+    overview = stats.overview(session, services.settings, services.matcher.vocabulary(), days)
     json_url = _with_query("/api/stats/charts", days=days)
     context = {
         "overview": overview,

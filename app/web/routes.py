@@ -25,10 +25,11 @@ from app.records.service import StoredRecord
 from app.reproducers import runs
 from app.search import query
 from app.search import service as search
-from app.serving.budget import charge_paste, large_paste_turn
-from app.serving.deps import CursorQuery, RecordFiltersDep, SessionDep, SettingsDep
-from app.serving.observed import count_view, match_counted
-from app.serving.views import record_view
+from app.serving.budget import charge_paste, client_of, large_paste_turn
+from app.serving.deps import CursorQuery, RecordFiltersDep, ServicesDep, SessionDep
+from app.serving.matches import match_counted
+from app.serving.services import Services
+from app.serving.views import count_view, record_view
 from app.web import render
 
 WEB_DIR = Path(__file__).parent
@@ -79,19 +80,25 @@ def read_home(request: Request, session: SessionDep) -> Response:
 @router.get("/search", response_class=HTMLResponse)
 def read_search_page(
     request: Request,
+    services: ServicesDep,
     session: SessionDep,
     filters: RecordFiltersDep,
     q: Annotated[str, Query(max_length=query.MAX_QUERY_LENGTH)] = "",
     cursor: CursorQuery = None,
 ) -> Response:
     """Search results: marked snippets, filters as links, pages."""
-    return _search_page(request, session, q, filters, cursor)
+    return _search_page(request, services, session, q, filters, cursor)
 
 
 def _search_page(
-    request: Request, session: Session, q: str, filters: RecordFilters, cursor: str | None
+    request: Request,
+    services: Services,
+    session: Session,
+    q: str,
+    filters: RecordFilters,
+    cursor: str | None,
 ) -> Response:
-    results = search.search(session, q, filters, cursor=cursor, matcher=request.app.state.matcher)
+    results = search.search(session, q, filters, cursor=cursor, matcher=services.matcher)
     context: dict[str, Any] = {
         "results": results,
         "params": {"q": q or None, **filters.active()},
@@ -107,6 +114,7 @@ def _search_page(
 @router.post("/match", response_class=HTMLResponse)
 async def create_match_page(
     request: Request,
+    services: ServicesDep,
     session: SessionDep,
     text: Annotated[str, Form()] = "",
     mode: Annotated[Literal["auto", "search", "match"], Form()] = "auto",
@@ -116,15 +124,19 @@ async def create_match_page(
     browser's history and a proxy's logs (a one-line paste is often a secret's line)."""
     if mode == "search" or (mode == "auto" and not query.looks_like_paste(text)):
         searched = text.strip()[: query.MAX_QUERY_LENGTH]
-        return await run_in_threadpool(_search_page, request, session, searched, NO_FILTERS, None)
+        return await run_in_threadpool(
+            _search_page, request, services, session, searched, NO_FILTERS, None
+        )
     size = len(text.encode("utf-8", "surrogatepass"))
-    charge_paste(request, size)
-    async with large_paste_turn(request, size):
-        return await run_in_threadpool(_match_page, request, session, text)
+    charge_paste(services.paste_budget, client_of(request), size)
+    async with large_paste_turn(
+        services.pastes_in_flight, size, services.settings.match_deadline_s
+    ):
+        return await run_in_threadpool(_match_page, request, services, session, text)
 
 
-def _match_page(request: Request, session: Session, text: str) -> Response:
-    result = match_counted(request, session, text, MATCHES_ON_PAGE)
+def _match_page(request: Request, services: Services, session: Session, text: str) -> Response:
+    result = match_counted(services, session, text, MATCHES_ON_PAGE)
     matched = {m.exception_index for m in result.matches if m.exception_index is not None}
     spans = {exc.index: exc.message_spans or [exc.span] for exc in result.exceptions}
     json_url = f"/api/match?limit={MATCHES_ON_PAGE}"  # the same MatchResult, POSTed
@@ -139,11 +151,11 @@ def _match_page(request: Request, session: Session, text: str) -> Response:
 
 
 def _record_page(
-    request: Request, session: SessionDep, settings: SettingsDep, stored: StoredRecord
+    request: Request, services: Services, session: Session, stored: StoredRecord
 ) -> Response:
     """The page of the same RecordView that GET /api/errors/{id} answers."""
-    count_view(request, stored.id)
-    view = record_view(session, settings, stored)
+    count_view(services.hits, services.metrics, stored.id)
+    view = record_view(session, services.settings, stored)
     context: dict[str, Any] = {
         "stored": stored,
         "record": stored.record,
@@ -173,7 +185,7 @@ def _record_page(
 
 @router.get("/errors/{record_id}", response_class=HTMLResponse)
 def read_record_page(
-    request: Request, session: SessionDep, settings: SettingsDep, record_id: str
+    request: Request, services: ServicesDep, session: SessionDep, record_id: str
 ) -> Response:
     """A record as a page: message, meaning, source, fixes, reproducer, related errors."""
     stored = records.get_record(session, record_id)
@@ -181,21 +193,21 @@ def read_record_page(
         target = locations.resolve_alias(session, record_id)
         if target is not None:
             return RedirectResponse(f"/errors/{target}", status_code=308)
-        stored = request.app.state.matcher.statements.get(record_id)
+        stored = services.matcher.statements.get(record_id)
         if stored is None:
             raise not_found(f"record {record_id}")
-    return _record_page(request, session, settings, stored)
+    return _record_page(request, services, session, stored)
 
 
 @router.get("/{owner}/{repo}/{slug}", response_class=HTMLResponse)
 def read_record_page_by_slug(
-    request: Request, session: SessionDep, settings: SettingsDep, owner: str, repo: str, slug: str
+    request: Request, services: ServicesDep, session: SessionDep, owner: str, repo: str, slug: str
 ) -> Response:
     """A record page by its repo and slug, the address the seeds' pages use."""
     stored = records.get_record_by_slug(session, f"{owner}/{repo}", slug)
     if stored is None:
         raise not_found(f"record {owner}/{repo}/{slug}")
-    return _record_page(request, session, settings, stored)
+    return _record_page(request, services, session, stored)
 
 
 def error_page(request: Request, error: AppError) -> Response:

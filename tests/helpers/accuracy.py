@@ -162,10 +162,10 @@ def harvested_store(
     app = create_app(settings)
     results = {}
     if curated is not None:
-        with unit_of_work(app.state.engine) as session:
+        with unit_of_work(app.state.services.engine) as session:
             report = records.import_paths(session, [curated])
         assert not report.rejected, report.rejected
-    with unit_of_work(app.state.engine) as session:
+    with unit_of_work(app.state.services.engine) as session:
         for spec in specs:
             results[spec] = drafts.harvest_release(
                 session, drafts.resolve_release(spec, releases=RELEASES)

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlmodel import Session
 
 from app.curation.hits import RECORD
-from app.serving import observed
+from app.serving import matches
 from app.store.tables import Hit
 from tests.helpers.places import IN_THREAD, ON_LOOP, where
 from tests.helpers.postgres import SQLITE
@@ -35,15 +35,16 @@ def ready(client: TestClient) -> TestClient:
 def places_of_matches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Where each match ran, in order: on the event loop or in a thread. The loop's budget
     is made roomy, so that a slow test machine does not send a paste on."""
-    monkeypatch.setattr(observed, "LOOP_BUDGET_S", 60.0)
+    monkeypatch.setattr(matches, "LOOP_BUDGET_S", 60.0)
     places: list[str] = []
-    real = observed.match_text
+    for name in ("match_text", "match_text_now"):
+        real = getattr(matches, name)
 
-    def recorded(*args, **kwargs):
-        places.append(where())
-        return real(*args, **kwargs)
+        def recorded(*args, real=real, **kwargs):
+            places.append(where())
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(observed, "match_text", recorded)
+        monkeypatch.setattr(matches, name, recorded)
     return places
 
 
@@ -55,7 +56,7 @@ def test_a_small_paste_is_matched_on_the_event_loop_a_large_one_in_a_request_thr
         ready(client)
         small = sglang_cancel_traceback(8192)
         large = small + "\n" + "INFO 12-02 10:00:00 [core.py:1] step\n" * 600
-        assert len(small) <= observed.SMALL_PASTE_BYTES < len(large)
+        assert len(small) <= matches.SMALL_PASTE_BYTES < len(large)
         for text in (small, large):
             response = client.post("/api/match", json={"text": text})
             assert response.status_code == 200
@@ -86,11 +87,11 @@ def test_after_a_write_the_next_paste_brings_the_index_up_and_finds_the_record(
 def test_hits_due_after_a_small_paste_are_written(make_client) -> None:
     """A match on the event loop leaves the write of due hits to after the reply."""
     with make_client(DATA_DIR) as client:
-        hits = client.app.state.hits  # type: ignore[attr-defined]
+        hits = client.app.state.services.hits  # type: ignore[attr-defined]
         hits.interval_s = 0  # every count is due
         text = sglang_cancel_traceback(8192)
         assert client.post("/api/match", json={"text": text}).status_code == 200
-        with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
+        with Session(client.app.state.services.engine) as session:  # type: ignore[attr-defined]
             stored = session.execute(select(Hit.kind, Hit.subject, Hit.count)).all()
         assert stored == [(RECORD, "edc4df790b100979", 1)]
 
@@ -105,7 +106,7 @@ def test_a_paste_past_its_budget_on_the_loop_is_matched_again_in_a_request_threa
     with make_client(DATA_DIR) as client:
         ready(client)
         within_budget = client.post("/api/match", json={"text": text})
-        monkeypatch.setattr(observed, "LOOP_BUDGET_S", 0.0)
+        monkeypatch.setattr(matches, "LOOP_BUDGET_S", 0.0)
         past_budget = client.post("/api/match", json={"text": text})
     assert within_budget.status_code == past_budget.status_code == 200
     assert past_budget.json() == within_budget.json()
