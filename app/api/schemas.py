@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from app.records.explanation import Explanation
-from app.records.locations import History, Location
+from app.records.locations import Location
 from app.records.model import ErrorRecord
+from app.records.release_history import History
 from app.records.service import Page, Stats
 from app.records.summary import RecordSummary, summarize
 from app.reproducers.runner import ReproducerInfo

@@ -26,7 +26,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
 from app import exception_classes, harvest, store, upstreams
-from app.records import locations
+from app.records import locations, site_keys
 from app.records import service as records
 from app.records.model import ErrorRecord
 from app.records.service import DRAFT
@@ -268,11 +268,11 @@ def _batches(
 ) -> Iterator[list[tuple[harvest.Draft, ErrorRecord]]]:
     """The drafts in batches of about HARVEST_BATCH; the sites of one key stay in one batch,
     since a reviewed record claims the closest of them (app.records.locations.find_claims)."""
-    keyed = sorted(valid, key=lambda pair: locations.site_key(pair[1]) or "")
+    keyed = sorted(valid, key=lambda pair: site_keys.site_key(pair[1]) or "")
     batch: list[tuple[harvest.Draft, ErrorRecord]] = []
     for pair in keyed:
-        key = locations.site_key(pair[1])
-        if len(batch) >= HARVEST_BATCH and (key is None or key != locations.site_key(batch[-1][1])):
+        key = site_keys.site_key(pair[1])
+        if len(batch) >= HARVEST_BATCH and (key is None or key != site_keys.site_key(batch[-1][1])):
             yield batch
             batch = []
         batch.append(pair)
@@ -290,7 +290,7 @@ def _store_batch(
     the ids written as drafts, and what it did."""
     counts = DraftCounts()
     sites = [
-        locations.Site(record.id, locations.site_key(record), d.function, record.line_number)
+        locations.Site(record.id, site_keys.site_key(record), d.function, record.line_number)
         for d, record in valid
     ]
     claims = locations.find_claims(session, sites)
@@ -347,8 +347,8 @@ def newer_harvested(session: Session, release: Release) -> str | None:
         select(col(DatasetState.key)).where(col(DatasetState.key).startswith(prefix))
     ).scalars()
     specs = [key.removeprefix(HARVESTED_PREFIX) for key in keys]
-    newest = max(specs, key=locations.release_order, default=None)
-    if newest is None or locations.release_order(newest) <= locations.release_order(release.label):
+    newest = max(specs, key=site_keys.release_order, default=None)
+    if newest is None or site_keys.release_order(newest) <= site_keys.release_order(release.label):
         return None
     return newest
 

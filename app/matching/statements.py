@@ -26,9 +26,9 @@ from pathlib import Path
 
 from app import upstreams
 from app.matching.tracebacks.model import Frame, ParsedException
-from app.records.locations import release_order
 from app.records.model import ID_LENGTH, SCHEMA_VERSION
 from app.records.service import StoredRecord, canonical_json
+from app.records.site_keys import release_order
 from app.records.slug import slug
 from app.upstreams.base import UpstreamProject
 

@@ -21,7 +21,7 @@ from sqlmodel import Session, col
 from app import cursor as cursor_codec
 from app import store
 from app.app_error import AppError
-from app.records import dataset_cache, locations
+from app.records import dataset_cache, locations, site_keys
 from app.records.dataset_cache import (
     EMPTY_DATASET_VERSION,
     REPRODUCERS_KEY,
@@ -263,7 +263,7 @@ def record_row(record: ErrorRecord, text: str, now: datetime) -> dict[str, Any]:
         "message_pattern": record.message_pattern,
         "document": text,
         "content_hash": hashlib.sha256(text.encode()).hexdigest(),
-        "site_key": locations.site_key(record),
+        "site_key": site_keys.site_key(record),
         "modified_at": now,
     }
 
