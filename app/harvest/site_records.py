@@ -27,6 +27,7 @@ from app.harvest.sites import (
     RaiseSite,
     SkipReason,
 )
+from app.records.advice_fields import UNWRITTEN_ADVICE
 from app.records.model import ID_LENGTH, SCHEMA_VERSION
 from app.records.slug import slug
 
@@ -148,14 +149,7 @@ def _record(
         "githubUrl": f"https://github.com/{repo}/blob/{ref}/{file_path}#L{start}-L{end}",
         "documentation": None,
         "triggerScenarios": None,
-        "commonSituations": None,
-        "solutions": None,
-        "exampleFix": None,
-        "handlingStrategy": None,
-        "validationCode": None,
-        "typeGuard": None,
-        "tryCatchPattern": None,
-        "preventionTips": None,
+        **UNWRITTEN_ADVICE,
         "tags": _tags(file_path),
         "backgroundTag": None,
         "analyzedSha": ref,
