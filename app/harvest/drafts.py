@@ -263,19 +263,21 @@ def _in_turn(session: Session, work: Callable[[], T]) -> T:
             tries += 1
 
 
-def _batches(
-    valid: list[tuple[harvest.Draft, ErrorRecord]],
-) -> Iterator[list[tuple[harvest.Draft, ErrorRecord]]]:
+KeyedDraft = tuple[str | None, harvest.Draft, ErrorRecord]
+"""A checked draft with its site key (app.records.site_keys.site_key), worked out once."""
+
+
+def _batches(valid: list[tuple[harvest.Draft, ErrorRecord]]) -> Iterator[list[KeyedDraft]]:
     """The drafts in batches of about HARVEST_BATCH; the sites of one key stay in one batch,
     since a reviewed record claims the closest of them (app.records.locations.find_claims)."""
-    keyed = sorted(valid, key=lambda pair: site_keys.site_key(pair[1]) or "")
-    batch: list[tuple[harvest.Draft, ErrorRecord]] = []
-    for pair in keyed:
-        key = site_keys.site_key(pair[1])
-        if len(batch) >= HARVEST_BATCH and (key is None or key != site_keys.site_key(batch[-1][1])):
+    keyed = [(site_keys.site_key(record), draft, record) for draft, record in valid]
+    batch: list[KeyedDraft] = []
+    for item in sorted(keyed, key=lambda item: item[0] or ""):
+        key = item[0]
+        if len(batch) >= HARVEST_BATCH and (key is None or key != batch[-1][0]):
             yield batch
             batch = []
-        batch.append(pair)
+        batch.append(item)
     if batch:
         yield batch
 
@@ -283,20 +285,19 @@ def _batches(
 def _store_batch(
     session: Session,
     release: Release,
-    valid: list[tuple[harvest.Draft, ErrorRecord]],
+    valid: list[KeyedDraft],
     newer: str | None,
 ) -> tuple[set[str], set[str], DraftCounts]:
     """Store one batch of drafts and their locations in this release; the ids located,
     the ids written as drafts, and what it did. The batch's stored records are read once,
     for all that needs them: the older release's check, analyzedAt, the drafts to absorb."""
     counts = DraftCounts()
-    stored = records.get_records(session, [record.id for _, record in valid])
+    stored = records.get_records(session, [record.id for _, _, record in valid])
     sites = [
-        locations.Site(record.id, site_keys.site_key(record), d.function, record.line_number)
-        for d, record in valid
+        locations.Site(record.id, key, d.function, record.line_number) for key, d, record in valid
     ]
     claims = locations.find_claims(session, sites)
-    unclaimed = [record for _, record in valid if record.id not in claims]
+    unclaimed = [record for _, _, record in valid if record.id not in claims]
     if newer is not None:  # an older release: the newer one's drafts stay as they are
         kept = len(unclaimed)
         unclaimed = [record for record in unclaimed if record.id not in stored]
@@ -321,7 +322,7 @@ def _store_batch(
         claims.get(record.id, record.id): locations.Location.of(
             record, release.label, d.function, d.context
         )
-        for d, record in valid
+        for _, d, record in valid
     }
     if newer is not None:  # forty releases must not make the store forty times larger
         new_here = set(fresh_ids)  # sites no newer release raises: this one explains them
