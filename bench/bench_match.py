@@ -35,7 +35,7 @@ from app.config import Settings
 from app.matching.index import PatternIndex
 from app.matching.partial import second_chance
 from app.matching.tracebacks.parse import parse_exceptions
-from app.records import locations
+from app.records import site_keys
 from app.store.engine import open_store
 from app.store.tables import Record
 from bench.server import running_server
@@ -74,7 +74,7 @@ def load(database: Path) -> list[tuple[str, str, str, str, str]]:
         rows = session.execute(select(*columns))
         # As the service's Matcher: a fully dynamic message is found by where it
         # raises, and its one-group pattern never enters the index.
-        return [tuple(row) for row in rows if not locations.matched_by_location(row[1])]
+        return [tuple(row) for row in rows if not site_keys.matched_by_location(row[1])]
 
 
 def variant(rng: random.Random, pattern: str, n: int) -> str:

@@ -28,7 +28,7 @@ from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
 from app.patterns import PatternError, check_pattern
-from app.records.locations import matched_by_location
+from app.records.site_keys import matched_by_location
 from app.store.tables import Record
 from tests.helpers import real_pastes
 

@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from app.harvest import drafts
 from app.harvest.compiled import UNREADABLE_LIBRARY, library_sites, rodata_sections
-from app.harvest.site_records import Release, library_drafts
+from app.harvest.site_records import DraftStamp, library_drafts
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
@@ -29,7 +29,7 @@ const char* assertion(void) {
          "please report a bug to PyTorch. ";
 }
 """
-RELEASE = Release("pytorch/pytorch", "v2.13.0", "2026-12-05T00:00:00.000Z")
+STAMP = DraftStamp("pytorch/pytorch", "v2.13.0", "2026-12-05T00:00:00.000Z")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_fragments_of_one_message_are_joined_with_values_between(library: Path) 
 
 def test_library_drafts_are_valid_records_filed_under_the_library(library: Path) -> None:
     sites, _ = library_sites(library)
-    drafts = library_drafts(sites, "torch/lib/libunit.so", RELEASE)
+    drafts = library_drafts(sites, "torch/lib/libunit.so", STAMP)
     assert all(not record_errors(draft.record) for draft in drafts)
     by_message = {draft.record["errorMessage"]: draft for draft in drafts}
     assertion = by_message[
@@ -85,7 +85,7 @@ def test_library_drafts_are_valid_records_filed_under_the_library(library: Path)
         "sourceFile": "c10/core/Device.cpp",
         "sourceLine": 42,
     }
-    again = library_drafts(sites, "torch/lib/libunit.so", RELEASE)
+    again = library_drafts(sites, "torch/lib/libunit.so", STAMP)
     assert [d.record["id"] for d in again] == [d.record["id"] for d in drafts]
 
 

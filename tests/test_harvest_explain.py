@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from app.cli.commands import app
 from app.harvest import drafts, harvest_tree
 from app.records.explanation import record_explanation
-from app.records.locations import History, Location
+from app.records.locations import Location
+from app.records.release_history import History
 
 runner = CliRunner()
 

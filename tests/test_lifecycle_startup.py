@@ -16,7 +16,7 @@ from app.harvest import drafts
 from app.lifecycle.readiness import FAILED
 from app.lifecycle.startup import LOAD_INDEX, harvest_step, startup_lock
 from app.main import create_app
-from app.records import locations
+from app.records import release_history, site_keys
 from app.store.tables import Record
 
 pytestmark = pytest.mark.network  # downloads from the package index
@@ -75,7 +75,7 @@ def test_not_ready_until_the_default_release_is_harvested_and_indexed(settings) 
             patterns = session.execute(
                 select(Record.message_pattern).where(Record.repo == "fastapi/typer")
             ).scalars()
-            by_message = [p for p in patterns if not locations.matched_by_location(p)]
+            by_message = [p for p in patterns if not site_keys.matched_by_location(p)]
         assert metrics["errkb_index_patterns"] == len(by_message) < drafts_total
         assert metrics["errkb_index_build_seconds"] > 0
 
@@ -128,7 +128,7 @@ def test_older_releases_are_harvested_after_ready(settings) -> None:
         assert failed == harvest_step("no-such-distribution-errkb==1.0")
         with Session(client.app.state.services.engine) as session:
             assert drafts.is_harvested(session, "typer==0.20.0")
-            harvested = locations.harvested_releases(session)
+            harvested = release_history.harvested_releases(session)
         assert harvested == ["typer==0.20.0", "typer==0.29.2"]
 
 

@@ -37,7 +37,7 @@ from app.matching.score_weights import (
     SAME_LINE,
 )
 from app.matching.service import find_matches
-from app.records.locations import message_template
+from app.records.site_keys import message_template
 from app.upstreams import VLLM
 from tests.helpers.real_pastes import case
 from tests.helpers.records import make_record

@@ -49,7 +49,7 @@ from fastapi.testclient import TestClient
 
 from app.config import PROJECT_ROOT
 from app.exception_classes import relation
-from app.records.locations import short_class
+from app.records.site_keys import short_class
 from tests.helpers import accuracy
 from tests.helpers.real_pastes import HELDOUT_DIR, TOP, load_cases
 

@@ -1,4 +1,4 @@
-"""One raise site, one record: site keys, claims, locations per release, aliases,
+"""One raise site, one record: claims, locations per release, aliases,
 and the seed errors answering with their curated record on the default serve's store."""
 
 import json
@@ -16,9 +16,8 @@ from app.harvest import drafts
 from app.main import create_app
 from app.matching.matcher import Matcher
 from app.matching.service import match_text
-from app.records import locations
+from app.records import locations, site_keys
 from app.records import service as records
-from app.records.model import ErrorRecord
 from app.search import service as search
 from app.store.engine import make_engine, unit_of_work, upgrade
 from app.store.tables import Record
@@ -51,52 +50,6 @@ SEED_FILES = {  # release -> (package folder inside the repository, the seed fil
         "sglang/srt/utils/cuda_vmm_transport_utils.py",
     ],
 }
-
-
-def test_regex_spellings_of_one_template_are_one_key() -> None:
-    spellings = [
-        ("no slice at offset (.+?)", "no slice at offset {offset}"),
-        ("no slice at offset (?P<control_offset>(?s:.+?))", "no slice at offset {x}"),
-        ("no slice at offset \\d+", "no slice at offset {n}"),
-        ("no slice \\C at (.+?)", "no slice at offset {control_offset}"),
-    ]
-    templates = {locations.message_template(pattern, message) for pattern, message in spellings}
-    assert templates == {"no slice at offset \x00"}  # `\C` is RE2's: read from the message
-    assert locations.message_template("free_buf\\(\\) to free", "") == "free_buf() to free"
-    assert locations.message_template(None, "a {b} c") == "a \x00 c"
-
-
-def _site(**changes) -> str | None:
-    seed = json.loads((DATA_DIR / "c53f6de81577a6bc.json").read_text())
-    base = seed | {
-        "repo": "vllm-project/vllm",
-        "filePath": "vllm/pool.py",
-        "errorClass": "RuntimeError",
-        "errorMessage": "cannot free {n} buffers",
-        "messagePattern": "cannot free (?P<n>(?s:.+?)) buffers",
-    }
-    return locations.site_key(ErrorRecord.model_validate(base | changes))
-
-
-def test_keys_that_really_differ_stay_apart() -> None:
-    same = _site()
-    assert _site(messagePattern="cannot free (.+?) buffers") == same
-    assert _site(errorClass="builtins.RuntimeError") == same
-    assert _site(filePath="vllm/renamed_pool.py") != same
-    assert _site(messagePattern="cannot release (.+?) buffers") != same
-    assert _site(errorClass="ValueError") != same
-    assert _site(repo="sgl-project/sglang") != same
-    assert _site(filePath=None) is None
-
-
-def test_release_order_compares_numbers_as_numbers() -> None:
-    labels = ["vllm==0.10.0", "vllm==0.9.2", "vllm==0.33.0", "vllm==0.9.10"]
-    assert sorted(labels, key=locations.release_order) == [
-        "vllm==0.9.2",
-        "vllm==0.9.10",
-        "vllm==0.10.0",
-        "vllm==0.33.0",
-    ]
 
 
 def _seed_release_folders(tmp_path: Path) -> list[drafts.Release]:
@@ -272,10 +225,10 @@ def test_search_puts_the_curated_record_first_and_each_site_once(
     session, matcher, _, _ = default_store
     hits = search.search(session, query, limit=50, matcher=matcher).hits
     assert hits[0].record.id == record_id
-    curated = {locations.site_key(hit.record.record) for hit in hits if hit.record.id in SEED_SITES}
+    curated = {site_keys.site_key(hit.record.record) for hit in hits if hit.record.id in SEED_SITES}
     drafts_of_curated_sites = [
         hit.record.id
         for hit in hits
-        if hit.record.id not in SEED_SITES and locations.site_key(hit.record.record) in curated
+        if hit.record.id not in SEED_SITES and site_keys.site_key(hit.record.record) in curated
     ]
     assert drafts_of_curated_sites == []

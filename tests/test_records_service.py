@@ -1,4 +1,5 @@
-"""The store: import counts and idempotency, all-or-nothing, export byte round-trip."""
+"""The store: import counts and idempotency, all-or-nothing, export byte round-trip, and
+harvest's typed drafts stored as their documents would be."""
 
 import json
 from pathlib import Path
@@ -8,6 +9,7 @@ from sqlmodel import Session
 from app.config import Settings
 from app.records import service as records
 from app.records.filters import RecordFilters
+from app.records.model import ErrorRecord
 from app.store.engine import open_store, unit_of_work
 from tests.helpers.records import DATA_DIR, curated_records
 
@@ -107,3 +109,24 @@ def test_delete_cascades_to_tags(session) -> None:
     page = records.list_records(session, RecordFilters(tag="vmm"))
     assert page.total == 0
     assert not records.delete_record(session, "edc4df790b100979")
+
+
+def test_typed_drafts_are_stored_as_their_documents_would_be(session, seed_records) -> None:
+    documents = list(seed_records.values())
+    typed = [ErrorRecord.model_validate(document) for document in documents]
+    counts = records.write_drafts(session, typed, origin="harvest:x==1", gone_in="x==2")
+    assert (counts.created, counts.updated, counts.unchanged) == (len(typed), 0, 0)
+    for document in documents:
+        stored = records.get_record(session, document["id"])
+        assert stored.document == records.canonical_json(document)
+        assert (stored.review_state, stored.origin, stored.gone_in) == (
+            records.DRAFT,
+            "harvest:x==1",
+            "x==2",
+        )
+    again = records.write_drafts(session, typed, origin="harvest:x==2", gone_in=None)
+    assert (again.created, again.updated, again.unchanged) == (0, 0, len(typed))
+    stored = records.get_records(session, [document["id"] for document in documents])
+    assert {(item.origin, item.gone_in) for item in stored.values()} == {("harvest:x==2", None)}
+    records.mark_gone(session, [typed[0].id], "x==3")
+    assert records.get_record(session, typed[0].id).gone_in == "x==3"

@@ -19,14 +19,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from sqlalchemy import ColumnElement, or_, select, update
+from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
 from app import exception_classes, harvest, store, upstreams
-from app.records import locations
+from app.records import locations, site_keys
 from app.records import service as records
 from app.records.model import ErrorRecord
 from app.records.service import DRAFT
@@ -263,19 +263,21 @@ def _in_turn(session: Session, work: Callable[[], T]) -> T:
             tries += 1
 
 
-def _batches(
-    valid: list[tuple[harvest.Draft, ErrorRecord]],
-) -> Iterator[list[tuple[harvest.Draft, ErrorRecord]]]:
+KeyedDraft = tuple[str | None, harvest.Draft, ErrorRecord]
+"""A checked draft with its site key (app.records.site_keys.site_key), worked out once."""
+
+
+def _batches(valid: list[tuple[harvest.Draft, ErrorRecord]]) -> Iterator[list[KeyedDraft]]:
     """The drafts in batches of about HARVEST_BATCH; the sites of one key stay in one batch,
     since a reviewed record claims the closest of them (app.records.locations.find_claims)."""
-    keyed = sorted(valid, key=lambda pair: locations.site_key(pair[1]) or "")
-    batch: list[tuple[harvest.Draft, ErrorRecord]] = []
-    for pair in keyed:
-        key = locations.site_key(pair[1])
-        if len(batch) >= HARVEST_BATCH and (key is None or key != locations.site_key(batch[-1][1])):
+    keyed = [(site_keys.site_key(record), draft, record) for draft, record in valid]
+    batch: list[KeyedDraft] = []
+    for item in sorted(keyed, key=lambda item: item[0] or ""):
+        key = item[0]
+        if len(batch) >= HARVEST_BATCH and (key is None or key != batch[-1][0]):
             yield batch
             batch = []
-        batch.append(pair)
+        batch.append(item)
     if batch:
         yield batch
 
@@ -283,48 +285,44 @@ def _batches(
 def _store_batch(
     session: Session,
     release: Release,
-    valid: list[tuple[harvest.Draft, ErrorRecord]],
+    valid: list[KeyedDraft],
     newer: str | None,
 ) -> tuple[set[str], set[str], DraftCounts]:
     """Store one batch of drafts and their locations in this release; the ids located,
-    the ids written as drafts, and what it did."""
+    the ids written as drafts, and what it did. The batch's stored records are read once,
+    for all that needs them: the older release's check, analyzedAt, the drafts to absorb."""
     counts = DraftCounts()
+    stored = records.get_records(session, [record.id for _, _, record in valid])
     sites = [
-        locations.Site(record.id, locations.site_key(record), d.function, record.line_number)
-        for d, record in valid
+        locations.Site(record.id, key, d.function, record.line_number) for key, d, record in valid
     ]
     claims = locations.find_claims(session, sites)
-    unclaimed = [(d.record, record) for d, record in valid if record.id not in claims]
+    unclaimed = [record for _, _, record in valid if record.id not in claims]
     if newer is not None:  # an older release: the newer one's drafts stay as they are
-        stored_ids = set(records.get_records(session, [record.id for _, record in unclaimed]))
         kept = len(unclaimed)
-        unclaimed = [pair for pair in unclaimed if pair[1].id not in stored_ids]
+        unclaimed = [record for record in unclaimed if record.id not in stored]
         counts.unchanged += kept - len(unclaimed)
-    fresh = _keep_analyzed_at(session, unclaimed)
+    fresh = [_keep_analyzed_at(record, stored.get(record.id)) for record in unclaimed]
     origin = ORIGIN_PREFIX + release.spec
-    written = records.write_records(
-        session, fresh, origin=origin, review_state=DRAFT, bump_version=False
-    )
+    written = records.write_drafts(session, fresh, origin=origin, gone_in=newer)
     counts.created += written.created
     counts.updated += written.updated
     counts.unchanged += written.unchanged
     counts.claimed += len(claims)
-    stored = records.get_records(session, [i for i, owner in claims.items() if i != owner])
-    stale = [draft_id for draft_id, item in stored.items() if item.review_state == DRAFT]
+    stale = [
+        draft_id
+        for draft_id, owner in claims.items()
+        if draft_id != owner and draft_id in stored and stored[draft_id].review_state == DRAFT
+    ]
     for draft_id in stale:
         locations.absorb(session, draft_id, claims[draft_id])
     counts.absorbed += len(stale)
-    fresh_ids = [record["id"] for record in fresh]
-    for start in range(0, len(fresh_ids), store.SQL_CHUNK):
-        chunk = fresh_ids[start : start + store.SQL_CHUNK]
-        session.execute(
-            update(Record).where(col(Record.id).in_(chunk)).values(origin=origin, gone_in=newer)
-        )
+    fresh_ids = [record.id for record in fresh]
     located = {
         claims.get(record.id, record.id): locations.Location.of(
             record, release.label, d.function, d.context
         )
-        for d, record in valid
+        for _, d, record in valid
     }
     if newer is not None:  # forty releases must not make the store forty times larger
         new_here = set(fresh_ids)  # sites no newer release raises: this one explains them
@@ -347,27 +345,21 @@ def newer_harvested(session: Session, release: Release) -> str | None:
         select(col(DatasetState.key)).where(col(DatasetState.key).startswith(prefix))
     ).scalars()
     specs = [key.removeprefix(HARVESTED_PREFIX) for key in keys]
-    newest = max(specs, key=locations.release_order, default=None)
-    if newest is None or locations.release_order(newest) <= locations.release_order(release.label):
+    newest = max(specs, key=site_keys.release_order, default=None)
+    if newest is None or site_keys.release_order(newest) <= site_keys.release_order(release.label):
         return None
     return newest
 
 
-def _keep_analyzed_at(
-    session: Session, harvested: list[tuple[dict[str, Any], ErrorRecord]]
-) -> list[dict[str, Any]]:
-    """The drafts, each keeping the analyzedAt already stored when nothing else changed:
+def _keep_analyzed_at(draft: ErrorRecord, before: records.StoredRecord | None) -> ErrorRecord:
+    """The draft, keeping the analyzedAt already stored when nothing else changed:
     harvesting the same release again then changes nothing, not even the dataset version."""
-    stored = records.get_records(session, [record.id for _, record in harvested])
-    kept = []
-    for document, record in harvested:
-        before = stored.get(record.id)
-        if before is not None:
-            old = before.record
-            if old.model_copy(update={"analyzed_at": record.analyzed_at}) == record:
-                document = document | {"analyzedAt": old.analyzed_at}
-        kept.append(document)
-    return kept
+    if before is None:
+        return draft
+    old = before.record
+    if old.model_copy(update={"analyzed_at": draft.analyzed_at}) != draft:
+        return draft
+    return draft.model_copy(update={"analyzed_at": old.analyzed_at})
 
 
 def _gone_locations(
@@ -414,11 +406,7 @@ def _mark_gone(session: Session, release: Release, harvested: set[str]) -> int:
         for record_id in session.execute(statement).scalars()
         if record_id not in harvested
     ]
-    for start in range(0, len(gone), store.SQL_CHUNK):
-        chunk = gone[start : start + store.SQL_CHUNK]
-        session.execute(
-            update(Record).where(col(Record.id).in_(chunk)).values(gone_in=release.spec)
-        )
+    records.mark_gone(session, gone, release.spec)
     return len(gone)
 
 

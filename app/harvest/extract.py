@@ -28,7 +28,7 @@ from app.harvest.compiled import library_sites
 from app.harvest.context import add_context
 from app.harvest.native import native_files, read_native
 from app.harvest.resolve import ReleaseMessages, resolve_sites
-from app.harvest.site_records import Release, file_drafts, library_drafts
+from app.harvest.site_records import DraftStamp, file_drafts, library_drafts
 from app.harvest.sites import (
     LOG_KINDS,
     HarvestResult,
@@ -72,7 +72,7 @@ def harvest_tree(
     The project's C++/CUDA folders under `native_root` (its `native_sources`) add their
     native sites, each filed at the path the repository keeps it at.
     """
-    release = Release(repo, ref, analyzed_at)
+    stamp = DraftStamp(repo, ref, analyzed_at)
     paths = _python_files(root / package_dir if package_dir else root)
     result = HarvestResult()
     modules: list[ModuleFacts] = []
@@ -93,18 +93,18 @@ def harvest_tree(
             logged = sum(site.kind in LOG_KINDS for site in sites)
             result.raise_sites += len(sites) - logged
             result.log_sites += logged
-            drafts = file_drafts(sites, module.source, module.file_path, release)
+            drafts = file_drafts(sites, module.source, module.file_path, stamp)
             drafted = {id(draft.site) for draft in drafts}
             result.skipped.update(s.skip for s in sites if s.skip and id(s) not in drafted)
             result.located += sum(draft.located for draft in drafts)
             result.drafts.extend(drafts)
-        add_context(result.drafts, modules, classes.bases, release.repo, release.ref)
+        add_context(result.drafts, modules, classes.bases, stamp.repo, stamp.ref)
         project = upstreams.BY_REPO.get(repo)
-        add_explanations(result.drafts, modules, project, release.repo, release.ref)
+        add_explanations(result.drafts, modules, project, stamp.repo, stamp.ref)
     if native_root is not None and project is not None:
         first_native = len(result.drafts)
         for folder, repo_folder in project.native_sources.items():
-            _harvest_native(result, native_root, folder, repo_folder, release)
+            _harvest_native(result, native_root, folder, repo_folder, stamp)
         # A header's check is compiled into the libraries too: its record is the header's,
         # which knows the file and line, so the library's copy of its text is left out.
         known = "\0".join(d.record["errorMessage"] for d in result.drafts[first_native:])
@@ -115,12 +115,12 @@ def harvest_tree(
                 result.skipped.update(skipped)
                 result.skipped[IN_A_HEADER] += len(literals) - len(kept)
                 result.library_sites += len(kept)
-                result.drafts.extend(library_drafts(kept, library, release))
+                result.drafts.extend(library_drafts(kept, library, stamp))
     return result
 
 
 def _harvest_native(
-    result: HarvestResult, root: Path, folder: str, repo_folder: str, release: Release
+    result: HarvestResult, root: Path, folder: str, repo_folder: str, stamp: DraftStamp
 ) -> None:
     """The native sites of one C++/CUDA folder as drafts, rendered as Python sites are."""
     base = root / folder
@@ -132,7 +132,7 @@ def _harvest_native(
             continue
         result.native_files += 1
         result.native_sites += len(found.sites)
-        drafts = file_drafts(found.sites, found.source, file_path, release)
+        drafts = file_drafts(found.sites, found.source, file_path, stamp)
         for draft in drafts:
             site = draft.site
             if site is not None:

@@ -27,6 +27,7 @@ from app.harvest.sites import (
     RaiseSite,
     SkipReason,
 )
+from app.records.advice_fields import UNWRITTEN_ADVICE
 from app.records.model import ID_LENGTH, SCHEMA_VERSION
 from app.records.slug import slug
 
@@ -42,8 +43,8 @@ ERROR_TYPES = {"log": "log", "warning": "warning"}
 
 
 @dataclass(frozen=True)
-class Release:
-    """What every draft of one harvest shares."""
+class DraftStamp:
+    """What every draft of one harvest is stamped with: where it pins its links, and when."""
 
     repo: str
     ref: str  # tag or commit: pins githubUrl, recorded as analyzedSha
@@ -51,7 +52,7 @@ class Release:
 
 
 def file_drafts(
-    sites: list[RaiseSite], source: str, file_path: str, release: Release
+    sites: list[RaiseSite], source: str, file_path: str, stamp: DraftStamp
 ) -> list[Draft]:
     """Drafts of one file; the n-th raise of a template in a function gets the n-th id.
 
@@ -74,7 +75,7 @@ def file_drafts(
         for piece in (message, *message.others):
             key = (_id_kind(site), site.qualname, piece.identity or piece.template)
             occurrences[key] += 1
-            record = _record(site, piece, lines, file_path, release, occurrences[key])
+            record = _record(site, piece, lines, file_path, stamp, occurrences[key])
             if site.skip == SkipReason.DYNAMIC_CLASS:
                 record["errorClass"] = UNKNOWN_CLASS
             draft = Draft(record, site.function, site.class_name, site.qualname, located, site)
@@ -82,7 +83,7 @@ def file_drafts(
     return drafts
 
 
-def library_drafts(sites: list[LiteralSite], library: str, release: Release) -> list[Draft]:
+def library_drafts(sites: list[LiteralSite], library: str, stamp: DraftStamp) -> list[Draft]:
     """Drafts of one compiled library's messages, filed under the library (the one place a
     release surely has them, so that a site keeps its id); the source file the library
     shows, and its line, are the link and the context."""
@@ -92,7 +93,7 @@ def library_drafts(sites: list[LiteralSite], library: str, release: Release) -> 
         occurrences[site.message.template] += 1
         raising = RaiseSite(0, None, None, None, site.error_class, site.message, None, "check")
         record = _record(
-            raising, site.message, [], library, release, occurrences[site.message.template]
+            raising, site.message, [], library, stamp, occurrences[site.message.template]
         )
         where = site.source_file
         link = f"{where}#L{site.line}" if where and site.line else where
@@ -101,7 +102,7 @@ def library_drafts(sites: list[LiteralSite], library: str, release: Release) -> 
             "sourceCode": None,
             "sourceCodeStart": None,
             "sourceCodeEnd": None,
-            "githubUrl": f"https://github.com/{release.repo}/blob/{release.ref}/{link}"
+            "githubUrl": f"https://github.com/{stamp.repo}/blob/{stamp.ref}/{link}"
             if link
             else None,
         }
@@ -115,11 +116,11 @@ def _record(
     message: Message,
     lines: list[str],
     file_path: str,
-    release: Release,
+    stamp: DraftStamp,
     occurrence: int,
 ) -> dict[str, Any]:
     """The record in the seeds' key order; prose fields null until someone writes them."""
-    repo, ref = release.repo, release.ref
+    repo, ref = stamp.repo, stamp.ref
     start = max(1, site.line - CONTEXT_LINES)
     end = min(len(lines), site.line + CONTEXT_LINES)
     return {
@@ -148,18 +149,11 @@ def _record(
         "githubUrl": f"https://github.com/{repo}/blob/{ref}/{file_path}#L{start}-L{end}",
         "documentation": None,
         "triggerScenarios": None,
-        "commonSituations": None,
-        "solutions": None,
-        "exampleFix": None,
-        "handlingStrategy": None,
-        "validationCode": None,
-        "typeGuard": None,
-        "tryCatchPattern": None,
-        "preventionTips": None,
+        **UNWRITTEN_ADVICE,
         "tags": _tags(file_path),
         "backgroundTag": None,
         "analyzedSha": ref,
-        "analyzedAt": release.analyzed_at,
+        "analyzedAt": stamp.analyzed_at,
         "schemaVersion": SCHEMA_VERSION,
     }
 

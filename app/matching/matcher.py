@@ -30,7 +30,7 @@ from app.matching import deadline
 from app.matching.index import PatternIndex
 from app.matching.statements import ReleaseRoot, StatementRecords
 from app.patterns import PatternError
-from app.records import locations
+from app.records import locations, site_keys
 from app.records import service as records
 from app.records.vocabulary import Vocabulary, store_words, words_of
 from app.store.tables import Record
@@ -220,7 +220,7 @@ class Matcher:
                     self._index, self._hashes = cached, hashes
             if self._index is None:
                 rows = _patterns(session)
-                indexed = [(i, p) for i, p, _ in rows if not locations.matched_by_location(p)]
+                indexed = [(i, p) for i, p, _ in rows if not site_keys.matched_by_location(p)]
                 self._index = PatternIndex(indexed)
                 self._save(version)
                 self._hashes = {record_id: digest for record_id, _, digest in rows}
@@ -251,7 +251,7 @@ class Matcher:
             ).where(col(Record.id).in_(chunk))
             for record_id, pattern, message, error_class in session.execute(statement):
                 words |= words_of(f"{message}\n{error_class}")
-                if locations.matched_by_location(pattern):
+                if site_keys.matched_by_location(pattern):
                     self._index.remove(record_id)  # found by its raise site only
                     continue
                 try:

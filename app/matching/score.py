@@ -58,8 +58,8 @@ from app.matching.score_weights import (
     SPECIFICITY_PER_POINT,
 )
 from app.matching.tracebacks.model import ParsedException
-from app.records.locations import short_class
 from app.records.native_settings import is_native_file
+from app.records.site_keys import short_class
 
 # A message in the interpreter's own words is generic too (GENERIC_BELOW), whatever the
 # template's length: a record that copies them (torch's `{name}() got an unexpected keyword

@@ -30,7 +30,7 @@ from app.matching.score_weights import RANKING_VERSION
 from app.matching.statements import interpreter_error
 from app.matching.tracebacks.model import ParsedException
 from app.matching.tracebacks.parse import parse_exceptions
-from app.records import dataset_cache, locations
+from app.records import dataset_cache, locations, release_history
 from app.records import service as records
 from app.wire.base import Extended
 from app.wire.matching import MatchOut, MatchResult
@@ -306,10 +306,13 @@ def _history(session: Session, version: str, known: _Known) -> list[str]:
 
     def compute() -> list[str]:
         harvested = dataset_cache.memo.get(
-            session, version, ("harvested releases",), lambda: locations.harvested_releases(session)
+            session,
+            version,
+            ("harvested releases",),
+            lambda: release_history.harvested_releases(session),
         )
         message = known.summary.error_message
-        history = locations.release_history(session, message, known.locations, harvested)
+        history = release_history.release_history(session, message, known.locations, harvested)
         return [item.text for item in history]
 
     return dataset_cache.memo.get(session, version, ("match history", known.summary.id), compute)
@@ -326,7 +329,10 @@ def _match(
 
     def statement(exception: ParsedException, named: Mapping[str, str]) -> Candidate | None:
         harvested = dataset_cache.memo.get(
-            session, version, ("harvested releases",), lambda: locations.harvested_releases(session)
+            session,
+            version,
+            ("harvested releases",),
+            lambda: release_history.harvested_releases(session),
         )
         stored = matcher.statements.record(exception, harvested, named)
         item = _known(stored, [])

@@ -26,9 +26,10 @@ from pathlib import Path
 
 from app import upstreams
 from app.matching.tracebacks.model import Frame, ParsedException
-from app.records.locations import release_order
+from app.records.advice_fields import UNWRITTEN_ADVICE
 from app.records.model import ID_LENGTH, SCHEMA_VERSION
 from app.records.service import StoredRecord, canonical_json
+from app.records.site_keys import release_order
 from app.records.slug import slug
 from app.upstreams.base import UpstreamProject
 
@@ -283,14 +284,7 @@ def _statement_record(statement: Statement, exception: ParsedException) -> Store
             f"pasted line, or else near it in the same function: "
             f"{', '.join(statement.releases)}."
         ),
-        "commonSituations": None,
-        "solutions": None,
-        "exampleFix": None,
-        "handlingStrategy": None,
-        "validationCode": None,
-        "typeGuard": None,
-        "tryCatchPattern": None,
-        "preventionTips": None,
+        **UNWRITTEN_ADVICE,
         "tags": ["interpreter", slug(error_class) or "exception"],
         "backgroundTag": None,
         "analyzedSha": tag,

@@ -13,8 +13,9 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app.records import locations
-from app.records.locations import History, Location
+from app.records import locations, release_history
+from app.records.locations import Location
+from app.records.release_history import History
 from app.wire.explanation import (
     Advice,
     EntryPoint,
@@ -172,11 +173,11 @@ def explanations(
     """The explanations of a few records (a match's results), by id; each record's
     message tells its history apart from another site's."""
     known = locations.record_locations(session, record_ids)
-    harvested = locations.harvested_releases(session)
+    harvested = release_history.harvested_releases(session)
     found = {}
     for record_id, message in zip(record_ids, messages, strict=True):
         located = known.get(record_id, [])
-        history = locations.release_history(session, message, located, harvested)
+        history = release_history.release_history(session, message, located, harvested)
         explained = record_explanation(located, history, harvested)
         if explained is not None:
             found[record_id] = explained

@@ -1,25 +1,16 @@
-"""One record per raise site, and where that site is in every harvested release.
+"""One record per raise site, and where that site is in every harvested release: the
+stored locations, the claims of reviewed records on harvested sites, and absorbing drafts.
 
-A raise site is known by its key: the repository, the file, the exception class (its last
-dotted name) and the message template compared structurally, so that `(.+?)`,
-`(?P<control_offset>(?s:.+?))` and `{control_offset}` are the same variable part. Several
-sites of one key (the same message raised twice in a file) are told apart by the enclosing
-function, then by the nearest line.
-
-A reviewed record claims the site of its key. Harvest then records the site's location in
-the release on the record instead of creating a draft, and a draft already stored for the
-site is absorbed: its locations move to the record and its id stays as an alias, so a link
-someone shared still answers. The record's own document is never touched: it keeps the
-location it was written at, and the rows here say where the site is in each release.
-
-Keys that differ (a renamed file, a changed message, another class) stay apart, so a
-curated record is never merged into the wrong site.
+A reviewed record claims the site of its key (app.records.site_keys). Several sites of one
+key (the same message raised twice in a file) are told apart by the enclosing function,
+then by the nearest line. Harvest then records the site's location in the release on the
+record instead of creating a draft, and a draft already stored for the site is absorbed:
+its locations move to the record and its id stays as an alias, so a link someone shared
+still answers. The record's own document is never touched: it keeps the location it was
+written at, and the rows here say where the site is in each release.
 """
 
-import hashlib
 import json
-import keyword
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
@@ -29,100 +20,11 @@ from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session, col
 
 from app import store
-from app.patterns import AT, LITERAL, parsed
-from app.records import dataset_cache
 from app.records.model import ErrorRecord, parse_record
-from app.store.tables import (
-    DatasetState,
-    DriftCheck,
-    Record,
-    RecordAlias,
-    RecordLocation,
-    ReproducerRun,
-)
+from app.records.site_keys import raising_function, release_order
+from app.store.tables import DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
 
-SITE_KEY_HEX = 32
-LOCATED_PATTERN = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>\(\?s:\.\+\?\)\)")
-CHANGED_HEAD_CHARS = 20  # a message beginning like this one in the next release rewords it
-VARIABLE = "\x00"  # one variable part of a template, whatever its spelling
-_TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
-_DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)")
-# A statement that calls a function (`raise_error_or_warn(`, `self._fail(`, `x = check(`).
-_CALL = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\s*=\s*)?(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*)\(")
-_VERSION_PART = re.compile(r"(\d+)")
 REVIEWED, DRAFT = "reviewed", "draft"
-
-
-def short_class(name: str) -> str:
-    """`torch.OutOfMemoryError` -> `OutOfMemoryError`."""
-    return name.rsplit(".", 1)[-1]
-
-
-def message_template(pattern: str | None, message: str) -> str:
-    """The literal text of a message with each variable part as one VARIABLE.
-
-    Read from the pattern (a capture group, a class, a repeat: all variable), so that the
-    regex spellings of one template agree; a pattern Python cannot parse (RE2-only syntax)
-    falls back to the message's `{placeholders}`.
-    """
-    tree = parsed(pattern) if pattern is not None else None
-    if tree is None:
-        return _TEMPLATE_FIELD.sub(VARIABLE, message)
-    out: list[str] = []
-    for op, value in tree:
-        if op is LITERAL:
-            out.append(chr(value))
-        elif op is not AT and (not out or out[-1] != VARIABLE):
-            out.append(VARIABLE)
-    return "".join(out)
-
-
-def matched_by_location(pattern: str) -> bool:
-    """Whether a pattern is harvest's spelling of a message built at run time: one named
-    variable part, `(?P<msg>(?s:.+?))`, and nothing else. Such a record is found by where it
-    raises (the innermost frame), never by its text, and its pattern stays out of the message
-    index. Any other pattern that matches every line is refused."""
-    return LOCATED_PATTERN.fullmatch(pattern) is not None
-
-
-def site_key(record: ErrorRecord) -> str | None:
-    """The key of the raise site a record describes; None when it names no file."""
-    if not record.file_path:
-        return None
-    parts = (
-        record.repo,
-        record.file_path,
-        short_class(record.error_class),
-        message_template(record.message_pattern, record.error_message),
-    )
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:SITE_KEY_HEX]
-
-
-def raising_function(record: ErrorRecord) -> str | None:
-    """The function around the record's raise line, read from its source excerpt."""
-    source, line, start = record.source_code, record.line_number, record.source_code_start
-    if source is None or line is None or start is None:
-        return None
-    for text in reversed(source.split("\n")[: line - start + 1]):
-        found = _DEF.match(text)
-        if found:
-            return found.group(1)
-    return None
-
-
-def called_helper(record: ErrorRecord) -> str | None:
-    """The function the record's raise line calls, when the site is a call of a raising
-    helper (SGLang's `raise_error_or_warn(self, strict, counter, message)`) rather than a
-    `raise` or an `assert`: the helper raises the message in its own file, so the innermost
-    frame of a traceback is the helper's, not the record's."""
-    source, line, start = record.source_code, record.line_number, record.source_code_start
-    if source is None or line is None or start is None:
-        return None
-    lines = source.split("\n")
-    if not 0 <= line - start < len(lines):
-        return None
-    found = _CALL.match(lines[line - start])
-    return found.group(1) if found and not keyword.iskeyword(found.group(1)) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,14 +91,6 @@ class Location:
             return "gone"
         same = self.file_path == record.file_path and self.line_number == record.line_number
         return "same" if same else "moved"
-
-
-def release_order(release: str) -> tuple[Any, ...]:
-    """Sort key of release labels with numbers compared as numbers (0.9 before 0.10)."""
-    return tuple(
-        (0, int(part), "") if part.isdigit() else (1, 0, part)
-        for part in _VERSION_PART.split(release)
-    )
 
 
 def record_locations(session: Session, record_ids: Iterable[str]) -> dict[str, list[Location]]:
@@ -440,111 +334,3 @@ def absorb_duplicates(session: Session, record_ids: Sequence[str] | None = None)
             gone.add(draft_id)
             absorbed += 1
     return absorbed
-
-
-@dataclass(frozen=True, slots=True)
-class History:
-    """The releases of one package that raise a record's message at its site.
-
-    ``present`` are the versions whose harvest found the site, ``changed_in`` the first
-    harvested version after the last of them, where the message changed (the site's
-    function raises something else) or the site is gone. ``text`` says it in one line:
-    "in vllm 0.12.0–0.32.0; changed in 0.33.0".
-    """
-
-    package: str
-    present: tuple[str, ...]
-    changed_in: str | None
-    text: str
-
-
-def harvested_releases(session: Session) -> list[str]:
-    """The `name==version` releases harvested into the store, oldest first."""
-    prefix = "harvested:"
-    keys = session.execute(
-        select(col(DatasetState.key)).where(col(DatasetState.key).startswith(prefix))
-    ).scalars()
-    labels = [key.removeprefix(prefix) for key in keys if "==" in key]
-    return sorted(labels, key=release_order)
-
-
-def release_history(
-    session: Session, message: str, known: Sequence[Location], harvested: Sequence[str]
-) -> list[History]:
-    """Per package, the runs of harvested releases where the site raises the record's
-    message, and the release that changed it; a release harvested without the site counts
-    as one that does not raise it. Only `name==version` releases have an order to tell.
-
-    Kept per dataset version (app.records.dataset_cache): telling "changed" from "gone" asks the
-    store about other records' sites, once per matched record and record page otherwise."""
-    sites = tuple((loc.release, loc.file_path, loc.function, loc.gone) for loc in known)
-    key = ("history", message, sites, tuple(harvested))
-    version = dataset_cache.dataset_version(session)
-    return dataset_cache.memo.get(
-        session, version, key, lambda: _release_history(session, message, known, harvested)
-    )
-
-
-def _release_history(
-    session: Session, message: str, known: Sequence[Location], harvested: Sequence[str]
-) -> list[History]:
-    histories = []
-    present_by_package: dict[str, set[str]] = defaultdict(set)
-    last_location: dict[str, Location] = {}
-    for location in known:
-        name, _, version = location.release.partition("==")
-        if version and not location.gone:
-            present_by_package[name].add(version)
-            last_location[name] = location
-    for name, present in sorted(present_by_package.items()):
-        versions = [
-            label.partition("==")[2] for label in harvested if label.startswith(name + "==")
-        ]
-        runs: list[list[str]] = []
-        previous_present = False
-        for version in versions:
-            if version in present:
-                if previous_present:
-                    runs[-1].append(version)
-                else:
-                    runs.append([version])
-            previous_present = version in present
-        if not runs:
-            continue
-        later = versions[versions.index(runs[-1][-1]) + 1 :]
-        changed_in = later[0] if later else None
-        shown = ", ".join(run[0] if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
-        text = f"in {name} {shown}"
-        if changed_in is not None:
-            raises_other = _site_raises_other(
-                session, last_location[name], message, name, changed_in
-            )
-            verb = "changed" if raises_other else "gone"
-            text += f"; {verb} in {changed_in}"
-        ordered = tuple(version for run in runs for version in run)
-        histories.append(History(name, ordered, changed_in, text))
-    return histories
-
-
-def _site_raises_other(
-    session: Session, location: Location, message: str, name: str, version: str
-) -> bool:
-    """Whether the release raises another message where this one was: in the same function
-    of the file, or one that begins like it anywhere in the file (reworded and moved)."""
-    statement = select(col(RecordLocation.record_id), col(RecordLocation.function)).where(
-        col(RecordLocation.release) == f"{name}=={version}",
-        col(RecordLocation.file_path) == location.file_path,
-        col(RecordLocation.gone).is_(False),
-    )
-    rows = session.execute(statement).all()
-    if location.function is not None and any(row.function == location.function for row in rows):
-        return True
-    head = message.split("{", 1)[0][:CHANGED_HEAD_CHARS]
-    if len(head) < CHANGED_HEAD_CHARS:
-        return False
-    ids = [row.record_id for row in rows]
-    return any(
-        text.startswith(head)
-        for condition in _in_chunks(col(Record.id), ids)
-        for text in session.execute(select(col(Record.error_message)).where(condition)).scalars()
-    )

@@ -21,7 +21,7 @@ from sqlmodel import Session, col
 from app import cursor as cursor_codec
 from app import store
 from app.app_error import AppError
-from app.records import dataset_cache, locations
+from app.records import dataset_cache, locations, site_keys
 from app.records.dataset_cache import (
     EMPTY_DATASET_VERSION,
     REPRODUCERS_KEY,
@@ -263,7 +263,7 @@ def record_row(record: ErrorRecord, text: str, now: datetime) -> dict[str, Any]:
         "message_pattern": record.message_pattern,
         "document": text,
         "content_hash": hashlib.sha256(text.encode()).hexdigest(),
-        "site_key": locations.site_key(record),
+        "site_key": site_keys.site_key(record),
         "modified_at": now,
     }
 
@@ -286,20 +286,61 @@ def write_records(
     *,
     origin: str = "import",
     review_state: str = REVIEWED,
-    bump_version: bool = True,
 ) -> WriteCounts:
     """Create or replace valid records by id in one batch, in the caller's unit of work.
 
     Callers validate first (`app.records.validation.record_errors`). A record whose canonical text
     is unchanged is left alone, so re-importing the same data moves nothing, not even the
     dataset version. Created and changed records take `review_state`: a curator's import or
-    API write of a harvested draft makes it reviewed; a harvest keeps drafts drafts. A
-    reviewed record written after a harvest absorbs the draft stored for its raise site.
-    A harvest writing in batches moves the dataset version itself, once (`bump_version`).
+    API write of a harvested draft makes it reviewed. A reviewed record written after a
+    harvest absorbs the draft stored for its raise site.
     """
-    now = _utcnow()
     texts = [canonical_json(record) for record in records]
-    typed = [parse_record(text) for text in texts]
+    counts = _write(session, [parse_record(text) for text in texts], texts, origin, review_state)
+    if counts.created or counts.updated:
+        bump_dataset_version(session)
+    return counts
+
+
+def write_drafts(
+    session: Session, drafts: Sequence[ErrorRecord], *, origin: str, gone_in: str | None
+) -> WriteCounts:
+    """Store one batch of a harvest's drafts, typed when the harvest checked them, so never
+    parsed again from their text; created and changed ones are drafts.
+
+    Every one of them, changed or not, is marked as harvested by `origin` (`harvest:SPEC`)
+    and gone in `gone_in`: None for the newest release, else the newer release already
+    harvested, which no longer raises a draft only this older release has. The harvest moves
+    the dataset version itself, once, at its end (app.harvest.drafts.store_drafts).
+    """
+    texts = [canonical_json(draft.model_dump()) for draft in drafts]
+    counts = _write(session, drafts, texts, origin, DRAFT)
+    ids = [draft.id for draft in drafts]
+    for start in range(0, len(ids), store.SQL_CHUNK):
+        chunk = ids[start : start + store.SQL_CHUNK]
+        session.execute(
+            update(Record).where(col(Record.id).in_(chunk)).values(origin=origin, gone_in=gone_in)
+        )
+    return counts
+
+
+def mark_gone(session: Session, record_ids: Sequence[str], release: str) -> None:
+    """Mark these drafts as gone in `release` (a spec): their raise site is no longer there."""
+    for start in range(0, len(record_ids), store.SQL_CHUNK):
+        chunk = record_ids[start : start + store.SQL_CHUNK]
+        session.execute(update(Record).where(col(Record.id).in_(chunk)).values(gone_in=release))
+
+
+def _write(
+    session: Session,
+    typed: Sequence[ErrorRecord],
+    texts: Sequence[str],
+    origin: str,
+    review_state: str,
+) -> WriteCounts:
+    """Insert the new records and replace the changed ones; each text is its record's
+    canonical JSON."""
+    now = _utcnow()
     rows = [record_row(record, text, now) for record, text in zip(typed, texts, strict=True)]
     known = existing_hashes(session, [row["id"] for row in rows])
     new_rows = [row for row in rows if row["id"] not in known]
@@ -319,8 +360,6 @@ def write_records(
         _replace_tags(session, [record for record in typed if record.id in touched])
         if review_state == REVIEWED:
             locations.absorb_duplicates(session, sorted(touched))
-        if bump_version:
-            bump_dataset_version(session)
     return counts
 
 

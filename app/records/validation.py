@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 
 from app.config import PROJECT_ROOT
 from app.patterns import PatternError, check_literal_text, check_pattern
-from app.records.locations import matched_by_location
+from app.records.site_keys import matched_by_location
 
 SCHEMA_PATH = PROJECT_ROOT / "data" / "record.schema.json"
 # `errkb curate` starts each prose field a curator must write with this; a record

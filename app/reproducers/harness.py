@@ -33,8 +33,8 @@ from app.matching import native
 from app.matching.candidate import candidate_from
 from app.matching.index import MAX_SUBJECT_CHARS, PatternIndex
 from app.matching.service import find_matches
-from app.records.locations import short_class
 from app.records.model import ErrorRecord, parse_record
+from app.records.site_keys import short_class
 from app.upstreams import distribution_metadata, release_cache, release_errors
 
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "skipped": 3}

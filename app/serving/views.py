@@ -14,11 +14,12 @@ from sqlmodel import Session
 from app.config import Settings
 from app.curation.hits import RECORD, HitCounter
 from app.ops.metrics import Metrics
-from app.records import dataset_cache, locations
+from app.records import dataset_cache, locations, release_history
 from app.records import service as records
 from app.records.explanation import record_explanation
-from app.records.locations import History, Location
+from app.records.locations import Location
 from app.records.native_settings import native_explanation
+from app.records.release_history import History
 from app.records.service import StoredRecord
 from app.reproducers import drift, runner
 from app.reproducers.generation import bulk
@@ -82,8 +83,10 @@ def _store_facts(
     session: Session, stored: StoredRecord
 ) -> tuple[list[Location], list[History], list[RelatedRecord], Explanation | None]:
     known = locations.record_locations(session, [stored.id]).get(stored.id, [])
-    harvested = locations.harvested_releases(session)
-    history = locations.release_history(session, stored.record.error_message, known, harvested)
+    harvested = release_history.harvested_releases(session)
+    history = release_history.release_history(
+        session, stored.record.error_message, known, harvested
+    )
     explanation = record_explanation(known, history, harvested) or native_explanation(stored.record)
     return known, history, related.related_records(session, stored), explanation
 

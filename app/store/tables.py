@@ -44,7 +44,7 @@ class Record(SQLModel, table=True):
     review_state: str = Field(default="reviewed")
     origin: str = Field(default="import")
     gone_in: str | None = None
-    site_key: str | None = Field(default=None, max_length=32)  # app.records.locations.site_key
+    site_key: str | None = Field(default=None, max_length=32)  # app.records.site_keys.site_key
     created_at: datetime
     modified_at: datetime
 

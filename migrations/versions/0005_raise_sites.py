@@ -1,6 +1,6 @@
 """raise sites: one record per site, its location in each harvested release
 
-- `records.site_key`: the key of the raise site a record describes (app.records.locations.site_key),
+- `records.site_key`: the key of the raise site a record describes (app.records.site_keys.site_key),
   indexed, so a reviewed record finds the drafts of its site without reading documents.
 - `record_locations`: where a record's site is in each harvested release, or that it is
   gone there. Backfilled from the drafts stored so far: each came from the release its
@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlmodel import Session
 
-from app.records import locations
+from app.records import locations, site_keys
 from app.records import service as records
 from app.records.model import parse_record
 
@@ -85,10 +85,10 @@ def _backfill() -> None:
     columns = (table.c.id, table.c.document, table.c.origin, table.c.review_state)
     for record_id, document, origin, review_state in connection.execute(sa.select(*columns)):
         record = parse_record(document)
-        keys.append({"record_id": record_id, "key": locations.site_key(record)})
+        keys.append({"record_id": record_id, "key": site_keys.site_key(record)})
         if review_state == locations.DRAFT and origin.startswith(_HARVEST_ORIGIN):
             release = origin.removeprefix(_HARVEST_ORIGIN)
-            found = locations.Location.of(record, release, locations.raising_function(record))
+            found = locations.Location.of(record, release, site_keys.raising_function(record))
             rows.append(locations.location_row(record_id, found))
     if keys:
         connection.execute(

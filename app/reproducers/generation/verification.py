@@ -26,7 +26,7 @@ from sqlmodel import Session, col
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
-from app.records import locations
+from app.records import site_keys
 from app.reproducers import drift, forked, runner
 from app.reproducers.generation.bulk import ProjectFigures, release_of
 from app.store.engine import unit_of_work
@@ -307,7 +307,7 @@ def drift_releases(session: Session, row: GeneratedReproducer) -> list[tuple[str
     """The record's locations in the harvested releases of its package newer than the one
     its script was verified on (`vllm==0.34.0` after `vllm==0.33.0`, or a source folder at
     a newer tag), with each release's version, oldest first."""
-    pinned = locations.release_order(row.version)
+    pinned = site_keys.release_order(row.version)
     newer = []
     for found_at in session.execute(
         select(RecordLocation).where(col(RecordLocation.record_id) == row.record_id)
@@ -316,10 +316,10 @@ def drift_releases(session: Session, row: GeneratedReproducer) -> list[tuple[str
         if (
             release is not None
             and release[0] == row.package
-            and locations.release_order(release[1]) > pinned
+            and site_keys.release_order(release[1]) > pinned
         ):
             newer.append((release[1], found_at))
-    return sorted(newer, key=lambda pair: locations.release_order(pair[0]))
+    return sorted(newer, key=lambda pair: site_keys.release_order(pair[0]))
 
 
 def retargeted(script: str, version: str, shift: int) -> str:
