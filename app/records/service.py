@@ -315,20 +315,20 @@ def write_drafts(
     """
     texts = [canonical_json(draft.model_dump()) for draft in drafts]
     counts = _write(session, drafts, texts, origin, DRAFT)
-    ids = [draft.id for draft in drafts]
-    for start in range(0, len(ids), store.SQL_CHUNK):
-        chunk = ids[start : start + store.SQL_CHUNK]
-        session.execute(
-            update(Record).where(col(Record.id).in_(chunk)).values(origin=origin, gone_in=gone_in)
-        )
+    _set_columns(session, [draft.id for draft in drafts], origin=origin, gone_in=gone_in)
     return counts
 
 
 def mark_gone(session: Session, record_ids: Sequence[str], release: str) -> None:
     """Mark these drafts as gone in `release` (a spec): their raise site is no longer there."""
+    _set_columns(session, record_ids, gone_in=release)
+
+
+def _set_columns(session: Session, record_ids: Sequence[str], **values: str | None) -> None:
+    """Set these columns of the records with these ids, a statement per chunk of ids."""
     for start in range(0, len(record_ids), store.SQL_CHUNK):
         chunk = record_ids[start : start + store.SQL_CHUNK]
-        session.execute(update(Record).where(col(Record.id).in_(chunk)).values(gone_in=release))
+        session.execute(update(Record).where(col(Record.id).in_(chunk)).values(**values))
 
 
 def _write(
