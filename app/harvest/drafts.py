@@ -26,6 +26,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
 from app import exception_classes, harvest, store, upstreams
+from app.harvest import cuda_errors
 from app.records import locations, site_keys
 from app.records import service as records
 from app.records.model import ErrorRecord
@@ -64,6 +65,8 @@ class Release:
     path_prefix: str
     label: str  # how locations name it: `vllm==0.33.0`, or `owner/name@ref` for a folder
     native_root: Path | None = None  # where its C++/CUDA source folders are, if anywhere
+    cuda_runtime: Path | None = None  # the CUDA runtime it requires, for its error catalogue
+    cuda_runtime_missing: str | None = None  # why a project that reports CUDA errors has none
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -130,7 +133,24 @@ def resolve_release(
         raise ReleaseError(f"{spec}: no GitHub repository in its metadata; pass --repo")
     prefix = upstreams.path_prefix(found)
     label = f"{name}=={version}"
-    return Release(spec, root, _package_dir(name), found, tag, prefix, label, native_root)
+    release = Release(spec, root, _package_dir(name), found, tag, prefix, label, native_root)
+    return _with_cuda_runtime(release, name, version, releases)
+
+
+def _with_cuda_runtime(
+    release: Release, name: str, version: str, releases: release_cache.Upstream | None
+) -> Release:
+    """The release with the CUDA runtime its project's CUDA errors come from (fetched into
+    the upstream cache), or with the reason it has none: a harvest goes on without it."""
+    project = upstreams.BY_REPO.get(release.repo)
+    if project is None or project.cuda_errors is None:
+        return release
+    if releases is None:
+        return replace(release, cuda_runtime_missing="no upstream cache to fetch it into")
+    try:
+        return replace(release, cuda_runtime=releases.ensure_cuda_runtime(name, version))
+    except release_errors.UpstreamError as error:
+        return replace(release, cuda_runtime_missing=str(error))
 
 
 def _is_installed_release(name: str, version: str) -> bool:
@@ -185,7 +205,10 @@ def extract_release(
         package_dir=release.package_dir,
         progress=progress,
         native_root=release.native_root,
+        cuda_runtime=release.cuda_runtime,
     )
+    if release.cuda_runtime_missing:
+        result.skipped[cuda_errors.NO_CUDA_RUNTIME] += 1
     result.drafts = [replace(draft, site=None) for draft in result.drafts]
     valid: list[tuple[harvest.Draft, ErrorRecord]] = []
     for draft in result.drafts:

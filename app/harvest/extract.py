@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+import struct
 import tokenize
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ from app.harvest.advice import add_explanations
 from app.harvest.collect import extract_module
 from app.harvest.compiled import library_sites
 from app.harvest.context import add_context
+from app.harvest.cuda_errors import UNREADABLE_RUNTIME, cuda_error_drafts, runtime_errors
 from app.harvest.native import native_files, read_native
 from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.harvest.site_records import DraftStamp, file_drafts, library_drafts
@@ -37,6 +39,7 @@ from app.harvest.sites import (
     RaiseSite,
     SkipReason,
 )
+from app.upstreams.base import CudaErrorReport
 
 SKIPPED_DIRS = frozenset({"test", "tests", "benchmarks"})
 IN_A_HEADER = "library literal of a header's check"  # drafted from the header instead
@@ -60,6 +63,7 @@ def harvest_tree(
     package_dir: str | None = None,
     progress: ProgressCallback | None = None,
     native_root: Path | None = None,
+    cuda_runtime: Path | None = None,
 ) -> HarvestResult:
     """Draft records, with code context, for every raise site under `root/package_dir`.
 
@@ -70,7 +74,8 @@ def harvest_tree(
     callers and handlers are resolved over the whole release afterwards.
 
     The project's C++/CUDA folders under `native_root` (its `native_sources`) add their
-    native sites, each filed at the path the repository keeps it at.
+    native sites, each filed at the path the repository keeps it at; the error codes of
+    the CUDA runtime in `cuda_runtime` one draft each where the project reports them.
     """
     stamp = DraftStamp(repo, ref, analyzed_at)
     paths = _python_files(root / package_dir if package_dir else root)
@@ -116,7 +121,25 @@ def harvest_tree(
                 result.skipped[IN_A_HEADER] += len(literals) - len(kept)
                 result.library_sites += len(kept)
                 result.drafts.extend(library_drafts(kept, library, stamp))
+    if cuda_runtime is not None and project is not None and project.cuda_errors is not None:
+        _harvest_cuda_errors(result, cuda_runtime, project.cuda_errors, stamp)
     return result
+
+
+def _harvest_cuda_errors(
+    result: HarvestResult, folder: Path, report: CudaErrorReport, stamp: DraftStamp
+) -> None:
+    """The CUDA runtime's error codes as drafts at the file that reports them; a runtime
+    whose files cannot be read is one counted reason."""
+    try:
+        errors = runtime_errors(folder)
+    except (OSError, ValueError, struct.error):
+        result.skipped[UNREADABLE_RUNTIME] += 1
+        return
+    error_class = report.class_of(stamp.ref.removeprefix("v"))
+    drafts = cuda_error_drafts(errors, folder, report.file, report.prefix, error_class, stamp)
+    result.cuda_errors += len(drafts)
+    result.drafts.extend(drafts)
 
 
 def _harvest_native(

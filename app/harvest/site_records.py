@@ -97,18 +97,33 @@ def library_drafts(sites: list[LiteralSite], library: str, stamp: DraftStamp) ->
         )
         where = site.source_file
         link = f"{where}#L{site.line}" if where and site.line else where
-        record |= {
-            "lineNumber": None,
-            "sourceCode": None,
-            "sourceCodeStart": None,
-            "sourceCodeEnd": None,
-            "githubUrl": f"https://github.com/{stamp.repo}/blob/{stamp.ref}/{link}"
-            if link
-            else None,
-        }
+        record |= _unlined(stamp, link)
         context = {"library": library, "sourceFile": where, "sourceLine": site.line}
         drafts.append(Draft(record, None, None, None, context=context))
     return drafts
+
+
+def catalogue_draft(
+    message: Message, error_class: str, code: str, file_path: str, stamp: DraftStamp
+) -> Draft:
+    """The draft of one entry of an error catalogue (a CUDA runtime error code), filed at
+    the file that reports every entry alike: no line of its own, the code as errorCode."""
+    raising = RaiseSite(0, None, None, None, error_class, message, None, "check")
+    record = _record(raising, message, [], file_path, stamp, 1)
+    record |= _unlined(stamp, file_path) | {"errorCode": code}
+    return Draft(record, None, None, None)
+
+
+def _unlined(stamp: DraftStamp, link: str | None) -> dict[str, Any]:
+    """The fields of a site with no line of source in the release: no excerpt, and a link
+    to the file (and line) where one is known."""
+    return {
+        "lineNumber": None,
+        "sourceCode": None,
+        "sourceCodeStart": None,
+        "sourceCodeEnd": None,
+        "githubUrl": f"https://github.com/{stamp.repo}/blob/{stamp.ref}/{link}" if link else None,
+    }
 
 
 def _record(

@@ -8,6 +8,8 @@ tests) and naming it in `app/upstreams/__init__.py`.
 import re
 from dataclasses import dataclass, field
 
+from packaging.version import InvalidVersion, Version
+
 
 @dataclass(frozen=True, slots=True)
 class EntryPoint:
@@ -23,6 +25,31 @@ class EntryPoint:
 def entry_point(file: str, qualname: str, label: str) -> EntryPoint:
     """An entry point defined in a file whose path ends with `file`."""
     return EntryPoint(qualname, label, re.compile(re.escape(file) + "$"))
+
+
+@dataclass(frozen=True, slots=True)
+class CudaErrorReport:
+    """How a project reports a failed CUDA call: the runtime's own text after its words, from
+    one file, for every kernel, launch or allocation alike (app/harvest/cuda_errors.py)."""
+
+    file: str
+    """Where in the repository the check that raises it lives."""
+    prefix: str
+    """The words before the runtime's text (`CUDA error: `)."""
+    error_class: str
+    """The class Python users see, from release `since` on."""
+    since: str
+    older_class: str
+    """The class before `since`."""
+
+    def class_of(self, version: str) -> str:
+        """The class a release (`2.13.0`) raises it as; the newest for a ref that is no
+        version."""
+        try:
+            older = Version(version) < Version(self.since)
+        except InvalidVersion:
+            older = False
+        return self.older_class if older else self.error_class
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +86,9 @@ class UpstreamProject:
     native_libraries: tuple[str, ...] = ()
     """Compiled libraries of an installed release (paths below its site-packages) whose
     message literals are harvested (app/harvest/compiled.py); those absent are passed over."""
+    cuda_errors: CudaErrorReport | None = None
+    """How it reports a CUDA runtime error code, whose catalogue is harvested from the CUDA
+    runtime its Linux wheel requires (app/upstreams/cuda_runtime.py); None: it does not."""
     checks: dict[str, str] = field(default_factory=dict)
     """Functions that raise when their condition is false: name -> exception class."""
     native_exceptions: dict[str, tuple[str, ...]] = field(default_factory=dict)

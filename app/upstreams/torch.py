@@ -3,7 +3,7 @@ as installed (taken from the installed distribution when it is that release, so 
 wheel is not downloaded again), then the last patch of every older 2.x minor in the
 background; its `torch._check*` functions raise when a condition fails."""
 
-from app.upstreams.base import UpstreamProject, releases
+from app.upstreams.base import CudaErrorReport, UpstreamProject, releases
 
 PROJECT = UpstreamProject(
     package="torch",
@@ -21,6 +21,15 @@ PROJECT = UpstreamProject(
     native_libraries=tuple(
         f"torch/lib/{name}.so"
         for name in ("libc10", "libtorch_cpu", "libtorch_python", "libc10_cuda", "libtorch_cuda")
+    ),
+    # C10_CUDA_CHECK: `CUDA error: ` + cudaGetErrorString(code), an AcceleratorError since
+    # 2.8 (torch/_C/__init__.pyi), a RuntimeError before.
+    cuda_errors=CudaErrorReport(
+        file="c10/cuda/CUDAException.cpp",
+        prefix="CUDA error: ",
+        error_class="torch.AcceleratorError",
+        since="2.8",
+        older_class="RuntimeError",
     ),
     current_release="torch==2.13.0",
     # People paste from every torch 2 release (2023 onwards). Newest first.
