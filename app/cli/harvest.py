@@ -12,6 +12,8 @@ from app.store.engine import open_store, unit_of_work
 if TYPE_CHECKING:  # imported where used: the commands that need neither start faster
     from typer._click._termui_impl import ProgressBar
 
+    from app.harvest import HarvestResult
+
 
 def harvest_releases(
     settings: Settings, specs: list[str], repo: str | None, ref: str | None
@@ -33,13 +35,25 @@ def harvest_releases(
         skipped = ", ".join(f"{reason} {n}" for reason, n in result.skipped.most_common())
         typer.echo(
             f"{spec} ({release.repo}@{release.ref}): {result.files} files, "
-            f"{result.raise_sites} raise sites, {result.log_sites} log sites; "
+            f"{result.raise_sites} raise sites, {result.log_sites} log sites"
+            f"{_native(result)}; "
             f"drafts created {counts.created}, "
             f"updated {counts.updated}, unchanged {counts.unchanged}, "
             f"sites of reviewed records {counts.claimed} (absorbed {counts.absorbed}), "
             f"gone {counts.gone}, "
             f"invalid {counts.invalid}; skipped: {skipped or 'none'}"
         )
+
+
+def _native(result: "HarvestResult") -> str:
+    """The native sites a harvest read, where it read any: checks in C++/CUDA sources,
+    compiled libraries' messages, the CUDA runtime's error codes."""
+    counts = (
+        (result.native_sites, "native checks"),
+        (result.library_sites, "library messages"),
+        (result.cuda_errors, "CUDA error codes"),
+    )
+    return "".join(f", {n} {what}" for n, what in counts if n)
 
 
 class _FileProgress:
