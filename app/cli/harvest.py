@@ -51,7 +51,7 @@ def _native(result: "HarvestResult") -> str:
     counts = (
         (result.native_sites, "native checks"),
         (result.library_sites, "library messages"),
-        (result.cuda_errors, "CUDA error codes"),
+        (result.nvidia_errors, "CUDA and NCCL error codes"),
     )
     return "".join(f", {n} {what}" for n, what in counts if n)
 

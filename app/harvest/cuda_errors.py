@@ -3,7 +3,7 @@
 torch turns every failed CUDA call into `CUDA error: <text>` (`C10_CUDA_CHECK`,
 c10/cuda/CUDAException.cpp), the text being what `cudaGetErrorString` returns for the code:
 the same sentence for every kernel, allocation or launch that fails, so no harvested check
-names it. The runtime torch was built against (app/upstreams/cuda_runtime.py) holds both
+names it. The runtime torch was built against (app/upstreams/nvidia_packages.py) holds both
 halves of a catalogue entry:
 
 - `libcudart.so` keeps a table of `{code, "cudaErrorX", "text"}` rows in its relocated
@@ -26,9 +26,10 @@ from pathlib import Path
 from app.harvest.messages import parts_message
 from app.harvest.site_records import DraftStamp, catalogue_draft
 from app.harvest.sites import Draft
-from app.upstreams.cuda_runtime import HEADER, LIBRARY, runtime_release
+from app.upstreams.nvidia_packages import RUNTIME_HEADER as HEADER
+from app.upstreams.nvidia_packages import RUNTIME_LIBRARY as LIBRARY
+from app.upstreams.nvidia_packages import package_release
 
-NO_CUDA_RUNTIME = "no CUDA runtime to read the error codes of"
 UNREADABLE_RUNTIME = "unreadable CUDA runtime"
 _ELF_MAGIC = b"\x7fELF"
 _SECTION = struct.Struct("<IIQQQQIIQQ")  # name, type, flags, addr, offset, size, ...
@@ -81,7 +82,7 @@ def cuda_error_drafts(
     """One draft per error text, filed at `file_path` (where the project raises it) with
     the message `prefix + text`, its meaning the trigger of its explanation. Codes that share
     a text (CUDA 13's 200 and 300) are one draft: a paste cannot tell them apart."""
-    runtime = runtime_release(folder)
+    runtime = package_release(folder)
     by_text: dict[str, list[CudaError]] = {}
     for error in errors:
         by_text.setdefault(error.text, []).append(error)

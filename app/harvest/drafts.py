@@ -15,7 +15,7 @@ none), a message it raised that the newer release no longer has gets a draft of 
 import importlib.metadata
 import time
 from collections.abc import Callable, Iterator, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -26,7 +26,6 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
 from app import exception_classes, harvest, store, upstreams
-from app.harvest import cuda_errors
 from app.records import locations, site_keys
 from app.records import service as records
 from app.records.model import ErrorRecord
@@ -34,7 +33,7 @@ from app.records.service import DRAFT
 from app.records.validation import record_errors
 from app.store.engine import is_lock_timeout
 from app.store.tables import DatasetState, Record
-from app.upstreams import distribution_metadata, release_cache, release_errors
+from app.upstreams import distribution_metadata, nvidia_packages, release_cache, release_errors
 
 HARVESTED_PREFIX = "harvested:"
 HARVEST_BATCH = 100  # drafts per transaction: a short hold of the write lock, even under load
@@ -46,6 +45,7 @@ tries for the lock at most 25 ms apart in its first 128 ms of waiting, and witho
 finds it taken at every try while the batches follow one another (`bench/bench_store.py
 --sections writes`). About 4 s over a release's 160 transactions."""
 ORIGIN_PREFIX = "harvest:"
+NVIDIA_MISSING = "no NVIDIA package to read the error codes of"  # with the package's key
 T = TypeVar("T")
 
 
@@ -65,8 +65,10 @@ class Release:
     path_prefix: str
     label: str  # how locations name it: `vllm==0.33.0`, or `owner/name@ref` for a folder
     native_root: Path | None = None  # where its C++/CUDA source folders are, if anywhere
-    cuda_runtime: Path | None = None  # the CUDA runtime it requires, for its error catalogue
-    cuda_runtime_missing: str | None = None  # why a project that reports CUDA errors has none
+    # What is kept of the NVIDIA packages it requires (their key: the CUDA runtime, NCCL),
+    # for their error codes; and why one its project reports the codes of is missing.
+    nvidia: dict[str, Path] = field(default_factory=dict)
+    nvidia_missing: dict[str, str] = field(default_factory=dict)
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -133,24 +135,40 @@ def resolve_release(
         raise ReleaseError(f"{spec}: no GitHub repository in its metadata; pass --repo")
     prefix = upstreams.path_prefix(found)
     label = f"{name}=={version}"
-    release = Release(spec, root, _package_dir(name), found, tag, prefix, label, native_root)
-    return _with_cuda_runtime(release, name, version, releases)
+    nvidia, missing = _nvidia_packages(found, name, version, releases)
+    return Release(
+        spec, root, _package_dir(name), found, tag, prefix, label, native_root, nvidia, missing
+    )
 
 
-def _with_cuda_runtime(
-    release: Release, name: str, version: str, releases: release_cache.Upstream | None
-) -> Release:
-    """The release with the CUDA runtime its project's CUDA errors come from (fetched into
-    the upstream cache), or with the reason it has none: a harvest goes on without it."""
-    project = upstreams.BY_REPO.get(release.repo)
-    if project is None or project.cuda_errors is None:
-        return release
-    if releases is None:
-        return replace(release, cuda_runtime_missing="no upstream cache to fetch it into")
-    try:
-        return replace(release, cuda_runtime=releases.ensure_cuda_runtime(name, version))
-    except release_errors.UpstreamError as error:
-        return replace(release, cuda_runtime_missing=str(error))
+def _nvidia_packages(
+    repo: str, name: str, version: str, releases: release_cache.Upstream | None
+) -> tuple[dict[str, Path], dict[str, str]]:
+    """What is kept of the NVIDIA packages whose error codes the release's project reports
+    (the CUDA runtime, NCCL), fetched into the upstream cache, by key; and why any is
+    missing: a harvest goes on without it."""
+    kept: dict[str, Path] = {}
+    missing: dict[str, str] = {}
+    project = upstreams.BY_REPO.get(repo)
+    if project is None:
+        return kept, missing
+    wanted = [
+        package
+        for package, reports in (
+            (nvidia_packages.CUDA_RUNTIME, project.cuda_errors),
+            (nvidia_packages.NCCL, project.nccl_check),
+        )
+        if reports is not None
+    ]
+    for package in wanted:
+        if releases is None:
+            missing[package.key] = "no upstream cache to fetch it into"
+            continue
+        try:
+            kept[package.key] = releases.ensure_nvidia(name, version, package)
+        except release_errors.UpstreamError as error:
+            missing[package.key] = str(error)
+    return kept, missing
 
 
 def _is_installed_release(name: str, version: str) -> bool:
@@ -205,10 +223,10 @@ def extract_release(
         package_dir=release.package_dir,
         progress=progress,
         native_root=release.native_root,
-        cuda_runtime=release.cuda_runtime,
+        nvidia=release.nvidia,
     )
-    if release.cuda_runtime_missing:
-        result.skipped[cuda_errors.NO_CUDA_RUNTIME] += 1
+    for key in release.nvidia_missing:
+        result.skipped[f"{NVIDIA_MISSING}: {key}"] += 1
     result.drafts = [replace(draft, site=None) for draft in result.drafts]
     valid: list[tuple[harvest.Draft, ErrorRecord]] = []
     for draft in result.drafts:

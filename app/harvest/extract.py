@@ -18,7 +18,7 @@ import gc
 import os
 import struct
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,6 +29,12 @@ from app.harvest.compiled import library_sites
 from app.harvest.context import add_context
 from app.harvest.cuda_errors import UNREADABLE_RUNTIME, cuda_error_drafts, runtime_errors
 from app.harvest.native import native_files, read_native
+from app.harvest.nccl_errors import (
+    UNREADABLE_NCCL,
+    nccl_error_class,
+    nccl_error_drafts,
+    nccl_results,
+)
 from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.harvest.site_records import DraftStamp, file_drafts, library_drafts
 from app.harvest.sites import (
@@ -39,7 +45,9 @@ from app.harvest.sites import (
     RaiseSite,
     SkipReason,
 )
-from app.upstreams.base import CudaErrorReport
+from app.upstreams import nvidia_packages
+from app.upstreams.base import CudaErrorReport, UpstreamProject
+from app.upstreams.elf import read_only_data
 
 SKIPPED_DIRS = frozenset({"test", "tests", "benchmarks"})
 IN_A_HEADER = "library literal of a header's check"  # drafted from the header instead
@@ -63,7 +71,7 @@ def harvest_tree(
     package_dir: str | None = None,
     progress: ProgressCallback | None = None,
     native_root: Path | None = None,
-    cuda_runtime: Path | None = None,
+    nvidia: Mapping[str, Path] | None = None,
 ) -> HarvestResult:
     """Draft records, with code context, for every raise site under `root/package_dir`.
 
@@ -75,7 +83,8 @@ def harvest_tree(
 
     The project's C++/CUDA folders under `native_root` (its `native_sources`) add their
     native sites, each filed at the path the repository keeps it at; the error codes of
-    the CUDA runtime in `cuda_runtime` one draft each where the project reports them.
+    what is kept of the NVIDIA packages in `nvidia` (app/upstreams/nvidia_packages.py) one
+    draft per error code, where the project reports them (the CUDA runtime's, NCCL's).
     """
     stamp = DraftStamp(repo, ref, analyzed_at)
     paths = _python_files(root / package_dir if package_dir else root)
@@ -121,16 +130,53 @@ def harvest_tree(
                 result.skipped[IN_A_HEADER] += len(literals) - len(kept)
                 result.library_sites += len(kept)
                 result.drafts.extend(library_drafts(kept, library, stamp))
-    if cuda_runtime is not None and project is not None and project.cuda_errors is not None:
-        _harvest_cuda_errors(result, cuda_runtime, project.cuda_errors, stamp)
+    if project is not None:
+        _harvest_nvidia(result, nvidia or {}, project, native_root, stamp)
     return result
+
+
+def _harvest_nvidia(
+    result: HarvestResult,
+    nvidia: Mapping[str, Path],
+    project: UpstreamProject,
+    native_root: Path | None,
+    stamp: DraftStamp,
+) -> None:
+    """The error codes of the NVIDIA packages the project reports, as drafts at the file
+    that reports them; a package whose files cannot be read is one counted reason."""
+    runtime = nvidia.get(nvidia_packages.CUDA_RUNTIME.key)
+    if runtime is not None and project.cuda_errors is not None:
+        _harvest_cuda_errors(result, runtime, project.cuda_errors, stamp)
+    nccl = nvidia.get(nvidia_packages.NCCL.key)
+    if nccl is not None and project.nccl_check is not None:
+        try:
+            codes = nccl_results(
+                (nccl / nvidia_packages.NCCL_HEADER).read_text(errors="replace"),
+                read_only_data(nccl / nvidia_packages.NCCL_RODATA),
+            )
+        except (OSError, ValueError, struct.error):
+            result.skipped[UNREADABLE_NCCL] += 1
+            return
+        error_class = nccl_error_class(_header(native_root, project, project.nccl_check))
+        release = nvidia_packages.package_release(nccl)
+        drafts = nccl_error_drafts(codes, release, project.nccl_check, error_class, stamp)
+        result.nvidia_errors += len(drafts)
+        result.drafts.extend(drafts)
+
+
+def _header(native_root: Path | None, project: UpstreamProject, file_path: str) -> Path | None:
+    """Where the release keeps a file of its repository among its native sources."""
+    if native_root is None:
+        return None
+    for folder, repo_folder in project.native_sources.items():
+        if file_path.startswith(repo_folder + "/"):
+            return native_root / folder / file_path.removeprefix(repo_folder + "/")
+    return None
 
 
 def _harvest_cuda_errors(
     result: HarvestResult, folder: Path, report: CudaErrorReport, stamp: DraftStamp
 ) -> None:
-    """The CUDA runtime's error codes as drafts at the file that reports them; a runtime
-    whose files cannot be read is one counted reason."""
     try:
         errors = runtime_errors(folder)
     except (OSError, ValueError, struct.error):
@@ -138,7 +184,7 @@ def _harvest_cuda_errors(
         return
     error_class = report.class_of(stamp.ref.removeprefix("v"))
     drafts = cuda_error_drafts(errors, folder, report.file, report.prefix, error_class, stamp)
-    result.cuda_errors += len(drafts)
+    result.nvidia_errors += len(drafts)
     result.drafts.extend(drafts)
 
 

@@ -114,7 +114,7 @@ class HarvestResult:
     native_files: int = 0  # C++/CUDA files read with a check macro in them
     native_sites: int = 0  # native sites drafted in them
     library_sites: int = 0  # message literals drafted from compiled libraries
-    cuda_errors: int = 0  # CUDA runtime error codes drafted where the project reports them
+    nvidia_errors: int = 0  # error codes of the CUDA runtime and NCCL, drafted where reported
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
 
 

@@ -88,7 +88,10 @@ class UpstreamProject:
     message literals are harvested (app/harvest/compiled.py); those absent are passed over."""
     cuda_errors: CudaErrorReport | None = None
     """How it reports a CUDA runtime error code, whose catalogue is harvested from the CUDA
-    runtime its Linux wheel requires (app/upstreams/cuda_runtime.py); None: it does not."""
+    runtime its Linux wheel requires (app/upstreams/nvidia_packages.py); None: it does not."""
+    nccl_check: str | None = None
+    """The file whose check reports a failed NCCL call with NCCL's own text for its result
+    code; those codes are harvested from the NCCL its Linux wheel requires (None: none)."""
     checks: dict[str, str] = field(default_factory=dict)
     """Functions that raise when their condition is false: name -> exception class."""
     native_exceptions: dict[str, tuple[str, ...]] = field(default_factory=dict)

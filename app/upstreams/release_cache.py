@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from app import upstreams
-from app.upstreams import cuda_runtime
+from app.upstreams import nvidia_packages
 from app.upstreams.distribution_metadata import github_repo_of, installed_version, metadata_urls
 from app.upstreams.environment_install import ENVIRONMENT_MANIFEST, _install_environment, _manifest
 from app.upstreams.module_loader import Stub, _empty_package, _stub_module
@@ -59,7 +59,7 @@ WHEELS_DIR = "wheels"
 SDISTS_DIR = "sdists"
 UNPACKED_DIR = "unpacked"
 NATIVE_DIR = "native"  # a release's C++/CUDA sources, unpacked apart from its Python
-CUDA_RUNTIME_DIR = "cuda-runtime"  # the CUDA runtime's header and library a release requires
+NVIDIA_DIR = "nvidia"  # what is kept of the NVIDIA packages a release requires
 ENVS_DIR = "envs"  # what a release's modules import at load, installed for its reproducers
 REQUIREMENTS_DIR = "requirements"  # wheels of requirements, read for the names they ship
 LOCKS_DIR = "locks"
@@ -240,13 +240,15 @@ class Upstream:
                 raise UpstreamError(f"unpacking {archive.name} failed: {exc}") from exc
         return target
 
-    def ensure_cuda_runtime(self, name: str, version: str) -> Path:
-        """A folder holding the CUDA runtime's header and library the release's Linux wheel
-        requires (app/upstreams/cuda_runtime.py), fetched once under the release's lock; an
-        UpstreamError says why there is none."""
-        target = self.cache_dir / CUDA_RUNTIME_DIR / _release(name, version)
+    def ensure_nvidia(
+        self, name: str, version: str, package: nvidia_packages.NvidiaPackage
+    ) -> Path:
+        """A folder holding what harvest reads of the NVIDIA package (the CUDA runtime,
+        NCCL) the release's Linux wheel requires (app/upstreams/nvidia_packages.py), fetched
+        once under the release's lock; an UpstreamError says why there is none."""
+        target = self.cache_dir / NVIDIA_DIR / package.key / _release(name, version)
         with self._locked(name, version):
-            return cuda_runtime.ensure_runtime(target, version)
+            return nvidia_packages.ensure_package(target, version, package)
 
     def environment_dir(self, name: str, version: str) -> Path:
         """Where `ensure_environment` installs a release's requirements."""

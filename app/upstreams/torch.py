@@ -31,6 +31,8 @@ PROJECT = UpstreamProject(
         since="2.8",
         older_class="RuntimeError",
     ),
+    # C10D_NCCL_CHECK and its kin: `NCCL error in: FILE:LINE, ` + ncclGetErrorString(code)...
+    nccl_check="torch/csrc/distributed/c10d/NCCLUtils.hpp",
     current_release="torch==2.13.0",
     # People paste from every torch 2 release (2023 onwards). Newest first.
     older_releases=releases(

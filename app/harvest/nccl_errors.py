@@ -1,0 +1,134 @@
+"""NCCL's result codes -> one draft each at the torch check that reports them.
+
+torch's NCCL checks (`C10D_NCCL_CHECK` and its kin, in the file its `nccl_check` names)
+raise `NCCL error in: <file>:<line>, <text>, NCCL version <version>` and, on the next line,
+torch's own detail of the code (`ncclUnhandledCudaError: Call to CUDA function failed.`),
+the text being what NCCL's `ncclGetErrorString` returns: the same sentence for every
+collective that fails. The NCCL release torch was built against (app/upstreams/
+nvidia_packages.py) holds the codes (the `ncclResult_t` enum of `nccl.h`) and the texts: its
+library keeps them, in the code's order, as the strings of that function's switch, from
+`no error` to `unknown result code`. The run is taken only when it holds one text per code.
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.harvest.message_pieces import Field, Part
+from app.harvest.messages import parts_message
+from app.harvest.site_records import DraftStamp, catalogue_draft
+from app.harvest.sites import Draft
+from app.upstreams.elf import Sections
+
+UNREADABLE_NCCL = "unreadable NCCL package"
+DEFAULT_CLASS = "torch.distributed.DistBackendError"
+_FIRST, _LAST = b"no error", b"unknown result code"
+_ENUM = re.compile(r"typedef\s+enum\s*\{([^}]*)\}\s*ncclResult_t\s*;")
+_MEMBER = re.compile(r"(nccl\w+)\s*=\s*(\d+)")
+_COUNT = "ncclNumResults"
+# What the check raises: `TORCH_CHECK_WITH(DistBackendError, false, err)`, or an older
+# release's `throw std::runtime_error(err)`.
+_RAISED = re.compile(
+    r'"NCCL error in: ".{0,400}?(?:TORCH_CHECK_WITH\(\s*(\w+)|throw\s+std::(runtime_error))',
+    re.DOTALL,
+)
+_CLASSES = {"DistBackendError": DEFAULT_CLASS, "runtime_error": "RuntimeError"}
+
+
+@dataclass(frozen=True)
+class NcclResult:
+    """One result code: its number and name, and the text NCCL prints for it."""
+
+    code: int
+    name: str
+    text: str
+
+
+def nccl_results(header: str, sections: Sections) -> list[NcclResult]:
+    """The result codes of `nccl.h` (not ncclSuccess) with their texts from the library's
+    read-only data; a ValueError when the enum or a run of one text per code is missing."""
+    enum = _ENUM.search(header)
+    members = {name: int(code) for name, code in _MEMBER.findall(enum.group(1) if enum else "")}
+    count = members.pop(_COUNT, None)
+    if count is None or sorted(members.values()) != list(range(count)):
+        raise ValueError("nccl.h has no ncclResult_t enum numbered 0 to ncclNumResults")
+    texts = _texts(sections, count)
+    names = sorted(members, key=members.__getitem__)
+    return [NcclResult(code, names[code], texts[code]) for code in range(1, count)]
+
+
+def nccl_error_class(header: Path | None) -> str:
+    """The class the release's NCCL check raises, read from its header where the release
+    has it; torch's DistBackendError otherwise."""
+    if header is None or not header.is_file():
+        return DEFAULT_CLASS
+    found = _RAISED.search(header.read_text(errors="replace"))
+    name = next((group for group in found.groups() if group), "") if found else ""
+    return _CLASSES.get(name, DEFAULT_CLASS)
+
+
+def nccl_error_drafts(
+    results: list[NcclResult], release: str, file_path: str, error_class: str, stamp: DraftStamp
+) -> list[Draft]:
+    """One draft per result code, filed at torch's NCCL check, its message the line torch
+    prints with the file, line, NCCL version and torch's detail as values."""
+    drafts = []
+    for result in results:
+        parts: tuple[Part, ...] = (
+            "NCCL error in: ",
+            Field("file"),
+            ":",
+            Field("line"),
+            f", {result.text}, NCCL version ",
+            Field("version"),
+            "\n",
+            Field("detail"),
+        )
+        message, _ = parts_message(parts)
+        if message is None:
+            continue
+        draft = catalogue_draft(message, error_class, result.name, file_path, stamp)
+        link = f"https://github.com/{stamp.repo}/blob/{stamp.ref}/{file_path}"
+        statement = (
+            f"NCCL returned `{result.name}` (result {result.code}), which "
+            f"`ncclGetErrorString` prints as \u201c{result.text}\u201d."
+        )
+        draft.context = {
+            "catalogue": release,
+            "errorCode": result.name,
+            "explanation": {
+                "settings": [],
+                "advice": [],
+                "trigger": {
+                    "text": statement,
+                    "source": {"ref": release, "filePath": "nccl.h", "lineNumber": None},
+                },
+                "source": {
+                    "ref": stamp.ref,
+                    "filePath": file_path,
+                    "lineNumber": None,
+                    "githubUrl": link,
+                },
+            },
+        }
+        drafts.append(draft)
+    return drafts
+
+
+def _texts(sections: Sections, count: int) -> list[str]:
+    """The run of `count` strings from `no error`, followed by `unknown result code`."""
+    for _, data in sections:
+        start = data.find(b"\0" + _FIRST + b"\0") + 1
+        while start > 0:
+            strings = []
+            at = start
+            while len(strings) <= count:
+                end = data.find(b"\0", at)
+                strings.append(data[at:end])
+                at = end
+                while at < len(data) and data[at] == 0:
+                    at += 1
+            if strings[count] == _LAST:
+                return [text.decode("ascii", "replace") for text in strings[:count]]
+            start = data.find(b"\0" + _FIRST + b"\0", start) + 1
+    raise ValueError(f"no run of {count} NCCL result texts ending in {_LAST.decode()!r}")
