@@ -1,48 +1,29 @@
 """Message literals of compiled libraries: a tiny library built here with gcc, torch's own
-libc10.so as installed, and broken files skipped with their reason."""
+libc10.so as installed, the read-only data the release cache keeps of a library, and broken
+files skipped with their reason."""
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from sqlmodel import Session
 
 from app.harvest import drafts
-from app.harvest.compiled import UNREADABLE_LIBRARY, library_sites, rodata_sections
+from app.harvest.compiled import UNREADABLE_LIBRARY, library_sites
 from app.harvest.site_records import DraftStamp, library_drafts
 from app.records import locations
 from app.records import service as records
 from app.records.filters import RecordFilters
 from app.records.validation import record_errors
+from app.upstreams.elf import rodata_sections, write_rodata
+from tests.helpers.libraries import build_library
 
-# The literals one translation unit of torch leaves (aten/src/ATen/core/adaption.cpp's
-# device check is `c10::str("Expected all tensors ... but got ", arg, " is on ", ...)`).
-UNIT = r"""
-const char* file_of_unit(void) { return "/__w/pytorch/pytorch/aten/src/ATen/core/adaption.cpp"; }
-const char* head(void) { return "Expected all tensors to be on the same device, but got "; }
-const char* middle(void) { return ", different from other tensors on "; }
-const char* tail(void) { return " (when checking argument in method "; }
-const char* other(void) { return "No available kernel.  Aborting execution."; }
-const char* assertion(void) {
-  return "idx < n INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/c10/core/Device.cpp\":42, "
-         "please report a bug to PyTorch. ";
-}
-"""
 STAMP = DraftStamp("pytorch/pytorch", "v2.13.0", "2026-12-05T00:00:00.000Z")
 
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("gcc") is None:
-        pytest.skip("no gcc to build a library with")
-    folder = tmp_path_factory.mktemp("elf")
-    (folder / "unit.c").write_text(UNIT)
-    built = folder / "libunit.so"
-    subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-O1", "-o", str(built), str(folder / "unit.c")], check=True
-    )
-    return built
+    return build_library(tmp_path_factory.mktemp("elf"))
 
 
 def test_fragments_of_one_message_are_joined_with_values_between(library: Path) -> None:
@@ -100,6 +81,30 @@ def test_a_broken_library_is_skipped_with_its_reason(library: Path, tmp_path: Pa
         assert skipped == {UNREADABLE_LIBRARY: 1}
     with pytest.raises(ValueError, match="ELF"):
         rodata_sections(garbage)
+
+
+def test_the_kept_read_only_data_gives_the_sites_the_library_gives(
+    library: Path, tmp_path: Path
+) -> None:
+    """The release cache keeps only a library's `.rodata` sections (the CUDA build's, of a
+    wheel it deletes): read back, they give the same sites, offsets included."""
+    torch = pytest.importorskip("torch")
+    for path in (library, Path(torch.__file__).parent / "lib" / "libc10.so"):
+        kept = tmp_path / f"{path.name}.rodata"
+        write_rodata(rodata_sections(path), kept)
+        assert kept.stat().st_size < path.stat().st_size
+        from_library, skipped = library_sites(path)
+        from_kept, kept_skipped = library_sites(kept)
+        assert from_kept == from_library
+        assert (skipped, kept_skipped) == ({}, {})
+        assert len(from_kept) >= 3
+
+
+def test_a_cut_kept_file_is_skipped_with_its_reason(library: Path, tmp_path: Path) -> None:
+    kept = tmp_path / "libunit.so.rodata"
+    write_rodata(rodata_sections(library), kept)
+    kept.write_bytes(kept.read_bytes()[:-10])
+    assert library_sites(kept) == ([], {UNREADABLE_LIBRARY: 1})
 
 
 def test_torchs_own_libc10_gives_its_allocator_messages() -> None:

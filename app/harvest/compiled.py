@@ -13,9 +13,9 @@ holds its file and line, and a message lying between two `__FILE__` literals of 
 `.cpp`/`.cu` file was compiled from that file (the strings of one translation unit lie
 together). Otherwise the site names only its library.
 
-The ELF reader is a few lines of `struct`: section headers, their names, the `.rodata`
-sections. A file that is not a 64-bit little-endian ELF, or that is cut short, is skipped with
-its reason, never a crash.
+The read-only data comes from the library itself, or from the file the release cache keeps
+of a library it read from a wheel it did not keep (app/upstreams/elf.py: torch's CUDA build).
+A file that is neither, or that is cut short, is skipped with its reason, never a crash.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
 
 from app.harvest.message_pieces import Field, Part
 from app.harvest.messages import parts_message
 from app.harvest.sites import UNKNOWN_CLASS, Message
+from app.upstreams.elf import read_only_data
 
 UNREADABLE_LIBRARY = "unreadable library"
 MIN_WORDS = 3
@@ -38,8 +38,6 @@ MIN_CHARS = 16
 MAX_LITERAL_CHARS = 2000
 MAX_JOINED = 8  # fragments of one message
 RUNTIME_ERROR = "RuntimeError"
-_ELF_MAGIC = b"\x7fELF"
-_SECTION = struct.Struct("<IIQQQQIIQQ")
 # Where torch's build tree keeps its sources: the literal's path from there on is the repo's.
 _SOURCE_PATH = re.compile(
     rb"(?:^|/)(?<!build/)((?:aten/src|c10|torch/csrc|torch/headeronly|caffe2)/[\w./+-]+\.(?:cpp|cc|cu|cuh|h))$"
@@ -75,44 +73,12 @@ class LiteralSite:
     head: str = ""  # the literal the message begins with, as the library has it
 
 
-def rodata_sections(path: Path) -> list[tuple[int, bytes]]:
-    """The `.rodata` sections of an ELF file, with their offsets in it; a ValueError when
-    the file is no 64-bit little-endian ELF or is cut short."""
-    with path.open("rb") as handle:
-        head = handle.read(64)
-        if len(head) < 64 or head[:4] != _ELF_MAGIC or head[4] != 2 or head[5] != 1:
-            raise ValueError("not a 64-bit little-endian ELF file")
-        (shoff,) = struct.unpack_from("<Q", head, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
-        if shentsize != _SECTION.size or not 0 <= shstrndx < shnum:
-            raise ValueError("unexpected ELF section headers")
-        handle.seek(shoff)
-        table = handle.read(shentsize * shnum)
-        if len(table) < shentsize * shnum:
-            raise ValueError("ELF section headers cut short")
-        sections = [_SECTION.unpack_from(table, i * shentsize) for i in range(shnum)]
-        names = _read(handle, sections[shstrndx][4], sections[shstrndx][5])
-        found: list[tuple[int, bytes]] = []
-        for name_at, _, _, _, offset, size, *_ in sections:
-            name = names[name_at : names.find(b"\0", name_at)]
-            if name == b".rodata" or name.startswith(b".rodata."):
-                found.append((offset, _read(handle, offset, size)))
-    return found
-
-
-def _read(handle: BinaryIO, offset: int, size: int) -> bytes:
-    handle.seek(offset)
-    data: bytes = handle.read(size)
-    if len(data) < size:
-        raise ValueError("ELF section cut short")
-    return data
-
-
 def library_sites(path: Path) -> tuple[list[LiteralSite], Counter[str]]:
-    """The message literals of one compiled library, joined into templates; an unreadable
-    file gives none and one counted reason."""
+    """The message literals of one compiled library (its ELF file, or the read-only data the
+    release cache kept of it), joined into templates; an unreadable file gives none and one
+    counted reason."""
     try:
-        sections = rodata_sections(path)
+        sections = read_only_data(path)
     except (OSError, ValueError, struct.error):
         return [], Counter({UNREADABLE_LIBRARY: 1})
     sites: list[LiteralSite] = []
