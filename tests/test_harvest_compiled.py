@@ -107,6 +107,25 @@ def test_a_cut_kept_file_is_skipped_with_its_reason(library: Path, tmp_path: Pat
     assert library_sites(kept) == ([], {UNREADABLE_LIBRARY: 1})
 
 
+# A CUDA build's literals: its messages may begin with an acronym; names, cuDNN's frontend's
+# descriptor logs and protobuf's own CHECKs are no messages.
+ACRONYMS = r"""
+const char* oom(void) { return "CUDA out of memory. Tried to allocate more than 1EB memory."; }
+const char* nccl(void) { return "NCCL communicator not initialized."; }
+const char* name(void) { return "CUDNN_BACKEND_OPERATION: SetAttribute CUDNN_ATTR_X Failed"; }
+const char* log(void) { return "INFO: Querying engine config properties."; }
+const char* check(void) { return "CHECK failed: field->is_repeated(): "; }
+"""
+
+
+def test_a_message_may_begin_with_an_acronym_but_not_with_a_name(tmp_path: Path) -> None:
+    sites, _ = library_sites(build_library(tmp_path, ACRONYMS))
+    assert {site.message.template for site in sites} == {
+        "CUDA out of memory. Tried to allocate more than 1EB memory.",
+        "NCCL communicator not initialized.",
+    }
+
+
 def test_torchs_own_libc10_gives_its_allocator_messages() -> None:
     torch = pytest.importorskip("torch")
     sites, _ = library_sites(Path(torch.__file__).parent / "lib" / "libc10.so")

@@ -54,7 +54,10 @@ _ASSERT_PLACE = re.compile(r' INTERNAL ASSERT FAILED at "([^"]*)":(\d+)')
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _NOT_MESSAGE = re.compile(
     r"^\w+ = \w+\(|aten::|Tensor\(|\) -> |^[\w.]+\("  # ONNX bodies, schemas, calls
-    r"|%[-#0-9.]*[sdizulfgxXcp]|\\[a-z]|[<>]{2}|^[A-Z_]{4,}\b"  # printf, escapes, names
+    r"|%[-#0-9.]*[sdizulfgxXcp]|\\[a-z]|[<>]{2}"  # printf formats, escapes
+    # Names (`CUDNN_ATTR_...`, `INFO: ...`) but not an acronym that begins a sentence
+    # ("CUDA out of memory", "NCCL timeout in: "); protobuf's own CHECKs are not torch's.
+    r"|^[A-Z_]{4,}\b(?! [a-z])|^CHECK failed"
 )
 _VALUE_BEFORE = (" ", "(", "=", ": ", "[", "'", '"')  # a fragment that ends with one needs a value
 _VALUE_AFTER = (" ", ",", ")", ".", "'", '"', "]", ";", "!")  # one that begins so had one
