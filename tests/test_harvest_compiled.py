@@ -1,6 +1,6 @@
 """Message literals of compiled libraries: a tiny library built here with gcc, torch's own
-libc10.so as installed, the read-only data the release cache keeps of a library, and broken
-files skipped with their reason."""
+libc10.so as installed, the read-only data the release cache keeps of a library, torch's CUDA
+build (downloaded), and broken files skipped with their reason."""
 
 import shutil
 from pathlib import Path
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from app.harvest import drafts
+from app.harvest import drafts, harvest_tree
 from app.harvest.compiled import UNREADABLE_LIBRARY, library_sites
 from app.harvest.site_records import DraftStamp, library_drafts
 from app.records import locations
@@ -124,6 +124,70 @@ def test_a_message_may_begin_with_an_acronym_but_not_with_a_name(tmp_path: Path)
         "CUDA out of memory. Tried to allocate more than 1EB memory.",
         "NCCL communicator not initialized.",
     }
+
+
+@pytest.mark.network
+def test_torchs_cuda_build_gives_the_messages_only_it_has(tmp_path: Path) -> None:
+    """torch 2.13.0's Linux CUDA wheel, read through the release cache (its libraries'
+    read-only data kept, the wheel deleted): the caching allocator's out-of-memory message,
+    cuDNN's, NCCL's and cuSOLVER's, each filed under its library with its source file; none
+    of them is in the CPU build installed here."""
+    from tests.helpers.releases import RELEASES
+
+    release = drafts.resolve_release("torch==2.13.0", releases=RELEASES)
+    assert release.build_skipped is None
+    assert release.build_root is not None
+    kept = sorted(path.name for path in (release.build_root / "torch" / "lib").iterdir())
+    assert kept == [
+        "libc10.so.rodata",
+        "libc10_cuda.so.rodata",
+        "libtorch_cpu.so.rodata",
+        "libtorch_cuda.so.rodata",
+        "libtorch_cuda_linalg.so.rodata",
+        "libtorch_python.so.rodata",
+    ]
+    assert not list(release.build_root.rglob("*.whl"))
+    result = harvest_tree(
+        tmp_path,
+        repo="pytorch/pytorch",
+        ref="v2.13.0",
+        analyzed_at="2026-12-06T00:00:00.000Z",
+        build_root=release.build_root,
+    )
+    by_message = {draft.record["errorMessage"]: draft for draft in result.drafts}
+    expected = {
+        "CUDA out of memory. Tried to allocate more than 1EB memory.": (
+            "torch/lib/libc10_cuda.so",
+            "c10/cuda/CUDACachingAllocator.cpp",
+        ),
+        "Unable to find a valid cuDNN algorithm to run convolution": (
+            "torch/lib/libtorch_cuda.so",
+            "aten/src/ATen/native/cudnn/Conv_v7.cpp",
+        ),
+        "ProcessGroupNCCL does not support recvAnysource": (
+            "torch/lib/libtorch_cuda.so",
+            "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+        ),
+        "cusolver gesvd only supports matrix with sizes m >= n": (
+            "torch/lib/libtorch_cuda_linalg.so",
+            "aten/src/ATen/native/cuda/linalg/BatchLinearAlgebraLib.cpp",
+        ),
+    }
+    for message, (library, source) in expected.items():
+        draft = by_message[message]
+        assert (draft.record["filePath"], draft.context["sourceFile"]) == (library, source)
+        assert not record_errors(draft.record)
+    assert any(m.startswith("CUDA out of memory. Tried to allocate {value}") for m in by_message)
+    assert len(result.drafts) == result.library_sites > 15_000
+    torch = pytest.importorskip("torch")
+    installed = Path(torch.__file__).parent / "lib"
+    if not (installed / "libc10_cuda.so").is_file():  # the CPU build: none of them is there
+        cpu = {
+            site.message.template
+            for name in ("libc10", "libtorch_cpu", "libtorch_python")
+            for site in library_sites(installed / f"{name}.so")[0]
+        }
+        assert not set(expected) & cpu
 
 
 def test_torchs_own_libc10_gives_its_allocator_messages() -> None:

@@ -45,6 +45,7 @@ tries for the lock at most 25 ms apart in its first 128 ms of waiting, and witho
 finds it taken at every try while the batches follow one another (`bench/bench_store.py
 --sections writes`). About 4 s over a release's 160 transactions."""
 ORIGIN_PREFIX = "harvest:"
+BUILD_LIBRARIES_SKIPPED = "build libraries not read"  # with the download's reason
 T = TypeVar("T")
 
 
@@ -64,6 +65,8 @@ class Release:
     path_prefix: str
     label: str  # how locations name it: `vllm==0.33.0`, or `owner/name@ref` for a folder
     native_root: Path | None = None  # where its C++/CUDA source folders are, if anywhere
+    build_root: Path | None = None  # its build libraries' read-only data, if its project has any
+    build_skipped: str | None = None  # why they could not be had (harvest goes on without)
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -90,7 +93,8 @@ def resolve_release(
     passes down, unless it is the installed release of a project run as installed), an
     installed distribution, or a source folder. The repository comes from the release's
     metadata, else from the known upstream it belongs to (torch's older wheels name only
-    their web site)."""
+    their web site). With `releases`, a project's build libraries (torch's CUDA build) are
+    read from that cache too, for an installed release as for a downloaded one."""
     folder = Path(spec)
     if folder.is_dir():
         if not repo or not ref:
@@ -109,6 +113,7 @@ def resolve_release(
             native_root = releases.ensure_native(name, version, tuple(native))
         except release_errors.UpstreamError as error:
             raise ReleaseError(f"{spec}: {error}") from error
+        build_root, build_skipped = _build_libraries(releases, name, version)
         tag = ref or f"v{version}"
     else:
         try:
@@ -126,11 +131,38 @@ def resolve_release(
         version = distribution.version.split("+")[0]
         tag = ref or f"v{version}"
         native_root = root  # an installed wheel keeps its headers beside its Python
+        build_root, build_skipped = _build_libraries(releases, name, version)
     if not found:
         raise ReleaseError(f"{spec}: no GitHub repository in its metadata; pass --repo")
     prefix = upstreams.path_prefix(found)
     label = f"{name}=={version}"
-    return Release(spec, root, _package_dir(name), found, tag, prefix, label, native_root)
+    return Release(
+        spec,
+        root,
+        _package_dir(name),
+        found,
+        tag,
+        prefix,
+        label,
+        native_root,
+        build_root,
+        build_skipped,
+    )
+
+
+def _build_libraries(
+    releases: release_cache.Upstream | None, name: str, version: str
+) -> tuple[Path | None, str | None]:
+    """The release's build libraries' read-only data (torch's CUDA build: the messages only
+    it has), downloaded into the cache once, whichever wheel the Python sources came from;
+    or why there is none. A failed download costs the harvest those messages, never the
+    release."""
+    if releases is None:
+        return None, None
+    try:
+        return releases.ensure_build_libraries(name, version), None
+    except release_errors.UpstreamError as error:
+        return None, str(error)
 
 
 def _is_installed_release(name: str, version: str) -> bool:
@@ -185,7 +217,10 @@ def extract_release(
         package_dir=release.package_dir,
         progress=progress,
         native_root=release.native_root,
+        build_root=release.build_root,
     )
+    if release.build_skipped:
+        result.skipped[f"{BUILD_LIBRARIES_SKIPPED}: {release.build_skipped}"] += 1
     result.drafts = [replace(draft, site=None) for draft in result.drafts]
     valid: list[tuple[harvest.Draft, ErrorRecord]] = []
     for draft in result.drafts:
