@@ -11,7 +11,9 @@ with a `{value}` between, and a message that still ends or begins at a value get
 A literal's source file is known where the library shows it: an internal assert's literal
 holds its file and line, and a message lying between two `__FILE__` literals of the same
 `.cpp`/`.cu` file was compiled from that file (the strings of one translation unit lie
-together). Otherwise the site names only its library.
+together). Otherwise the site names only its library. A literal that follows the `__FILE__`
+literal of a library built outside torch's tree and linked in (LLVM, MAGMA) is that
+library's, not a message torch raises: it is left out, counted.
 
 The read-only data comes from the library itself, or from the file the release cache keeps
 of a library it read from a wheel it did not keep (app/upstreams/elf.py: torch's CUDA build).
@@ -47,6 +49,13 @@ _SOURCE_PATH = re.compile(
 _UNIT_LITERAL = re.compile(
     rb"(?<![^\0])[^\0]*?(?<!build/)((?:aten/src|c10|torch/csrc|caffe2)/[\w./+-]+\.(?:cpp|cc|cu))\0"
 )
+# An absolute `__FILE__` literal of a library built outside torch's tree and linked in
+# (torch 2.0-2.x's libtorch_cpu.so holds LLVM's, built at /tmp/llvm: 57,000 of its literals;
+# libtorch_cuda_linalg.so MAGMA's): the strings after it are that library's, not torch's.
+_FOREIGN_UNIT = re.compile(rb"(?<![^\0])(/[\w.+-]+(?:/[\w.+-]+)*\.(?:cpp|cc|c))\0")
+_TORCH_TREE = re.compile(rb"pytorch|(?:^|/)(?:aten|c10|torch|caffe2|third_party)/")
+FOREIGN = ""  # the unit of a literal of a library linked in
+FOREIGN_LITERAL = "literal of a library linked in"
 _CANDIDATE = re.compile(
     rb"(?<![^\0])[A-Za-z][\x20-\x7e\n]{%d,%d}(?=\0)" % (MIN_CHARS - 1, MAX_LITERAL_CHARS)
 )
@@ -88,6 +97,12 @@ def library_sites(path: Path) -> tuple[list[LiteralSite], Counter[str]]:
     skipped: Counter[str] = Counter()
     for base, data in sections:
         units = [(m.start(), m.group(1).decode()) for m in _UNIT_LITERAL.finditer(data)]
+        units += [
+            (m.start(), FOREIGN)
+            for m in _FOREIGN_UNIT.finditer(data)
+            if not _TORCH_TREE.search(m.group(1))
+        ]
+        units.sort()
         consumed = 0
         for head in _CANDIDATE.finditer(data):
             text = head.group().decode()
@@ -110,6 +125,8 @@ def library_sites(path: Path) -> tuple[list[LiteralSite], Counter[str]]:
             site = _site(pieces, head.start(), units)
             if site is None:
                 skipped["no literal text"] += 1
+            elif site.source_file == FOREIGN:
+                skipped[FOREIGN_LITERAL] += 1
             else:
                 sites.append(replace(site, offset=base + site.offset))
     return sites, skipped
@@ -173,8 +190,9 @@ def _site(pieces: list[str], offset: int, units: list[tuple[int, str]]) -> Liter
 
 
 def _unit_at(units: list[tuple[int, str]], offset: int) -> str | None:
-    """The file of the nearest `__FILE__` literal before the offset: the strings of one
-    translation unit follow its file's literal. Checked against the internal asserts of
-    torch 2.13.0's libtorch_cpu.so, which name their own file: right for 4,060 of 4,262."""
+    """The file of the nearest `__FILE__` literal before the offset (FOREIGN: a library's
+    linked in): the strings of one translation unit follow its file's literal. Checked
+    against the internal asserts of torch 2.13.0's libtorch_cpu.so, which name their own
+    file: right for 4,060 of 4,262."""
     at = bisect_left(units, (offset, ""))
     return units[at - 1][1] if at else None
