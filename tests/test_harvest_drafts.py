@@ -265,7 +265,8 @@ def test_an_older_torch_comes_from_its_small_wheel_and_names_its_repo(
     """torch's older releases are harvested from the macOS arm64 wheel (the same Python
     sources, a tenth of Linux's CUDA wheel), the oldest and the newest of them alike (the
     first built for macOS 11, the last for 14 only); its metadata names no GitHub
-    repository, so the known upstream's is taken."""
+    repository, so the known upstream's is taken. Its compiled messages come from the Linux
+    CUDA wheel's libraries, of which only the read-only data is kept."""
     from tests.helpers.releases import RELEASES
 
     release = drafts.resolve_release(f"torch=={version}", releases=RELEASES)
@@ -274,6 +275,8 @@ def test_an_older_torch_comes_from_its_small_wheel_and_names_its_repo(
     assert (release.root / "torch" / "optim" / "optimizer.py").is_file()
     wheels = list((RELEASES.cache_dir / WHEELS_DIR).glob(f"torch-{version}-*.whl"))
     assert [found.name for found in wheels] == [wheel]
+    assert release.build_root is not None
+    assert (release.build_root / "torch" / "lib" / "libtorch_cuda.so.rodata").is_file()
 
 
 def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:
