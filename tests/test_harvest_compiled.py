@@ -151,6 +151,27 @@ def test_the_literals_of_a_library_linked_in_are_left_out(tmp_path: Path) -> Non
     assert skipped == {FOREIGN_LITERAL: 1}
 
 
+# Literals that lie after a message's but do not continue it: a file's path (torch 2.0's
+# builds keep `../c10/...`) and an internal assert's own literal (`!cond INTERNAL ...`).
+NOT_CONTINUED = r"""
+const char* format(void) { return "Unknown memory format for the tensor "; }
+const char* path(void) { return "../c10/core/MemoryFormat.h"; }
+const char* padding(void) { return "Padding must be non-negative but got "; }
+const char* assertion(void) {
+  return "!tensors.empty() INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/c10/core/A.cpp\":7, "
+         "please report a bug to PyTorch. ";
+}
+"""
+
+
+def test_a_path_or_an_assert_after_a_message_does_not_continue_it(tmp_path: Path) -> None:
+    sites, _ = library_sites(build_library(tmp_path, NOT_CONTINUED))
+    assert {site.message.template for site in sites} == {
+        "Unknown memory format for the tensor {value}",
+        "Padding must be non-negative but got {value}",
+    }  # the assert's own literal begins with no letter: it is no site of its own
+
+
 @pytest.mark.network
 def test_torchs_cuda_build_gives_the_messages_only_it_has(tmp_path: Path) -> None:
     """torch 2.13.0's Linux CUDA wheel, read through the release cache (its libraries'

@@ -117,7 +117,7 @@ def library_sites(path: Path) -> tuple[list[LiteralSite], Counter[str]]:
                 following, after = _next_string(data, end)
                 if following is None or not following.startswith(_VALUE_AFTER):
                     break
-                if not _WORD.search(following):
+                if not _WORD.search(following) or not _continues(following):
                     break
                 pieces.append(following)
                 end = after
@@ -145,6 +145,14 @@ def _next_string(data: bytes, end: int) -> tuple[str | None, int]:
     except UnicodeDecodeError:
         return None, start
     return (text if text.isprintable() else None), stop
+
+
+def _continues(following: str) -> bool:
+    """Whether a literal may be the rest of the message before it: not an internal assert's
+    own literal (`!x.empty() INTERNAL ASSERT FAILED at ...` begins like a continuation), nor
+    a file's path (older builds keep `../c10/core/MemoryFormat.h`, which begins with `.`)."""
+    is_path = "/" in following and " " not in following
+    return " INTERNAL ASSERT FAILED at " not in following and not is_path
 
 
 def _is_message(text: str) -> bool:
