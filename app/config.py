@@ -190,6 +190,16 @@ class Settings(BaseSettings):
         default_factory=_default_cache_dir,
         description="Where downloaded upstream wheels and built indexes are cached.",
     )
+    cuda_build_libraries: bool = Field(
+        default=True,
+        description="Harvest the message literals of torch's CUDA build (libtorch_cuda.so, "
+        "libc10_cuda.so: the caching allocator, NCCL, cuDNN, the CUDA kernels' checks) for "
+        "every torch release harvested, whatever build is installed: its Linux CUDA wheel "
+        "(0.5-0.9 GB) is downloaded once per release and only the libraries' read-only data "
+        "kept in the cache (about 30 MB); so are the CUDA runtime's and NCCL's error codes, "
+        "from the NVIDIA wheels the release requires (2 MB and 0.2 GB downloads, a few MB "
+        "kept). false: only the installed build's libraries, no CUDA or NCCL error codes.",
+    )
     reproducers_dir: Path = Field(
         default=PROJECT_ROOT / "reproducers", description="Folder of reproducer scripts."
     )

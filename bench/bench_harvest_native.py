@@ -1,5 +1,8 @@
 """Benchmark of the native harvest: CPU seconds of one release's harvest without and with its
-native sites, in one process, and how many native drafts each source gives.
+native sites, in one process, and how many native drafts each source gives (each compiled
+library apart: the installed build's and, for torch, its CUDA build's, whose read-only data
+`resolve_release` downloads once into the cache, outside the timing, unless
+ERRKB_CUDA_BUILD_LIBRARIES=false).
 
 Run by hand: `.venv/bin/python bench/bench_harvest_native.py [SPEC ...]` (default: torch,
 vllm==0.33.0). Both harvests read the same cached files one after the other, so the ratio
@@ -19,12 +22,13 @@ from app.config import Settings
 from app.harvest import Draft, drafts, harvest_tree
 from app.upstreams.release_cache import Upstream
 
-RELEASES = Upstream(Settings().cache_dir)
+SETTINGS = Settings()
+RELEASES = Upstream(SETTINGS.cache_dir, build_libraries=SETTINGS.cuda_build_libraries)
 
 
 def _source(draft: Draft) -> str:
     if "library" in draft.context:
-        return "library literals"
+        return str(draft.context["library"]).rsplit("/", 1)[-1]
     path = draft.record["filePath"]
     return "csrc" if path.startswith("csrc/") else "headers"
 
@@ -37,6 +41,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for spec in args.specs:
         release = drafts.resolve_release(spec, releases=RELEASES)
+        if release.build_skipped:
+            print(f"{release.label}: build libraries not read: {release.build_skipped}")
         common = {
             "repo": release.repo,
             "ref": release.ref,
@@ -47,7 +53,12 @@ def main() -> None:
         started = time.process_time()
         python = harvest_tree(release.root, **common)
         middle = time.process_time()
-        both = harvest_tree(release.root, **common, native_root=release.native_root)
+        both = harvest_tree(
+            release.root,
+            **common,
+            native_root=release.native_root,
+            build_root=release.build_root,
+        )
         ended = time.process_time()
         native = both.drafts[len(python.drafts) :]
         sources = Counter(_source(draft) for draft in native)

@@ -14,7 +14,9 @@ from app.harvest.cuda_errors import runtime_errors
 from app.matching.service import match_text
 from app.records import service as records
 from app.upstreams import release_cache
-from app.upstreams.cuda_runtime import HEADER, LIBRARY, RUNTIME_FILE
+from app.upstreams.nvidia_packages import CUDA_RUNTIME, RELEASE_FILE
+from app.upstreams.nvidia_packages import RUNTIME_HEADER as HEADER
+from app.upstreams.nvidia_packages import RUNTIME_LIBRARY as LIBRARY
 from tests.helpers.matching import data_store
 
 CUDA_EXCEPTION = "c10/cuda/CUDAException.cpp"
@@ -92,7 +94,7 @@ def runtime_folder(tmp_path: Path) -> Path:
         ["gcc", "-shared", "-fPIC", "-O0", "-o", str(folder / LIBRARY), str(source)], check=True
     )
     (folder / HEADER).write_text(HEADER_TEXT)
-    (folder / RUNTIME_FILE).write_text("nvidia-cuda-runtime==0.0.1\n")
+    (folder / RELEASE_FILE).write_text("nvidia-cuda-runtime==0.0.1\n")
     return folder
 
 
@@ -142,7 +144,7 @@ def test_an_unreadable_runtime_is_a_counted_reason_not_a_crash(
     (runtime_folder / LIBRARY).write_bytes(b"\x7fELF cut")
     release = _release(tmp_path, runtime_folder)
     result = drafts.extract_release(release).result
-    assert result.cuda_errors == 0
+    assert result.nvidia_errors == 0
     assert result.skipped[cuda_errors.UNREADABLE_RUNTIME] == 1
 
 
@@ -158,8 +160,7 @@ def _release(tmp_path: Path, runtime: Path | None, version: str = "2.13.0") -> d
         f"v{version}",
         "",
         f"torch=={version}",
-        None,
-        runtime,
+        nvidia={CUDA_RUNTIME.key: runtime} if runtime else {},
     )
 
 
@@ -168,10 +169,12 @@ def test_torch_releases_name_their_runtime_and_every_code_is_drafted_and_matched
     settings, tmp_path: Path
 ) -> None:
     cache = release_cache.Upstream(tmp_path / "cache")
-    newest = cache.ensure_cuda_runtime("torch", "2.13.0")
-    older = cache.ensure_cuda_runtime("torch", "2.5.1")
-    assert (newest / RUNTIME_FILE).read_text() == "nvidia-cuda-runtime==13.0.96\n"
-    assert (older / RUNTIME_FILE).read_text() == "nvidia-cuda-runtime-cu12==12.4.127\n"
+    newest = cache.ensure_nvidia("torch", "2.13.0", CUDA_RUNTIME)
+    older = cache.ensure_nvidia("torch", "2.5.1", CUDA_RUNTIME)
+    assert newest is not None
+    assert older is not None
+    assert (newest / RELEASE_FILE).read_text() == "nvidia-cuda-runtime==13.0.96\n"
+    assert (older / RELEASE_FILE).read_text() == "nvidia-cuda-runtime-cu12==12.4.127\n"
     by_name = {error.name: error for error in runtime_errors(newest)}
     assert len(by_name) > 100
     assert by_name["cudaErrorMemoryAllocation"].text == "out of memory"
@@ -181,7 +184,7 @@ def test_torch_releases_name_their_runtime_and_every_code_is_drafted_and_matched
 
     with data_store(settings) as (session, matcher):
         result, counts = drafts.harvest_release(session, _release(tmp_path, newest))
-        assert result.cuda_errors == len({error.text for error in by_name.values()})
+        assert result.nvidia_errors == len({error.text for error in by_name.values()})
         assert counts.claimed == len(CURATED)  # the curated records keep their sites
         session.commit()
         error = by_name["cudaErrorIllegalInstruction"]

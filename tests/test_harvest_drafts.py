@@ -7,6 +7,7 @@ import sqlite3
 import textwrap
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -26,6 +27,7 @@ from app.records.filters import RecordFilters
 from app.store.engine import open_store, unit_of_work
 from app.store.tables import Record
 from app.upstreams.release_cache import WHEELS_DIR, Upstream
+from tests.helpers.libraries import package_index, write_wheel
 from tests.helpers.records import DATA_DIR, SEED_FILES
 from tests.helpers.servers import ADMIN_TOKEN, uvicorn_server
 from tests.helpers.writers import WriterLog, lost_writes, run_writer_threads, total
@@ -209,7 +211,7 @@ def test_the_installed_torch_release_is_read_where_it_is(tmp_path: Path) -> None
 
     pytest.importorskip("torch")
     installed = version("torch").split("+")[0]
-    cache = Upstream(tmp_path)
+    cache = Upstream(tmp_path, build_libraries=False)  # the CUDA build's: another test's
     release = drafts.resolve_release(f"torch=={installed}", releases=cache)
     assert release.label == f"torch=={installed}"
     assert (release.root / "torch" / "__init__.py").is_file()
@@ -219,6 +221,34 @@ def test_the_installed_torch_release_is_read_where_it_is(tmp_path: Path) -> None
     another = "torch==0.0.1"  # without a cache it is refused, not downloaded
     with pytest.raises(drafts.ReleaseError, match="needs the upstream cache"):
         drafts.resolve_release(another)
+
+
+def test_a_cuda_build_that_cannot_be_had_is_a_skipped_count_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed torch is read in place and its CUDA build's libraries come from the
+    cache; a wheel that cannot be read (cut here, served by an index on the loopback
+    interface) leaves the harvest without them, its reason among the skipped counts."""
+    from importlib.metadata import version
+
+    pytest.importorskip("torch")
+    installed = version("torch").split("+")[0]
+    cut = write_wheel(
+        tmp_path / f"torch-{installed}-cp311-cp311-manylinux_2_28_x86_64.whl",
+        {"torch/lib/libtorch_cuda.so": bytes(range(256)) * 64},
+    )
+    cut.write_bytes(cut.read_bytes()[:1000])
+    with package_index("torch", [cut]) as url:
+        monkeypatch.setenv("PIP_INDEX_URL", url)
+        release = drafts.resolve_release(f"torch=={installed}", releases=Upstream(tmp_path))
+    assert release.build_root is None
+    assert release.build_skipped is not None
+    assert release.build_skipped.startswith(f"reading the libraries of torch=={installed}")
+    folder = _release(tmp_path / "src", FIRST, "v1")
+    skipped = drafts.extract_release(
+        replace(folder, build_skipped=release.build_skipped)
+    ).result.skipped
+    assert skipped[f"build libraries not read: {release.build_skipped}"] == 1
 
 
 @pytest.mark.network
@@ -235,7 +265,8 @@ def test_an_older_torch_comes_from_its_small_wheel_and_names_its_repo(
     """torch's older releases are harvested from the macOS arm64 wheel (the same Python
     sources, a tenth of Linux's CUDA wheel), the oldest and the newest of them alike (the
     first built for macOS 11, the last for 14 only); its metadata names no GitHub
-    repository, so the known upstream's is taken."""
+    repository, so the known upstream's is taken. Its compiled messages come from the Linux
+    CUDA wheel's libraries, of which only the read-only data is kept."""
     from tests.helpers.releases import RELEASES
 
     release = drafts.resolve_release(f"torch=={version}", releases=RELEASES)
@@ -244,6 +275,8 @@ def test_an_older_torch_comes_from_its_small_wheel_and_names_its_repo(
     assert (release.root / "torch" / "optim" / "optimizer.py").is_file()
     wheels = list((RELEASES.cache_dir / WHEELS_DIR).glob(f"torch-{version}-*.whl"))
     assert [found.name for found in wheels] == [wheel]
+    assert release.build_root is not None
+    assert (release.build_root / "torch" / "lib" / "libtorch_cuda.so.rodata").is_file()
 
 
 def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:

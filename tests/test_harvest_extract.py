@@ -1,11 +1,13 @@
 """The whole extraction: a release tree (prefix, tags, skipped folders and unparsable
-files), then the whole of the installed torch package.
+files), a release's compiled libraries installed and of its CUDA build, then the whole of the
+installed torch package.
 
 The torch tests run the harvester on the real sources and then trigger real torch errors on
 the CPU: the message a user sees must be matched by the draft at the raising frame's line.
 """
 
 import re
+import shutil
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -16,10 +18,13 @@ import pytest
 import re2
 
 from app.harvest import Draft, HarvestResult, SkipReason, harvest_tree
+from app.harvest.extract import IN_A_HEADER, IN_ANOTHER_LIBRARY
 from app.patterns import PatternError, check_pattern
 from app.records.site_keys import matched_by_location
+from app.upstreams.elf import rodata_sections, write_rodata
 from tests.helpers.harvest import ANALYZED_AT, SCHEMA
 from tests.helpers.harvest import write_source as _write
+from tests.helpers.libraries import DEVICE_CHECK, build_library
 
 TORCH_REF = "v2.13.0"
 
@@ -64,6 +69,59 @@ def _render(template: str, names: tuple[str, ...], values: dict[str, str]) -> st
     rendered = PLACEHOLDER.sub(substitute, template)
     assert not pending, template
     return rendered
+
+
+# A CUDA build's unit: the caching allocator's message, and two the CPU build has too.
+CUDA_UNIT = r"""
+const char* file_of_unit(void) { return "/__w/pytorch/pytorch/c10/cuda/CUDACachingAllocator.cpp"; }
+const char* oom(void) { return "CUDA out of memory. Tried to allocate more than 1EB memory."; }
+const char* head(void) { return "Expected all tensors to be on the same device, but got "; }
+const char* middle(void) { return ", different from other tensors on "; }
+const char* tail(void) { return " (when checking argument in method "; }
+const char* other(void) { return "No available kernel.  Aborting execution."; }
+"""
+
+
+def test_a_message_of_the_installed_and_the_cuda_build_is_drafted_once(tmp_path: Path) -> None:
+    """The installed build's libraries are read first, then the CUDA build's read-only data
+    the release cache kept: a message both give is drafted once, under the first library; a
+    header's check stays the header's, whichever library repeats it."""
+    cpu = build_library(tmp_path)
+    cuda = build_library(tmp_path, CUDA_UNIT, "libc10_cuda.so")
+    installed = tmp_path / "site-packages"
+    _write(installed / "torch" / "__init__.py", "")
+    (installed / "torch" / "lib").mkdir()
+    shutil.copy(cpu, installed / "torch" / "lib" / "libc10.so")
+    _write(
+        installed / "torch" / "include" / "c10" / "core" / "Kernel.h",
+        'void pick() {\n  AT_ERROR("No available kernel.  Aborting execution.");\n}\n',
+    )
+    build = tmp_path / "libraries" / "torch-2.13.0"
+    (build / "torch" / "lib").mkdir(parents=True)
+    for library, name in ((cpu, "libc10.so"), (cuda, "libc10_cuda.so")):
+        write_rodata(rodata_sections(library), build / "torch" / "lib" / f"{name}.rodata")
+
+    result = harvest_tree(
+        installed,
+        repo="pytorch/pytorch",
+        ref=TORCH_REF,
+        analyzed_at=ANALYZED_AT,
+        package_dir="torch",
+        native_root=installed,
+        build_root=build,
+    )
+
+    files: dict[str, list[str]] = {}
+    for draft in result.drafts:
+        files.setdefault(draft.record["errorMessage"], []).append(draft.record["filePath"])
+    assert files[DEVICE_CHECK] == ["torch/lib/libc10.so"]
+    assert files["No available kernel.  Aborting execution."] == ["c10/core/Kernel.h"]
+    assert files["CUDA out of memory. Tried to allocate more than 1EB memory."] == [
+        "torch/lib/libc10_cuda.so"
+    ]
+    assert result.library_sites == 3  # the device check, the assert, the allocator's
+    assert result.skipped[IN_ANOTHER_LIBRARY] == 3  # libc10's two again, the device check
+    assert result.skipped[IN_A_HEADER] == 3  # in each of the three libraries
 
 
 def test_tree_prefix_tags_skipped_dirs_and_unparsable_files(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ def harvest_releases(
     from app.upstreams.release_cache import Upstream
 
     engine = open_store(settings)
-    releases = Upstream(settings.cache_dir)
+    releases = Upstream(settings.cache_dir, build_libraries=settings.cuda_build_libraries)
     for spec in specs:
         try:
             release = drafts.resolve_release(spec, repo=repo, ref=ref, releases=releases)

@@ -11,11 +11,13 @@ with a `{value}` between, and a message that still ends or begins at a value get
 A literal's source file is known where the library shows it: an internal assert's literal
 holds its file and line, and a message lying between two `__FILE__` literals of the same
 `.cpp`/`.cu` file was compiled from that file (the strings of one translation unit lie
-together). Otherwise the site names only its library.
+together). Otherwise the site names only its library. A literal that follows the `__FILE__`
+literal of a library built outside torch's tree and linked in (LLVM, MAGMA) is that
+library's, not a message torch raises: it is left out, counted.
 
-The ELF reader is a few lines of `struct`: section headers, their names, the `.rodata`
-sections. A file that is not a 64-bit little-endian ELF, or that is cut short, is skipped with
-its reason, never a crash.
+The read-only data comes from the library itself, or from the file the release cache keeps
+of a library it read from a wheel it did not keep (app/upstreams/elf.py: torch's CUDA build).
+A file that is neither, or that is cut short, is skipped with its reason, never a crash.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
 
 from app.harvest.message_pieces import Field, Part
 from app.harvest.messages import parts_message
 from app.harvest.sites import UNKNOWN_CLASS, Message
+from app.upstreams.elf import read_only_data
 
 UNREADABLE_LIBRARY = "unreadable library"
 MIN_WORDS = 3
@@ -38,8 +40,6 @@ MIN_CHARS = 16
 MAX_LITERAL_CHARS = 2000
 MAX_JOINED = 8  # fragments of one message
 RUNTIME_ERROR = "RuntimeError"
-_ELF_MAGIC = b"\x7fELF"
-_SECTION = struct.Struct("<IIQQQQIIQQ")
 # Where torch's build tree keeps its sources: the literal's path from there on is the repo's.
 _SOURCE_PATH = re.compile(
     rb"(?:^|/)(?<!build/)((?:aten/src|c10|torch/csrc|torch/headeronly|caffe2)/[\w./+-]+\.(?:cpp|cc|cu|cuh|h))$"
@@ -49,6 +49,13 @@ _SOURCE_PATH = re.compile(
 _UNIT_LITERAL = re.compile(
     rb"(?<![^\0])[^\0]*?(?<!build/)((?:aten/src|c10|torch/csrc|caffe2)/[\w./+-]+\.(?:cpp|cc|cu))\0"
 )
+# An absolute `__FILE__` literal of a library built outside torch's tree and linked in
+# (torch 2.0-2.x's libtorch_cpu.so holds LLVM's, built at /tmp/llvm: 57,000 of its literals;
+# libtorch_cuda_linalg.so MAGMA's): the strings after it are that library's, not torch's.
+_FOREIGN_UNIT = re.compile(rb"(?<![^\0])(/[\w.+-]+(?:/[\w.+-]+)*\.(?:cpp|cc|c))\0")
+_TORCH_TREE = re.compile(rb"pytorch|(?:^|/)(?:aten|c10|torch|caffe2|third_party)/")
+FOREIGN = ""  # the unit of a literal of a library linked in
+FOREIGN_LITERAL = "literal of a library linked in"
 _CANDIDATE = re.compile(
     rb"(?<![^\0])[A-Za-z][\x20-\x7e\n]{%d,%d}(?=\0)" % (MIN_CHARS - 1, MAX_LITERAL_CHARS)
 )
@@ -56,7 +63,10 @@ _ASSERT_PLACE = re.compile(r' INTERNAL ASSERT FAILED at "([^"]*)":(\d+)')
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _NOT_MESSAGE = re.compile(
     r"^\w+ = \w+\(|aten::|Tensor\(|\) -> |^[\w.]+\("  # ONNX bodies, schemas, calls
-    r"|%[-#0-9.]*[sdizulfgxXcp]|\\[a-z]|[<>]{2}|^[A-Z_]{4,}\b"  # printf, escapes, names
+    r"|%[-#0-9.]*[sdizulfgxXcp]|\\[a-z]|[<>]{2}"  # printf formats, escapes
+    # Names (`CUDNN_ATTR_...`, `INFO: ...`) but not an acronym that begins a sentence
+    # ("CUDA out of memory", "NCCL timeout in: "); protobuf's own CHECKs are not torch's.
+    r"|^[A-Z_]{4,}\b(?! [a-z])|^CHECK failed"
 )
 _VALUE_BEFORE = (" ", "(", "=", ": ", "[", "'", '"')  # a fragment that ends with one needs a value
 _VALUE_AFTER = (" ", ",", ")", ".", "'", '"', "]", ";", "!")  # one that begins so had one
@@ -75,50 +85,24 @@ class LiteralSite:
     head: str = ""  # the literal the message begins with, as the library has it
 
 
-def rodata_sections(path: Path) -> list[tuple[int, bytes]]:
-    """The `.rodata` sections of an ELF file, with their offsets in it; a ValueError when
-    the file is no 64-bit little-endian ELF or is cut short."""
-    with path.open("rb") as handle:
-        head = handle.read(64)
-        if len(head) < 64 or head[:4] != _ELF_MAGIC or head[4] != 2 or head[5] != 1:
-            raise ValueError("not a 64-bit little-endian ELF file")
-        (shoff,) = struct.unpack_from("<Q", head, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
-        if shentsize != _SECTION.size or not 0 <= shstrndx < shnum:
-            raise ValueError("unexpected ELF section headers")
-        handle.seek(shoff)
-        table = handle.read(shentsize * shnum)
-        if len(table) < shentsize * shnum:
-            raise ValueError("ELF section headers cut short")
-        sections = [_SECTION.unpack_from(table, i * shentsize) for i in range(shnum)]
-        names = _read(handle, sections[shstrndx][4], sections[shstrndx][5])
-        found: list[tuple[int, bytes]] = []
-        for name_at, _, _, _, offset, size, *_ in sections:
-            name = names[name_at : names.find(b"\0", name_at)]
-            if name == b".rodata" or name.startswith(b".rodata."):
-                found.append((offset, _read(handle, offset, size)))
-    return found
-
-
-def _read(handle: BinaryIO, offset: int, size: int) -> bytes:
-    handle.seek(offset)
-    data: bytes = handle.read(size)
-    if len(data) < size:
-        raise ValueError("ELF section cut short")
-    return data
-
-
 def library_sites(path: Path) -> tuple[list[LiteralSite], Counter[str]]:
-    """The message literals of one compiled library, joined into templates; an unreadable
-    file gives none and one counted reason."""
+    """The message literals of one compiled library (its ELF file, or the read-only data the
+    release cache kept of it), joined into templates; an unreadable file gives none and one
+    counted reason."""
     try:
-        sections = rodata_sections(path)
+        sections = read_only_data(path)
     except (OSError, ValueError, struct.error):
         return [], Counter({UNREADABLE_LIBRARY: 1})
     sites: list[LiteralSite] = []
     skipped: Counter[str] = Counter()
     for base, data in sections:
         units = [(m.start(), m.group(1).decode()) for m in _UNIT_LITERAL.finditer(data)]
+        units += [
+            (m.start(), FOREIGN)
+            for m in _FOREIGN_UNIT.finditer(data)
+            if not _TORCH_TREE.search(m.group(1))
+        ]
+        units.sort()
         consumed = 0
         for head in _CANDIDATE.finditer(data):
             text = head.group().decode()
@@ -133,7 +117,7 @@ def library_sites(path: Path) -> tuple[list[LiteralSite], Counter[str]]:
                 following, after = _next_string(data, end)
                 if following is None or not following.startswith(_VALUE_AFTER):
                     break
-                if not _WORD.search(following):
+                if not _WORD.search(following) or not _continues(following):
                     break
                 pieces.append(following)
                 end = after
@@ -141,6 +125,8 @@ def library_sites(path: Path) -> tuple[list[LiteralSite], Counter[str]]:
             site = _site(pieces, head.start(), units)
             if site is None:
                 skipped["no literal text"] += 1
+            elif site.source_file == FOREIGN:
+                skipped[FOREIGN_LITERAL] += 1
             else:
                 sites.append(replace(site, offset=base + site.offset))
     return sites, skipped
@@ -159,6 +145,14 @@ def _next_string(data: bytes, end: int) -> tuple[str | None, int]:
     except UnicodeDecodeError:
         return None, start
     return (text if text.isprintable() else None), stop
+
+
+def _continues(following: str) -> bool:
+    """Whether a literal may be the rest of the message before it: not an internal assert's
+    own literal (`!x.empty() INTERNAL ASSERT FAILED at ...` begins like a continuation), nor
+    a file's path (older builds keep `../c10/core/MemoryFormat.h`, which begins with `.`)."""
+    is_path = "/" in following and " " not in following
+    return " INTERNAL ASSERT FAILED at " not in following and not is_path
 
 
 def _is_message(text: str) -> bool:
@@ -204,8 +198,9 @@ def _site(pieces: list[str], offset: int, units: list[tuple[int, str]]) -> Liter
 
 
 def _unit_at(units: list[tuple[int, str]], offset: int) -> str | None:
-    """The file of the nearest `__FILE__` literal before the offset: the strings of one
-    translation unit follow its file's literal. Checked against the internal asserts of
-    torch 2.13.0's libtorch_cpu.so, which name their own file: right for 4,060 of 4,262."""
+    """The file of the nearest `__FILE__` literal before the offset (FOREIGN: a library's
+    linked in): the strings of one translation unit follow its file's literal. Checked
+    against the internal asserts of torch 2.13.0's libtorch_cpu.so, which name their own
+    file: right for 4,060 of 4,262."""
     at = bisect_left(units, (offset, ""))
     return units[at - 1][1] if at else None

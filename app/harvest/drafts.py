@@ -46,6 +46,7 @@ finds it taken at every try while the batches follow one another (`bench/bench_s
 --sections writes`). About 4 s over a release's 160 transactions."""
 ORIGIN_PREFIX = "harvest:"
 NVIDIA_MISSING = "no NVIDIA package to read the error codes of"  # with the package's key
+BUILD_LIBRARIES_SKIPPED = "build libraries not read"  # with the download's reason
 T = TypeVar("T")
 
 
@@ -65,6 +66,8 @@ class Release:
     path_prefix: str
     label: str  # how locations name it: `vllm==0.33.0`, or `owner/name@ref` for a folder
     native_root: Path | None = None  # where its C++/CUDA source folders are, if anywhere
+    build_root: Path | None = None  # its build libraries' read-only data, if its project has any
+    build_skipped: str | None = None  # why they could not be had (harvest goes on without)
     # What is kept of the NVIDIA packages it requires (their key: the CUDA runtime, NCCL),
     # for their error codes; and why one its project reports the codes of is missing.
     nvidia: dict[str, Path] = field(default_factory=dict)
@@ -95,7 +98,8 @@ def resolve_release(
     passes down, unless it is the installed release of a project run as installed), an
     installed distribution, or a source folder. The repository comes from the release's
     metadata, else from the known upstream it belongs to (torch's older wheels name only
-    their web site)."""
+    their web site). With `releases`, a project's build libraries (torch's CUDA build) are
+    read from that cache too, for an installed release as for a downloaded one."""
     folder = Path(spec)
     if folder.is_dir():
         if not repo or not ref:
@@ -114,6 +118,7 @@ def resolve_release(
             native_root = releases.ensure_native(name, version, tuple(native))
         except release_errors.UpstreamError as error:
             raise ReleaseError(f"{spec}: {error}") from error
+        build_root, build_skipped = _build_libraries(releases, name, version)
         tag = ref or f"v{version}"
     else:
         try:
@@ -131,14 +136,41 @@ def resolve_release(
         version = distribution.version.split("+")[0]
         tag = ref or f"v{version}"
         native_root = root  # an installed wheel keeps its headers beside its Python
+        build_root, build_skipped = _build_libraries(releases, name, version)
     if not found:
         raise ReleaseError(f"{spec}: no GitHub repository in its metadata; pass --repo")
     prefix = upstreams.path_prefix(found)
     label = f"{name}=={version}"
     nvidia, missing = _nvidia_packages(found, name, version, releases)
     return Release(
-        spec, root, _package_dir(name), found, tag, prefix, label, native_root, nvidia, missing
+        spec,
+        root,
+        _package_dir(name),
+        found,
+        tag,
+        prefix,
+        label,
+        native_root,
+        build_root=build_root,
+        build_skipped=build_skipped,
+        nvidia=nvidia,
+        nvidia_missing=missing,
     )
+
+
+def _build_libraries(
+    releases: release_cache.Upstream | None, name: str, version: str
+) -> tuple[Path | None, str | None]:
+    """The release's build libraries' read-only data (torch's CUDA build: the messages only
+    it has), downloaded into the cache once, whichever wheel the Python sources came from;
+    or why there is none. A failed download costs the harvest those messages, never the
+    release."""
+    if releases is None:
+        return None, None
+    try:
+        return releases.ensure_build_libraries(name, version), None
+    except release_errors.UpstreamError as error:
+        return None, str(error)
 
 
 def _nvidia_packages(
@@ -165,9 +197,12 @@ def _nvidia_packages(
             missing[package.key] = "no upstream cache to fetch it into"
             continue
         try:
-            kept[package.key] = releases.ensure_nvidia(name, version, package)
+            folder = releases.ensure_nvidia(name, version, package)
         except release_errors.UpstreamError as error:
             missing[package.key] = str(error)
+            continue
+        if folder is not None:
+            kept[package.key] = folder
     return kept, missing
 
 
@@ -223,8 +258,11 @@ def extract_release(
         package_dir=release.package_dir,
         progress=progress,
         native_root=release.native_root,
+        build_root=release.build_root,
         nvidia=release.nvidia,
     )
+    if release.build_skipped:
+        result.skipped[f"{BUILD_LIBRARIES_SKIPPED}: {release.build_skipped}"] += 1
     for key in release.nvidia_missing:
         result.skipped[f"{NVIDIA_MISSING}: {key}"] += 1
     result.drafts = [replace(draft, site=None) for draft in result.drafts]

@@ -47,10 +47,11 @@ from app.harvest.sites import (
 )
 from app.upstreams import nvidia_packages
 from app.upstreams.base import CudaErrorReport, UpstreamProject
-from app.upstreams.elf import read_only_data
+from app.upstreams.elf import RODATA_SUFFIX, read_only_data
 
 SKIPPED_DIRS = frozenset({"test", "tests", "benchmarks"})
 IN_A_HEADER = "library literal of a header's check"  # drafted from the header instead
+IN_ANOTHER_LIBRARY = "library literal of an earlier library"  # drafted from that one
 
 
 def extract_raises(source: str, rel_path: str = "<unknown>") -> list[RaiseSite]:
@@ -71,6 +72,7 @@ def harvest_tree(
     package_dir: str | None = None,
     progress: ProgressCallback | None = None,
     native_root: Path | None = None,
+    build_root: Path | None = None,
     nvidia: Mapping[str, Path] | None = None,
 ) -> HarvestResult:
     """Draft records, with code context, for every raise site under `root/package_dir`.
@@ -82,9 +84,12 @@ def harvest_tree(
     callers and handlers are resolved over the whole release afterwards.
 
     The project's C++/CUDA folders under `native_root` (its `native_sources`) add their
-    native sites, each filed at the path the repository keeps it at; the error codes of
-    what is kept of the NVIDIA packages in `nvidia` (app/upstreams/nvidia_packages.py) one
-    draft per error code, where the project reports them (the CUDA runtime's, NCCL's).
+    native sites, each filed at the path the repository keeps it at, and its compiled
+    libraries there (`native_libraries`) their message literals; so do the read-only data of
+    its `build_libraries` the release cache kept under `build_root`
+    (`Upstream.ensure_build_libraries`), each filed under its library. What is kept of the
+    NVIDIA packages in `nvidia` (app/upstreams/nvidia_packages.py) adds one draft per error
+    code, where the project reports them (the CUDA runtime's, NCCL's).
     """
     stamp = DraftStamp(repo, ref, analyzed_at)
     paths = _python_files(root / package_dir if package_dir else root)
@@ -115,24 +120,47 @@ def harvest_tree(
         add_context(result.drafts, modules, classes.bases, stamp.repo, stamp.ref)
         project = upstreams.BY_REPO.get(repo)
         add_explanations(result.drafts, modules, project, stamp.repo, stamp.ref)
-    if native_root is not None and project is not None:
-        first_native = len(result.drafts)
+    if project is None:
+        return result
+    first_native = len(result.drafts)
+    libraries: list[tuple[Path, str]] = []
+    if native_root is not None:
         for folder, repo_folder in project.native_sources.items():
             _harvest_native(result, native_root, folder, repo_folder, stamp)
-        # A header's check is compiled into the libraries too: its record is the header's,
-        # which knows the file and line, so the library's copy of its text is left out.
-        known = "\0".join(d.record["errorMessage"] for d in result.drafts[first_native:])
-        for library in project.native_libraries:
-            if (native_root / library).is_file():
-                literals, skipped = library_sites(native_root / library)
-                kept = [site for site in literals if site.head not in known]
-                result.skipped.update(skipped)
-                result.skipped[IN_A_HEADER] += len(literals) - len(kept)
-                result.library_sites += len(kept)
-                result.drafts.extend(library_drafts(kept, library, stamp))
-    if project is not None:
-        _harvest_nvidia(result, nvidia or {}, project, native_root, stamp)
+        libraries += [(native_root / library, library) for library in project.native_libraries]
+    if build_root is not None:
+        libraries += [
+            (build_root / f"{library}{RODATA_SUFFIX}", library)
+            for library in project.build_libraries
+        ]
+    # A header's check is compiled into the libraries too: its record is the header's,
+    # which knows the file and line, so the library's copy of its text is left out.
+    known = "\0".join(d.record["errorMessage"] for d in result.drafts[first_native:])
+    _harvest_libraries(result, libraries, known, stamp)
+    _harvest_nvidia(result, nvidia or {}, project, native_root, stamp)
     return result
+
+
+def _harvest_libraries(
+    result: HarvestResult, libraries: list[tuple[Path, str]], known: str, stamp: DraftStamp
+) -> None:
+    """The message literals of each library present (its file, and the name its drafts file
+    it under) as drafts, but those of a header's check (in `known`) and those an earlier
+    library of the list gave: the installed build's libc10.so and the CUDA build's share most
+    of their messages, and one message is one draft, filed under the first library."""
+    drafted: set[str] = set()
+    for path, library in libraries:
+        if not path.is_file():
+            continue
+        literals, skipped = library_sites(path)
+        kept = [site for site in literals if site.head not in known]
+        fresh = [site for site in kept if site.message.template not in drafted]
+        drafted.update(site.message.template for site in fresh)
+        result.skipped.update(skipped)
+        result.skipped[IN_A_HEADER] += len(literals) - len(kept)
+        result.skipped[IN_ANOTHER_LIBRARY] += len(kept) - len(fresh)
+        result.library_sites += len(fresh)
+        result.drafts.extend(library_drafts(fresh, library, stamp))
 
 
 def _harvest_nvidia(

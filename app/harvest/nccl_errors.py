@@ -22,7 +22,10 @@ from app.upstreams.elf import Sections
 
 UNREADABLE_NCCL = "unreadable NCCL package"
 DEFAULT_CLASS = "torch.distributed.DistBackendError"
-_FIRST, _LAST = b"no error", b"unknown result code"
+_LAST = b"unknown result code"
+_WINDOW = 2048  # bytes either side of it that hold the texts
+_NAME_WORD = re.compile(r"[A-Z][a-z]*")
+_WORD = re.compile(r"[a-z]+")
 _ENUM = re.compile(r"typedef\s+enum\s*\{([^}]*)\}\s*ncclResult_t\s*;")
 _MEMBER = re.compile(r"(nccl\w+)\s*=\s*(\d+)")
 _COUNT = "ncclNumResults"
@@ -52,9 +55,9 @@ def nccl_results(header: str, sections: Sections) -> list[NcclResult]:
     count = members.pop(_COUNT, None)
     if count is None or sorted(members.values()) != list(range(count)):
         raise ValueError("nccl.h has no ncclResult_t enum numbered 0 to ncclNumResults")
-    texts = _texts(sections, count)
-    names = sorted(members, key=members.__getitem__)
-    return [NcclResult(code, names[code], texts[code]) for code in range(1, count)]
+    names = sorted(members, key=members.__getitem__)[1:]  # not ncclSuccess
+    texts = _texts(sections, names)
+    return [NcclResult(members[name], name, texts[name]) for name in names]
 
 
 def nccl_error_class(header: Path | None) -> str:
@@ -115,20 +118,25 @@ def nccl_error_drafts(
     return drafts
 
 
-def _texts(sections: Sections, count: int) -> list[str]:
-    """The run of `count` strings from `no error`, followed by `unknown result code`."""
+def _texts(sections: Sections, names: list[str]) -> dict[str, str]:
+    """Each code's text among the strings around `unknown result code` (the switch's
+    default): the one holding every word of the code's name but `nccl` and `error`, the
+    shortest where several do. The strings' order is the compiler's (NCCL 2.14's library
+    keeps them out of the code's order), their words are NCCL's own."""
     for _, data in sections:
-        start = data.find(b"\0" + _FIRST + b"\0") + 1
-        while start > 0:
-            strings = []
-            at = start
-            while len(strings) <= count:
-                end = data.find(b"\0", at)
-                strings.append(data[at:end])
-                at = end
-                while at < len(data) and data[at] == 0:
-                    at += 1
-            if strings[count] == _LAST:
-                return [text.decode("ascii", "replace") for text in strings[:count]]
-            start = data.find(b"\0" + _FIRST + b"\0", start) + 1
-    raise ValueError(f"no run of {count} NCCL result texts ending in {_LAST.decode()!r}")
+        anchor = data.find(b"\0" + _LAST + b"\0")
+        if anchor < 0:
+            continue
+        window = data[max(0, anchor - _WINDOW) : anchor + _WINDOW]
+        strings = [s.decode("ascii", "replace") for s in window.split(b"\0") if s]
+        found = {}
+        for name in names:
+            wanted = {w.lower() for w in _NAME_WORD.findall(name.removeprefix("nccl"))}
+            wanted -= {"error"}
+            fits = [s for s in strings if wanted <= set(_WORD.findall(s.lower()))]
+            if not wanted or not fits:
+                break
+            found[name] = min(fits, key=len)
+        else:
+            return found
+    raise ValueError(f"no NCCL result texts around {_LAST.decode()!r}")

@@ -73,6 +73,12 @@ def _harvest(engine: Engine, releases: Upstream, spec: str) -> None:
     )
 
 
+def _releases(settings: Settings) -> Upstream:
+    """The upstream cache harvest downloads into, with the build libraries the settings ask
+    for (ERRKB_CUDA_BUILD_LIBRARIES)."""
+    return Upstream(settings.cache_dir, build_libraries=settings.cuda_build_libraries)
+
+
 def _import_kept_runs(settings: Settings, engine: Engine) -> None:
     """The runs data/runs/ keeps of drafts a harvest just stored (verified generated
     reproducers, verified on the current releases): `errkb serve` imported the others before
@@ -114,7 +120,7 @@ def start_up(
         with startup_lock(engine):
             for spec in specs:
                 step = harvest_step(spec)
-                _harvest(engine, Upstream(settings.cache_dir), spec)
+                _harvest(engine, _releases(settings), spec)
                 readiness.done(step)
             _import_kept_runs(settings, engine)
             step = LOAD_INDEX
@@ -146,7 +152,7 @@ def harvest_older(
         readiness.background_step(step, running=True)
         try:
             with startup_lock(engine):
-                _harvest(engine, Upstream(settings.cache_dir), spec)
+                _harvest(engine, _releases(settings), spec)
         except Exception:  # reported, and the next release is still tried
             readiness.background_step(step, failed=True)
             log.exception("background step failed: %s", step)

@@ -92,6 +92,16 @@ class UpstreamProject:
     nccl_check: str | None = None
     """The file whose check reports a failed NCCL call with NCCL's own text for its result
     code; those codes are harvested from the NCCL its Linux wheel requires (None: none)."""
+    build_libraries: tuple[str, ...] = ()
+    """Compiled libraries (paths inside its wheel) whose message literals are harvested from
+    the release's wheel for `build_platform`, whatever is installed here: the build that
+    holds messages no other build has (torch's CUDA build: its caching allocator, NCCL,
+    cuDNN and the CUDA kernels' checks, which the CPU wheel installed here and the macOS wheel
+    older releases are read from lack). Only their read-only data is kept in the cache
+    (`Upstream.ensure_build_libraries`); ERRKB_CUDA_BUILD_LIBRARIES=false leaves them out."""
+    build_platform: re.Pattern[str] | None = None
+    """The platform tag of the wheel `build_libraries` are read from (any of its Python
+    tags: each carries the same libraries)."""
     checks: dict[str, str] = field(default_factory=dict)
     """Functions that raise when their condition is false: name -> exception class."""
     native_exceptions: dict[str, tuple[str, ...]] = field(default_factory=dict)

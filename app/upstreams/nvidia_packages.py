@@ -58,26 +58,25 @@ class NvidiaPackage:
     keep: Callable[[zipfile.ZipFile, Path], None]  # writes what is kept into the folder
 
 
-def _member(archive: zipfile.ZipFile, pattern: str) -> str:
+def _extract(archive: zipfile.ZipFile, pattern: str, target: Path) -> None:
+    """Stream the wheel's member whose name `pattern` finds into `target`."""
     found = next((n for n in archive.namelist() if re.search(pattern, n)), None)
     if found is None:
         raise UpstreamError(f"the wheel holds no file like {pattern!r}")
-    return found
+    with archive.open(found) as source, open(target, "wb") as sink:
+        shutil.copyfileobj(source, sink, _COPY_CHUNK)
 
 
 def _keep_runtime(archive: zipfile.ZipFile, into: Path) -> None:
-    (into / RUNTIME_HEADER).write_bytes(archive.read(_member(archive, r"/include/driver_types\.h$")))
-    with archive.open(_member(archive, r"/lib/libcudart\.so\.[\d.]+$")) as source:
-        with open(into / RUNTIME_LIBRARY, "wb") as target:
-            shutil.copyfileobj(source, target, _COPY_CHUNK)
+    _extract(archive, r"/include/driver_types\.h$", into / RUNTIME_HEADER)
+    _extract(archive, r"/lib/libcudart\.so\.[\d.]+$", into / RUNTIME_LIBRARY)
 
 
 def _keep_nccl(archive: zipfile.ZipFile, into: Path) -> None:
-    (into / NCCL_HEADER).write_bytes(archive.read(_member(archive, r"/include/nccl\.h$")))
+    """nccl.h, and the read-only data of the library (a few MB of its 250)."""
+    _extract(archive, r"/include/nccl\.h$", into / NCCL_HEADER)
     library = into / ".libnccl.so"
-    with archive.open(_member(archive, r"/lib/libnccl\.so\.[\d.]+$")) as source:
-        with open(library, "wb") as target:
-            shutil.copyfileobj(source, target, _COPY_CHUNK)
+    _extract(archive, r"/lib/libnccl\.so\.[\d.]+$", library)
     write_rodata(rodata_sections(library), into / NCCL_RODATA)
     library.unlink()
 

@@ -7,6 +7,7 @@ building anything: building an sdist would run upstream code here.
 
 import hashlib
 import re
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,6 +52,26 @@ def _sdist_name(name: str, version: str) -> str:
     return f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}.tar.gz"
 
 
+def _platform_wheel(
+    files: list[dict[str, Any]], name: str, version: str, platform: re.Pattern[str]
+) -> dict[str, Any] | None:
+    """The index entry of the release's wheel for a platform tag `platform` matches, this
+    interpreter's where there is one (any other CPython's carries the same libraries); a
+    wheel with a local version (`2.13.0+cpu`, another build) is never it."""
+    stem = re.sub(r"[-_.]+", "_", name).lower()
+    shape = re.compile(
+        rf"{re.escape(stem)}-{re.escape(version)}(?:-\d[^-]*)?-([^-]+)-[^-]+-([^-]+)\.whl"
+    )
+    ours = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    found: list[tuple[bool, str, dict[str, Any]]] = []
+    for entry in files:
+        filename = str(entry.get("filename", ""))
+        parts = shape.fullmatch(filename.lower())
+        if parts and any(platform.fullmatch(tag) for tag in parts.group(2).split(".")):
+            found.append((ours not in parts.group(1).split("."), filename, entry))
+    return min(found, key=lambda item: item[:2])[2] if found else None
+
+
 def _find_sdist(folder: Path, name: str, version: str) -> Path | None:
     path = folder / _sdist_name(name, version)
     return path if path.is_file() else None
@@ -78,6 +99,19 @@ def _index_url() -> str:
         found = []
     urls = [url for url in found if url.startswith(("https://", "http://"))]
     return (urls[-1] if urls else DEFAULT_INDEX).rstrip("/")
+
+
+def _index_files(session: Any, name: str) -> list[dict[str, Any]]:
+    """A project's files on the index pip is configured with, from its JSON API (PEP 691),
+    the way pip finds them."""
+    response = session.get(
+        f"{_index_url()}/{_normalized(name)}/",
+        headers={"Accept": SIMPLE_JSON},
+        timeout=INDEX_TIMEOUT_S,
+    )
+    response.raise_for_status()
+    files: list[dict[str, Any]] = response.json().get("files", [])
+    return files
 
 
 def _fetch(session: Any, entry: dict[str, Any], target: Path) -> Path:

@@ -17,12 +17,14 @@ the reproducer subprocesses, through `load_module`.
 import fcntl
 import importlib
 import importlib.metadata
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,21 +37,24 @@ from app.upstreams.distribution_metadata import github_repo_of, installed_versio
 from app.upstreams.environment_install import ENVIRONMENT_MANIFEST, _install_environment, _manifest
 from app.upstreams.module_loader import Stub, _empty_package, _stub_module
 from app.upstreams.package_index import (
-    INDEX_TIMEOUT_S,
     PIP_TIMEOUT_S,
-    SIMPLE_JSON,
     _fetch,
     _find_sdist,
     _find_wheel,
-    _index_url,
-    _normalized,
+    _index_files,
     _platform_options,
+    _platform_wheel,
     _quiet_pip,
     _release,
     _sdist_name,
 )
 from app.upstreams.release_errors import UpstreamError
-from app.upstreams.unpacking import _unpack_native, _unpack_sdist, _wanted
+from app.upstreams.unpacking import (
+    _keep_read_only_data,
+    _unpack_native,
+    _unpack_sdist,
+    _wanted,
+)
 
 if TYPE_CHECKING:
     from app.upstreams.imports import Needs
@@ -60,6 +65,7 @@ SDISTS_DIR = "sdists"
 UNPACKED_DIR = "unpacked"
 NATIVE_DIR = "native"  # a release's C++/CUDA sources, unpacked apart from its Python
 NVIDIA_DIR = "nvidia"  # what is kept of the NVIDIA packages a release requires
+LIBRARIES_DIR = "libraries"  # the read-only data of a release's build libraries
 ENVS_DIR = "envs"  # what a release's modules import at load, installed for its reproducers
 REQUIREMENTS_DIR = "requirements"  # wheels of requirements, read for the names they ship
 LOCKS_DIR = "locks"
@@ -76,8 +82,11 @@ class Upstream:
      points (create_app, the CLI, a reproducer script) instead of read from the settings here
     ."""
 
-    def __init__(self, cache_dir: Path) -> None:
+    def __init__(self, cache_dir: Path, *, build_libraries: bool = True) -> None:
         self.cache_dir = cache_dir.expanduser().resolve()
+        self.build_libraries = build_libraries
+        """Whether `ensure_build_libraries` and `ensure_nvidia` download
+        (ERRKB_CUDA_BUILD_LIBRARIES)."""
 
     def unpacked_dir(self, name: str, version: str) -> Path:
         """Where `ensure_unpacked` puts a release; its existence means the unpack finished."""
@@ -162,13 +171,7 @@ class Upstream:
         wanted = _sdist_name(name, version)
         try:
             with _quiet_pip(), PipSession() as session:
-                response = session.get(
-                    f"{_index_url()}/{_normalized(name)}/",
-                    headers={"Accept": SIMPLE_JSON},
-                    timeout=INDEX_TIMEOUT_S,
-                )
-                response.raise_for_status()
-                files = response.json().get("files", [])
+                files = _index_files(session, name)
                 entry = next((f for f in files if f.get("filename", "").lower() == wanted), None)
                 if entry is None:
                     return None
@@ -242,13 +245,78 @@ class Upstream:
 
     def ensure_nvidia(
         self, name: str, version: str, package: nvidia_packages.NvidiaPackage
-    ) -> Path:
+    ) -> Path | None:
         """A folder holding what harvest reads of the NVIDIA package (the CUDA runtime,
         NCCL) the release's Linux wheel requires (app/upstreams/nvidia_packages.py), fetched
-        once under the release's lock; an UpstreamError says why there is none."""
+        once under the release's lock; None when this cache downloads no part of the CUDA
+        build (ERRKB_CUDA_BUILD_LIBRARIES=false); an UpstreamError says why there is none."""
+        if not self.build_libraries:
+            return None
         target = self.cache_dir / NVIDIA_DIR / package.key / _release(name, version)
         with self._locked(name, version):
             return nvidia_packages.ensure_package(target, version, package)
+
+    def ensure_build_libraries(self, name: str, version: str) -> Path | None:
+        """Root of the read-only data of the release's `build_libraries` (its project's,
+        app/upstreams/base.py), each at `PATH.rodata` below it; None when the project names
+        none or this cache downloads none (ERRKB_CUDA_BUILD_LIBRARIES=false).
+
+        The wheel for the project's `build_platform` (torch's Linux CUDA build, 0.5-0.9 GB)
+        is fetched with pip's network session from the index's JSON API, its sha256 checked,
+        into a temporary folder beside the target; each library is streamed out of it in
+        turn and only its `.rodata` sections kept (30 MB of torch's 1.5 GB of libraries);
+        the wheel is deleted and the folder renamed when complete, under the release's lock,
+        so concurrent runs never see half of it. A library the wheel lacks (an older release
+        without it) is left out. A download or a wheel that cannot be read is an
+        UpstreamError with its reason, and nothing is kept.
+        """
+        project = upstreams.BY_PACKAGE.get(name)
+        if project is None or project.build_platform is None or not project.build_libraries:
+            return None
+        if not self.build_libraries:
+            return None
+        target = self.cache_dir / LIBRARIES_DIR / _release(name, version)
+        if target.is_dir():
+            return target
+        with self._locked(name, version):
+            if target.is_dir():
+                return target
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+            try:
+                wheel = self._download_platform_wheel(name, version, project.build_platform, tmp)
+                _keep_read_only_data(wheel, project.build_libraries, tmp)
+                wheel.unlink()
+                tmp.rename(target)
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+                raise UpstreamError(
+                    f"reading the libraries of {name}=={version}'s wheel failed: {exc}"
+                ) from exc
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        return target
+
+    def _download_platform_wheel(
+        self, name: str, version: str, platform: re.Pattern[str], into: Path
+    ) -> Path:
+        """The release's wheel for a platform tag `platform` matches, fetched into `into` (the
+        way `_download_sdist` fetches an sdist: `pip download` would take a wheel of
+        another build that pip's find-links hold, such as torch's `+cpu`)."""
+        with _quiet_pip():
+            from pip._internal.network.session import PipSession
+
+        try:
+            with _quiet_pip(), PipSession() as session:
+                entry = _platform_wheel(_index_files(session, name), name, version, platform)
+                if entry is None:
+                    raise UpstreamError(
+                        f"the index has no {platform.pattern} wheel of {name}=={version}"
+                    )
+                return _fetch(session, entry, into / entry["filename"])
+        except (OSError, ValueError) as exc:  # requests' errors are OSErrors; bad JSON ValueError
+            raise UpstreamError(
+                f"fetching the {platform.pattern} wheel of {name}=={version} failed: {exc}"
+            ) from exc
 
     def environment_dir(self, name: str, version: str) -> Path:
         """Where `ensure_environment` installs a release's requirements."""

@@ -3,6 +3,8 @@ as installed (taken from the installed distribution when it is that release, so 
 wheel is not downloaded again), then the last patch of every older 2.x minor in the
 background; its `torch._check*` functions raise when a condition fails."""
 
+import re
+
 from app.upstreams.base import CudaErrorReport, UpstreamProject, releases
 
 PROJECT = UpstreamProject(
@@ -17,11 +19,26 @@ PROJECT = UpstreamProject(
         "torch/include/torch/csrc": "torch/csrc",
         "torch/include/torch/headeronly": "torch/headeronly",
     },
-    # Its checks in .cpp/.cu files are only in these (the CUDA build's two where installed).
+    # Its checks in .cpp/.cu files are only in these: the installed build's (the CPU wheel's
+    # say what only a CPU build says, "Torch not compiled with CUDA enabled"), then the Linux
+    # CUDA wheel's, which every release has on the index and the CPU and macOS wheels lack
+    # the CUDA-only messages of (a message both give is drafted once, from the first).
     native_libraries=tuple(
         f"torch/lib/{name}.so"
         for name in ("libc10", "libtorch_cpu", "libtorch_python", "libc10_cuda", "libtorch_cuda")
     ),
+    build_libraries=tuple(
+        f"torch/lib/{name}.so"
+        for name in (
+            "libc10",
+            "libtorch_cpu",
+            "libtorch_python",
+            "libc10_cuda",
+            "libtorch_cuda",
+            "libtorch_cuda_linalg",  # cuSOLVER/MAGMA's linear algebra, loaded on first use
+        )
+    ),
+    build_platform=re.compile(r"manylinux\w*_x86_64"),  # manylinux1 for 2.0, 2_28 since
     # C10_CUDA_CHECK: `CUDA error: ` + cudaGetErrorString(code), an AcceleratorError since
     # 2.8 (torch/_C/__init__.pyi), a RuntimeError before.
     cuda_errors=CudaErrorReport(

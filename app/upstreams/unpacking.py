@@ -1,14 +1,19 @@
 """What the release cache unpacks of a release's archive: its Python sources and metadata, or
-its C++/CUDA sources apart, each member written alone on a path inside the target.
+its C++/CUDA sources apart, each member written alone on a path inside the target; or of a
+wheel of compiled libraries, only their read-only data.
 
 Compiled extensions, tests and data are most of an archive, and nothing that reads a release
 (a target module, the harvest of raise sites, the drift check) needs them.
 """
 
 import re
+import shutil
 import tarfile
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
+
+from app.upstreams.elf import RODATA_SUFFIX, rodata_sections, write_rodata
 
 # Top folders of an sdist that hold no part of the package: half of vLLM's Python files.
 SDIST_SKIPPED = frozenset({"tests", "benchmarks", "examples", "docs", "tools", ".buildkite"})
@@ -74,6 +79,33 @@ def _unpack_native(archive: Path, folders: tuple[str, ...], into: Path) -> None:
         for name in wheel.namelist():
             if wanted(name):
                 write(name, wheel.read(name))
+
+
+def _keep_read_only_data(wheel: Path, libraries: Iterable[str], into: Path) -> list[str]:
+    """The read-only data of each of `libraries` (paths inside the wheel) that the wheel
+    holds, kept at `into/PATH.rodata`; the libraries kept. Each library is streamed to a
+    file beside it (a section table lies at its end), read, and deleted: one library at a time
+    on the disk, never the whole wheel unpacked. A ValueError, zipfile.BadZipFile or OSError
+    says why a wheel or a library could not be read."""
+    kept: list[str] = []
+    with zipfile.ZipFile(wheel) as archive:
+        present = set(archive.namelist())
+        for member in libraries:
+            parts = member.split("/")
+            if member not in present or ".." in parts or member.startswith("/"):
+                continue
+            target = into / f"{member}{RODATA_SUFFIX}"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            library = target.with_name(f".{parts[-1]}.part")
+            try:
+                with archive.open(member) as source, library.open("wb") as copy:
+                    shutil.copyfileobj(source, copy, 1 << 20)
+                sections = rodata_sections(library)
+            finally:
+                library.unlink(missing_ok=True)
+            write_rodata(sections, target)
+            kept.append(member)
+    return kept
 
 
 def _wanted(member: str) -> bool:
