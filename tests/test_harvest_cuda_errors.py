@@ -3,8 +3,6 @@ its doc comments, and, from NVIDIA's wheels on the index, one record per error c
 torch reports it, matched before a generic `CUDA error: {err}` and explained in NVIDIA's
 words."""
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from app.upstreams import release_cache
 from app.upstreams.nvidia_packages import CUDA_RUNTIME, RELEASE_FILE
 from app.upstreams.nvidia_packages import RUNTIME_HEADER as HEADER
 from app.upstreams.nvidia_packages import RUNTIME_LIBRARY as LIBRARY
+from tests.helpers.libraries import build_library, torch_release_without_python
 from tests.helpers.matching import data_store
 
 CUDA_EXCEPTION = "c10/cuda/CUDAException.cpp"
@@ -84,15 +83,9 @@ TRACEBACK = (
 @pytest.fixture
 def runtime_folder(tmp_path: Path) -> Path:
     """A runtime folder whose library is a real shared object with the runtime's layout."""
-    if shutil.which("gcc") is None:
-        pytest.skip("no C compiler to build the library")
-    source = tmp_path / "table.c"
-    source.write_text(TABLE_C)
     folder = tmp_path / "runtime"
     folder.mkdir()
-    subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-O0", "-o", str(folder / LIBRARY), str(source)], check=True
-    )
+    build_library(folder, TABLE_C, LIBRARY)
     (folder / HEADER).write_text(HEADER_TEXT)
     (folder / RELEASE_FILE).write_text("nvidia-cuda-runtime==0.0.1\n")
     return folder
@@ -129,11 +122,7 @@ def test_a_library_that_is_not_elf_or_holds_no_table_is_a_value_error(
     library.write_bytes(data[:200])
     with pytest.raises(ValueError, match="section headers"):
         runtime_errors(runtime_folder)
-    (runtime_folder / "empty.c").write_text("int nothing(void) { return 0; }\n")
-    subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-o", str(library), str(runtime_folder / "empty.c")],
-        check=True,
-    )
+    build_library(runtime_folder, "int nothing(void) { return 0; }\n", LIBRARY)
     with pytest.raises(ValueError, match="no table"):
         runtime_errors(runtime_folder)
 
@@ -148,20 +137,8 @@ def test_an_unreadable_runtime_is_a_counted_reason_not_a_crash(
     assert result.skipped[cuda_errors.UNREADABLE_RUNTIME] == 1
 
 
-def _release(tmp_path: Path, runtime: Path | None, version: str = "2.13.0") -> drafts.Release:
-    """torch's release with no Python file and no native folder: its catalogue alone."""
-    root = tmp_path / "empty-release"
-    root.mkdir(exist_ok=True)
-    return drafts.Release(
-        f"torch=={version}",
-        root,
-        None,
-        "pytorch/pytorch",
-        f"v{version}",
-        "",
-        f"torch=={version}",
-        nvidia={CUDA_RUNTIME.key: runtime} if runtime else {},
-    )
+def _release(tmp_path: Path, runtime: Path, version: str = "2.13.0") -> drafts.Release:
+    return torch_release_without_python(tmp_path, {CUDA_RUNTIME.key: runtime}, version)
 
 
 @pytest.mark.network

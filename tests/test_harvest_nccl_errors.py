@@ -3,8 +3,6 @@ compiler's order, found by the words of each code's name), the class the release
 raises, and, from NVIDIA's wheels on the index, one record per code at torch's NCCL check,
 matched in a real torch NCCL error."""
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from app.records import service as records
 from app.upstreams import release_cache
 from app.upstreams.elf import read_only_data, rodata_sections, write_rodata
 from app.upstreams.nvidia_packages import NCCL, NCCL_HEADER, NCCL_RODATA, RELEASE_FILE
+from tests.helpers.libraries import build_library, torch_release_without_python
 from tests.helpers.matching import data_store
 
 NCCL_CHECK = "torch/csrc/distributed/c10d/NCCLUtils.hpp"
@@ -56,12 +55,7 @@ PASTE = (
 @pytest.fixture
 def nccl_folder(tmp_path: Path) -> Path:
     """What the cache keeps of an NCCL release, its library a real shared object."""
-    if shutil.which("gcc") is None:
-        pytest.skip("no C compiler to build the library")
-    source = tmp_path / "nccl.c"
-    source.write_text(LIBRARY_C)
-    library = tmp_path / "libnccl.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(library), str(source)], check=True)
+    library = build_library(tmp_path, LIBRARY_C, "libnccl.so")
     folder = tmp_path / "nccl"
     folder.mkdir()
     write_rodata(rodata_sections(library), folder / NCCL_RODATA)
@@ -100,18 +94,7 @@ def test_a_header_or_library_without_the_codes_is_a_value_error(nccl_folder: Pat
 
 def test_an_unreadable_package_is_a_counted_reason(nccl_folder: Path, tmp_path: Path) -> None:
     (nccl_folder / NCCL_RODATA).write_bytes(b"neither ELF nor kept data")
-    root = tmp_path / "empty-release"
-    root.mkdir()
-    release = drafts.Release(
-        "torch==2.13.0",
-        root,
-        None,
-        "pytorch/pytorch",
-        "v2.13.0",
-        "",
-        "torch==2.13.0",
-        nvidia={NCCL.key: nccl_folder},
-    )
+    release = torch_release_without_python(tmp_path, {NCCL.key: nccl_folder})
     result = drafts.extract_release(release).result
     assert result.nvidia_errors == 0
     assert result.skipped[UNREADABLE_NCCL] == 1
@@ -148,20 +131,8 @@ def test_torch_2_13_gets_a_record_per_nccl_code_that_a_real_error_matches(
         )
         is None
     )
-    root = tmp_path / "empty-release"
-    root.mkdir()
-    installed = Path(__import__("torch").__file__).parent.parent
-    release = drafts.Release(
-        "torch==2.13.0",
-        root,
-        None,
-        "pytorch/pytorch",
-        "v2.13.0",
-        "",
-        "torch==2.13.0",
-        installed,  # the installed wheel's headers: the check's class
-        nvidia={NCCL.key: folder},
-    )
+    installed = Path(__import__("torch").__file__).parent.parent  # its headers: the class
+    release = torch_release_without_python(tmp_path, {NCCL.key: folder}, native_root=installed)
     with data_store(settings) as (session, matcher):
         result, _ = drafts.harvest_release(session, release)
         codes = {d.record["errorCode"]: d.record for d in result.drafts if d.record["errorCode"]}

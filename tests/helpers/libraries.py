@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from app.harvest import drafts
+
 # aten/src/ATen/core/adaption.cpp's device check is `c10::str("Expected all tensors ... but
 # got ", arg, " is on ", ...)`; the assert names its own file and line.
 UNIT = r"""
@@ -99,3 +101,19 @@ def package_index(project: str, wheels: list[Path]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def torch_release_without_python(
+    tmp_path: Path,
+    nvidia: dict[str, Path],
+    version: str = "2.13.0",
+    native_root: Path | None = None,
+) -> drafts.Release:
+    """torch's release with no Python file: what these NVIDIA packages (and the headers
+    under `native_root`) give alone."""
+    root = tmp_path / "release-without-python"
+    root.mkdir(exist_ok=True)
+    spec = f"torch=={version}"
+    return drafts.Release(
+        spec, root, None, "pytorch/pytorch", f"v{version}", "", spec, native_root, nvidia=nvidia
+    )
