@@ -26,13 +26,12 @@ from pathlib import Path
 from app.harvest.messages import parts_message
 from app.harvest.site_records import DraftStamp, catalogue_draft
 from app.harvest.sites import Draft
+from app.upstreams.elf import section_bytes, section_table
 from app.upstreams.nvidia_packages import RUNTIME_HEADER as HEADER
 from app.upstreams.nvidia_packages import RUNTIME_LIBRARY as LIBRARY
 from app.upstreams.nvidia_packages import package_release
 
 UNREADABLE_RUNTIME = "unreadable CUDA runtime"
-_ELF_MAGIC = b"\x7fELF"
-_SECTION = struct.Struct("<IIQQQQIIQQ")  # name, type, flags, addr, offset, size, ...
 _RELA = struct.Struct("<QQq")  # offset, info, addend
 _RELATIVE = 8  # R_X86_64_RELATIVE
 _POINTER = 8
@@ -59,7 +58,7 @@ def runtime_errors(folder: Path) -> list[CudaError]:
     """The runtime's error codes (not `cudaSuccess`), in code order; a ValueError when the
     library is no 64-bit little-endian ELF or holds no such table."""
     documented = _documented((folder / HEADER).read_text(errors="replace"))
-    rows = _table((folder / LIBRARY).read_bytes())
+    rows = _table(folder / LIBRARY)
     if not rows:
         raise ValueError(f"{LIBRARY} holds no table of error strings")
     errors = []
@@ -127,49 +126,39 @@ def _documented(header: str) -> dict[str, tuple[str, int, bool]]:
     return found
 
 
-def _table(data: bytes) -> list[tuple[int, str, str]]:
+def _table(library: Path) -> list[tuple[int, str, str]]:
     """The `{code, name, text}` rows of the library's relocated data."""
-    if data[:4] != _ELF_MAGIC or data[4] != 2 or data[5] != 1:
-        raise ValueError(f"{LIBRARY} is not a 64-bit little-endian ELF file")
-    (table_at,) = struct.unpack_from("<Q", data, 0x28)
-    entry_size, count, names_index = struct.unpack_from("<HHH", data, 0x3A)
-    if entry_size != _SECTION.size or len(data) < table_at + entry_size * count:
-        raise ValueError(f"{LIBRARY}: unexpected ELF section headers")
-    sections = [_SECTION.unpack_from(data, table_at + i * entry_size) for i in range(count)]
-    names_at = sections[names_index][4]
-
-    def named(wanted: bytes) -> tuple[int, int, int] | None:
-        for name, _, _, address, offset, size, *_ in sections:
-            if data[names_at + name : data.index(b"\0", names_at + name)] == wanted:
-                return address, offset, size
-        return None
-
-    relocations, strings = named(b".rela.dyn"), named(b".rodata")
-    rows_in = named(b".data.rel.ro")
-    if relocations is None or strings is None or rows_in is None:
-        return []
+    with library.open("rb") as handle:
+        sections = section_table(handle)
+        relocations = sections.get(b".rela.dyn")
+        strings = sections.get(b".rodata")
+        rows_in = sections.get(b".data.rel.ro")
+        if relocations is None or strings is None or rows_in is None:
+            return []
+        table = section_bytes(handle, relocations)
+        text = section_bytes(handle, strings)
+        rows = section_bytes(handle, rows_in)
     pointers = {}
-    _, at, size = relocations
-    for index in range(size // _RELA.size):
-        where, info, addend = _RELA.unpack_from(data, at + index * _RELA.size)
+    for index in range(len(table) // _RELA.size):
+        where, info, addend = _RELA.unpack_from(table, index * _RELA.size)
         if info & 0xFFFFFFFF == _RELATIVE:
             pointers[where] = addend
 
     def string(address: int | None) -> str | None:
-        start = strings[1] + (address or 0) - strings[0]
-        if address is None or not strings[1] <= start < strings[1] + strings[2]:
+        at = (address or 0) - strings.address
+        if address is None or not 0 <= at < len(text):
             return None
-        return data[start : data.index(b"\0", start)].decode("ascii", "replace")
+        return text[at : text.index(b"\0", at)].decode("ascii", "replace")
 
-    rows = []
+    found = []
     for where, address in pointers.items():
         name = string(address)
-        text = string(pointers.get(where + _POINTER))
-        code_at = rows_in[1] + where - _POINTER - rows_in[0]
-        if name is None or text is None or not _CODE_NAME.fullmatch(name):
+        message = string(pointers.get(where + _POINTER))
+        code_at = where - _POINTER - rows_in.address
+        if name is None or message is None or not _CODE_NAME.fullmatch(name):
             continue
-        if not rows_in[1] <= code_at < rows_in[1] + rows_in[2]:
+        if not 0 <= code_at <= len(rows) - 4:
             continue
-        (code,) = struct.unpack_from("<i", data, code_at)
-        rows.append((code, name, text))
-    return rows
+        (code,) = struct.unpack_from("<i", rows, code_at)
+        found.append((code, name, message))
+    return found

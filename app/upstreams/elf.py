@@ -14,6 +14,7 @@ ValueError with its reason.
 
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -27,29 +28,52 @@ _SECTION = struct.Struct("<IIQQQQIIQQ")
 _DUMPED = struct.Struct("<QQ")  # a kept section's offset and size
 
 
+@dataclass(frozen=True)
+class Section:
+    """One section of an ELF file: where it is loaded and where it lies in the file."""
+
+    address: int
+    offset: int
+    size: int
+
+
+def section_table(handle: BinaryIO) -> dict[bytes, Section]:
+    """The sections of an open ELF file by name; a ValueError when it is no 64-bit
+    little-endian ELF or its section headers are cut short."""
+    handle.seek(0)
+    head = handle.read(64)
+    if len(head) < 64 or head[:4] != _ELF_MAGIC or head[4] != 2 or head[5] != 1:
+        raise ValueError("not a 64-bit little-endian ELF file")
+    (shoff,) = struct.unpack_from("<Q", head, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+    if shentsize != _SECTION.size or not 0 <= shstrndx < shnum:
+        raise ValueError("unexpected ELF section headers")
+    handle.seek(shoff)
+    table = handle.read(shentsize * shnum)
+    if len(table) < shentsize * shnum:
+        raise ValueError("ELF section headers cut short")
+    sections = [_SECTION.unpack_from(table, i * shentsize) for i in range(shnum)]
+    names = _read(handle, sections[shstrndx][4], sections[shstrndx][5])
+    return {
+        names[name_at : names.find(b"\0", name_at)]: Section(address, offset, size)
+        for name_at, _, _, address, offset, size, *_ in sections
+    }
+
+
+def section_bytes(handle: BinaryIO, section: Section) -> bytes:
+    """A section's bytes; a ValueError when the file is cut short."""
+    return _read(handle, section.offset, section.size)
+
+
 def rodata_sections(path: Path) -> Sections:
     """The `.rodata` sections of an ELF file, with their offsets in it; a ValueError when
     the file is no 64-bit little-endian ELF or is cut short."""
     with path.open("rb") as handle:
-        head = handle.read(64)
-        if len(head) < 64 or head[:4] != _ELF_MAGIC or head[4] != 2 or head[5] != 1:
-            raise ValueError("not a 64-bit little-endian ELF file")
-        (shoff,) = struct.unpack_from("<Q", head, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
-        if shentsize != _SECTION.size or not 0 <= shstrndx < shnum:
-            raise ValueError("unexpected ELF section headers")
-        handle.seek(shoff)
-        table = handle.read(shentsize * shnum)
-        if len(table) < shentsize * shnum:
-            raise ValueError("ELF section headers cut short")
-        sections = [_SECTION.unpack_from(table, i * shentsize) for i in range(shnum)]
-        names = _read(handle, sections[shstrndx][4], sections[shstrndx][5])
-        found: Sections = []
-        for name_at, _, _, _, offset, size, *_ in sections:
-            name = names[name_at : names.find(b"\0", name_at)]
-            if name == b".rodata" or name.startswith(b".rodata."):
-                found.append((offset, _read(handle, offset, size)))
-    return found
+        return [
+            (section.offset, section_bytes(handle, section))
+            for name, section in section_table(handle).items()
+            if name == b".rodata" or name.startswith(b".rodata.")
+        ]
 
 
 def _read(handle: BinaryIO, offset: int, size: int) -> bytes:
