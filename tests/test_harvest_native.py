@@ -2,6 +2,7 @@
 locations and history as Python raise sites."""
 
 import io
+import re
 import shutil
 import tarfile
 import zipfile
@@ -290,3 +291,37 @@ def test_the_installed_torch_headers_are_filed_where_the_repository_keeps_them(
     assert found[0]["githubUrl"].startswith(
         "https://github.com/pytorch/pytorch/blob/v2.13.0/aten/src/ATen/native/layer_norm.h#L"
     )
+
+
+def test_a_check_with_a_class_names_it_and_a_macros_own_details_may_be_missing() -> None:
+    # ATen/cuda/Exceptions.h's AT_CUDNN_CHECK, as torch 2.13.0's headers have it.
+    source = (
+        "#define AT_CUDNN_CHECK(EXPR, ...)                          \\\n"
+        "  do {                                                     \\\n"
+        "    cudnnStatus_t status = EXPR;                           \\\n"
+        "    if (status != CUDNN_STATUS_SUCCESS) {                  \\\n"
+        "        TORCH_CHECK_WITH(CuDNNError, false,                \\\n"
+        '            "cuDNN error: ",                               \\\n'
+        "            cudnnGetErrorString(status),                   \\\n"
+        '            ". This error may appear if you passed in a non-contiguous input.",'
+        " ##__VA_ARGS__); \\\n"
+        "    }                                                      \\\n"
+        "  } while (0)\n"
+        'void f() { TORCH_CHECK_WITH(DistBackendError, ok, "collective ", name, " failed"); }\n'
+        'void g() { TORCH_CHECK_WITH(UnknownError, ok, "a class c10 does not have"); }\n'
+    )
+    sites, skipped = native_sites(source)
+    cudnn, collective = sites
+    assert cudnn.error_class == "RuntimeError"  # c10's CuDNNError is a c10::Error
+    assert cudnn.message.template == (
+        "cuDNN error: {cudnnGetErrorString_status}. This error may appear if you passed in a "
+        "non-contiguous input.{details}"
+    )
+    pattern = re.compile(cudnn.message.pattern)
+    bare = "cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a "
+    assert pattern.fullmatch(bare + "non-contiguous input.")
+    assert pattern.fullmatch(bare + "non-contiguous input. Shapes: [2, 3]")
+    assert collective.error_class == "torch.distributed.DistBackendError"
+    assert collective.guard == "ok"
+    assert collective.message.template == "collective {name} failed"
+    assert skipped[SkipReason.DYNAMIC_CLASS] == 1

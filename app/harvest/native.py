@@ -3,14 +3,15 @@
 A native site is one `TORCH_CHECK(cond, "a ", x, " b")` (or one of its friends) in a `.cpp`,
 `.cu`, `.cuh` or `.h` file: c10 joins the message's pieces with `c10::str`, so literals are
 text and every other argument a value (`a {x} b`, named after its expression as Python sites
-are). The macro says which class Python users see (`TORCH_CHECK_VALUE` -> ValueError). Sites
+are). The macro says which class Python users see (`TORCH_CHECK_VALUE` -> ValueError;
+`TORCH_CHECK_WITH(CuDNNError, cond, ...)` and `C10_THROW_ERROR` name c10's class). Sites
 become drafts through the same rendering as Python ones (app/harvest/site_records.py), so a native
 site has one record, with its locations in every release, exactly like a `raise`.
 
 The reading is lexical, not a compiler's: comments are blanked, string and character literals
 kept whole, arguments split at top-level commas. A site inside a `#define` keeps `#x` (the
-macro's stringized argument) as a value; the definitions of the check macros themselves are
-not sites.
+macro's stringized argument) as a value, and its `__VA_ARGS__` as details its uses may add or
+leave out; the definitions of the check macros themselves are not sites.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from app.harvest.message_pieces import Field, Parts
+from app.harvest.message_pieces import Field, Maybe, Part, Parts
 from app.harvest.messages import parts_message
 from app.harvest.sites import RaiseSite, SkipReason
 from app.upstreams.unpacking import NATIVE_SUFFIXES
@@ -67,8 +68,11 @@ C10_CLASSES = {
     "DistNetworkError": "torch.distributed.DistNetworkError",
     "EnforceFiniteError": RUNTIME_ERROR,
     "OnnxfiBackendSystemError": RUNTIME_ERROR,
+    "CuDNNError": RUNTIME_ERROR,  # ATen/cuda/Exceptions.h's, a c10::Error
 }
-ALL_MACROS = (*CHECK_CLASSES, *MESSAGE_ONLY, "C10_THROW_ERROR", "CUDA_KERNEL_ASSERT")
+# `TORCH_CHECK_WITH(ErrorType, cond, "a ", x)`: a check that throws one of c10's classes.
+CHECK_WITH = "TORCH_CHECK_WITH"
+ALL_MACROS = (*CHECK_CLASSES, *MESSAGE_ONLY, CHECK_WITH, "C10_THROW_ERROR", "CUDA_KERNEL_ASSERT")
 # Every macro's name holds one of these: a file without any has no site and is not lexed.
 _MACRO_BYTES = (
     b"TORCH_CHECK",
@@ -158,7 +162,8 @@ def native_sites(source: str) -> tuple[list[RaiseSite], Counter[str]]:
             skipped[SkipReason.UNPARSABLE_FILE] += 1
             continue
         macro = found.group(1)
-        if args and _squash(args[0]) in _define_parameters(code, starts, start):
+        condition = args[1] if macro == CHECK_WITH and len(args) > 1 else (args or [""])[0]
+        if _squash(condition) in _define_parameters(code, starts, start):
             continue  # a macro that forwards its own condition: its uses are the sites
         error_class, kind, level, parts = _message_parts(macro, args)
         if parts is None:
@@ -170,7 +175,8 @@ def native_sites(source: str) -> tuple[list[RaiseSite], Counter[str]]:
         if message is None:
             skipped[skip or SkipReason.NO_MESSAGE] += 1
             continue
-        guard = _squash(args[0]) if macro in CHECK_CLASSES and args else None
+        checks = macro in CHECK_CLASSES or macro == CHECK_WITH
+        guard = _squash(condition) if checks and condition else None
         sites.append(
             RaiseSite(
                 line=line,
@@ -204,6 +210,13 @@ def _message_parts(macro: str, args: list[str]) -> tuple[str | None, str, str | 
     if macro == "C10_THROW_ERROR":
         error_class = C10_CLASSES.get(args[0].strip().rpartition("::")[2]) if args else None
         return error_class, "check", None, _pieces(args[1:]) if error_class else None
+    if macro == CHECK_WITH:
+        error_class = C10_CLASSES.get(args[0].strip().rpartition("::")[2]) if args else None
+        cond = _squash(args[1]) if len(args) > 1 else ""
+        message = _pieces(args[2:])
+        if error_class is None:
+            return None, "check", None, None
+        return error_class, "check", None, message or (f"Expected {cond}{NO_MESSAGE_TAIL}",)
     if macro == "CUDA_KERNEL_ASSERT":
         # What the device prints: `file:line: kernel: block: [..], thread: [..] Assertion
         # `cond` failed.`; the assertion and its condition are the words that identify it.
@@ -231,13 +244,15 @@ def _message_parts(macro: str, args: list[str]) -> tuple[str | None, str, str | 
 
 def _pieces(args: list[str]) -> Parts:
     """`"a ", x, " b"` -> ("a ", Field("x"), " b"): what `c10::str` joins."""
-    parts: list[str | Field] = []
+    parts: list[Part] = []
     for arg in args:
         for operand in _operands(arg):
             text = _literal(operand)
             if text is None:
-                hint = _squash(operand).removeprefix("#").strip().replace("this->", "")
-                parts.append(Field("details" if hint == "__VA_ARGS__" else hint))
+                hint = _squash(operand).lstrip("#").strip().replace("this->", "")
+                # A macro's own `__VA_ARGS__`: the details its uses may add, or none.
+                vararg = hint == "__VA_ARGS__"
+                parts.append(Maybe((Field("details"),)) if vararg else Field(hint))
             elif parts and isinstance(parts[-1], str):
                 parts[-1] += text
             elif text:
