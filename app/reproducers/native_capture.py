@@ -321,15 +321,15 @@ TRIGGERS: tuple[Trigger, ...] = (
         "aten/src/ATen/TensorIterator.cpp",
         native=True,
     ),
-    # check_indices_on_cpu_or_selfdevice, TORCH_CHECK_INDEX (IndexError) in the index meta
-    # function; the literal is in libtorch_cpu.so but its file could not be read here (no
-    # 2.13 source): left to the GPU run's location.
+    # check_indices_on_cpu_or_selfdevice, a plain TORCH_CHECK called by the index meta
+    # function: a stored copy of aten/src/ATen/native/TensorAdvancedIndexing.cpp holds it
+    # together with make_index_put_iterator, which is located in that file on CPU here.
     Trigger(
         "indices_on_other_device",
         _index_cpu_tensor_with_cuda_ids,
-        "IndexError",
+        "RuntimeError",
         "indices should be either on cpu or on the same device as the indexed tensor (cpu)",
-        None,
+        "aten/src/ATen/native/TensorAdvancedIndexing.cpp",
         native=True,
     ),
     # A kernel's assert is reported at the next CUDA call by torch's CUDA check
@@ -371,14 +371,14 @@ TRIGGERS: tuple[Trigger, ...] = (
         native=True,
         env=(("CUDA_VISIBLE_DEVICES", ""),),
     ),
-    # CUDAAllocatorConfig::parseArgs: "Unrecognized key '...' in CUDA allocator config."; the
-    # device-independent c10/core/AllocatorConfig.cpp says "in Accelerator allocator config"
-    # (its literal is in libc10.so) and lets other keys through (checked on CPU here), so
-    # the CUDA wording is c10/cuda/CUDAAllocatorConfig.cpp's (a CUDA-only library).
+    # CUDAAllocatorConfig::parseArgs, TORCH_CHECK_VALUE (ValueError) "Unrecognized key '...'
+    # in CUDA allocator config." in a stored copy of c10/cuda/CUDAAllocatorConfig.cpp of
+    # the AllocatorConfig era (2.9 on); the device-independent c10/core/AllocatorConfig.cpp
+    # says "in Accelerator allocator config" and lets other keys through (checked on CPU).
     Trigger(
         "allocator_config_unknown_key",
         _allocator_config_typo,
-        "RuntimeError",
+        "ValueError",
         "Unrecognized key 'expandable_segment' in CUDA allocator config",
         "c10/cuda/CUDAAllocatorConfig.cpp",
         native=True,
@@ -394,8 +394,9 @@ TRIGGERS: tuple[Trigger, ...] = (
         None,
         native=True,
     ),
-    # cuBLAS's mm checks the dtypes itself (the CPU's says "expected m1 and m2", in
-    # LinearAlgebra.cpp): aten/src/ATen/native/cuda/Blas.cpp, not readable here (CUDA-only).
+    # CUDA's addmm checks the dtypes itself (the CPU's says "expected m1 and m2", located in
+    # LinearAlgebra.cpp here): aten/src/ATen/native/cuda/Blas.cpp, as the real paste
+    # torch-h038 found in its release's source; CUDA-only, the GPU run's location confirms.
     Trigger(
         "mm_dtype_mismatch",
         _mm_half_with_bfloat16,
@@ -435,14 +436,15 @@ TRIGGERS: tuple[Trigger, ...] = (
         "aten/src/ATen/native/Memory.cpp",
         native=True,
     ),
-    # The CUDA dispatcher of scaled_dot_product_attention; the CPU one (sdp_utils_cpp.cpp,
-    # whose literal has two spaces) is not this one. Not readable here: the GPU run says.
+    # select_sdp_backend of CUDA's scaled_dot_product_attention: the real paste torch-h037
+    # names aten/src/ATen/native/transformers/cuda/sdp_utils.cpp; the CPU one
+    # (sdp_utils_cpp.cpp, its literal with two spaces) is not this one. The GPU run confirms.
     Trigger(
         "sdpa_no_available_kernel",
         _flash_attention_in_float32,
         "RuntimeError",
         "No available kernel",
-        None,
+        "aten/src/ATen/native/transformers/cuda/sdp_utils.cpp",
         native=True,
     ),
     # make_index_put_iterator: located on CPU here, "Exception raised from
@@ -457,7 +459,8 @@ TRIGGERS: tuple[Trigger, ...] = (
         devices=("cuda", "cpu"),
     ),
     # The caching allocator's OOM report (TORCH_CHECK_WITH(OutOfMemoryError, ...)) in
-    # c10/cuda/CUDACachingAllocator.cpp; CUDA-only, the GPU run's location confirms it.
+    # c10/cuda/CUDACachingAllocator.cpp, as the real pastes torch-h020..h022 found;
+    # CUDA-only, the GPU run's location confirms it.
     Trigger(
         "cuda_out_of_memory",
         _allocation_past_the_gpu,
@@ -507,14 +510,16 @@ TRIGGERS: tuple[Trigger, ...] = (
         native=True,
         env=(("NCCL_SOCKET_IFNAME", "errkb-no-such-interface"),),
     ),
-    # cublasCreate fails when the GPU is full (torch's workspace is allocated after it); the
-    # CUDA BLAS check is a macro, its file the caller's: left to the GPU run's location.
+    # cublasCreate fails when the GPU is full (torch's workspace is allocated after it):
+    # TORCH_CUDABLAS_CHECK around it in aten/src/ATen/cuda/CublasHandlePool.cpp, as the real
+    # pastes torch-h035 and h050 (`when calling cublasCreate(handle)`) found. Best effort:
+    # cuBLAS may find the few MiB left, or torch's workspace may fail first (an OOM).
     Trigger(
         "cublas_handle_without_memory",
         _matmul_with_gpu_memory_full,
         "RuntimeError",
         "CUBLAS_STATUS_",
-        None,
+        "aten/src/ATen/cuda/CublasHandlePool.cpp",
         native=True,
     ),
 )
