@@ -31,7 +31,7 @@ def cases(folder: Path) -> dict[str, dict[str, Any]]:
 def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One capture of every CPU-capable trigger (a fresh interpreter each, importing torch)."""
     out = tmp_path_factory.mktemp("cpu-pastes")
-    assert native_capture.main(["--out", str(out), "--device", "cpu"]) == 0
+    assert native_capture.main(["--out", str(out), "--device", "cpu", "--jobs", "2"]) == 0
     return out
 
 
@@ -81,7 +81,7 @@ def test_a_trigger_that_raises_nothing_or_another_error_is_written_with_its_prob
 ) -> None:
     """On CPU the device-mismatch trigger has one device and raises nothing; pinning a
     tensor where no accelerator is raises, but not the declared message."""
-    named = ["--trigger", "device_mismatch_mm", "--trigger", "pin_cuda_tensor"]
+    named = ["--trigger", "device_mismatch_mm", "--trigger", "pin_cuda_tensor", "--jobs", "2"]
     assert native_capture.main(["--out", str(tmp_path), "--device", "cpu", *named]) == 1
     found = {case["source"].split(":")[1].split("@")[0]: case for case in cases(tmp_path).values()}
     assert found["device_mismatch_mm"]["captureProblem"] == "raised nothing"

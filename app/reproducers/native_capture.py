@@ -1,6 +1,6 @@
 """Trigger torch's native errors on the machine at hand and keep each traceback as it was
 printed: `python3 -m app.reproducers.native_capture --out DIR [--device cuda|cpu]
-[--trigger NAME]... [--timeout S]`.
+[--trigger NAME]... [--timeout S] [--jobs N]`.
 
 Real pastes of CUDA errors are what errkb must answer, and the ones collected from threads
 come from older releases and other GPUs. This makes them on a GPU machine from the torch it
@@ -13,15 +13,15 @@ standard library only; torch is imported inside the triggers.
 
 Each trigger runs in a fresh interpreter of its own (a device-side assert poisons the CUDA
 context; `No CUDA GPUs are available` needs `CUDA_VISIBLE_DEVICES` empty before torch
-starts), with a time limit, stdout and stderr together as a terminal shows them (a kernel's
-assertion lines are printed on stdout). A native error is then triggered once more with
+starts), `--jobs` of them at a time (the one that fills the GPU alone, last), with a time
+limit, stdout and stderr together as a terminal shows them (a kernel's assertion lines are
+printed on stdout). A native error is then triggered once more with
 `TORCH_SHOW_CPP_STACKTRACES=1`, whose "Exception raised from F at FILE:LINE" names the file
 that raised it in this very build: a declared file that disagrees is reported, an unknown
 one is filled from it. A trigger that raises nothing, another class, or a message without
 its fragment is still written, with `captureProblem` saying so, and listed in
 `summary.jsonl`; nothing is dropped. `--device cpu` runs only the triggers that raise on
-CPU; `--trigger NAME` runs the triggers named, on the device given, whatever it is.
-"""
+CPU; `--trigger NAME` runs the triggers named, on the device given, whatever it is."""
 
 import argparse
 import json
@@ -30,12 +30,14 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]  # the working tree: app/ is one of its folders
 SUMMARY = "summary.jsonl"
+JOBS = 4  # triggers at a time: a GPU machine has 16 cores and minutes, not hours
 TIMEOUT_S = 60  # a trigger takes seconds (filling a GPU too); a hang is cut, not waited out
 TRACEBACK = "Traceback (most recent call last):"
 # The source location c10::Error keeps, printed with TORCH_SHOW_CPP_STACKTRACES=1.
@@ -52,7 +54,8 @@ class Trigger:
     `raising_file` is the file in pytorch/pytorch that raises the message (a Python file
     relative to the torch package for a Python raise), `None` when it could not be verified
     from the source; `devices` are those it raises on (a capture runs those of its device
-    unless triggers are named); `env` is set before torch starts."""
+    unless triggers are named); `env` is set before torch starts; `alone` for one that
+    takes the whole GPU."""
 
     name: str
     run: Callable[[str], None]
@@ -62,6 +65,7 @@ class Trigger:
     native: bool
     devices: tuple[str, ...] = ("cuda",)
     env: tuple[tuple[str, str], ...] = ()
+    alone: bool = False  # it takes the whole GPU: run after the others, by itself
 
 
 # --- the triggers: each imports torch itself -------------------------------------------------
@@ -384,14 +388,15 @@ TRIGGERS: tuple[Trigger, ...] = (
         native=True,
         env=(("PYTORCH_CUDA_ALLOC_CONF", "expandable_segment:True"),),
     ),
-    # ProcessGroup::getBackend: the literal sits among ProcessGroup.cpp/.hpp's strings in
-    # libtorch_cpu.so, which of the two not decided here: left to the GPU run's location.
+    # ProcessGroup::getBackend, TORCH_CHECK(false, ...) when no backend serves the device:
+    # defined beside ProcessGroup's constructors in stored copies of
+    # torch/csrc/distributed/c10d/ProcessGroup.cpp (old and C++17-era alike).
     Trigger(
         "no_backend_for_cpu",
         _nccl_group_fed_cpu_tensor,
         "RuntimeError",
         "No backend type associated with device type cpu",
-        None,
+        "torch/csrc/distributed/c10d/ProcessGroup.cpp",
         native=True,
     ),
     # CUDA's addmm checks the dtypes itself (the CPU's says "expected m1 and m2", located in
@@ -521,6 +526,7 @@ TRIGGERS: tuple[Trigger, ...] = (
         "CUBLAS_STATUS_",
         "aten/src/ATen/cuda/CublasHandlePool.cpp",
         native=True,
+        alone=True,
     ),
 )
 
@@ -653,34 +659,48 @@ def case(
     return written
 
 
+def capture_one(
+    trigger: Trigger, out: Path, device: str, timeout: float, machine_at: tuple[str, str]
+) -> dict[str, Any]:
+    """Run one trigger (twice for a native error: its location), write its case into `out`;
+    its line of the summary."""
+    number = TRIGGERS.index(trigger) + 1  # the same name whatever the selection
+    outcome = run_trigger(trigger, device, timeout, out)
+    located = None
+    if trigger.native and problem(trigger, outcome) is None:
+        located = located_file(run_trigger(trigger, device, timeout, out, locate=True).output)
+    written = case(trigger, outcome, *machine_at, located)
+    name = f"torch-g{number:02d}-{trigger.name.replace('_', '-')}.json"
+    (out / name).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
+    status = written.get("captureProblem") or f"ok ({written['raisingFile']})"
+    print(f"{trigger.name}: {status}", file=sys.stderr, flush=True)
+    return {
+        "trigger": trigger.name,
+        "file": name,
+        "device": device,
+        "raisingFile": written["raisingFile"],
+        "located": located,
+        "captureProblem": written.get("captureProblem"),
+    }
+
+
 def capture(
-    triggers: list[Trigger], out: Path, device: str, timeout: float
+    triggers: list[Trigger], out: Path, device: str, timeout: float, jobs: int = JOBS
 ) -> list[dict[str, Any]]:
-    """Run each trigger, write its case into `out` and the summary beside them."""
+    """Run the triggers, `jobs` at a time (each is a process of its own; a device machine's
+    time is short), those that take the whole GPU after the others, alone; write their cases
+    into `out` and the summary beside them, in the triggers' order."""
     out.mkdir(parents=True, exist_ok=True)
-    version, device_name = machine(device, timeout)
-    summary = []
-    for trigger in triggers:
-        number = TRIGGERS.index(trigger) + 1  # the same name whatever the selection
-        outcome = run_trigger(trigger, device, timeout, out)
-        located = None
-        if trigger.native and problem(trigger, outcome) is None:
-            again = run_trigger(trigger, device, timeout, out, locate=True)
-            located = located_file(again.output)
-        written = case(trigger, outcome, version, device_name, located)
-        name = f"torch-g{number:02d}-{trigger.name.replace('_', '-')}.json"
-        (out / name).write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
-        line = {
-            "trigger": trigger.name,
-            "file": name,
-            "device": device,
-            "raisingFile": written["raisingFile"],
-            "located": located,
-            "captureProblem": written.get("captureProblem"),
-        }
-        summary.append(line)
-        status = line["captureProblem"] or f"ok ({written['raisingFile']})"
-        print(f"{trigger.name}: {status}", file=sys.stderr, flush=True)
+    machine_at = machine(device, timeout)
+
+    def one(trigger: Trigger) -> dict[str, Any]:
+        return capture_one(trigger, out, device, timeout, machine_at)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        lines = list(pool.map(one, [trigger for trigger in triggers if not trigger.alone]))
+    lines += [one(trigger) for trigger in triggers if trigger.alone]
+    order = [trigger.name for trigger in triggers]
+    summary = sorted(lines, key=lambda line: order.index(line["trigger"]))
     text = "".join(json.dumps(line) + "\n" for line in summary)
     (out / SUMMARY).write_text(text, encoding="utf-8")
     return summary
@@ -708,12 +728,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--trigger", action="append", choices=[t.name for t in TRIGGERS])
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per trigger")
+    parser.add_argument("--jobs", type=int, default=JOBS, help="triggers run at a time")
     options = parser.parse_args(argv)
     if options.trigger:
         chosen = [t for t in TRIGGERS if t.name in options.trigger]
     else:
         chosen = [t for t in TRIGGERS if options.device in t.devices]
-    summary = capture(chosen, options.out, options.device, options.timeout)
+    summary = capture(chosen, options.out, options.device, options.timeout, options.jobs)
     problems = [line for line in summary if line["captureProblem"]]
     print(f"{len(summary) - len(problems)} of {len(summary)} captured", file=sys.stderr)
     return 1 if problems else 0
