@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,31 @@ def test_the_module_imports_only_the_standard_library() -> None:
     loaded = {name.split(".")[0] for name in done.stdout.split()}
     assert "app" in loaded
     assert loaded - {"app"} <= set(sys.stdlib_module_names), loaded - set(sys.stdlib_module_names)
+
+
+def test_the_located_file_confirms_fills_or_contradicts_the_declared_one() -> None:
+    """A declared file the C++ exception agrees with is kept, an undeclared one is taken from
+    the exception, a disagreeing one makes the case a problem."""
+    output = (
+        f"{native_capture.TRACEBACK}\n"
+        '  File "x.py", line 1, in <module>\n'
+        "RuntimeError: No backend type associated with device type cpu\n"
+    )
+    declared = next(t for t in native_capture.TRIGGERS if t.name == "no_backend_for_cpu")
+    undeclared = replace(declared, raising_file=None)
+    outcome = native_capture.Outcome(output, 1)
+    machine_at = ("2.11.0+cu130", "NVIDIA H200")
+    same = declared.raising_file
+    kept = native_capture.case(declared, outcome, *machine_at, same)
+    assert kept["raisingFile"] == same
+    assert "captureProblem" not in kept
+    assert kept["source"] == "errkb-capture:no_backend_for_cpu@2.11.0+cu130/NVIDIA H200"
+    assert kept["release"] == "torch==2.11.0+cu130"
+    other = "torch/csrc/distributed/c10d/ProcessGroup.hpp"
+    filled = native_capture.case(undeclared, outcome, *machine_at, other)
+    assert filled["raisingFile"] == other
+    assert "captureProblem" not in filled
+    contradicted = native_capture.case(declared, outcome, *machine_at, other)
+    assert contradicted["captureProblem"] == f"raised at {other}, declared {same}"
+    cut = native_capture.case(declared, native_capture.Outcome("", None), *machine_at, None)
+    assert cut["captureProblem"] == "cut at the time limit"
