@@ -51,45 +51,18 @@ from app.config import PROJECT_ROOT
 from app.exception_classes import relation
 from app.records.site_keys import short_class
 from tests.helpers import accuracy
-from tests.helpers.real_pastes import HELDOUT_DIR, TOP, load_cases
+from tests.helpers.real_pastes import HELDOUT_DIR, TOP, assert_well_formed, load_cases
 
 # The store harvests releases downloaded from the package index.
 pytestmark = pytest.mark.network
 
 ARTIFACT = PROJECT_ROOT / "test-artifacts" / "real_pastes.json"
 HELDOUT_ARTIFACT = PROJECT_ROOT / "test-artifacts" / "real_pastes_heldout.json"
-PROJECTS = frozenset({"vllm", "sglang", "torch"})
-SHAPES = frozenset(
-    {"full-traceback", "headerless", "log-prefixed", "wrapped", "message-only", "cut"}
-)
-KEYS = frozenset(
-    {
-        "source",
-        "project",
-        "wrapper",
-        "shape",
-        "exceptionClass",
-        "messageFragment",
-        "raisingFile",
-        "release",
-        "thirdParty",
-        "paste",
-    }
-)
-OPTIONAL_KEYS = frozenset(
-    {
-        "raisedInNative",  # true when native code (C++, CUDA) raises it
-        "logged",  # true for a line a logger or warnings.warn printed (held-out cases)
-    }
-)
-NATIVE_FILES = (".cpp", ".cc", ".cu", ".cuh", ".h", ".mm", ".rs")
 HELDOUT_FLOOR = {"known site top-1": 61, "known site confident wrong": 1}
 """The held-out set's known-site figures when its latest round began (round 4: its 40 new cases
 scored on the code before them, before any change of the round; docs/benchmarks.md): a later
 change may not fall below them (at most this many confident wrong answers)."""
 COMPILED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
-SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+$")
-RELEASE = re.compile(r"^[a-z][\w-]*==\d[\w.+-]*$")
 # A perfect match of a specific message with agreeing context scores about 100 points
 # (app/matching/score_weights.py); below half of that, the answer is shown as a possibility only.
 CONFIDENT_SCORE = 50.0
@@ -169,30 +142,12 @@ def raised_where_known(name: str, case: dict[str, Any]) -> bool:
     )
 
 
-def _assert_well_formed(name: str, case: dict[str, Any], number_prefix: str = "") -> None:
-    """A case keeps the corpus's format: the fragment and the class are the paste's own
-    text; a case native code raised may name its C++ or CUDA file, and a held-out case
-    (`number_prefix` "h") may also be a logged line."""
-    assert KEYS <= set(case) <= KEYS | OPTIONAL_KEYS, name
-    assert SOURCE.match(case["source"]), name
-    assert case["project"] in PROJECTS, name
-    assert name.startswith(f"{case['project']}-{number_prefix}"), name
-    assert case["shape"] in SHAPES, name
-    assert case["messageFragment"], name
-    assert case["messageFragment"] in case["paste"], name
-    assert case["release"] is None or RELEASE.match(case["release"]), name
-    assert isinstance(case["thirdParty"], bool), name
-    assert isinstance(case.get("logged", False), bool), name
-    native = NATIVE_FILES if case.get("raisedInNative") else ()
-    assert case["raisingFile"] is None or case["raisingFile"].endswith((".py", *native)), name
-
-
 def test_every_case_is_well_formed() -> None:
     """The corpus keeps its format: the fragment and the class are the paste's own text."""
     cases = load_cases()
     assert len(cases) >= 300  # the measure needs at least 300 real pastes
     for name, case in cases.items():
-        _assert_well_formed(name, case)
+        assert_well_formed(name, case)
     assert set(KNOWN_MISSES) <= set(cases), set(KNOWN_MISSES) - set(cases)
 
 
@@ -203,7 +158,7 @@ def test_every_heldout_case_is_well_formed_and_from_a_thread_the_dev_set_has_not
     assert len(cases) >= 100  # the first round collected at least 100
     dev_sources = {case["source"] for case in load_cases().values()}
     for name, case in cases.items():
-        _assert_well_formed(name, case, number_prefix="h")
+        assert_well_formed(name, case, number_prefix="h")
         assert case["source"] not in dev_sources, name
     assert not set(KNOWN_MISSES) & set(cases)
     assert len({case["source"] for case in cases.values()}) == len(cases)
