@@ -7,6 +7,19 @@ import re
 
 from app.upstreams.base import CudaErrorReport, UpstreamProject, releases
 
+# Its compiled libraries, as its wheels lay them out (a CPU build lacks the CUDA ones).
+LIBRARIES = tuple(
+    f"torch/lib/{name}.so"
+    for name in (
+        "libc10",
+        "libtorch_cpu",
+        "libtorch_python",
+        "libc10_cuda",
+        "libtorch_cuda",
+        "libtorch_cuda_linalg",  # cuSOLVER/MAGMA's linear algebra, loaded on first use
+    )
+)
+
 PROJECT = UpstreamProject(
     package="torch",
     repo="pytorch/pytorch",
@@ -23,21 +36,8 @@ PROJECT = UpstreamProject(
     # say what only a CPU build says, "Torch not compiled with CUDA enabled"), then the Linux
     # CUDA wheel's, which every release has on the index and the CPU and macOS wheels lack
     # the CUDA-only messages of (a message both give is drafted once, from the first).
-    native_libraries=tuple(
-        f"torch/lib/{name}.so"
-        for name in ("libc10", "libtorch_cpu", "libtorch_python", "libc10_cuda", "libtorch_cuda")
-    ),
-    build_libraries=tuple(
-        f"torch/lib/{name}.so"
-        for name in (
-            "libc10",
-            "libtorch_cpu",
-            "libtorch_python",
-            "libc10_cuda",
-            "libtorch_cuda",
-            "libtorch_cuda_linalg",  # cuSOLVER/MAGMA's linear algebra, loaded on first use
-        )
-    ),
+    native_libraries=LIBRARIES,
+    build_libraries=LIBRARIES,
     build_platform=re.compile(r"manylinux\w*_x86_64"),  # manylinux1 for 2.0, 2_28 since
     # C10_CUDA_CHECK: `CUDA error: ` + cudaGetErrorString(code), an AcceleratorError since
     # 2.8 (torch/_C/__init__.pyi), a RuntimeError before.
