@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.harvest.messages import parts_message
-from app.harvest.site_records import DraftStamp, catalogue_draft
+from app.harvest.site_records import CatalogueEntry, DraftStamp, catalogue_draft
 from app.harvest.sites import Draft
 from app.upstreams.elf import section_bytes, section_table
 from app.upstreams.nvidia_packages import RUNTIME_HEADER as HEADER
@@ -91,24 +91,13 @@ def cuda_error_drafts(
         if message is None:
             continue
         error = same[0]
-        draft = catalogue_draft(message, error_class, error.name, file_path, stamp)
         codes = " or ".join(f"`{e.name}` (error {e.code})" for e in same)
         said = " ".join(f"NVIDIA: {e.meaning}" for e in same if e.meaning)
         statement = f"the CUDA runtime returned {codes}." + (f" {said}" if said else "")
-        link = f"https://github.com/{stamp.repo}/blob/{stamp.ref}/{file_path}"
-        source = {"ref": stamp.ref, "filePath": file_path, "lineNumber": None, "githubUrl": link}
-        header = {"ref": runtime, "filePath": HEADER, "lineNumber": error.line, "githubUrl": None}
-        draft.context = {
-            "catalogue": runtime,
-            "errorCode": error.name,
-            "explanation": {
-                "settings": [],
-                "advice": [],
-                "trigger": {"text": statement, "source": header},
-                "source": source,
-            },
-        }
-        drafts.append(draft)
+        entry = CatalogueEntry(
+            message, error_class, error.name, statement, runtime, HEADER, error.line
+        )
+        drafts.append(catalogue_draft(entry, file_path, stamp))
     return drafts
 
 

@@ -29,12 +29,7 @@ from app.harvest.compiled import library_sites
 from app.harvest.context import add_context
 from app.harvest.cuda_errors import UNREADABLE_RUNTIME, cuda_error_drafts, runtime_errors
 from app.harvest.native import native_files, read_native
-from app.harvest.nccl_errors import (
-    UNREADABLE_NCCL,
-    nccl_error_class,
-    nccl_error_drafts,
-    nccl_results,
-)
+from app.harvest.nccl_errors import UNREADABLE_NCCL, nccl_error_class, nccl_error_drafts, read_nccl
 from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.harvest.site_records import DraftStamp, file_drafts, library_drafts
 from app.harvest.sites import (
@@ -47,7 +42,7 @@ from app.harvest.sites import (
 )
 from app.upstreams import nvidia_packages
 from app.upstreams.base import CudaErrorReport, UpstreamProject
-from app.upstreams.elf import RODATA_SUFFIX, read_only_data
+from app.upstreams.elf import RODATA_SUFFIX
 
 SKIPPED_DIRS = frozenset({"test", "tests", "benchmarks"})
 IN_A_HEADER = "library literal of a header's check"  # drafted from the header instead
@@ -177,19 +172,8 @@ def _harvest_nvidia(
         _harvest_cuda_errors(result, runtime, project.cuda_errors, stamp)
     nccl = nvidia.get(nvidia_packages.NCCL.key)
     if nccl is not None and project.nccl_check is not None:
-        try:
-            codes = nccl_results(
-                (nccl / nvidia_packages.NCCL_HEADER).read_text(errors="replace"),
-                read_only_data(nccl / nvidia_packages.NCCL_RODATA),
-            )
-        except (OSError, ValueError, struct.error):
-            result.skipped[UNREADABLE_NCCL] += 1
-            return
-        error_class = nccl_error_class(_header(native_root, project, project.nccl_check))
-        release = nvidia_packages.package_release(nccl)
-        drafts = nccl_error_drafts(codes, release, project.nccl_check, error_class, stamp)
-        result.nvidia_errors += len(drafts)
-        result.drafts.extend(drafts)
+        check = _header(native_root, project, project.nccl_check)
+        _harvest_nccl_errors(result, nccl, project.nccl_check, nccl_error_class(check), stamp)
 
 
 def _header(native_root: Path | None, project: UpstreamProject, file_path: str) -> Path | None:
@@ -212,6 +196,20 @@ def _harvest_cuda_errors(
         return
     error_class = report.class_of(stamp.ref.removeprefix("v"))
     drafts = cuda_error_drafts(errors, folder, report.file, report.prefix, error_class, stamp)
+    result.nvidia_errors += len(drafts)
+    result.drafts.extend(drafts)
+
+
+def _harvest_nccl_errors(
+    result: HarvestResult, folder: Path, file_path: str, error_class: str, stamp: DraftStamp
+) -> None:
+    try:
+        codes = read_nccl(folder)
+    except (OSError, ValueError, struct.error):
+        result.skipped[UNREADABLE_NCCL] += 1
+        return
+    release = nvidia_packages.package_release(folder)
+    drafts = nccl_error_drafts(codes, release, file_path, error_class, stamp)
     result.nvidia_errors += len(drafts)
     result.drafts.extend(drafts)
 

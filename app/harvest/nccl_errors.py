@@ -6,8 +6,10 @@ torch's own detail of the code (`ncclUnhandledCudaError: Call to CUDA function f
 the text being what NCCL's `ncclGetErrorString` returns: the same sentence for every
 collective that fails. The NCCL release torch was built against (app/upstreams/
 nvidia_packages.py) holds the codes (the `ncclResult_t` enum of `nccl.h`) and the texts: its
-library keeps them, in the code's order, as the strings of that function's switch, from
-`no error` to `unknown result code`. The run is taken only when it holds one text per code.
+library keeps them as the strings of that function's switch, beside its default (`unknown
+result code`), each holding the words of its code's name (`ncclUnhandledCudaError`:
+`unhandled cuda error (run with NCCL_DEBUG=INFO for details)`), in the compiler's order. The
+texts are taken only when every code has one.
 """
 
 import re
@@ -16,9 +18,10 @@ from pathlib import Path
 
 from app.harvest.message_pieces import Field, Part
 from app.harvest.messages import parts_message
-from app.harvest.site_records import DraftStamp, catalogue_draft
+from app.harvest.site_records import CatalogueEntry, DraftStamp, catalogue_draft
 from app.harvest.sites import Draft
-from app.upstreams.elf import Sections
+from app.upstreams.elf import Sections, read_only_data
+from app.upstreams.nvidia_packages import NCCL_HEADER, NCCL_RODATA
 
 UNREADABLE_NCCL = "unreadable NCCL package"
 DEFAULT_CLASS = "torch.distributed.DistBackendError"
@@ -47,9 +50,16 @@ class NcclResult:
     text: str
 
 
+def read_nccl(folder: Path) -> list[NcclResult]:
+    """The result codes of the NCCL release kept in `folder` (its header and its library's
+    read-only data); a ValueError (or OSError) when either cannot be read."""
+    header = (folder / NCCL_HEADER).read_text(errors="replace")
+    return nccl_results(header, read_only_data(folder / NCCL_RODATA))
+
+
 def nccl_results(header: str, sections: Sections) -> list[NcclResult]:
     """The result codes of `nccl.h` (not ncclSuccess) with their texts from the library's
-    read-only data; a ValueError when the enum or a run of one text per code is missing."""
+    read-only data; a ValueError when the enum, or a text for every code, is missing."""
     enum = _ENUM.search(header)
     members = {name: int(code) for name, code in _MEMBER.findall(enum.group(1) if enum else "")}
     count = members.pop(_COUNT, None)
@@ -90,31 +100,14 @@ def nccl_error_drafts(
         message, _ = parts_message(parts)
         if message is None:
             continue
-        draft = catalogue_draft(message, error_class, result.name, file_path, stamp)
-        link = f"https://github.com/{stamp.repo}/blob/{stamp.ref}/{file_path}"
         statement = (
             f"NCCL returned `{result.name}` (result {result.code}), which "
             f"`ncclGetErrorString` prints as \u201c{result.text}\u201d."
         )
-        draft.context = {
-            "catalogue": release,
-            "errorCode": result.name,
-            "explanation": {
-                "settings": [],
-                "advice": [],
-                "trigger": {
-                    "text": statement,
-                    "source": {"ref": release, "filePath": "nccl.h", "lineNumber": None},
-                },
-                "source": {
-                    "ref": stamp.ref,
-                    "filePath": file_path,
-                    "lineNumber": None,
-                    "githubUrl": link,
-                },
-            },
-        }
-        drafts.append(draft)
+        entry = CatalogueEntry(
+            message, error_class, result.name, statement, release, NCCL_HEADER, None
+        )
+        drafts.append(catalogue_draft(entry, file_path, stamp))
     return drafts
 
 

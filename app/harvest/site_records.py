@@ -103,15 +103,50 @@ def library_drafts(sites: list[LiteralSite], library: str, stamp: DraftStamp) ->
     return drafts
 
 
-def catalogue_draft(
-    message: Message, error_class: str, code: str, file_path: str, stamp: DraftStamp
-) -> Draft:
-    """The draft of one entry of an error catalogue (a CUDA runtime error code), filed at
-    the file that reports every entry alike: no line of its own, the code as errorCode."""
-    raising = RaiseSite(0, None, None, None, error_class, message, None, "check")
-    record = _record(raising, message, [], file_path, stamp, 1)
-    record |= _unlined(stamp, file_path) | {"errorCode": code}
-    return Draft(record, None, None, None)
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """One error code of a catalogue (the CUDA runtime's, NCCL's) as the project reports it:
+    its message, class and name, what the catalogue says of it and where it says so."""
+
+    message: Message
+    error_class: str
+    code: str
+    statement: str
+    catalogue: str  # the release that defines it: `nvidia-cuda-runtime==13.0.96`
+    defined_in: str  # the file of that release: `driver_types.h`
+    defined_at: int | None  # its line there, where known
+
+
+def catalogue_draft(entry: CatalogueEntry, file_path: str, stamp: DraftStamp) -> Draft:
+    """The draft of one entry of an error catalogue, filed at the file that reports every
+    entry alike: no line of its own, the code as errorCode, the catalogue's statement as
+    the trigger of its explanation."""
+    raising = RaiseSite(0, None, None, None, entry.error_class, entry.message, None, "check")
+    record = _record(raising, entry.message, [], file_path, stamp, 1)
+    record |= _unlined(stamp, file_path) | {"errorCode": entry.code}
+    defined = {
+        "ref": entry.catalogue,
+        "filePath": entry.defined_in,
+        "lineNumber": entry.defined_at,
+        "githubUrl": None,
+    }
+    reported = {
+        "ref": stamp.ref,
+        "filePath": file_path,
+        "lineNumber": None,
+        "githubUrl": f"https://github.com/{stamp.repo}/blob/{stamp.ref}/{file_path}",
+    }
+    context = {
+        "catalogue": entry.catalogue,
+        "errorCode": entry.code,
+        "explanation": {
+            "settings": [],
+            "advice": [],
+            "trigger": {"text": entry.statement, "source": defined},
+            "source": reported,
+        },
+    }
+    return Draft(record, None, None, None, context=context)
 
 
 def _unlined(stamp: DraftStamp, link: str | None) -> dict[str, Any]:

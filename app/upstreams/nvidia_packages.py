@@ -29,8 +29,8 @@ from packaging.version import InvalidVersion, Version
 from app.upstreams.elf import rodata_sections, write_rodata
 from app.upstreams.package_index import (
     INDEX_TIMEOUT_S,
-    SIMPLE_JSON,
     _fetch,
+    _index_files,
     _index_url,
     _normalized,
     _quiet_pip,
@@ -163,14 +163,8 @@ def _newest_wheel(session: Any, requirement: Requirement) -> dict[str, Any]:
 def _wheel_entry(session: Any, name: str, wanted: Any) -> dict[str, Any]:
     """The index's entry of the newest wanted release's wheel for Linux x86_64 (or for any
     platform), without a local version (`+cpu` builds name no CUDA package)."""
-    response = session.get(
-        f"{_index_url()}/{_normalized(name)}/",
-        headers={"Accept": SIMPLE_JSON},
-        timeout=INDEX_TIMEOUT_S,
-    )
-    response.raise_for_status()
     best: tuple[Version, dict[str, Any]] | None = None
-    for entry in response.json().get("files", []):
+    for entry in _index_files(session, name):
         try:
             _, version, _, tags = parse_wheel_filename(entry.get("filename", ""))
         except (InvalidWheelFilename, InvalidVersion):
