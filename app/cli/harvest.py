@@ -47,7 +47,7 @@ def harvest_releases(
 
 def _native(result: "HarvestResult") -> str:
     """The native sites a harvest read, where it read any: checks in C++/CUDA sources,
-    compiled libraries' messages, the CUDA runtime's error codes."""
+    compiled libraries' messages, the CUDA runtime's and NCCL's error codes."""
     counts = (
         (result.native_sites, "native checks"),
         (result.library_sites, "library messages"),
