@@ -7,14 +7,14 @@ import random
 import subprocess
 
 import pytest
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
 from app.reproducers import runs
 from app.reproducers.generation import bulk, reproducer, sites, verification
 from app.store.engine import unit_of_work
-from app.store.tables import GeneratedReproducer
+from app.store.tables import GeneratedReproducer, Record
 from tests.helpers import accuracy
 from tests.helpers import generated as helper
 from tests.helpers.real_pastes import TOP, load_cases
@@ -98,6 +98,27 @@ def test_a_limited_selection_spreads_over_projects_and_files_before_it_repeats_o
     in_file = [d for d in chosen if d.file_path == helper.VLLM_SAMPLING[2]]
     assert [d.site.line for d in in_file] == sorted(d.site.line for d in in_file)
     assert {d.site.record_id for d in chosen} <= {d.site.record_id for d in everything}
+
+
+def test_the_selection_takes_python_raise_sites_only(settings, tmp_path):
+    """A native check (C++) has no Python function to call and a log or warning site raises
+    nothing: neither is a site to generate for, so neither takes a place of `--limit N`."""
+    torch_lr = ("torch", "2.13.0", "torch/optim/lr_scheduler.py", "pytorch/pytorch")
+    header = ("torch", "2.13.0", "torch/include/ATen/WrapDimUtils.h", "pytorch/pytorch")
+    engine = helper.harvested_store(settings, tmp_path, torch_lr, header)
+    with Session(engine) as session:
+        kinds = {
+            (row.error_type, row.file_path.endswith(".py")) for row in session.exec(select(Record))
+        }
+        chosen = bulk.draft_sites(session, limit=1000)
+    assert {("warning", True), ("exception", False)} <= kinds  # both are in the store
+    assert chosen
+    with Session(engine) as session:
+        for draft in chosen:
+            record = session.get(Record, draft.site.record_id)
+            assert record is not None
+            assert record.error_type in ("exception", "assertion")
+            assert draft.file_path.endswith(".py"), draft.file_path
 
 
 # The real-paste corpus's vLLM validation errors: the cases whose raising file is one of

@@ -59,6 +59,10 @@ class ProjectFigures:
         }
 
 
+NOT_RAISED = ("log", "warning")
+"""Error types of sites that log or warn: nothing raises there for a reproducer to catch."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Draft:
     site: SiteSpec
@@ -73,10 +77,11 @@ def draft_sites(
     limit: int | None = None,
     exclude: Iterable[str] = (),
 ) -> list[_Draft]:
-    """The records to try, each at its own raise site, in the release a location of it was
-    harvested from (`name==version`: its project's current release where the site is there),
-    a prefix of `paths` when any are given; `exclude` (records with a curated reproducer)
-    left out.
+    """The records to try, each at its own Python raise site (a native check or a library's
+    literal has no Python function to call, a log site raises nothing), in the release a
+    location of it was harvested from (`name==version`: its project's current release where
+    the site is there), a prefix of `paths` when any are given; `exclude` (records with a
+    curated reproducer) left out.
 
     All of them in file and line order; with a `limit`, the current releases' first, spread
     over projects and their files in turn (one site of each file before a second of any), so
@@ -100,6 +105,10 @@ def draft_sites(
                 col(RecordLocation.line_number) == col(Record.line_number),
                 col(RecordLocation.gone).is_(False),
             ),
+        )
+        .where(
+            col(Record.error_type).not_in(NOT_RAISED),
+            col(Record.file_path).endswith(".py"),
         )
         .order_by(col(Record.repo), col(Record.file_path), col(Record.line_number), col(Record.id))
     )
