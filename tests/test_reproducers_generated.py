@@ -121,6 +121,31 @@ def test_the_selection_takes_python_raise_sites_only(settings, tmp_path):
             assert draft.file_path.endswith(".py"), draft.file_path
 
 
+def test_a_bare_assert_is_verified_by_its_raise_site_since_it_prints_no_message(settings, tmp_path):
+    """`assert self.store_preserves_zeros is None` raises an AssertionError with no message:
+    nothing for the record's pattern to read, so its run passes when the matcher finds the
+    record by the traceback's innermost frame, its raise site (as it answers such a paste)."""
+    zero_mask = (
+        "torch",
+        "2.13.0",
+        "torch/_inductor/analyze_preserves_zero_mask.py",
+        "pytorch/pytorch",
+    )
+    engine = helper.harvested_store(settings, tmp_path, zero_mask)
+    made, _figures = bulk.generate_scripts(engine, settings)
+    bare = next(m for m in made if "store_preserves_zeros" in m.script)
+    with Session(engine) as session:
+        record = session.get(Record, bare.record_id)
+    assert record is not None
+    assert record.error_class == "AssertionError"
+    assert record.error_message == "{store_preserves_zeros_is_None}"
+    outcomes, _figures = verification.verify_scripts(engine, settings, [bare.record_id])
+    assert outcomes[0].status == "passed", outcomes[0].reason
+    trigger = outcomes[0].result["trigger"]
+    assert trigger["message"] == ""
+    assert "by its raise site" in trigger["detail"]
+
+
 # The real-paste corpus's vLLM validation errors: the cases whose raising file is one of
 # these (a folder ends with "/").
 VALIDATION_FILES = (

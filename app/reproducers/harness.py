@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -32,11 +33,15 @@ from app.config import Settings
 from app.matching import native
 from app.matching.candidate import candidate_from
 from app.matching.index import MAX_SUBJECT_CHARS, PatternIndex
+from app.matching.matcher import RaiseSites
 from app.matching.service import find_matches
 from app.records.model import ErrorRecord, parse_record
 from app.records.site_keys import short_class
 from app.upstreams import distribution_metadata, release_cache, release_errors
 
+BARE_TEMPLATE = re.compile(r"\{[^{}]*\}")
+"""A record's message that is one placeholder and no text: a bare `assert x is not None` (its
+message, empty when Python raises it, is named after the test), or `raise X(value)`."""
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "skipped": 3}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 TORCH_CHOICES = ("pinned", "installed")
@@ -116,28 +121,40 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     not what a parser reads as the last exception line: for such a message the raised object
     itself must have the record's class and fully match the pattern, and the matcher must
     still put this record first for the whole traceback.
+
+    An error raised with no message where the record's message is one placeholder (a bare
+    `assert x is not None`) gives the pattern nothing to read: the matcher must then find the
+    record by its raise site, the traceback's innermost frame, as it answers such a paste.
     """
     record_id = record.id
     text = _format(exc)
     index = PatternIndex([(record_id, record.message_pattern)], backend="portable")
     candidate = candidate_from(record, "reviewed", None)
-    exceptions, matches = find_matches(index, text, lambda _ids: {record_id: candidate})
+    exceptions, matches = find_matches(
+        index, text, lambda _ids: {record_id: candidate}, sites=_raise_site(record)
+    )
     last = exceptions[-1] if exceptions else None
     class_ok = last is not None and last.error_class == short_class(record.error_class)
     top = matches[0] if matches else None
+    silent = not str(exc) and BARE_TEMPLATE.fullmatch(record.error_message) is not None
     message_ok = (
         last is not None
         and top is not None
         and top.id == record_id
         and top.exception_index == last.index
-        and _matches_whole(index, record_id, last.message)
+        and (silent or _matches_whole(index, record_id, last.message))
     )
     if not (class_ok and message_ok) and "\n" in str(exc):
         class_ok = type(exc).__name__ == short_class(record.error_class)
         message_ok = (
             top is not None and top.id == record_id and _matches_whole(index, record_id, str(exc))
         )
-    if class_ok and message_ok:
+    if class_ok and message_ok and silent:
+        detail = (
+            f"raised {record.error_class} with no message, as its bare statement does; the"
+            " matcher finds this record by its raise site, the traceback's innermost frame"
+        )
+    elif class_ok and message_ok:
         detail = f"raised {record.error_class}; the matcher finds this record for it"
     elif not class_ok:
         detail = f"raised {type(exc).__name__}, the record says {record.error_class}"
@@ -151,6 +168,15 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
         "captures": top.captures if top is not None and message_ok else {},
         "traceback": text,
     }
+
+
+def _raise_site(record: ErrorRecord) -> RaiseSites:
+    """The record's own raise site, as the service knows every harvested one: a traceback
+    whose innermost frame is that line finds the record whatever its message says."""
+    if record.file_path is None or record.line_number is None:
+        return {}
+    name = record.file_path.rpartition("/")[2]
+    return {(name, record.line_number): [(record.id, record.file_path)]}
 
 
 def _matches_whole(index: PatternIndex, record_id: str, message: str) -> bool:
