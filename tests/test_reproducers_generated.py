@@ -7,7 +7,7 @@ import random
 import subprocess
 
 import pytest
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
@@ -121,10 +121,11 @@ def test_the_selection_takes_python_raise_sites_only(settings, tmp_path):
             assert draft.file_path.endswith(".py"), draft.file_path
 
 
-def test_a_bare_assert_is_verified_by_its_raise_site_since_it_prints_no_message(settings, tmp_path):
-    """`assert self.store_preserves_zeros is None` raises an AssertionError with no message:
-    nothing for the record's pattern to read, so its run passes when the matcher finds the
-    record by the traceback's innermost frame, its raise site (as it answers such a paste)."""
+def test_a_message_of_one_value_is_verified_by_its_raise_site(settings, tmp_path):
+    """`assert self.store_preserves_zeros is None` raises an AssertionError with no message,
+    and `raise InternalError(assert_msg)` one of the caller's: neither record's message has
+    text for a pattern to read, so its run passes when the matcher finds the record by the
+    traceback's innermost frame, its raise site (as it answers such a paste)."""
     zero_mask = (
         "torch",
         "2.13.0",
@@ -144,6 +145,36 @@ def test_a_bare_assert_is_verified_by_its_raise_site_since_it_prints_no_message(
     trigger = outcomes[0].result["trigger"]
     assert trigger["message"] == ""
     assert "by its raise site" in trigger["detail"]
+    internal = ("torch", "2.13.0", "torch/_export/error.py", "pytorch/pytorch")
+    engine = helper.harvested_store(settings, tmp_path / "internal", internal)
+    made, _figures = bulk.generate_scripts(engine, settings)
+    (passed_on,) = [m for m in made if m.trigger_call.startswith("internal_assert(")]
+    outcomes, _figures = verification.verify_scripts(engine, settings, [passed_on.record_id])
+    assert outcomes[0].status == "passed", outcomes[0].reason
+    assert outcomes[0].result["trigger"]["message"] == "errkb"
+
+
+def test_a_required_text_argument_the_guard_does_not_read_is_not_empty(settings, tmp_path):
+    """`RendezvousParameters(backend=..., ...)` refuses an empty backend name before it
+    checks the node counts: the placeholder of a required `str` the guard does not read is a
+    non-empty text, so the trigger of the `min_nodes` check reaches it."""
+    rendezvous = (
+        "torch",
+        "2.13.0",
+        "torch/distributed/elastic/rendezvous/api.py",
+        "pytorch/pytorch",
+    )
+    engine = helper.harvested_store(settings, tmp_path, rendezvous)
+    made, _figures = bulk.generate_scripts(engine, settings)
+    with Session(engine) as session:
+        (record,) = session.exec(
+            select(Record).where(col(Record.error_message).contains("must be greater than zero"))
+        )
+    nodes = next(m for m in made if m.record_id == record.id)
+    assert "backend='errkb'" in nodes.trigger_call
+    outcomes, _figures = verification.verify_scripts(engine, settings, [nodes.record_id])
+    assert outcomes[0].status == "passed", outcomes[0].reason
+    assert "minimum number of rendezvous nodes (0)" in outcomes[0].result["trigger"]["message"]
 
 
 # The real-paste corpus's vLLM validation errors: the cases whose raising file is one of
@@ -263,7 +294,7 @@ def test_a_verified_generated_reproducer_that_stops_raising_on_a_newer_release_i
     assert "Raise site in vllm 0.33.0: <strong>changed</strong>" in page
 
 
-SHIPPED_GENERATED = PROJECT_ROOT / "data" / "runs" / "2026-12-04-generated-cpu.jsonl.gz"
+SHIPPED_GENERATED = sorted((PROJECT_ROOT / "data" / "runs").glob("*-generated*.jsonl.gz"))
 CI_SAMPLE_SIZE = 50
 CI_SAMPLE_PASSING = 0.9
 
@@ -284,13 +315,14 @@ def test_a_sample_of_the_shipped_verified_reproducers_verifies_on_this_machine(
     """What verified on one machine must verify on a fresh one: each run draws its own
     sample (seeded by the commit) of the generated reproducers data/runs/ ships for the
     current releases, imports them into a store harvested here, and runs them again."""
-    lines = [
-        line
-        for _, line in runs.read_runs([SHIPPED_GENERATED])[0]
+    latest = {  # a record verified again in a later file: its latest run
+        line.record_id: line
+        for _, line in runs.read_runs(SHIPPED_GENERATED)[0]
         if line.generated is not None
         and upstreams.BY_PACKAGE[line.generated.package].current_release
         == f"{line.generated.package}=={line.generated.version}"
-    ]
+    }
+    lines = sorted(latest.values(), key=lambda line: line.record_id)
     seed = _commit()
     sample = random.Random(seed).sample(lines, CI_SAMPLE_SIZE)
     store = accuracy.harvested_store(tmp_path, (), start_from=harvested.database)

@@ -15,7 +15,6 @@ import importlib
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
@@ -39,9 +38,6 @@ from app.records.model import ErrorRecord, parse_record
 from app.records.site_keys import short_class
 from app.upstreams import distribution_metadata, release_cache, release_errors
 
-BARE_TEMPLATE = re.compile(r"\{[^{}]*\}")
-"""A record's message that is one placeholder and no text: a bare `assert x is not None` (its
-message, empty when Python raises it, is named after the test), or `raise X(value)`."""
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "skipped": 3}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 TORCH_CHOICES = ("pinned", "installed")
@@ -122,9 +118,10 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     itself must have the record's class and fully match the pattern, and the matcher must
     still put this record first for the whole traceback.
 
-    An error raised with no message where the record's message is one placeholder (a bare
-    `assert x is not None`) gives the pattern nothing to read: the matcher must then find the
-    record by its raise site, the traceback's innermost frame, as it answers such a paste.
+    A record whose message is one value and no text (a bare `assert x is not None`, raised
+    with no message; `raise InternalError(msg)`) has no pattern the matcher takes: it must
+    then find the record by its raise site, the traceback's innermost frame, as it answers
+    such a paste.
     """
     record_id = record.id
     text = _format(exc)
@@ -136,23 +133,24 @@ def check_error(record: ErrorRecord, exc: BaseException) -> dict[str, Any]:
     last = exceptions[-1] if exceptions else None
     class_ok = last is not None and last.error_class == short_class(record.error_class)
     top = matches[0] if matches else None
-    silent = not str(exc) and BARE_TEMPLATE.fullmatch(record.error_message) is not None
+    unread = record_id not in index  # no text to read: found by its raise site only
     message_ok = (
         last is not None
         and top is not None
         and top.id == record_id
         and top.exception_index == last.index
-        and (silent or _matches_whole(index, record_id, last.message))
+        and (unread or _matches_whole(index, record_id, last.message))
     )
     if not (class_ok and message_ok) and "\n" in str(exc):
         class_ok = type(exc).__name__ == short_class(record.error_class)
         message_ok = (
             top is not None and top.id == record_id and _matches_whole(index, record_id, str(exc))
         )
-    if class_ok and message_ok and silent:
+    if class_ok and message_ok and unread:
         detail = (
-            f"raised {record.error_class} with no message, as its bare statement does; the"
-            " matcher finds this record by its raise site, the traceback's innermost frame"
+            f"raised {record.error_class}; the record's message is one value and no text,"
+            " which no pattern reads: the matcher finds this record by its raise site, the"
+            " traceback's innermost frame"
         )
     elif class_ok and message_ok:
         detail = f"raised {record.error_class}; the matcher finds this record for it"

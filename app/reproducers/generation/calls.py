@@ -29,7 +29,7 @@ _PLACEHOLDERS: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"bool"}), "False"),
     (frozenset({"int"}), "0"),
     (frozenset({"float"}), "0.0"),
-    (frozenset({"str"}), "''"),
+    (frozenset({"str"}), "'errkb'"),  # non-empty: a message may print it
 )
 _ON_CONSTRUCTION = frozenset({"__init__", "__post_init__"})
 _VALIDATOR_DECORATORS = frozenset({"model_validator", "field_validator"})
