@@ -6,7 +6,13 @@ import copy
 
 import pytest
 
-from app.matching.native import device_side_assert, is_kernel_assertion, is_tail_line, without_tail
+from app.matching.native import (
+    device_side_assert,
+    in_cuda_words,
+    is_kernel_assertion,
+    is_tail_line,
+    without_tail,
+)
 from app.matching.service import match_text
 from app.records import service as records
 from tests.helpers.matching import data_store
@@ -73,6 +79,38 @@ def test_a_cuda_error_with_its_tail_gets_its_record_confidently(store) -> None:
     session, matcher = store
     text = EMBEDDING.replace("device-side assert triggered", "invalid device ordinal") + TAIL
     result = match_text(matcher, session, text)
+    top = result.matches[0]
+    assert top.id == INVALID_ORDINAL, [(m.id, m.score, m.reasons) for m in result.matches]
+    assert top.score >= CONFIDENT
+    assert "pattern matches the whole exception message" in top.reasons
+
+
+HIP_TAIL = (
+    "HIP kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.\n"
+    "For debugging consider passing AMD_SERIALIZE_KERNEL=3\n"
+    "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.\n"
+)
+
+
+def test_a_rocm_build_s_message_is_read_in_cuda_s_words(store) -> None:
+    """torch's ROCm build prints the CUDA check's messages turned to HIP, with a tail of its
+    own: the CUDA record answers it as confidently as the CUDA wording."""
+    session, matcher = store
+    assert in_cuda_words("HIP error: invalid device ordinal") == (
+        "CUDA error: invalid device ordinal"
+    )
+    assert in_cuda_words("CUDA error: invalid device ordinal") is None
+    assert in_cuda_words("CHIP error") is None
+    assert without_tail("HIP error: invalid device ordinal\n" + HIP_TAIL) == (
+        "HIP error: invalid device ordinal"
+    )
+    assert all(is_tail_line(line) for line in HIP_TAIL.splitlines())
+    text = EMBEDDING.replace(
+        "torch.AcceleratorError: CUDA error: device-side assert triggered",
+        "RuntimeError: HIP error: invalid device ordinal",
+    )
+    result = match_text(matcher, session, text + HIP_TAIL)
     top = result.matches[0]
     assert top.id == INVALID_ORDINAL, [(m.id, m.score, m.reasons) for m in result.matches]
     assert top.score >= CONFIDENT

@@ -49,6 +49,7 @@ from fastapi.testclient import TestClient
 
 from app.config import PROJECT_ROOT
 from app.exception_classes import relation
+from app.harvest import native
 from app.records.site_keys import short_class
 from tests.helpers import accuracy
 from tests.helpers.real_pastes import HELDOUT_DIR, TOP, assert_well_formed, load_cases
@@ -198,7 +199,9 @@ class Judge:
         agrees with the pasted one (a file such as vllm/config.py raises dozens of
         ValueErrors)."""
         record = match["record"]
-        same_class = short_class(record["errorClass"]) == short_class(case["exceptionClass"])
+        same_class = short_class(record["errorClass"]) == short_class(
+            _python_class(case["exceptionClass"])
+        )
         renamed = any(RENAMED_CLASS.match(r) for r in match["reasons"])
         if not (
             same_class
@@ -271,6 +274,13 @@ def _curated_right(judge: Judge, case: dict[str, Any], match: dict[str, Any]) ->
         answer["record"]["reviewState"] == "reviewed" and judge.right(case, answer)
         for answer in [match, *together]
     )
+
+
+def _python_class(pasted: str) -> str:
+    """The class Python raises for a C++ class a paste names (`terminate called after
+    throwing an instance of 'c10::DistBackendError'`): c10's classes as torch binds them."""
+    namespace, _, name = pasted.rpartition("::")
+    return native.C10_CLASSES.get(name, name) if namespace == "c10" else pasted
 
 
 def _class_unknown(record: dict[str, Any]) -> bool:

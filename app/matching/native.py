@@ -10,6 +10,10 @@ A device-side assert comes in two parts: the kernel's own assertion line, printe
 failing thread before the traceback (`Indexing.cu:1422: indexSelectLargeIndex: ... Assertion
 `srcIndex < srcSelectDimSize` failed.`), then `CUDA error: device-side assert triggered` from
 the next CUDA call; the assertion names the check, the CUDA error only that one failed.
+torch's ROCm builds print the same messages from the same checks, their sources turned to HIP
+by torch's hipify: `HIP error: invalid device function`, `No HIP GPUs are available`, `HIP out
+of memory`, and a tail of their own (`AMD_SERIALIZE_KERNEL=3`, `TORCH_USE_HIP_DSA`). They are
+read in CUDA's words too, since errkb harvests torch's CUDA build.
 """
 
 import re
@@ -19,11 +23,12 @@ from app.matching.tracebacks.model import ParsedException
 
 _TAIL_SENTENCES = (
     r"Search for `cudaError\w*' in \S+ for more information"
-    r"|CUDA kernel errors might be asynchronously reported"
-    r"|For debugging consider passing CUDA_LAUNCH_BLOCKING=1"
-    r"|Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions"
+    r"|(?:CUDA|HIP) kernel errors might be asynchronously reported"
+    r"|For debugging consider passing (?:CUDA_LAUNCH_BLOCKING=1|AMD_SERIALIZE_KERNEL=3)"
+    r"|Compile with `TORCH_USE_(?:CUDA|HIP)_DSA` to enable device-side assertions"
     r"|Device-side assertion tracking was not enabled by user"
 )
+_HIP = re.compile(r"\bHIP\b")
 _TAIL = re.compile(rf"[\s.]*(?:{_TAIL_SENTENCES})(?s:.*)\Z")
 _TAIL_LINE = re.compile(rf"\W*(?:{_TAIL_SENTENCES})")
 _KERNEL_ASSERTION = re.compile(r"Assertion `.+` failed")
@@ -33,6 +38,12 @@ DEVICE_SIDE_ASSERT = "CUDA error: device-side assert triggered"
 def without_tail(message: str) -> str:
     """The message without the asynchronous-report tail (itself when it has none)."""
     return _TAIL.sub("", message)
+
+
+def in_cuda_words(message: str) -> str | None:
+    """A ROCm build's message as torch's CUDA build prints it (`HIP error: ...` -> `CUDA
+    error: ...`); None for a message that does not name HIP."""
+    return _HIP.sub("CUDA", message) if _HIP.search(message) else None
 
 
 def is_tail_line(line: str) -> bool:

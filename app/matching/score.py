@@ -130,14 +130,18 @@ class Match:
 
 def _message_variants(exception: ParsedException) -> list[str]:
     """The message, for KeyError-style reprs the string inside, and without the tail torch
-    appends to every CUDA error."""
+    appends to every CUDA error; a ROCm build's in CUDA's words too."""
     variants = [exception.message]
     inner = unquoted(exception.message)
     if inner is not None:
         variants.append(inner)
-    bare = native.without_tail(exception.message)
-    if bare and bare != exception.message:
-        variants.append(bare)
+    cuda = native.in_cuda_words(exception.message)
+    for message in (exception.message, cuda):
+        bare = native.without_tail(message) if message else None
+        if bare and bare not in variants:
+            variants.append(bare)
+    if cuda is not None and cuda not in variants:
+        variants.append(cuda)
     return variants
 
 

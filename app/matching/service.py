@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from app.app_error import AppError
 from app.exception_classes import ClassGraph
-from app.matching import deadline
+from app.matching import deadline, native
 from app.matching.candidate import Candidate, candidate_from, path_suffixes, raised_elsewhere
 from app.matching.index import PatternIndex
 from app.matching.line_hit import LineHit
@@ -108,9 +108,13 @@ def find_matches(
     exceptions = parse_exceptions(text, lines)
     # KeyError prints the repr of its message: its escapes hide the text a pattern names,
     # so the string inside is scanned too, as an extra line that stands for that message; so
-    # is a message read out of an escaped string (an HTTP error body's `\'`).
+    # is a message read out of an escaped string (an HTTP error body's `\'`), and a ROCm
+    # build's message in CUDA's words.
     quoted = [(e.index, inner) for e in exceptions if (inner := unquoted(e.message)) is not None]
     quoted += [(e.index, e.message) for e in exceptions if _unescaped(text, e)]
+    quoted += [
+        (e.index, cuda) for e in exceptions if (cuda := native.in_cuda_words(e.message)) is not None
+    ]
     subject, starts = _subject([line.text for line in lines] + [inner for _, inner in quoted])
     regions = _Regions(exceptions)
     hits: list[LineHit] = []
