@@ -213,6 +213,7 @@ class Judge:
         document = self.document(match["id"])
         if case["raisingFile"] is not None:
             paths = {record["filePath"]} | {loc["filePath"] for loc in document["locations"]}
+            paths |= {_source_file(loc) for loc in document["locations"]}
             if not any(_same_file(path, case["raisingFile"]) for path in paths if path):
                 return False
         return _message_agrees(document["record"].get("messagePattern"), case)
@@ -274,6 +275,13 @@ def _curated_right(judge: Judge, case: dict[str, Any], match: dict[str, Any]) ->
         answer["record"]["reviewState"] == "reviewed" and judge.right(case, answer)
         for answer in [match, *together]
     )
+
+
+def _source_file(location: dict[str, Any]) -> str | None:
+    """The source file a compiled library's message was compiled from, where the library
+    shows it (its record is filed under the library, and links to that file)."""
+    context = location.get("codeContext")
+    return context.get("sourceFile") if isinstance(context, dict) else None
 
 
 def _python_class(pasted: str) -> str:
