@@ -173,6 +173,11 @@ def parsed(pattern: str) -> Any:
         return None
 
 
+def most_chars(tree: Any, op: Any, arg: Any) -> int:
+    """The most characters one top-level part `(op, arg)` of a parsed pattern can match."""
+    return sre_parser.SubPattern(tree.state, [(op, arg)]).getwidth()[1]
+
+
 def _refused_construct(pattern: str) -> tuple[str, int] | None:
     """The first backtracking construct outside character classes, with its offset."""
     at, in_class, after_repeat = 0, False, False

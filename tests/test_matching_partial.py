@@ -185,3 +185,23 @@ def test_the_words_in_common_never_rule_out_a_near_match(
         aligned = _aligned(template, words)
         assert aligned is None or may_be_near(template, words)
         assert near_match(template, words) == aligned
+
+
+def test_a_variable_part_of_a_few_characters_does_not_take_the_rest_of_a_cut_message() -> None:
+    """data/'s cuBLAS handle record allows a quote or none around its call
+    (`[`']?cublasCreate\\(handle\\)`): a message that names another call after "when calling"
+    is not cut inside that quote, though it never shows the call's name; a message cut inside
+    the call's name is."""
+    template = pieces(
+        r"CUDA error: (?P<status>CUBLAS_STATUS_[A-Z_]+) when calling "
+        r"[`']?cublasCreate\(handle\)[`']?"
+    )
+    assert [piece.width for piece in template if piece.variable] == [None, 1, 1]
+    other_call = (
+        "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling cublasLtMatmul with "
+        "transpose_mat1 t transpose_mat2 n m 9216 n 3398 k 7168 mat1_ld 7168 compute"
+    )
+    assert cut_match(template, other_call) is None
+    found = cut_match(template, "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCr")
+    assert found is not None
+    assert found.captures == {"status": "CUBLAS_STATUS_NOT_INITIALIZED"}

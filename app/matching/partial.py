@@ -23,16 +23,16 @@ import ast
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from app.matching import deadline
 from app.matching.index import Captures
 from app.matching.line_hit import LineHit
 from app.matching.tracebacks.model import ParsedException
-from app.patterns import AT, LITERAL, SUBPATTERN, parsed
+from app.patterns import AT, LITERAL, SUBPATTERN, most_chars, parsed
 
 MAX_CANDIDATES = 32
 """Patterns tried per message, those with the longest literal found first."""
@@ -48,6 +48,10 @@ MIN_NEAR_SHARE = 0.6
 
 MIN_NEAR_WORDS = 3
 """Literal words a near match must have in common with the template, at the least."""
+
+MAX_BOUNDED_CHARS = 64
+"""A variable part that matches at most this many characters (an optional quote) keeps its
+bound: a cut message is not read as running on inside it."""
 
 MIN_WRAPPED_CHARS = 20
 """A wrapped message's lines but the last are at least this long: the terminal's width."""
@@ -80,6 +84,7 @@ class Piece:
     text: str
     name: str | None = None
     variable: bool = False
+    width: int | None = None  # the most characters a variable part holds; None: no bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +144,23 @@ def pieces(pattern: str) -> tuple[Piece, ...]:
             out.append(Piece(_normal("".join(literal), strip=False)))
             literal.clear()
         name = names.get(arg[0]) if op is SUBPATTERN else None
-        if not (out and out[-1].variable):
-            out.append(Piece("", name, variable=True))
+        width = _most_chars(tree, op, arg)
+        if out and out[-1].variable:  # two variable parts in a row read as one
+            before = out.pop()
+            both = None if before.width is None or width is None else before.width + width
+            out.append(replace(before, width=both))
+        else:
+            out.append(Piece("", name, variable=True, width=width))
     if literal:
         out.append(Piece(_normal("".join(literal), strip=False)))
     return tuple(out)
+
+
+def _most_chars(tree: Any, op: Any, arg: Any) -> int | None:
+    """The most characters one top-level part of a pattern matches (`[`']?`: 1), None when
+    it has no bound worth keeping (`.+?`)."""
+    most = most_chars(tree, op, arg)
+    return most if most <= MAX_BOUNDED_CHARS else None
 
 
 def _normal(text: str, strip: bool = True) -> str:
@@ -178,9 +195,10 @@ def cut_match(template: tuple[Piece, ...], message: str) -> Partial | None:
     position, covered = 0, 0
     opened: tuple[str | None, int] | None = None  # the variable part being read
     captures: dict[str, str] = {}
+    width: int | None = None  # the most characters the open variable part holds
     for piece in template:
         if piece.variable:
-            opened = (piece.name, position)
+            opened, width = (piece.name, position), piece.width
             continue
         if opened is not None:
             found = text.find(piece.text, position)
@@ -193,6 +211,8 @@ def cut_match(template: tuple[Piece, ...], message: str) -> Partial | None:
                 return None
             end = len(text) - shown
             covered += shown
+        if opened is not None and width is not None and end - opened[1] > width:
+            return None  # more text than the variable part holds: another message
         if opened is not None and opened[0]:
             captures[opened[0]] = text[opened[1] : end]
         if found < 0:
