@@ -110,6 +110,21 @@ OTHER_CALL = (
     "a cuBLAS error naming a call (`cublasLtMatmul with transpose_mat1 ...`) whose record"
     " (CUDABlas.cpp's) no template words: the handle record's, two words apart, is near"
 )
+WRAPS_ANOTHER = (
+    "the message wraps another error's (`Worker failed with error '<message>'`, `TCP client"
+    " failed to connect/validate ... retrying ...: <message>`): the wrapper's record comes first;"
+    " the case names the wrapped one's site (putting the wrapped record first lost a dev case"
+    " and a held-out one)"
+)
+PYTHON_TWIN = (
+    "a native check whose words a Python site of torch also raises (a meta registration's"
+    " `output with shape ... doesn't match the broadcast shape`, a reference's `\"{name}\" not"
+    " implemented for '{dtype}'`): with no frames, the Python record comes first"
+)
+PROSE_BEFORE_CLASS = (
+    "a title with words between its tag and the class (`[Bug]: vllm 0.11.0 RuntimeError: ...`)"
+    " is not read as an exception line, so its cut message gets no second chance"
+)
 KNOWN_MISSES: dict[str, str] = {
     "vllm-019-max-context-length-openai-title.json": OTHER_WORDING,
     "vllm-026-image-tokens-placeholders-djl.json": SIMILAR_FIRST,
@@ -135,6 +150,11 @@ KNOWN_MISSES: dict[str, str] = {
     "torch-088-watchdog-terminated-unspecified-launch-failure-cut.json": NO_FILE,
     "sglang-088-watchdog-allgather-terminal-wrapped-rank4.json": WRAPPED_LOG,
     "vllm-196-cublas-execution-failed-cublaslt-title-cut.json": OTHER_CALL,
+    "vllm-209-mat1-mat2-worker-failed-with-error-enginecore-log.json": WRAPS_ANOTHER,
+    "sglang-103-client-socket-timeout-tcpstore-retry-slurm-frames.json": WRAPS_ANOTHER,
+    "sglang-098-output-shape-broadcast-gemma-mtp-hicache-title.json": PYTHON_TWIN,
+    "torch-093-layernormkernelimpl-half-onediff-headerless.json": PYTHON_TWIN,
+    "vllm-201-size-of-tensor-title-cut-0-11-0.json": PROSE_BEFORE_CLASS,
 }
 """Case file -> why errkb misses it today (top-1). Shrink it as matching improves."""
 OUTSIDE = frozenset({OTHER_PACKAGE, PATCHED, NOT_HARVESTED, NO_ANSWER, PATCH_ONLY})
