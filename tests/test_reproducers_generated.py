@@ -7,7 +7,7 @@ import random
 import subprocess
 
 import pytest
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
@@ -121,60 +121,55 @@ def test_the_selection_takes_python_raise_sites_only(settings, tmp_path):
             assert draft.file_path.endswith(".py"), draft.file_path
 
 
+def _one_verified(settings, tmp_path, file_path: str, chosen) -> tuple[Record, dict]:
+    """One file of torch 2.13.0 harvested, its scripts generated, and the one whose record
+    `chosen(record)` picks verified on the real release: that record, and its run's result."""
+    source = ("torch", "2.13.0", file_path, "pytorch/pytorch")
+    engine = helper.harvested_store(settings, tmp_path, source)
+    made, _figures = bulk.generate_scripts(engine, settings)
+    with Session(engine) as session:
+        records = [session.get(Record, script.record_id) for script in made]
+    (record,) = [record for record in records if record is not None and chosen(record)]
+    outcomes, _figures = verification.verify_scripts(engine, settings, [record.id])
+    assert outcomes[0].status == "passed", outcomes[0].reason
+    return record, outcomes[0].result
+
+
 def test_a_message_of_one_value_is_verified_by_its_raise_site(settings, tmp_path):
     """`assert self.store_preserves_zeros is None` raises an AssertionError with no message,
     and `raise InternalError(assert_msg)` one of the caller's: neither record's message has
     text for a pattern to read, so its run passes when the matcher finds the record by the
     traceback's innermost frame, its raise site (as it answers such a paste)."""
-    zero_mask = (
-        "torch",
-        "2.13.0",
+    record, result = _one_verified(
+        settings,
+        tmp_path,
         "torch/_inductor/analyze_preserves_zero_mask.py",
-        "pytorch/pytorch",
+        lambda record: record.error_message == "{store_preserves_zeros_is_None}",
     )
-    engine = helper.harvested_store(settings, tmp_path, zero_mask)
-    made, _figures = bulk.generate_scripts(engine, settings)
-    bare = next(m for m in made if "store_preserves_zeros" in m.script)
-    with Session(engine) as session:
-        record = session.get(Record, bare.record_id)
-    assert record is not None
     assert record.error_class == "AssertionError"
-    assert record.error_message == "{store_preserves_zeros_is_None}"
-    outcomes, _figures = verification.verify_scripts(engine, settings, [bare.record_id])
-    assert outcomes[0].status == "passed", outcomes[0].reason
-    trigger = outcomes[0].result["trigger"]
-    assert trigger["message"] == ""
-    assert "by its raise site" in trigger["detail"]
-    internal = ("torch", "2.13.0", "torch/_export/error.py", "pytorch/pytorch")
-    engine = helper.harvested_store(settings, tmp_path / "internal", internal)
-    made, _figures = bulk.generate_scripts(engine, settings)
-    (passed_on,) = [m for m in made if m.trigger_call.startswith("internal_assert(")]
-    outcomes, _figures = verification.verify_scripts(engine, settings, [passed_on.record_id])
-    assert outcomes[0].status == "passed", outcomes[0].reason
-    assert outcomes[0].result["trigger"]["message"] == "errkb"
+    assert result["trigger"]["message"] == ""
+    assert "by its raise site" in result["trigger"]["detail"]
+    record, result = _one_verified(
+        settings,
+        tmp_path / "internal",
+        "torch/_export/error.py",
+        lambda record: record.error_message == "{assert_msg}",
+    )
+    assert result["trigger"]["message"] == "errkb"
 
 
 def test_a_required_text_argument_the_guard_does_not_read_is_not_empty(settings, tmp_path):
     """`RendezvousParameters(backend=..., ...)` refuses an empty backend name before it
     checks the node counts: the placeholder of a required `str` the guard does not read is a
     non-empty text, so the trigger of the `min_nodes` check reaches it."""
-    rendezvous = (
-        "torch",
-        "2.13.0",
+    _record, result = _one_verified(
+        settings,
+        tmp_path,
         "torch/distributed/elastic/rendezvous/api.py",
-        "pytorch/pytorch",
+        lambda record: "must be greater than zero" in record.error_message,
     )
-    engine = helper.harvested_store(settings, tmp_path, rendezvous)
-    made, _figures = bulk.generate_scripts(engine, settings)
-    with Session(engine) as session:
-        (record,) = session.exec(
-            select(Record).where(col(Record.error_message).contains("must be greater than zero"))
-        )
-    nodes = next(m for m in made if m.record_id == record.id)
-    assert "backend='errkb'" in nodes.trigger_call
-    outcomes, _figures = verification.verify_scripts(engine, settings, [nodes.record_id])
-    assert outcomes[0].status == "passed", outcomes[0].reason
-    assert "minimum number of rendezvous nodes (0)" in outcomes[0].result["trigger"]["message"]
+    assert result["fix"]["state"]["call"].startswith("RendezvousParameters(backend='errkb'")
+    assert "minimum number of rendezvous nodes (0)" in result["trigger"]["message"]
 
 
 # The real-paste corpus's vLLM validation errors: the cases whose raising file is one of
