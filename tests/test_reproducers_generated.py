@@ -158,6 +158,25 @@ def test_a_message_of_one_value_is_verified_by_its_raise_site(settings, tmp_path
     assert result["trigger"]["message"] == "errkb"
 
 
+def test_a_call_that_imports_a_module_not_installed_is_the_environment_s(settings, tmp_path):
+    """`torch.onnx.export(...)` imports onnxscript when called, and this CPU environment has
+    none: its script is not a reproducer that failed, it is counted apart with what the
+    call imported, as a module that does not import is."""
+    onnx = ("torch", "2.13.0", "torch/onnx/__init__.py", "pytorch/pytorch")
+    engine = helper.harvested_store(settings, tmp_path, onnx)
+    made, figures = bulk.generate_scripts(engine, settings)
+    (export,) = [
+        m for m in made if "onnxscript" in m.script or m.trigger_call.startswith("export(")
+    ]
+    outcomes, figures = verification.verify_scripts(
+        engine, settings, [export.record_id], figures=figures
+    )
+    figure = figures["pytorch/pytorch"]
+    assert (figure.run, figure.not_importable, outcomes) == (0, 1, [])
+    (reason,) = [r for r in figure.reasons if r.startswith(verification.IMPORTED_BY_THE_CALL)]
+    assert "onnxscript" in reason
+
+
 def test_a_required_text_argument_the_guard_does_not_read_is_not_empty(settings, tmp_path):
     """`RendezvousParameters(backend=..., ...)` refuses an empty backend name before it
     checks the node counts: the placeholder of a required `str` the guard does not read is a

@@ -39,7 +39,7 @@ class ProjectFigures:
     generated: int = 0
     run: int = 0
     verified: int = 0
-    not_importable: int = 0  # scripts whose module did not import: not counted as run
+    not_importable: int = 0  # module not imported, or the call imports one missing: not run
     reasons: Counter[str] = field(default_factory=Counter)
     generate_s: float = 0.0
     verify_s: float = 0.0

@@ -36,6 +36,8 @@ from app.upstreams import distribution_metadata, release_cache, release_errors
 GENERATED_TIMEOUT_S = 60.0  # one generated script: a constructor call, twice
 PROBE_TIMEOUT_S = 300.0  # a zygote importing the release's top package and errkb's matcher
 NOT_IMPORTABLE = "the module cannot be imported on CPU"
+IMPORTED_BY_THE_CALL = "the call imports a module not installed on CPU"
+ENVIRONMENT = (NOT_IMPORTABLE, IMPORTED_BY_THE_CALL)  # the environment's, not the script's
 GPU_ONLY = "CUDA-only: marked for the GPU runner, not run on CPU"
 
 
@@ -90,9 +92,7 @@ def verify_scripts(
                     return
                 with unit_of_work(engine) as session:
                     runner.store_run(session, outcome)
-                if outcome.status != "passed" and failure_reason(outcome).startswith(
-                    NOT_IMPORTABLE
-                ):
+                if outcome.status != "passed" and failure_reason(outcome).startswith(ENVIRONMENT):
                     figure.not_importable += 1
                     figure.reasons[failure_reason(outcome)] += 1
                     return
@@ -268,6 +268,8 @@ def failure_reason(outcome: runner.RunOutcome) -> str:
         part = result.get(check) or {}
         if part.get("status") != "passed":
             detail = str(part.get("detail", ""))
+            if part.get("status") == "error" and detail.startswith("ModuleNotFoundError"):
+                return f"{IMPORTED_BY_THE_CALL} ({detail.partition(': ')[2][:60]})"
             if "SiteNotReached" in detail or "raised SiteNotReached" in detail:
                 return f"{check}: the call raised before reaching the site"
             if "raised nothing" in detail:
