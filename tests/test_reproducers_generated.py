@@ -2,16 +2,19 @@
 their runs stored, and the endpoint and record page showing them as generated, verified
 only when the run passed."""
 
+import getpass
 import json
 import random
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 from sqlmodel import Session, select
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
-from app.reproducers import runs
+from app.reproducers import runner, runs
 from app.reproducers.generation import bulk, reproducer, sites, verification
 from app.store.engine import unit_of_work
 from app.store.tables import GeneratedReproducer, Record
@@ -175,6 +178,27 @@ def test_a_call_that_imports_a_module_not_installed_is_the_environment_s(setting
     assert (figure.run, figure.not_importable, outcomes) == (0, 1, [])
     (reason,) = [r for r in figure.reasons if r.startswith(verification.IMPORTED_BY_THE_CALL)]
     assert "onnxscript" in reason
+
+
+def test_what_a_call_leaves_on_disk_stays_in_its_scratch_folder(settings, tmp_path):
+    """torch's compiler bisector writes the backend it is given to a status file in torch's
+    cache (`<TMPDIR>/torchinductor_<user>/bisect/`), which every later `import torch` of the
+    machine reads: a generated call (`update_bisect_status(backend_name='errkb', ...)`) once
+    left it there and every vLLM module then failed to import ("Invalid backend: 'errkb'").
+    Each script's TMPDIR and torch's and Triton's caches are folders of its scratch folder."""
+    default = Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}" / "bisect"
+    before = sorted(default.rglob("*")) if default.exists() else []
+    bisector = ("torch", "2.13.0", "torch/_inductor/compiler_bisector.py", "pytorch/pytorch")
+    engine = helper.harvested_store(settings, tmp_path, bisector)
+    made, _figures = bulk.generate_scripts(engine, settings)
+    writers = [m.record_id for m in made if "backend_name='errkb'" in m.trigger_call]
+    assert writers
+    outcomes, _figures = verification.verify_scripts(engine, settings, writers)
+    assert len(outcomes) == len(writers)
+    assert (sorted(default.rglob("*")) if default.exists() else []) == before
+    environment = runner.scratch_environment(tmp_path / "scratch")
+    assert environment["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "scratch" / "torchinductor")
+    assert all(Path(folder).is_dir() for folder in environment.values())
 
 
 def test_a_required_text_argument_the_guard_does_not_read_is_not_empty(settings, tmp_path):

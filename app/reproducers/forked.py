@@ -9,8 +9,9 @@ Then, for each script it is sent, it forks a child that runs the script as `__ma
 `python script.py --device cpu` would, in a process group of its own, its output in a file,
 killed at the time limit (`--device cuda --torch installed` where a GPU machine runs them).
 A generated script calls upstream code with values a search chose (an empty path among
-them), so each child runs in its script's own scratch folder, which is also its HOME: what
-the call writes or removes "here" is that folder, never the caller's checkout.
+them), so each child runs in its script's own scratch folder, which is also its HOME and
+holds its TMPDIR and torch's and Triton's caches: what the call writes or removes "here" is
+that folder, never the caller's checkout, and no state it leaves on disk reaches the next.
 Nothing flows back into the zygote from a child but its exit status and the names of the
 modules it imported (its target module, and what torch's optimizers import on first use,
 torch._dynamo, a long import): the zygote imports those too, so the next child finds them
@@ -36,7 +37,7 @@ READY = "ready"
 
 # Runs in the zygote: stdin gives one JSON request a line, stdout answers one JSON line each.
 _ZYGOTE = r"""
-import importlib, json, os, runpy, signal, sys, time
+import importlib, json, os, runpy, signal, sys, tempfile, time
 from app.config import Settings
 from app.reproducers import harness
 from app.upstreams.release_cache import Upstream
@@ -91,6 +92,8 @@ for line in sys.stdin:
             os.environ["ERRKB_DATA_DIR"] = request["data_dir"]
             os.chdir(request["data_dir"])  # a scratch folder: paths left empty land here
             os.environ["HOME"] = request["data_dir"]
+            os.environ.update(request["environment"])
+            tempfile.tempdir = None  # read TMPDIR again
             signal.alarm(request["timeout"])
             sys.argv = [request["script"], *request["args"]]
             runpy.run_path(request["script"], run_name="__main__")
@@ -231,6 +234,7 @@ class Zygote:
         request = {
             "script": str(script.path),
             "data_dir": str(script.data_dir),
+            "environment": runner.scratch_environment(script.data_dir),
             "output": str(output),
             "timeout": max(1, round(timeout_s)),
             "args": list(args),

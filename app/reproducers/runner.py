@@ -126,6 +126,22 @@ def last_json_line(stdout: str) -> dict[str, Any] | None:
     return None
 
 
+def scratch_environment(scratch: Path) -> dict[str, str]:
+    """Where a run's temporary files and torch's and Triton's caches go: folders of its
+    scratch folder, made here. Upstream code keeps state there between processes (torch's
+    compiler bisector writes the backend it is given to a status file that every later
+    `import torch` on the machine reads): a script's call must not leave it to the next."""
+    folders = {
+        "TMPDIR": "tmp",
+        "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
+        "TRITON_CACHE_DIR": "triton",
+    }
+    environment = {name: str(scratch / folder) for name, folder in folders.items()}
+    for folder in environment.values():
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    return environment
+
+
 def run_reproducer(
     settings: Settings,
     info: ReproducerInfo,
@@ -157,7 +173,7 @@ def run_reproducer(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env=env,
+            env=env | scratch_environment(Path(scratch)),
             cwd=scratch,
             start_new_session=True,
         )
