@@ -197,8 +197,9 @@ def test_what_a_call_leaves_on_disk_stays_in_its_scratch_folder(settings, tmp_pa
     assert len(outcomes) == len(writers)
     assert (sorted(default.rglob("*")) if default.exists() else []) == before
     environment = runner.scratch_environment(tmp_path / "scratch")
-    assert environment["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "scratch" / "torchinductor")
+    assert environment["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "scratch" / ".torchinductor")
     assert all(Path(folder).is_dir() for folder in environment.values())
+    assert not any(Path(folder).name.isidentifier() for folder in environment.values())
 
 
 def test_a_required_text_argument_the_guard_does_not_read_is_not_empty(settings, tmp_path):

@@ -131,10 +131,11 @@ def scratch_environment(scratch: Path) -> dict[str, str]:
     scratch folder, made here. Upstream code keeps state there between processes (torch's
     compiler bisector writes the backend it is given to a status file that every later
     `import torch` on the machine reads): a script's call must not leave it to the next."""
-    folders = {
-        "TMPDIR": "tmp",
-        "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
-        "TRITON_CACHE_DIR": "triton",
+    folders = {  # dotted names: the script's folder is on its sys.path, and a folder named
+        # `triton` there is imported as an empty triton package
+        "TMPDIR": ".tmp",
+        "TORCHINDUCTOR_CACHE_DIR": ".torchinductor",
+        "TRITON_CACHE_DIR": ".triton",
     }
     environment = {name: str(scratch / folder) for name, folder in folders.items()}
     for folder in environment.values():
