@@ -15,11 +15,10 @@ from app import upstreams
 from app.exception_classes import ClassGraph
 from app.matching.tracebacks.model import Frame, ParsedException
 from app.records.locations import Location
-from app.records.model import ErrorRecord
+from app.records.model import LOGGED_TYPES, ErrorRecord
 from app.records.native_settings import is_native_file
 from app.records.site_keys import called_helper, message_template, raising_function
 
-LOGGED_TYPES = frozenset({"log", "warning"})  # errorType of a log or warning site's record
 # The standard library's files (`/usr/lib/python3.10/runpy.py`, `C:\Python39\lib\x.py`):
 # where a worker's exception is re-raised (multiprocessing, concurrent.futures), not made.
 _STDLIB = re.compile(r"[/\\]lib[/\\](?:python[0-9.]*[/\\])?[\w.]+(?:[/\\][\w.]+)*$", re.IGNORECASE)

@@ -49,6 +49,8 @@ def _unique_items(items: list[str]) -> list[str]:
 
 
 ErrorType = Literal["exception", "assertion", "warning", "log"]
+LOGGED_TYPES: frozenset[ErrorType] = frozenset({"log", "warning"})
+"""The error types of sites that log or warn rather than raise."""
 Severity = Literal["critical", "error", "warning", "info"]
 HandlingStrategy = Literal[
     "validation", "retry", "fallback", "propagate", "cleanup", "configuration"

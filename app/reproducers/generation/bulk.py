@@ -21,6 +21,7 @@ from sqlmodel import Session, col
 from app import upstreams
 from app.config import Settings
 from app.records import service as records
+from app.records.model import LOGGED_TYPES
 from app.reproducers import runner
 from app.reproducers.generation import reproducer
 from app.reproducers.generation.sites import Generated, Reason, SiteSpec, module_name
@@ -57,10 +58,6 @@ class ProjectFigures:
             "generateS": round(self.generate_s, 1),
             "verifyS": round(self.verify_s, 1),
         }
-
-
-NOT_RAISED = ("log", "warning")
-"""Error types of sites that log or warn: nothing raises there for a reproducer to catch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +104,7 @@ def draft_sites(
             ),
         )
         .where(
-            col(Record.error_type).not_in(NOT_RAISED),
+            col(Record.error_type).not_in(LOGGED_TYPES),  # nothing raises there
             col(Record.file_path).endswith(".py"),
         )
         .order_by(col(Record.repo), col(Record.file_path), col(Record.line_number), col(Record.id))
