@@ -18,9 +18,10 @@ import gc
 import os
 import struct
 import tokenize
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from app import upstreams
 from app.harvest.advice import add_explanations
@@ -34,6 +35,7 @@ from app.harvest.resolve import ReleaseMessages, resolve_sites
 from app.harvest.site_records import DraftStamp, file_drafts, library_drafts
 from app.harvest.sites import (
     LOG_KINDS,
+    Draft,
     HarvestResult,
     ModuleFacts,
     ProgressCallback,
@@ -41,9 +43,10 @@ from app.harvest.sites import (
     SkipReason,
 )
 from app.upstreams import nvidia_packages
-from app.upstreams.base import CudaErrorReport, UpstreamProject
+from app.upstreams.base import UpstreamProject
 from app.upstreams.elf import RODATA_SUFFIX
 
+Entry = TypeVar("Entry")  # one error code of a catalogue
 SKIPPED_DIRS = frozenset({"test", "tests", "benchmarks"})
 IN_A_HEADER = "library literal of a header's check"  # drafted from the header instead
 IN_ANOTHER_LIBRARY = "library literal of an earlier library"  # drafted from that one
@@ -168,12 +171,29 @@ def _harvest_nvidia(
     """The error codes of the NVIDIA packages the project reports, as drafts at the file
     that reports them; a package whose files cannot be read is one counted reason."""
     runtime = nvidia.get(nvidia_packages.CUDA_RUNTIME.key)
-    if runtime is not None and project.cuda_errors is not None:
-        _harvest_cuda_errors(result, runtime, project.cuda_errors, stamp)
+    report = project.cuda_errors
+    if runtime is not None and report is not None:
+        error_class = report.class_of(stamp.ref.removeprefix("v"))
+        _add_catalogue(
+            result,
+            UNREADABLE_RUNTIME,
+            lambda: runtime_errors(runtime),
+            lambda errors: cuda_error_drafts(
+                errors, runtime, report.file, report.prefix, error_class, stamp
+            ),
+        )
     nccl = nvidia.get(nvidia_packages.NCCL.key)
-    if nccl is not None and project.nccl_check is not None:
-        check = _header(native_root, project, project.nccl_check)
-        _harvest_nccl_errors(result, nccl, project.nccl_check, nccl_error_class(check), stamp)
+    check = project.nccl_check
+    if nccl is not None and check is not None:
+        nccl_class = nccl_error_class(_header(native_root, project, check))
+        _add_catalogue(
+            result,
+            UNREADABLE_NCCL,
+            lambda: read_nccl(nccl),
+            lambda codes: nccl_error_drafts(
+                codes, nvidia_packages.package_release(nccl), check, nccl_class, stamp
+            ),
+        )
 
 
 def _header(native_root: Path | None, project: UpstreamProject, file_path: str) -> Path | None:
@@ -186,30 +206,20 @@ def _header(native_root: Path | None, project: UpstreamProject, file_path: str) 
     return None
 
 
-def _harvest_cuda_errors(
-    result: HarvestResult, folder: Path, report: CudaErrorReport, stamp: DraftStamp
+def _add_catalogue(
+    result: HarvestResult,
+    unreadable: str,
+    read: Callable[[], list[Entry]],
+    drafts_of: Callable[[list[Entry]], list[Draft]],
 ) -> None:
+    """One NVIDIA package's error catalogue read (`read`) and drafted (`drafts_of`) into
+    the result; a package whose files cannot be read is the `unreadable` reason, counted."""
     try:
-        errors = runtime_errors(folder)
+        entries = read()
     except (OSError, ValueError, struct.error):
-        result.skipped[UNREADABLE_RUNTIME] += 1
+        result.skipped[unreadable] += 1
         return
-    error_class = report.class_of(stamp.ref.removeprefix("v"))
-    drafts = cuda_error_drafts(errors, folder, report.file, report.prefix, error_class, stamp)
-    result.nvidia_errors += len(drafts)
-    result.drafts.extend(drafts)
-
-
-def _harvest_nccl_errors(
-    result: HarvestResult, folder: Path, file_path: str, error_class: str, stamp: DraftStamp
-) -> None:
-    try:
-        codes = read_nccl(folder)
-    except (OSError, ValueError, struct.error):
-        result.skipped[UNREADABLE_NCCL] += 1
-        return
-    release = nvidia_packages.package_release(folder)
-    drafts = nccl_error_drafts(codes, release, file_path, error_class, stamp)
+    drafts = drafts_of(entries)
     result.nvidia_errors += len(drafts)
     result.drafts.extend(drafts)
 
