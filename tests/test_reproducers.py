@@ -17,8 +17,10 @@ import re2
 
 from app.config import PROJECT_ROOT
 from app.matching.index import MAX_SUBJECT_CHARS
-from app.reproducers.harness import EXIT_CODES
+from app.records.model import parse_record
+from app.reproducers.harness import EXIT_CODES, check_error
 from tests.helpers import real_errors
+from tests.helpers.records import make_record
 
 pytestmark = pytest.mark.network  # downloads from the package index
 
@@ -584,3 +586,23 @@ def test_recorded_reproducer_tracebacks_are_what_the_release_raises(record_id: s
 def test_recorded_sglang_tracebacks_are_what_the_release_raises(offset: int) -> None:
     live = real_errors.live_sglang_cancel_traceback(offset)
     assert _shape(real_errors.sglang_cancel_traceback(offset)) == _shape(live)
+
+
+def test_a_record_without_text_found_by_its_site_is_judged_on_a_message_of_several_lines() -> None:
+    """A record whose message is one value (`raise InternalError(assert_msg)`) has no pattern
+    the matcher takes; when its site raises another class with a message of several lines,
+    the run says so (before, judging that message again raised KeyError)."""
+    internal = pytest.importorskip("torch._export.error")
+    fields = {
+        "messagePattern": "(?P<assert_msg>(?s:.+?))",
+        "errorClass": "ValueError",
+        "repo": "pytorch/pytorch",
+        "filePath": "torch/_export/error.py",
+        "lineNumber": 33,
+    }
+    record = parse_record(json.dumps(make_record(0xE1, "{assert_msg}", **fields)))
+    with pytest.raises(internal.InternalError) as raised:
+        internal.internal_assert(False, "first line\nsecond line")
+    result = check_error(record, raised.value)
+    assert result["status"] == "failed"
+    assert result["detail"] == "raised InternalError, the record says ValueError"

@@ -182,7 +182,10 @@ def _matches_whole(index: PatternIndex, record_id: str, message: str) -> bool:
 
     The index reads a message's first MAX_SUBJECT_CHARS only, so a longer one (vLLM's list of
     every supported architecture runs to 11,000 characters) is judged by a match that starts
-    at its beginning within them. The tail torch appends to every CUDA error is not read."""
+    at its beginning within them. The tail torch appends to every CUDA error is not read.
+    A record whose pattern the index does not take (no text) matches no message."""
+    if record_id not in index:
+        return False
     message = native.without_tail(message) or message
     if len(message) <= MAX_SUBJECT_CHARS:
         return index.match(record_id, message, full=True) is not None
