@@ -92,16 +92,17 @@ def verify_scripts(
                     return
                 with unit_of_work(engine) as session:
                     runner.store_run(session, outcome)
-                if outcome.status != "passed" and failure_reason(outcome).startswith(ENVIRONMENT):
+                reason = failure_reason(outcome) if outcome.status != "passed" else None
+                if reason is not None and reason.startswith(ENVIRONMENT):
                     figure.not_importable += 1
-                    figure.reasons[failure_reason(outcome)] += 1
+                    figure.reasons[reason] += 1
                     return
                 figure.run += 1
                 figure.verify_s += outcome.duration_s / max(1, workers)
-                if outcome.status == "passed":
+                if reason is None:
                     figure.verified += 1
                 else:
-                    figure.reasons[failure_reason(outcome)] += 1
+                    figure.reasons[reason] += 1
                 outcomes.append(outcome)
 
         def run_shard(
