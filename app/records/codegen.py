@@ -98,6 +98,9 @@ def _unique_items(items: list[str]) -> list[str]:
 '''
 
 _FOOTER = '''
+LOGGED_TYPES: frozenset[ErrorType] = frozenset({"log", "warning"})
+"""The error types of sites that log or warn rather than raise."""
+
 
 def max_chars(alias: str) -> int:
     """The schema's maxLength of a string field, by its camelCase name (`errorMessage`)."""

@@ -49,8 +49,6 @@ def _unique_items(items: list[str]) -> list[str]:
 
 
 ErrorType = Literal["exception", "assertion", "warning", "log"]
-LOGGED_TYPES: frozenset[ErrorType] = frozenset({"log", "warning"})
-"""The error types of sites that log or warn rather than raise."""
 Severity = Literal["critical", "error", "warning", "info"]
 HandlingStrategy = Literal[
     "validation", "retry", "fallback", "propagate", "cleanup", "configuration"
@@ -130,6 +128,10 @@ class ErrorRecord(BaseModel):
         | None
     )
     schema_version: Literal[2]
+
+
+LOGGED_TYPES: frozenset[ErrorType] = frozenset({"log", "warning"})
+"""The error types of sites that log or warn rather than raise."""
 
 
 def max_chars(alias: str) -> int:
