@@ -139,6 +139,30 @@ def test_both_pipes_keep_their_order_when_they_share_a_terminal(
     assert run.returncode == 1
 
 
+def test_lines_written_back_to_back_on_both_pipes_keep_their_order_on_one_file(
+    tmp_path: Path,
+) -> None:
+    script = _script(
+        tmp_path,
+        """
+        import sys
+        for step in range(300):
+            print(f"out {step}", flush=True)
+            print(f"err {step}", file=sys.stderr, flush=True)
+        """,
+    )
+    run = subprocess.run(
+        _errkb_run([sys.executable, str(script)]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=client_env(),
+        timeout=RUN_S,
+    )
+    expected = [f"{pipe} {step}" for step in range(300) for pipe in ("out", "err")]
+    assert run.stdout.decode().splitlines() == expected
+    assert run.returncode == 0
+
+
 def test_the_exit_status_is_the_commands(tmp_path: Path) -> None:
     script = _script(tmp_path, "import sys; print('bye'); sys.exit(7)")
     run = subprocess.run(

@@ -126,11 +126,11 @@ class _Explainer(threading.Thread):
 class _Watcher(threading.Thread):
     """Lines of each pipe to error chunks, sent on when complete or after a quiet period."""
 
-    def __init__(self, explainer: _Explainer) -> None:
+    def __init__(self, explainer: _Explainer, names: tuple[str, ...]) -> None:
         super().__init__(name="errkb-watch", daemon=True)
         self.explainer = explainer
         self.reads: queue.SimpleQueue[tuple[str, bytes | None]] = queue.SimpleQueue()
-        self.watches = {"stdout": ErrorWatch(), "stderr": ErrorWatch()}
+        self.watches = {name: ErrorWatch() for name in names}
         self.decoders = {
             name: codecs.getincrementaldecoder("utf-8")("replace") for name in self.watches
         }
@@ -193,6 +193,18 @@ def _unbuffered(environment: Mapping[str, str]) -> dict[str, str]:
     return {"PYTHONUNBUFFERED": "1", **environment}
 
 
+def _same_file(out_fd: int, err_fd: int) -> bool:
+    """Whether our stdout and stderr are one file (a terminal, `2>&1`): the command then gets
+    one pipe for both, so its lines reach that file in the order it wrote them, as they
+    would without errkb; two pipes read by two threads can swap lines written close together.
+    The bytes are passed on as stderr's, where errkb's own lines wait for a line's end."""
+    try:
+        out, err = os.fstat(out_fd), os.fstat(err_fd)
+    except OSError:
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
+
+
 def _terminal_sends_sigint() -> bool:
     """Whether a terminal's Ctrl-C reaches the command by itself: this process's group is
     the terminal's foreground group (the command was started in the same group)."""
@@ -224,12 +236,13 @@ def run_command(
     """
     output = _Output(out_fd, err_fd)
     explainer = _Explainer(connect, output)
-    watcher = _Watcher(explainer)
+    shared = _same_file(out_fd, err_fd)
+    watcher = _Watcher(explainer, ("stderr",) if shared else ("stdout", "stderr"))
     try:
         process = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.STDOUT if shared else subprocess.PIPE,
             bufsize=0,
             env=_unbuffered(os.environ),
         )
@@ -240,7 +253,11 @@ def run_command(
         threading.Thread(
             target=_copy, args=(stream, name, output, watcher), name=f"errkb-{name}", daemon=True
         )
-        for name, stream in (("stdout", process.stdout), ("stderr", process.stderr))
+        for name, stream in (
+            (("stderr", process.stdout),)
+            if shared
+            else (("stdout", process.stdout), ("stderr", process.stderr))
+        )
         if stream is not None
     ]
 
