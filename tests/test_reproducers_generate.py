@@ -10,6 +10,7 @@ from sqlmodel import Session
 from app.reproducers.generation import bulk, reproducer, verification
 from app.reproducers.generation.calls import DIRECT_STATE_NOTE
 from app.reproducers.generation.sites import Generated, Reason, SiteSpec, Skipped
+from app.reproducers.harness import bare
 from app.upstreams import torch as torch_upstream
 from tests.helpers import generated as helper
 
@@ -213,6 +214,63 @@ def test_a_site_behind_a_cuda_condition_is_generated_for_the_gpu_runner():
     assert "CUDA-only" in made.script
     plain = reproducer.generate(_site(4, "scale"), TYPED_SOURCE, {})
     assert verification.script_devices(plain.script) == ("cpu",)
+
+
+CLASS_CHECK_SOURCE = """
+import collections.abc
+import fractions
+
+
+class Node:
+    pass
+
+
+def visit(node, depth: int):
+    if not isinstance(node, Node):
+        raise TypeError(f"expected a Node, got {type(node).__name__}")
+    return depth
+
+
+def freeze(value):
+    if isinstance(value, fractions.Fraction):
+        raise ValueError("a fraction cannot be frozen")
+    return value
+
+
+def count(items):
+    if not isinstance(items, collections.abc.Sized):
+        raise TypeError("items has no length")
+    return len(items)
+"""
+
+
+def _run_on_module(source: str, call: str) -> object:
+    """What a rendered call returns with the source as the script's `module` (a class is
+    reached as `module.Node`, an instance made by the harness's `bare`)."""
+    module = types.ModuleType("demo.pool")
+    exec(source, module.__dict__)
+    try:
+        return eval(call, {**module.__dict__, "module": module, "bare": bare})
+    except (TypeError, ValueError) as error:
+        return error
+
+
+def test_a_check_of_a_class_gets_an_instance_made_without_init_and_a_plain_value():
+    made = reproducer.generate(_site(12, "visit"), CLASS_CHECK_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert "bare(module.Node)" in made.fix_call
+    assert isinstance(_run_on_module(CLASS_CHECK_SOURCE, made.trigger_call), TypeError)
+    assert _run_on_module(CLASS_CHECK_SOURCE, made.fix_call) == 0
+    frozen = reproducer.generate(_site(18, "freeze"), CLASS_CHECK_SOURCE, {})
+    assert isinstance(frozen, Generated), frozen
+    assert "bare(module.fractions.Fraction)" in frozen.trigger_call
+    assert isinstance(_run_on_module(CLASS_CHECK_SOURCE, frozen.trigger_call), ValueError)
+    assert not isinstance(_run_on_module(CLASS_CHECK_SOURCE, frozen.fix_call), Exception)
+
+
+def test_a_check_of_an_abstract_base_a_plain_value_may_belong_to_gets_no_script():
+    sized = reproducer.generate(_site(24, "count"), CLASS_CHECK_SOURCE, {})
+    assert sized == Skipped("00000000000000aa", Reason.COMPUTED)
 
 
 BLOCK_SOURCE = """

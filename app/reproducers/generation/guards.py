@@ -15,7 +15,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.reproducers.generation.sites import Reason, Unsupported
-from app.reproducers.generation.source import NO_VALUE, Function, is_static, literal_value
+from app.reproducers.generation.source import (
+    NO_VALUE,
+    Function,
+    class_expression,
+    is_static,
+    literal_value,
+)
 
 MAX_SUBJECTS = 3  # values the search chooses at once
 
@@ -290,7 +296,7 @@ def _reads(test: ast.expr, function: Function) -> list[Subject] | None:
                 ok = False
                 return
         elif isinstance(node, ast.Call):
-            if is_len(node) or is_isinstance(node):
+            if is_len(node) or class_check(node, function) is not None:
                 visit(node.args[0])
             elif is_method(node):
                 assert isinstance(node.func, ast.Attribute)
@@ -376,15 +382,37 @@ def is_len(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
 
 
-def is_isinstance(node: ast.Call) -> bool:
-    """`isinstance(x, int)` or `isinstance(x, (int, float))`: builtin types only."""
+@dataclass(frozen=True, slots=True)
+class ClassCheck:
+    """The types an `isinstance` test names: builtin ones, and classes as the script reaches
+    them (`module.Node`), whose instance a candidate made without __init__ is."""
+
+    builtins: tuple[type, ...]
+    classes: tuple[str, ...]
+
+
+def class_check(node: ast.Call, function: Function) -> ClassCheck | None:
+    """`isinstance(x, int)`, `isinstance(x, (Node, int))`: builtin types and classes the
+    script can reach; None for any other call (a type the script cannot name, or one a
+    plain value may be an instance of)."""
     if not (
-        isinstance(node.func, ast.Name) and node.func.id == "isinstance" and len(node.args) == 2
+        isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and len(node.args) == 2
+        and not node.keywords
     ):
-        return False
+        return None
     kinds = node.args[1]
-    names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
-    return all(isinstance(name, ast.Name) and name.id in BUILTIN_TYPES for name in names)
+    builtins: list[type] = []
+    classes: list[str] = []
+    for kind in kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]:
+        if isinstance(kind, ast.Name) and kind.id in BUILTIN_TYPES:
+            builtins.append(BUILTIN_TYPES[kind.id])
+        elif (reached := class_expression(function, kind)) is not None:
+            classes.append(reached)
+        else:
+            return None
+    return ClassCheck(tuple(builtins), tuple(classes))
 
 
 def _bound_texts(statement: ast.stmt) -> list[str]:

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.reproducers.generation.guards import (
-    BUILTIN_TYPES,
     Subject,
     annotation_of,
     attribute_chain,
-    is_isinstance,
+    class_check,
     is_len,
     is_method,
 )
@@ -80,7 +79,7 @@ class _Evaluation(Exception):
     """A guard cannot be judged for these values (a type error, or an unknown shape)."""
 
 
-def _evaluate(node: ast.expr, values: Mapping[Subject, Any], constants: Mapping[str, Any]) -> Any:
+def _evaluate(node: ast.expr, values: Mapping[Subject, Any], function: Function) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name | ast.Attribute):
@@ -94,17 +93,17 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], constants: Mapping[
         ):
             if subject in values:
                 return values[subject]
-        if not attributes and root in constants:
-            return constants[root]
+        if not attributes and root in function.constants:
+            return function.constants[root]
         raise _Evaluation(root)
     if isinstance(node, ast.Subscript):
         index = literal_value(node.slice)
         if index is NO_VALUE:
             raise _Evaluation("subscript")
-        return _evaluate(node.value, values, constants)[index]
+        return _evaluate(node.value, values, function)[index]
     if isinstance(node, ast.Call) and is_method(node):
         assert isinstance(node.func, ast.Attribute)
-        owner = _evaluate(node.func.value, values, constants)
+        owner = _evaluate(node.func.value, values, function)
         if not isinstance(owner, _PLAIN_TYPES):
             raise TypeError(f"{type(owner).__name__} is not a plain value")
         arguments = [literal_value(argument) for argument in node.args]
@@ -117,30 +116,30 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], constants: Mapping[
             raise _Evaluation("collection")
         return literal
     if isinstance(node, ast.UnaryOp):
-        operand = _evaluate(node.operand, values, constants)
+        operand = _evaluate(node.operand, values, function)
         if isinstance(node.op, ast.Not):
             return not operand
         if isinstance(node.op, ast.USub):
             return -operand
         raise _Evaluation("unary")
     if isinstance(node, ast.BoolOp):
-        results = (_evaluate(value, values, constants) for value in node.values)
+        results = (_evaluate(value, values, function) for value in node.values)
         return all(results) if isinstance(node.op, ast.And) else any(results)
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
-        left = _evaluate(node.left, values, constants)
-        right = _evaluate(node.right, values, constants)
+        left = _evaluate(node.left, values, function)
+        right = _evaluate(node.right, values, function)
         return _ARITHMETIC[type(node.op)](left, right)
     if isinstance(node, ast.Call) and is_len(node):
-        return len(_evaluate(node.args[0], values, constants))
-    if isinstance(node, ast.Call) and is_isinstance(node):
-        kinds = node.args[1]
-        names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
-        value = _evaluate(node.args[0], values, constants)
-        return isinstance(value, tuple(BUILTIN_TYPES[ast.unparse(name)] for name in names))
+        return len(_evaluate(node.args[0], values, function))
+    if isinstance(node, ast.Call) and (check := class_check(node, function)) is not None:
+        value = _evaluate(node.args[0], values, function)
+        if isinstance(value, _Made):
+            return value.expression in check.classes
+        return isinstance(value, check.builtins)
     if isinstance(node, ast.Compare):
-        left = _evaluate(node.left, values, constants)
+        left = _evaluate(node.left, values, function)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
-            right = _evaluate(comparator, values, constants)
+            right = _evaluate(comparator, values, function)
             if not _COMPARE[type(op)](left, right):
                 return False
             left = right
@@ -151,14 +150,14 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], constants: Mapping[
 def _holds(
     conditions: Sequence[tuple[ast.expr, bool]],
     values: Mapping[Subject, Any],
-    constants: Mapping[str, Any],
+    function: Function,
 ) -> bool | None:
     """Whether every condition has its truth for these values; None when one cannot be
     judged here (it reads what the search does not choose: the real code decides)."""
     judged = True
     for test, truth in conditions:
         try:
-            if bool(_evaluate(test, values, constants)) != truth:
+            if bool(_evaluate(test, values, function)) != truth:
                 return False
         except _Evaluation:
             judged = False
@@ -232,6 +231,17 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
         for value in literals:
             if isinstance(value, str) and value and value not in separators:
                 add(f"errkb{separator}{value}")
+    checks = [  # `isinstance(x, Node)`: an instance of each class the test names
+        check
+        for test in tests
+        for node in ast.walk(test)
+        if isinstance(node, ast.Call)
+        and (check := class_check(node, function)) is not None
+        and _names(node.args[0], subject)
+    ]
+    for check in checks:
+        for cls in check.classes:
+            add(_Made(cls))
     for value in _GENERIC_VALUES:
         add(value)
     annotation = annotation_of(subject, function)
@@ -241,12 +251,7 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
     )
     if made is not None:  # `x: Config | None` tested `is not None`: an instance of Config,
         add(_Made(made))  # after the plain values (the name may be no class)
-    checked = any(  # a type check wants values of other types too
-        isinstance(node, ast.Call) and is_isinstance(node) and _names(node.args[0], subject)
-        for test in tests
-        for node in ast.walk(test)
-    )
-    allowed = () if checked else _allowed_types(annotation)
+    allowed = () if checks else _allowed_types(annotation)  # a type check wants other types
     if made is not None:
         allowed = (*allowed, _Made) if allowed else ()
     typed = [value for value in found if isinstance(value, allowed)] if allowed else found
@@ -312,7 +317,7 @@ def solve(
     tests = [test, *(other for other, _truth in conditions if other is not test)]
     choices = [_candidates(subject, tests, function) for subject in subjects]
     fix_conditions = [*conditions[:guard], (test, not truth), *conditions[guard + 1 :]]
-    trigger = _search(subjects, choices, conditions, guard, function.constants)
+    trigger = _search(subjects, choices, conditions, guard, function)
     if trigger is None:
         raise Unsupported(Reason.UNSOLVED)
     fix = _fix_search(subjects, choices, fix_conditions, guard, function, trigger)
@@ -330,13 +335,13 @@ def _search(
     choices: list[list[Any]],
     conditions: Sequence[tuple[ast.expr, bool]],
     guard: int,
-    constants: Mapping[str, Any],
+    function: Function,
 ) -> dict[Subject, Any] | None:
     """The first values for which no condition is false and the guard is judged."""
     for combination in _combinations(choices):
         values = dict(zip(subjects, combination, strict=True))
-        if _holds(conditions, values, constants) is not False and _holds(
-            conditions[guard : guard + 1], values, constants
+        if _holds(conditions, values, function) is not False and _holds(
+            conditions[guard : guard + 1], values, function
         ):
             return values
     return None
@@ -354,7 +359,7 @@ def _fix_search(
     for changed in range(1, len(subjects) + 1):
         for chosen in itertools.combinations(range(len(subjects)), changed):
             options = [choices[i] if i in chosen else [trigger[s]] for i, s in enumerate(subjects)]
-            found = _search(subjects, options, conditions, guard, function.constants)
+            found = _search(subjects, options, conditions, guard, function)
             if found is not None:
                 return found
     return None

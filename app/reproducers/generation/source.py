@@ -147,6 +147,63 @@ def runtime_class(function: Function, annotation: str | None) -> str | None:
     no single class is found (the script then uses a stand-in)."""
     if not annotation:
         return None
+    bound = _bound_names(function)
+    words = [w for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", annotation) if w[:1].isupper()]
+    found = [bound[word] for word in words if word in bound and word not in {"Optional", "Union"}]
+    return found[0] if len(found) == 1 else None
+
+
+# Classes a plain value (0, "", [], None) may be an instance of: an isinstance check of one
+# cannot be judged from the candidate values.
+_ABSTRACT_BASES = frozenset(
+    {
+        "Any",
+        "Callable",
+        "Collection",
+        "Container",
+        "Hashable",
+        "Integral",
+        "Iterable",
+        "Iterator",
+        "Mapping",
+        "MutableMapping",
+        "MutableSequence",
+        "Number",
+        "Real",
+        "Reversible",
+        "Sequence",
+        "Sized",
+    }
+)
+
+
+def class_expression(function: Function, node: ast.expr) -> str | None:
+    """A class an isinstance check names, as the script reaches it: one the module defines
+    or imports by name (`module.Node`), or a class of a module it imports (`module.torch.fx.
+    Node`). None for a name that is not a class by its spelling (`dtype`), an abstract base a
+    plain value may belong to (`Sequence`), a `...Like` or `...Type` name (often a tuple of
+    types: `IntLike`), or a name the module does not bind."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    name = parts[-1] if parts else node.id
+    if (
+        not name[:1].isupper()
+        or name in _ABSTRACT_BASES
+        or name.endswith(("Like", "Type", "Types"))
+    ):
+        return None
+    bound = _bound_names(function, modules=bool(parts))
+    root = bound.get(node.id)
+    return ".".join((root, *parts)) if root else None
+
+
+def _bound_names(function: Function, modules: bool = False) -> dict[str, str]:
+    """Names the module binds at its top level to classes it defines or names it imports
+    (`from a import X`; with `modules`, `import a.b` too), as the script reaches them."""
     bound: dict[str, str] = {}
     for statement in function.module.body:
         if isinstance(statement, ast.ClassDef):
@@ -154,6 +211,10 @@ def runtime_class(function: Function, annotation: str | None) -> str | None:
         elif isinstance(statement, ast.ImportFrom):
             for alias in statement.names:
                 bound[alias.asname or alias.name] = f"module.{alias.asname or alias.name}"
+        elif isinstance(statement, ast.Import) and modules:
+            for alias in statement.names:
+                name = alias.asname or alias.name.split(".")[0]
+                bound[name] = f"module.{name}"
         elif isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
             for node in statement.body:
                 if isinstance(node, ast.ImportFrom):
@@ -162,9 +223,7 @@ def runtime_class(function: Function, annotation: str | None) -> str | None:
                         bound[alias.asname or alias.name] = (
                             f"importlib.import_module({source!r}).{alias.name}"
                         )
-    words = [w for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", annotation) if w[:1].isupper()]
-    found = [bound[word] for word in words if word in bound and word not in {"Optional", "Union"}]
-    return found[0] if len(found) == 1 else None
+    return bound
 
 
 def _absolute(node: ast.ImportFrom, module: str) -> str:
