@@ -1,6 +1,7 @@
 """Reproducer scripts generated from raise sites: real drafts of real releases, and the
 shapes of site the generator refuses, each with its reason."""
 
+import abc
 import ast
 import types
 
@@ -10,7 +11,7 @@ from sqlmodel import Session
 from app.reproducers.generation import bulk, reproducer, verification
 from app.reproducers.generation.calls import DIRECT_STATE_NOTE
 from app.reproducers.generation.sites import Generated, Reason, SiteSpec, Skipped
-from app.reproducers.harness import bare
+from app.reproducers.harness import bare, constructed
 from app.upstreams import torch as torch_upstream
 from tests.helpers import generated as helper
 
@@ -251,7 +252,7 @@ def _run_on_module(source: str, call: str) -> object:
     exec(source, module.__dict__)
     try:
         return eval(call, {**module.__dict__, "module": module, "bare": bare})
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RuntimeError) as error:
         return error
 
 
@@ -271,6 +272,50 @@ def test_a_check_of_a_class_gets_an_instance_made_without_init_and_a_plain_value
 def test_a_check_of_an_abstract_base_a_plain_value_may_belong_to_gets_no_script():
     sized = reproducer.generate(_site(24, "count"), CLASS_CHECK_SOURCE, {})
     assert sized == Skipped("00000000000000aa", Reason.COMPUTED)
+
+
+CHECK_CALL_SOURCE = """
+import torch
+
+
+def pad(size: int, value):
+    torch._check(
+        size >= 0,
+        lambda: f"size must be non-negative, got {size}",
+    )
+    return size
+"""
+
+
+def test_a_torch_check_call_is_reached_like_the_assert_it_stands_for():
+    made = reproducer.generate(_site(6, "pad"), CHECK_CALL_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert "The torch._check call in pad" in made.script
+    assert "assertion=True" in made.script
+    error = _run_on_module(CHECK_CALL_SOURCE, made.trigger_call)
+    assert isinstance(error, RuntimeError)
+    assert "size must be non-negative" in str(error)
+    assert _run_on_module(CHECK_CALL_SOURCE, made.fix_call) >= 0
+
+
+class _Shape(abc.ABC):
+    @abc.abstractmethod
+    def area(self) -> float: ...
+
+
+class _Sized:
+    def __init__(self, size):
+        self.size = size
+
+
+def test_objects_are_made_for_abstract_classes_aliases_and_classes_that_take_arguments():
+    shape = bare(_Shape, sides=3)
+    assert isinstance(shape, _Shape)
+    assert shape.sides == 3
+    alias = bare(int | str, sides=4)
+    assert alias.sides == 4
+    assert constructed(_Sized).__dict__ == {}  # its constructor needs a size: made without it
+    assert constructed(list) == []
 
 
 BLOCK_SOURCE = """

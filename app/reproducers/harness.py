@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import traceback
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -437,10 +438,34 @@ def bare(cls: Any, **attributes: Any) -> Any:
     """An instance of `cls` made without its __init__, with only these attributes set: a
     generated reproducer's object whose attributes the guard reads (the rest are the class's
     own defaults, or missing)."""
-    obj = cls.__new__(cls)
+    if not isinstance(cls, type):  # a type alias (`Union[...]`) read as a class: a stand-in
+        return types.SimpleNamespace(**attributes)
+    obj = _uninitialised(cls)
     for name, value in attributes.items():
         set_state(obj, name, value)
     return obj
+
+
+def _uninitialised(cls: type) -> Any:
+    """An instance made without __init__; of an abstract class, an instance of a subclass
+    that leaves its abstract methods out (they are not what the guard reads)."""
+    if getattr(cls, "__abstractmethods__", None):
+        concrete = type(cls.__name__, (cls,), {})
+        concrete.__abstractmethods__ = frozenset()
+        cls = concrete
+    return cls.__new__(cls)
+
+
+def constructed(cls: Any) -> Any:
+    """The object a generated reproducer calls a method on: from the class's constructor
+    with no arguments where it takes none (its other attributes as the class sets them; a
+    method often reads several before its guard), else made without its __init__."""
+    try:
+        return cls()
+    except ENVIRONMENT_ERRORS:
+        raise
+    except Exception:
+        return _uninitialised(cls)
 
 
 def set_state(obj: Any, name: str, value: Any) -> None:

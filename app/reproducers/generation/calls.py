@@ -1,9 +1,9 @@
 """The call that reaches the function with chosen values, in order of preference: the public
 constructor or function with those values as keyword arguments; the constructor of a
 dataclass-like class whose fields the guard reads, when the guarded method runs on
-construction; else the object made without its __init__ (`cls.__new__(cls)`), only the
-attributes the guard reads set, and the method called ("state set directly, not through the
-constructor").
+construction; else the object its constructor makes with no arguments (made without its
+__init__ where the constructor needs some, `cls.__new__(cls)`), the attributes the guard reads
+set on it, and the method called ("state set directly, not through the constructor").
 """
 
 import ast
@@ -115,7 +115,7 @@ class CallPlan:
             return [f"return module.{self.cls}({arguments})"]
         if self.kind == "static":
             return [f"return module.{self.cls}.{self.function}({arguments})"]
-        lines = [f"obj = module.{self.cls}.__new__(module.{self.cls})  # {DIRECT_STATE_NOTE}"]
+        lines = [f"obj = constructed(module.{self.cls})  # {DIRECT_STATE_NOTE}"]
         lines += [
             f"set_state(obj, {s.name!r}, {v!r})" for s, v in values.items() if s.attr and not s.path
         ]

@@ -70,6 +70,7 @@ class Guard:
     lines: tuple[int, int]
     assertion: bool
     unguarded: bool
+    check: str | None = None  # the check function a check call calls (`torch._check`)
 
 
 def last_return(

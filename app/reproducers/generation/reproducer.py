@@ -8,9 +8,9 @@ finds values that make the guard true (the trigger) and values that make it fals
 path to it stays the same (the fix). The call that reaches the function is, in order of
 preference: the public constructor or function with those values as keyword arguments; the
 constructor of a dataclass-like class whose fields the guard reads, when the guarded method
-runs on construction; else the object made without its __init__ (`cls.__new__(cls)`), only
-the attributes the guard reads set, and the method called ("state set directly, not through
-the constructor").
+runs on construction; else the object its constructor makes with no arguments (made without
+its __init__ where the constructor needs some), the attributes the guard reads set on it, and
+the method called ("state set directly, not through the constructor").
 
 Each step has its module: `source` and `guards` read the function, `solving` searches,
 `calls` plans the call, `script` writes the script; this one ties them for one site.
@@ -39,7 +39,7 @@ from app.reproducers.generation.guards import (
 from app.reproducers.generation.script import reproducer_script
 from app.reproducers.generation.sites import Generated, Reason, SiteSpec, Skipped, Unsupported
 from app.reproducers.generation.solving import solve
-from app.reproducers.generation.source import locate, parsed
+from app.reproducers.generation.source import CheckCall, locate, parsed
 
 # A condition on the way to the raise that asks for CUDA: the script is for the GPU runner.
 _CUDA = re.compile(r"cuda", re.IGNORECASE)
@@ -98,7 +98,8 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
     devices = (
         ("cuda",) if any(_CUDA.search(ast.unparse(test)) for test, _ in conditions) else ("cpu",)
     )
-    guarded = Guard(shown, guard_test, guard_lines, assertion, unguarded)
+    check = raise_node.callee if isinstance(raise_node, CheckCall) else None
+    guarded = Guard(shown, guard_test, guard_lines, assertion, unguarded, check)
     script = reproducer_script(site, function, call, trigger, fix, guarded, devices)
     return Generated(
         record_id=site.record_id,

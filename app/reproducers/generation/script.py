@@ -42,9 +42,11 @@ def reproducer_script(
     harness_names = ["GuardedSite", "Target", "fix_scenario", "main", "trigger_scenario"]
     if "set_state(" in bodies:
         harness_names.append("set_state")
+    if "constructed(" in bodies:
+        harness_names.insert(0, "constructed")
     if "bare(" in bodies:
         harness_names.insert(0, "bare")
-    statement = "assert" if guard.assertion else "raise"
+    statement = f"{guard.check} call" if guard.check else "assert" if guard.assertion else "raise"
     release = f"{site.package} {site.version}"
     if guard.unguarded:
         decided = (

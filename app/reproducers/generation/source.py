@@ -1,5 +1,6 @@
 """The function around a raise site, read from the release's source (AST): the raise (or
-assert) statement on the site's line, the function and class it is in, the parameters with
+assert, or check call: `torch._check(cond, lambda: msg)` is read as the `assert cond` it
+stands for) statement on the site's line, the function and class it is in, the parameters with
 their literal defaults, the module's constants, and the class an annotation names as the
 script reaches it at run time.
 
@@ -12,7 +13,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from app import upstreams
 from app.reproducers.generation.sites import Reason, Unsupported
+
+# Check functions (torch._check*): a call of one with a condition raises when it is false.
+_CHECKS = frozenset(upstreams.checks())
 
 
 @dataclass(slots=True)
@@ -33,11 +38,34 @@ class Function:
 NO_VALUE = object()
 
 
+class CheckCall(ast.Assert):
+    """A check function's call (`torch._check(cond, lambda: msg)`) read as `assert cond`: it
+    raises exactly when its condition is false, from its own statement's line."""
+
+    callee: str
+
+
+def _checks_as_asserts(tree: ast.Module) -> ast.Module:
+    """The tree with each statement that calls a check function with a condition replaced by
+    the assert it stands for, at the same place."""
+
+    class Replace(ast.NodeTransformer):
+        def visit_Expr(self, node: ast.Expr) -> ast.stmt:
+            call = node.value
+            if isinstance(call, ast.Call) and call.args and ast.unparse(call.func) in _CHECKS:
+                check = ast.copy_location(CheckCall(test=call.args[0], msg=None), node)
+                check.callee = ast.unparse(call.func)
+                return check
+            return node
+
+    return Replace().visit(tree)
+
+
 @functools.lru_cache(maxsize=8)
 def parsed(source: str) -> ast.Module:
-    """A file's tree, parsed once for all its sites (drafts come in file order; the trees
-    are only read)."""
-    return ast.parse(source)
+    """A file's tree, its check calls read as asserts, parsed once for all its sites (drafts
+    come in file order; the trees are only read)."""
+    return _checks_as_asserts(ast.parse(source))
 
 
 def locate(tree: ast.Module, line: int) -> tuple[ast.Raise | ast.Assert, Function]:
@@ -201,14 +229,19 @@ def class_expression(function: Function, node: ast.expr) -> str | None:
     return ".".join((root, *parts)) if root else None
 
 
+# Modules whose names are typing constructs (`Any`, `Callable`), not classes to instantiate.
+_TYPING_MODULES = frozenset({"typing", "typing_extensions", "collections.abc", "abc"})
+
+
 def _bound_names(function: Function, modules: bool = False) -> dict[str, str]:
     """Names the module binds at its top level to classes it defines or names it imports
-    (`from a import X`; with `modules`, `import a.b` too), as the script reaches them."""
+    (`from a import X`, not from typing; with `modules`, `import a.b` too), as the script
+    reaches them."""
     bound: dict[str, str] = {}
     for statement in function.module.body:
         if isinstance(statement, ast.ClassDef):
             bound[statement.name] = f"module.{statement.name}"
-        elif isinstance(statement, ast.ImportFrom):
+        elif isinstance(statement, ast.ImportFrom) and statement.module not in _TYPING_MODULES:
             for alias in statement.names:
                 bound[alias.asname or alias.name] = f"module.{alias.asname or alias.name}"
         elif isinstance(statement, ast.Import) and modules:
