@@ -11,7 +11,7 @@ from sqlmodel import Session
 from app.reproducers.generation import bulk, reproducer, verification
 from app.reproducers.generation.calls import DIRECT_STATE_NOTE
 from app.reproducers.generation.sites import Generated, Reason, SiteSpec, Skipped
-from app.reproducers.harness import bare, constructed
+from app.reproducers.harness import GuardedSite, bare, constructed, fix_scenario
 from app.upstreams import torch as torch_upstream
 from tests.helpers import generated as helper
 
@@ -382,3 +382,57 @@ def test_torch_optimizers_get_their_params_from_the_upstream_module(settings, tm
     assert learning_rate
     assert torch_upstream.PROJECT.plain_values["params"] in learning_rate[0].trigger_call
     assert "import torch" in learning_rate[0].script
+
+
+SETTLE_SOURCE = """
+def settle(size):
+    if size < 0:
+        raise ValueError("size is negative")
+    while True:
+        size += 1
+"""
+
+
+def test_a_fix_holds_at_the_first_line_past_the_raise_whatever_the_function_does_next(tmp_path):
+    path = tmp_path / "settle.py"
+    path.write_text(SETTLE_SOURCE)
+    module = types.ModuleType("settle")
+    module.__file__ = str(path)
+    exec(compile(SETTLE_SOURCE, str(path), "exec"), module.__dict__)
+    site = GuardedSite(function="settle", raise_line=4, guard_lines=(3, 3))
+    fix = fix_scenario(site, lambda module, _device: module.settle(1), "settle(size=1)")
+    assert fix(module, "cpu") == {
+        "call": "settle(size=1)",
+        "guardRan": True,
+        "raiseRan": False,
+        "raisedAfterGuard": None,
+    }
+    trigger = fix_scenario(site, lambda module, _device: module.settle(-1), "settle(size=-1)")
+    with pytest.raises(AssertionError, match="still raised: ValueError: size is negative"):
+        trigger(module, "cpu")
+
+
+NONE_READ_SOURCE = """
+def exceeds(cache, limit: int):
+    if cache.full():
+        return True
+    if limit < 0:
+        raise ValueError("negative limit")
+    return False
+
+
+def maybe_exceeds(cache, limit: int):
+    if cache is not None and cache.full():
+        return True
+    if limit < 0:
+        raise ValueError("negative limit")
+    return False
+"""
+
+
+def test_a_condition_that_reads_an_argument_given_none_refuses_the_site():
+    refused = reproducer.generate(_site(6, "exceeds"), NONE_READ_SOURCE, {})
+    assert refused == Skipped("00000000000000aa", Reason.NO_VALUE_READ)
+    made = reproducer.generate(_site(14, "maybe_exceeds"), NONE_READ_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert isinstance(_run(NONE_READ_SOURCE, made.trigger_call), ValueError)

@@ -505,14 +505,33 @@ class GuardedSite:
         return frame_line == self.raise_line
 
 
+class _PastTheRaise(BaseException):
+    """Stops a fix's call once its function runs a line past the guarded raise, which did not
+    run: the fix has held, and what the function does next (a hang on an object made without
+    __init__, a crash) is not the fix's to answer for."""
+
+
 @contextmanager
-def _lines_run(site: GuardedSite, module: ModuleType) -> Iterator[set[int]]:
-    """The lines of `site.function` (in the target module's file) that run inside the block."""
+def _lines_run(
+    site: GuardedSite, module: ModuleType, stop_past: bool = False
+) -> Iterator[set[int]]:
+    """The lines of `site.function` (in the target module's file) that run inside the block;
+    with `stop_past`, the call stops (`_PastTheRaise`) at the first line after the guard and
+    the raise once the guard has run and the raise has not."""
     filename = module.__file__
     lines: set[int] = set()
+    first, last = site.guard_lines
+    past = max(site.raise_line, last)
 
     def local(frame: FrameType, event: str, _arg: Any) -> TraceFunction:
         if event == "line":
+            if (
+                stop_past
+                and frame.f_lineno > past
+                and (site.assertion or site.raise_line not in lines)
+                and any(first <= line <= last for line in lines)
+            ):
+                raise _PastTheRaise
             lines.add(frame.f_lineno)
         return local
 
@@ -548,14 +567,17 @@ def trigger_scenario(site: GuardedSite, scenario: Trigger) -> Trigger:
 def fix_scenario(site: GuardedSite, scenario: Trigger, call: str) -> Fix:
     """A generated fix: the guard ran, was false, and the raise statement never ran.
 
-    An error raised after the guard (a later check of the same call) is reported in the
-    state, not hidden: the record's error is what the fix must not raise."""
+    The call stops at the first line past the raise: the fix has held there, and what the
+    function does next with made-up values (a loop on an object made without __init__) is
+    not the fix's. An error raised before that is reported in the state, not hidden."""
 
     def run(module: ModuleType, device: str) -> dict[str, Any]:
         raised, here = None, False
-        with _lines_run(site, module) as lines:
+        with _lines_run(site, module, stop_past=True) as lines:
             try:
                 scenario(module, device)
+            except _PastTheRaise:
+                pass
             except ENVIRONMENT_ERRORS:
                 raise
             except Exception as exc:

@@ -23,7 +23,7 @@ code: the scripts are verified on the real release by `app.reproducers.runner`.
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from app.reproducers.generation.calls import call_plan
 from app.reproducers.generation.guards import (
@@ -93,6 +93,8 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
     subjects += path_subjects(enclosing, subjects, function, raise_node)
     trigger, fix = solve(conditions, guard, subjects, function)
     call = call_plan(function, subjects, known_values)
+    if _reads_a_none(conditions, {n for n, value in call.extra.items() if value == "None"}):
+        raise Unsupported(Reason.NO_VALUE_READ)
     trigger_call = call.render(trigger)
     fix_call = call.render(fix)
     devices = (
@@ -111,4 +113,27 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
         direct_state=call.direct_state,
         script=script,
         devices=devices,
+    )
+
+
+def _reads_a_none(conditions: list[tuple[ast.expr, bool]], nones: set[str]) -> bool:
+    """Whether a condition on the way always reads an attribute of an argument given None
+    (`if cache_size.will_exceed(): return`): the call would fail there, before the guard."""
+
+    def evaluated(node: ast.AST) -> Iterator[ast.AST]:
+        yield node
+        if isinstance(node, ast.BoolOp):  # the first operand only: the rest may be skipped
+            yield from evaluated(node.values[0])
+        elif isinstance(node, ast.IfExp):
+            yield from evaluated(node.test)
+        elif not isinstance(node, ast.Lambda | ast.comprehension | ast.GeneratorExp):
+            for child in ast.iter_child_nodes(node):
+                yield from evaluated(child)
+
+    return any(
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in nones
+        for test, _truth in conditions
+        for node in evaluated(test)
     )

@@ -28,6 +28,10 @@ class Reason(StrEnum):
     COMPUTED = "the guard reads a local computed in the function, or another object"
     TOO_MANY = "the guard reads more values than the search chooses at once"
     UNSOLVED = "no candidate values make the guard true, or false again"
+    NO_VALUE_READ = (
+        "a condition on the way reads an attribute of an argument the script has no value for"
+        " (None)"
+    )
     ONE_LINE = "the guard and the raise share one line"
     UNREACHABLE = "the function cannot be called from outside (closure, class method state)"
 
