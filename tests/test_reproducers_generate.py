@@ -436,3 +436,46 @@ def test_a_condition_that_reads_an_argument_given_none_refuses_the_site():
     made = reproducer.generate(_site(14, "maybe_exceeds"), NONE_READ_SOURCE, {})
     assert isinstance(made, Generated), made
     assert isinstance(_run(NONE_READ_SOURCE, made.trigger_call), ValueError)
+
+
+LOOP_SOURCE = """
+def check_sizes(sizes):
+    for size in sizes:
+        if size < 0:
+            raise ValueError(f"size {size} is negative")
+    return sizes
+
+
+def check_pairs(names, values):
+    for index, (name, value) in enumerate(zip(names, values)):
+        pass
+    for name, value in zip(names, values):
+        if value is None:
+            raise ValueError(f"{name} has no value")
+    return names
+
+
+def refuse_any(options):
+    for option in options:
+        raise KeyError(option)
+    return None
+"""
+
+
+def test_a_raise_in_a_for_loop_is_reached_on_the_loops_first_pass():
+    sizes = reproducer.generate(_site(5, "check_sizes"), LOOP_SOURCE, {})
+    assert isinstance(sizes, Generated), sizes
+    assert isinstance(_run(LOOP_SOURCE, sizes.trigger_call), ValueError)
+    assert not isinstance(_run(LOOP_SOURCE, sizes.fix_call), ValueError)
+    pairs = reproducer.generate(_site(14, "check_pairs"), LOOP_SOURCE, {})
+    assert isinstance(pairs, Generated), pairs
+    assert isinstance(_run(LOOP_SOURCE, pairs.trigger_call), ValueError)
+    assert not isinstance(_run(LOOP_SOURCE, pairs.fix_call), ValueError)
+    every = reproducer.generate(_site(20, "refuse_any"), LOOP_SOURCE, {})
+    assert isinstance(every, Generated), every
+    assert "len(options) > 0" in every.script
+    namespace: dict = {}
+    exec(LOOP_SOURCE, namespace)
+    with pytest.raises(KeyError):
+        eval(every.trigger_call, namespace)
+    assert eval(every.fix_call, namespace) is None

@@ -113,7 +113,7 @@ def _branches(statement: ast.stmt) -> list[list[ast.stmt]]:
     the body of a `with` or of a `try`."""
     if isinstance(statement, ast.If):
         return [statement.body, statement.orelse]
-    if isinstance(statement, ast.With | ast.AsyncWith | ast.Try):
+    if isinstance(statement, ast.With | ast.AsyncWith | ast.Try | ast.For | ast.AsyncFor):
         return [statement.body]
     return []
 
@@ -125,6 +125,9 @@ def local_bindings(function: Function, target: ast.stmt) -> dict[str, ast.expr]:
     counts = Counter(text for text in _bound_before(function.node, target) if "." not in text)
     bindings: dict[str, ast.expr] = {}
     for body, index in _path_bodies(function.node.body, target):
+        holder = body[index]
+        if isinstance(holder, ast.For | ast.AsyncFor) and (loop := first_pass(holder)):
+            bindings.update(loop.bindings)
         for statement in body[:index]:
             if (
                 isinstance(statement, ast.Assign)
@@ -196,10 +199,94 @@ def _conditions(
                 inner = _conditions(statement.body, target)
                 if inner is not None:
                     return [*conditions, *inner]
+            loop = first_pass(statement) if isinstance(statement, ast.For | ast.AsyncFor) else None
+            if loop is not None:
+                inner = _conditions(statement.body, target)
+                if inner is not None:
+                    runs = [(test, True, True) for test in loop.runs]
+                    return [*conditions, *runs, *inner]
             if isinstance(statement, _BLOCKS):
                 raise Unsupported(Reason.IN_BLOCK)
             raise Unsupported(Reason.NESTED)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class FirstPass:
+    """A `for` loop read as its first pass, which reaches the raise: the loop variables bound
+    to the first items (`x` to `items[0]`, `i` to 0), and the tests that make it run at all
+    (`len(items) > 0`), which the search must make true (they are the loop's own condition)."""
+
+    bindings: dict[str, ast.expr]
+    runs: list[ast.expr]
+
+
+def first_pass(loop: ast.For | ast.AsyncFor) -> FirstPass | None:
+    """The first pass of `for x in items`, `for i, x in enumerate(items)`, `for a, b in
+    zip(xs, ys)` or `for i in range(n)`, where the items are values the search may choose (a
+    name or an attribute chain); None for any other loop."""
+    iterated = loop.iter
+    wrapper = (
+        iterated.func.id
+        if isinstance(iterated, ast.Call)
+        and isinstance(iterated.func, ast.Name)
+        and not iterated.keywords
+        else None
+    )
+    if wrapper == "range" and len(iterated.args) == 1 and isinstance(loop.target, ast.Name):
+        count = iterated.args[0]
+        if attribute_chain(count) is None:
+            return None
+        runs = [ast.Compare(left=count, ops=[ast.Gt()], comparators=[ast.Constant(0)])]
+        return _placed(FirstPass({loop.target.id: ast.Constant(0)}, runs), loop, [count])
+    if wrapper == "enumerate" and len(iterated.args) == 1:
+        sequences, names = [iterated.args[0]], _target_names(loop.target, 2)
+        index, names = (names[0], names[1:]) if names else (None, None)
+    elif wrapper == "zip" and iterated.args:
+        sequences, index = iterated.args, None
+        names = _target_names(loop.target, len(iterated.args))
+    else:
+        sequences, index = [iterated], None
+        names = [loop.target.id] if isinstance(loop.target, ast.Name) else None
+    if names is None or any(attribute_chain(sequence) is None for sequence in sequences):
+        return None
+    bindings: dict[str, ast.expr] = {
+        name: ast.Subscript(value=sequence, slice=ast.Constant(0), ctx=ast.Load())
+        for name, sequence in zip(names, sequences, strict=True)
+        if name is not None
+    }
+    if index is not None:
+        bindings[index] = ast.Constant(0)
+    runs = [
+        ast.Compare(
+            left=ast.Call(func=ast.Name("len", ast.Load()), args=[sequence], keywords=[]),
+            ops=[ast.Gt()],
+            comparators=[ast.Constant(0)],
+        )
+        for sequence in sequences
+    ]
+    return _placed(FirstPass(bindings, runs), loop, sequences)
+
+
+def _placed(made: FirstPass, loop: ast.For | ast.AsyncFor, kept: list[ast.expr]) -> FirstPass:
+    """The made nodes placed on the `for` line, which runs on each pass (the items keep
+    their own place)."""
+    ids = {id(node) for part in kept for node in ast.walk(part)}
+    for part in [*made.bindings.values(), *made.runs]:
+        for node in ast.walk(part):
+            if id(node) not in ids:
+                node.lineno, node.end_lineno = loop.lineno, loop.lineno
+                node.col_offset, node.end_col_offset = loop.col_offset, loop.col_offset
+    return made
+
+
+def _target_names(target: ast.expr, count: int) -> list[str | None] | None:
+    """The names a tuple target binds, `_` as None; None unless it is `count` plain names."""
+    if not isinstance(target, ast.Tuple) or len(target.elts) != count:
+        return None
+    if not all(isinstance(name, ast.Name) for name in target.elts):
+        return None
+    return [None if name.id == "_" else name.id for name in target.elts]  # type: ignore[attr-defined]
 
 
 _BROAD_HANDLERS = frozenset({"Exception", "BaseException"})

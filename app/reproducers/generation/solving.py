@@ -263,6 +263,16 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
         for node in ast.walk(test)
     )
     ordered = typed or found
+    indexed = any(  # `items[0]`, a loop's first item: lists of one candidate each
+        isinstance(node, ast.Subscript)
+        and _names(node.value, subject)
+        and isinstance(node.slice, ast.Constant)
+        and node.slice.value == 0
+        for test in tests
+        for node in ast.walk(test)
+    )
+    if indexed:
+        ordered = [[value] for value in found if not isinstance(value, list)] + ordered
     if divided:
         ordered.sort(key=lambda value: not (type(value) is int and value > 0))
     return ordered[:MAX_CANDIDATES]
