@@ -479,3 +479,30 @@ def test_a_raise_in_a_for_loop_is_reached_on_the_loops_first_pass():
     with pytest.raises(KeyError):
         eval(every.trigger_call, namespace)
     assert eval(every.fix_call, namespace) is None
+
+
+HELPER_SOURCE = """
+import sys
+
+if sys.version_info >= (3, 99):
+    def has_bits(name):
+        return False
+else:
+    def has_bits(name):
+        return name == "LOAD_GLOBAL"
+
+
+def create(name, target=None):
+    if has_bits(name):
+        if target is not None:
+            raise RuntimeError("target cannot be specified")
+    return name
+"""
+
+
+def test_a_one_line_helper_on_the_way_is_read_as_what_it_returns_on_this_interpreter():
+    made = reproducer.generate(_site(15, "create"), HELPER_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert "name='LOAD_GLOBAL'" in made.trigger_call
+    assert isinstance(_run_on_module(HELPER_SOURCE, made.trigger_call), RuntimeError)
+    assert _run_on_module(HELPER_SOURCE, made.fix_call) == "LOAD_GLOBAL"

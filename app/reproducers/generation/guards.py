@@ -10,9 +10,12 @@ site unsupported, with its `Reason`.
 
 import ast
 import copy
+import operator
+import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.reproducers.generation.sites import Reason, Unsupported
 from app.reproducers.generation.source import (
@@ -162,6 +165,93 @@ def substituted(test: ast.expr, bindings: Mapping[str, ast.expr], depth: int = 4
     if not any(isinstance(n, ast.Name) and n.id in bindings for n in ast.walk(test)):
         return test
     return Replace().visit(copy.deepcopy(test))
+
+
+def inlined(test: ast.expr, function: Function) -> ast.expr:
+    """`test` with each call of a one-line helper of the module (`def has_bits(name): return
+    name == "LOAD_GLOBAL"`) replaced by the expression it returns, its parameters bound to
+    the call's arguments: the search can judge that (the call it cannot)."""
+    helpers = _one_line_helpers(function.module)
+    if not any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers
+        for node in ast.walk(test)
+    ):
+        return test
+
+    class Replace(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.expr:
+            self.generic_visit(node)
+            helper = helpers.get(node.func.id) if isinstance(node.func, ast.Name) else None
+            if helper is None or node.keywords:
+                return node
+            params = [arg.arg for arg in helper.args.args]
+            if len(node.args) != len(params) or any(
+                isinstance(arg, ast.Starred) for arg in node.args
+            ):
+                return node
+            returned = helper.body[-1]
+            assert isinstance(returned, ast.Return)
+            assert returned.value is not None
+            arguments = dict(zip(params, node.args, strict=True))
+            made = substituted(copy.deepcopy(returned.value), arguments, 1)
+            return ast.copy_location(made, node)
+
+    return Replace().visit(copy.deepcopy(test))
+
+
+def _one_line_helpers(module: ast.Module) -> dict[str, ast.FunctionDef]:
+    """The module's functions whose body is one `return <expression>` (a docstring aside),
+    with plain positional parameters; of one defined under `if sys.version_info >= (3, 12):`,
+    the definition this interpreter takes."""
+    helpers: dict[str, ast.FunctionDef] = {}
+
+    def take(body: list[ast.stmt]) -> None:
+        for statement in body:
+            if isinstance(statement, ast.If):
+                holds = _version_holds(statement.test)
+                if holds is not None:
+                    take(statement.body if holds else statement.orelse)
+                continue
+            if not isinstance(statement, ast.FunctionDef) or statement.decorator_list:
+                continue
+            arguments = statement.args
+            parts = statement.body[1:] if ast.get_docstring(statement) else statement.body
+            if (
+                len(parts) == 1
+                and isinstance(parts[0], ast.Return)
+                and parts[0].value is not None
+                and not (arguments.vararg or arguments.kwarg or arguments.kwonlyargs)
+                and not (arguments.defaults or arguments.posonlyargs)
+            ):
+                helpers[statement.name] = statement
+            else:
+                helpers.pop(statement.name, None)
+
+    take(module.body)
+    return helpers
+
+
+def _version_holds(test: ast.expr) -> bool | None:
+    """`sys.version_info >= (3, 12)` for this interpreter; None for any other test."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and ast.unparse(test.left) == "sys.version_info"
+        and type(test.ops[0]) in _VERSION_COMPARE
+    ):
+        return None
+    version = literal_value(test.comparators[0])
+    if not isinstance(version, tuple) or not all(isinstance(part, int) for part in version):
+        return None
+    return _VERSION_COMPARE[type(test.ops[0])](sys.version_info, version)
+
+
+_VERSION_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.GtE: operator.ge,
+    ast.Gt: operator.gt,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+}
 
 
 def path_conditions(

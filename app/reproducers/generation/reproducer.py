@@ -30,6 +30,7 @@ from app.reproducers.generation.guards import (
     Guard,
     avoided_rebindings,
     guard_subjects,
+    inlined,
     last_return,
     local_bindings,
     path_conditions,
@@ -80,11 +81,13 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
     if not assertion and guard_lines[0] <= site.line <= guard_lines[1]:
         raise Unsupported(Reason.ONE_LINE)
     bindings = local_bindings(function, raise_node)
-    conditions = [(substituted(test, bindings), truth) for test, truth in conditions]
+    conditions = [
+        (inlined(substituted(test, bindings), function), truth) for test, truth in conditions
+    ]
     guard_test = conditions[guard][0]
     subjects = guard_subjects(guard_test, function)
     avoided = [
-        (substituted(test, bindings), truth)
+        (inlined(substituted(test, bindings), function), truth)
         for test, truth in avoided_rebindings(subjects, function, raise_node)
     ]
     conditions += avoided
