@@ -506,3 +506,31 @@ def test_a_one_line_helper_on_the_way_is_read_as_what_it_returns_on_this_interpr
     assert "name='LOAD_GLOBAL'" in made.trigger_call
     assert isinstance(_run_on_module(HELPER_SOURCE, made.trigger_call), RuntimeError)
     assert _run_on_module(HELPER_SOURCE, made.fix_call) == "LOAD_GLOBAL"
+
+
+COUNTER_SOURCE = """
+class Counter:
+    def __init__(self, model):
+        self.model = model
+        self.calls = 0
+        self.limit = 10
+
+    def step(self, size):
+        self.calls += 1
+        if size > self.limit:
+            raise ValueError(f"size {size} is over the limit {self.limit}")
+        return self.calls
+"""
+
+
+def test_an_object_made_without_init_gets_the_literal_attributes_init_sets():
+    made = reproducer.generate(_site(11, "step"), COUNTER_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert "constructed(module.Counter, calls=0, limit=10)" in made.script
+    module = types.ModuleType("demo.pool")
+    exec(COUNTER_SOURCE, module.__dict__)
+    scenarios: dict = {"__name__": "generated"}
+    exec(made.script, scenarios)
+    with pytest.raises(ValueError, match="is over the limit"):
+        scenarios["trigger"](module, "cpu")
+    assert scenarios["fix"](module, "cpu") == 1

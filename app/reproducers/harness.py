@@ -11,6 +11,7 @@ CUDA is there, so the runner and the tests can import this module without it.
 """
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -456,16 +457,21 @@ def _uninitialised(cls: type) -> Any:
     return cls.__new__(cls)
 
 
-def constructed(cls: Any) -> Any:
+def constructed(cls: Any, /, **initial: Any) -> Any:
     """The object a generated reproducer calls a method on: from the class's constructor
     with no arguments where it takes none (its other attributes as the class sets them; a
-    method often reads several before its guard), else made without its __init__."""
+    method often reads several before its guard), else made without its __init__ with the
+    attributes `initial` names (those __init__ sets to literal values)."""
     try:
         return cls()
     except ENVIRONMENT_ERRORS:
         raise
     except Exception:
-        return _uninitialised(cls)
+        obj = _uninitialised(cls)
+    for name, value in initial.items():
+        with contextlib.suppress(AttributeError, TypeError):  # a property, a slot: left out
+            set_state(obj, name, value)
+    return obj
 
 
 def set_state(obj: Any, name: str, value: Any) -> None:

@@ -15,7 +15,13 @@ from typing import Any
 
 from app.reproducers.generation.guards import Subject, annotation_of
 from app.reproducers.generation.sites import Reason, Unsupported
-from app.reproducers.generation.source import Function, decorator_names, runtime_class
+from app.reproducers.generation.source import (
+    NO_VALUE,
+    Function,
+    decorator_names,
+    literal_value,
+    runtime_class,
+)
 
 DIRECT_STATE_NOTE = "state set directly, not through the constructor"
 _DATACLASS_DECORATORS = frozenset({"dataclass", "config", "dataclasses.dataclass"})
@@ -47,6 +53,9 @@ class CallPlan:
     # The class of each object whose attributes the guard reads (a parameter, or `self.x`),
     # as the module names it at run time; None: a stand-in (types.SimpleNamespace).
     objects: dict[Subject, str | None] = field(default_factory=dict)
+    # For a method called on an object made for the script: the attributes its class's
+    # __init__ sets to literal values (`self.total_calls = 0`), set where __init__ cannot run.
+    initial: dict[str, Any] = field(default_factory=dict)
 
     @property
     def direct_state(self) -> bool:
@@ -115,7 +124,8 @@ class CallPlan:
             return [f"return module.{self.cls}({arguments})"]
         if self.kind == "static":
             return [f"return module.{self.cls}.{self.function}({arguments})"]
-        lines = [f"obj = constructed(module.{self.cls})  # {DIRECT_STATE_NOTE}"]
+        initial = "".join(f", {name}={value!r}" for name, value in self.initial.items())
+        lines = [f"obj = constructed(module.{self.cls}{initial})  # {DIRECT_STATE_NOTE}"]
         lines += [
             f"set_state(obj, {s.name!r}, {v!r})" for s, v in values.items() if s.attr and not s.path
         ]
@@ -184,7 +194,43 @@ def call_plan(function: Function, subjects: list[Subject], known: Mapping[str, s
         return plan(cls.name, node.name, "property")
     if node.name != "__post_init__" and node.name.startswith("__") and node.name.endswith("__"):
         raise Unsupported(Reason.UNREACHABLE)
-    return plan(cls.name, node.name, "direct", extra, function.positional_only)
+    return plan(
+        cls.name, node.name, "direct", extra, function.positional_only, initial=_init_literals(cls)
+    )
+
+
+def _init_literals(cls: ast.ClassDef) -> dict[str, Any]:
+    """The attributes the class's own __init__ sets once, in its body's top level, to a
+    literal value (`self.total_calls = 0`, `self.frame = []`): a method often reads them before
+    its guard, and an object made without __init__ would lack them."""
+    found: dict[str, Any] = {}
+    assigned: list[str] = []
+    for member in cls.body:
+        if not (isinstance(member, ast.FunctionDef) and member.name == "__init__"):
+            continue
+        owner = member.args.args[0].arg if member.args.args else "self"
+        for node in ast.walk(member):
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                assigned += [
+                    target.attr
+                    for target in targets
+                    if isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == owner
+                ]
+        for statement in member.body:
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(target := statement.targets[0], ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == owner
+                and target.attr.isidentifier()
+                and (value := literal_value(statement.value)) is not NO_VALUE
+            ):
+                found[target.attr] = value
+    return {name: value for name, value in found.items() if assigned.count(name) == 1}
 
 
 def _placeholder(arg: ast.arg) -> str:
