@@ -65,7 +65,8 @@ def _checks_as_asserts(tree: ast.Module) -> ast.Module:
 def parsed(source: str) -> ast.Module:
     """A file's tree, its check calls read as asserts, parsed once for all its sites (drafts
     come in file order; the trees are only read)."""
-    return _checks_as_asserts(ast.parse(source))
+    tree = ast.parse(source)
+    return _checks_as_asserts(tree) if any(name in source for name in _CHECKS) else tree
 
 
 def locate(tree: ast.Module, line: int) -> tuple[ast.Raise | ast.Assert, Function]:
