@@ -2,9 +2,13 @@
 the release's requirements; checked on small releases and wheels written here (no network)."""
 
 import json
+import subprocess
+import sys
 import textwrap
 import zipfile
 from pathlib import Path
+
+import pytest
 
 from app.upstreams import imports
 
@@ -151,6 +155,24 @@ def test_what_serves_only_an_accelerator_is_known_from_its_metadata() -> None:
         }
     )
     assert not imports.accelerator_only({})
+
+
+@pytest.mark.network
+def test_the_index_torchaudio_fails_to_load_beside_the_cpu_torch_so_it_stays_out(
+    tmp_path: Path,
+) -> None:
+    """vLLM 0.33.0 pins torchaudio 2.11.0; the index's Linux wheel links torch's CUDA libraries,
+    and transformers imports it wherever it is installed: every vLLM module failed to load."""
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--only-binary=:all:"]
+    target = ["--disable-pip-version-check", "--target", str(tmp_path)]
+    subprocess.run([*pip, *target, "torchaudio==2.11.0"], check=True, timeout=600)
+    load = f"import sys; sys.path.append({str(tmp_path)!r}); import torchaudio"
+    loaded = subprocess.run(
+        [sys.executable, "-c", load], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert loaded.returncode != 0
+    assert "libc10_cuda.so" in loaded.stderr
+    assert imports.accelerator_only({"name": "torchaudio"})
 
 
 def test_a_requirement_that_serves_only_an_accelerator_stays_out(tmp_path: Path) -> None:

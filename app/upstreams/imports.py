@@ -46,6 +46,9 @@ ACCELERATOR_ONLY = {
     "flashinfer-python": "attention and GEMM kernels compiled for CUDA",
     "flash-attn": "attention kernels for CUDA and ROCm",
     "xformers": "attention kernels built for CUDA",
+    # The index's Linux wheel links torch's CUDA libraries (libc10_cuda.so): it fails to load
+    # beside a CPU build of torch, and with it installed transformers imports it and fails.
+    "torchaudio": "the index's Linux wheel is built against torch's CUDA libraries",
 }
 
 
