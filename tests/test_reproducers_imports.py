@@ -173,6 +173,7 @@ def test_the_index_torchaudio_fails_to_load_beside_the_cpu_torch_so_it_stays_out
     assert loaded.returncode != 0
     assert "libc10_cuda.so" in loaded.stderr
     assert imports.accelerator_only({"name": "torchaudio"})
+    assert imports.accelerator_only({"name": "torchcodec"})  # libnvrtc.so.13, SGLang 0.5.23
 
 
 def test_a_requirement_that_serves_only_an_accelerator_stays_out(tmp_path: Path) -> None:

@@ -46,9 +46,11 @@ ACCELERATOR_ONLY = {
     "flashinfer-python": "attention and GEMM kernels compiled for CUDA",
     "flash-attn": "attention kernels for CUDA and ROCm",
     "xformers": "attention kernels built for CUDA",
-    # The index's Linux wheel links torch's CUDA libraries (libc10_cuda.so): it fails to load
-    # beside a CPU build of torch, and with it installed transformers imports it and fails.
+    # The index's Linux wheels of these link CUDA's libraries (torchaudio libc10_cuda.so,
+    # torchcodec libnvrtc.so): they fail to load beside a CPU build of torch, and with them
+    # installed transformers imports them and fails.
     "torchaudio": "the index's Linux wheel is built against torch's CUDA libraries",
+    "torchcodec": "the index's Linux wheel links CUDA's runtime compiler (libnvrtc)",
 }
 
 
