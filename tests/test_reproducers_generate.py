@@ -534,3 +534,18 @@ def test_an_object_made_without_init_gets_the_literal_attributes_init_sets():
     with pytest.raises(ValueError, match="is over the limit"):
         scenarios["trigger"](module, "cpu")
     assert scenarios["fix"](module, "cpu") == 1
+
+
+STAND_IN_SOURCE = """
+def writes(user, node):
+    if user.op == "output":
+        return False
+    if user.target is None:
+        raise ValueError("a user without a target")
+    return True
+"""
+
+
+def test_a_condition_that_reads_what_a_stand_in_lacks_refuses_the_site():
+    refused = reproducer.generate(_site(6, "writes"), STAND_IN_SOURCE, {})
+    assert refused == Skipped("00000000000000aa", Reason.NO_VALUE_READ)

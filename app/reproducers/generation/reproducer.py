@@ -25,9 +25,11 @@ import ast
 import re
 from collections.abc import Iterator, Mapping
 
-from app.reproducers.generation.calls import call_plan
+from app.reproducers.generation.calls import CallPlan, call_plan
 from app.reproducers.generation.guards import (
     Guard,
+    Subject,
+    attribute_chain,
     avoided_rebindings,
     guard_subjects,
     inlined,
@@ -96,7 +98,7 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
     subjects += path_subjects(enclosing, subjects, function, raise_node)
     trigger, fix = solve(conditions, guard, subjects, function)
     call = call_plan(function, subjects, known_values)
-    if _reads_a_none(conditions, {n for n, value in call.extra.items() if value == "None"}):
+    if _reads_what_is_missing(conditions, call, subjects):
         raise Unsupported(Reason.NO_VALUE_READ)
     trigger_call = call.render(trigger)
     fix_call = call.render(fix)
@@ -119,9 +121,19 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
     )
 
 
-def _reads_a_none(conditions: list[tuple[ast.expr, bool]], nones: set[str]) -> bool:
-    """Whether a condition on the way always reads an attribute of an argument given None
-    (`if cache_size.will_exceed(): return`): the call would fail there, before the guard."""
+def _reads_what_is_missing(
+    conditions: list[tuple[ast.expr, bool]], call: CallPlan, subjects: list[Subject]
+) -> bool:
+    """Whether a condition on the way always reads an attribute the script's argument does
+    not have: of an argument given None (`if cache_size.will_exceed(): return`), or one of a
+    stand-in (types.SimpleNamespace) the script does not set (`if user.op == "output"`). The
+    call would fail there, before the guard."""
+    nones = {name for name, value in call.extra.items() if value == "None"}
+    set_paths: dict[str, list[tuple[str, ...]]] = {}
+    for subject in subjects:
+        if not subject.attr and subject.path:
+            set_paths.setdefault(subject.name, []).append(subject.path)
+    stand_ins = {root.name for root, cls in call.objects.items() if cls is None and not root.attr}
 
     def evaluated(node: ast.AST) -> Iterator[ast.AST]:
         yield node
@@ -133,10 +145,17 @@ def _reads_a_none(conditions: list[tuple[ast.expr, bool]], nones: set[str]) -> b
             for child in ast.iter_child_nodes(node):
                 yield from evaluated(child)
 
-    return any(
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id in nones
-        for test, _truth in conditions
-        for node in evaluated(test)
-    )
+    for test, _truth in conditions:
+        for node in evaluated(test):
+            chain = attribute_chain(node) if isinstance(node, ast.Attribute) else None
+            if chain is None:
+                continue
+            root, path = chain[0], tuple(chain[1])
+            if root in nones:
+                return True
+            if root in stand_ins and not any(
+                path[: len(known)] == known or known[: len(path)] == path
+                for known in set_paths.get(root, [])
+            ):
+                return True
+    return False

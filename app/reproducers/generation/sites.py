@@ -29,8 +29,8 @@ class Reason(StrEnum):
     TOO_MANY = "the guard reads more values than the search chooses at once"
     UNSOLVED = "no candidate values make the guard true, or false again"
     NO_VALUE_READ = (
-        "a condition on the way reads an attribute of an argument the script has no value for"
-        " (None)"
+        "a condition on the way reads an attribute the script's argument lacks (a None"
+        " placeholder, or a stand-in object without it)"
     )
     ONE_LINE = "the guard and the raise share one line"
     UNREACHABLE = "the function cannot be called from outside (closure, class method state)"
