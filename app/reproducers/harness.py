@@ -447,12 +447,12 @@ def bare(cls: Any, **attributes: Any) -> Any:
     return obj
 
 
-def _uninitialised(cls: type) -> Any:
+def _uninitialised(cls: Any) -> Any:
     """An instance made without __init__; of an abstract class, an instance of a subclass
     that leaves its abstract methods out (they are not what the guard reads)."""
     if getattr(cls, "__abstractmethods__", None):
         concrete = type(cls.__name__, (cls,), {})
-        concrete.__abstractmethods__ = frozenset()
+        setattr(concrete, "__abstractmethods__", frozenset())  # noqa: B010 (not a plain attribute)
         cls = concrete
     return cls.__new__(cls)
 

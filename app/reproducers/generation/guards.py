@@ -289,8 +289,7 @@ def _conditions(
                 inner = _conditions(statement.body, target)
                 if inner is not None:
                     return [*conditions, *inner]
-            loop = first_pass(statement) if isinstance(statement, ast.For | ast.AsyncFor) else None
-            if loop is not None:
+            if isinstance(statement, ast.For | ast.AsyncFor) and (loop := first_pass(statement)):
                 inner = _conditions(statement.body, target)
                 if inner is not None:
                     runs = [(test, True, True) for test in loop.runs]
@@ -316,25 +315,28 @@ def first_pass(loop: ast.For | ast.AsyncFor) -> FirstPass | None:
     zip(xs, ys)` or `for i in range(n)`, where the items are values the search may choose (a
     name or an attribute chain); None for any other loop."""
     iterated = loop.iter
-    wrapper = (
-        iterated.func.id
-        if isinstance(iterated, ast.Call)
+    wrapper, arguments = None, list[ast.expr]()
+    if (
+        isinstance(iterated, ast.Call)
         and isinstance(iterated.func, ast.Name)
         and not iterated.keywords
-        else None
-    )
-    if wrapper == "range" and len(iterated.args) == 1 and isinstance(loop.target, ast.Name):
-        count = iterated.args[0]
+    ):
+        wrapper, arguments = iterated.func.id, iterated.args
+    if wrapper == "range" and len(arguments) == 1 and isinstance(loop.target, ast.Name):
+        count = arguments[0]
         if attribute_chain(count) is None:
             return None
-        runs = [ast.Compare(left=count, ops=[ast.Gt()], comparators=[ast.Constant(0)])]
-        return _placed(FirstPass({loop.target.id: ast.Constant(0)}, runs), loop, [count])
-    if wrapper == "enumerate" and len(iterated.args) == 1:
-        sequences, names = [iterated.args[0]], _target_names(loop.target, 2)
+        counted: list[ast.expr] = [
+            ast.Compare(left=count, ops=[ast.Gt()], comparators=[ast.Constant(0)])
+        ]
+        return _placed(FirstPass({loop.target.id: ast.Constant(0)}, counted), loop, [count])
+    names: list[str | None] | None
+    if wrapper == "enumerate" and len(arguments) == 1:
+        sequences, names = [arguments[0]], _target_names(loop.target, 2)
         index, names = (names[0], names[1:]) if names else (None, None)
-    elif wrapper == "zip" and iterated.args:
-        sequences, index = iterated.args, None
-        names = _target_names(loop.target, len(iterated.args))
+    elif wrapper == "zip" and arguments:
+        sequences, index = arguments, None
+        names = _target_names(loop.target, len(arguments))
     else:
         sequences, index = [iterated], None
         names = [loop.target.id] if isinstance(loop.target, ast.Name) else None
@@ -347,7 +349,7 @@ def first_pass(loop: ast.For | ast.AsyncFor) -> FirstPass | None:
     }
     if index is not None:
         bindings[index] = ast.Constant(0)
-    runs = [
+    runs: list[ast.expr] = [
         ast.Compare(
             left=ast.Call(func=ast.Name("len", ast.Load()), args=[sequence], keywords=[]),
             ops=[ast.Gt()],
@@ -364,7 +366,7 @@ def _placed(made: FirstPass, loop: ast.For | ast.AsyncFor, kept: list[ast.expr])
     ids = {id(node) for part in kept for node in ast.walk(part)}
     for part in [*made.bindings.values(), *made.runs]:
         for node in ast.walk(part):
-            if id(node) not in ids:
+            if isinstance(node, ast.expr) and id(node) not in ids:
                 node.lineno, node.end_lineno = loop.lineno, loop.lineno
                 node.col_offset, node.end_col_offset = loop.col_offset, loop.col_offset
     return made
