@@ -4,12 +4,14 @@ JSON, each file's sha256), its libraries' read-only data kept and the wheel dele
 wheels of other builds and platforms passed over; a cut wheel or a release without one an
 UpstreamError with its reason, and nothing kept."""
 
+import io
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from app.upstreams.elf import read_only_data, rodata_sections
-from app.upstreams.release_cache import LIBRARIES_DIR, Upstream
+from app.upstreams.release_cache import LIBRARIES_DIR, SDISTS_DIR, WHEELS_DIR, Upstream
 from app.upstreams.release_errors import UpstreamError
 from tests.helpers.libraries import build_library, package_index, write_wheel
 
@@ -99,3 +101,50 @@ def test_nothing_is_downloaded_when_turned_off_or_for_a_project_without_them(
     )
     assert Upstream(tmp_path).ensure_build_libraries("vllm", "0.33.0") is None
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unpacked_wheel_keeps_its_packages_folders_but_only_python_files(
+    tmp_path: Path,
+) -> None:
+    """A module may check at import that a folder of its package exists (SGLang's
+    `sglang.kernels.jit` looks for its `include/` and `csrc/`): the folders stay, empty of
+    what is left out; no folder is made at the top, where it would be imported as a package."""
+    (tmp_path / WHEELS_DIR).mkdir()
+    write_wheel(
+        tmp_path / WHEELS_DIR / "demo-1.0-cp311-cp311-manylinux_2_34_x86_64.whl",
+        {
+            "demo/__init__.py": b"",
+            "demo/jit/__init__.py": b"",
+            "demo/jit/include/kernel.cuh": b"// a header",
+            "demo/jit/csrc/sub/kernel.cu": b"// a kernel",
+            "triton/lib/libtriton.so": b"not read",
+            "demo-1.0.dist-info/METADATA": b"Name: demo",
+            "demo-1.0.data/headers/x.h": b"",
+        },
+    )
+    root = Upstream(tmp_path).ensure_unpacked("demo", "1.0")
+    assert (root / "demo" / "jit" / "include").is_dir()
+    assert (root / "demo" / "jit" / "csrc" / "sub").is_dir()
+    assert not (root / "demo" / "jit" / "include" / "kernel.cuh").exists()
+    assert sorted(p.name for p in root.iterdir()) == ["demo", "demo-1.0.dist-info"]
+
+
+def test_an_unpacked_sdist_keeps_its_packages_folders_but_only_python_files(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / SDISTS_DIR).mkdir()
+    members = {
+        "demo-1.0/PKG-INFO": b"Name: demo",
+        "demo-1.0/demo/__init__.py": b"",
+        "demo-1.0/demo/jit/include/kernel.cuh": b"// a header",
+        "demo-1.0/csrc/ops/kernel.cu": b"// outside the package",
+    }
+    with tarfile.open(tmp_path / SDISTS_DIR / "demo-1.0.tar.gz", "w:gz") as sdist:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            sdist.addfile(info, io.BytesIO(data))
+    root = Upstream(tmp_path).ensure_unpacked("demo", "1.0")
+    assert (root / "demo" / "jit" / "include").is_dir()
+    assert not (root / "demo" / "jit" / "include" / "kernel.cuh").exists()
+    assert sorted(p.name for p in root.iterdir()) == ["demo", "demo-1.0.dist-info"]

@@ -54,6 +54,7 @@ from app.upstreams.unpacking import (
     _unpack_native,
     _unpack_sdist,
     _wanted,
+    package_folder,
 )
 
 if TYPE_CHECKING:
@@ -209,9 +210,13 @@ class Upstream:
                     _unpack_sdist(archive, name, version, tmp)
                 else:
                     with zipfile.ZipFile(archive) as wheel:
-                        for member in wheel.namelist():
+                        members = wheel.namelist()
+                        packages = {m.split("/")[0] for m in members if m.endswith(".py")}
+                        for member in members:
                             if _wanted(member):
                                 wheel.extract(member, tmp)
+                            elif (folder := package_folder(member, packages)) is not None:
+                                (tmp / folder).mkdir(parents=True, exist_ok=True)
                 tmp.rename(target)
             except (OSError, zipfile.BadZipFile, tarfile.TarError) as exc:
                 shutil.rmtree(tmp, ignore_errors=True)

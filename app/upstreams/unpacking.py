@@ -24,7 +24,10 @@ NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp")
 def _unpack_sdist(sdist: Path, name: str, version: str, into: Path) -> None:
     """The sdist's Python files, without its top folder (nor its tests, benchmarks and
     examples), and its PKG-INFO as the `.dist-info/METADATA` a wheel has (the same core
-    metadata), so the tree reads alike.
+    metadata), so the tree reads alike. The package's folders that hold no Python file stay,
+    empty: a module may check at import that they exist (`sglang.kernels.jit` looks for its
+    `include/` and `csrc/`); folders outside the package do not, since an empty folder on the
+    path would be imported as a namespace package in place of a real one.
 
     Members are written one by one: only regular files, on paths inside ``into``."""
     stem = re.sub(r"[-_.]+", "_", name).lower()
@@ -43,6 +46,8 @@ def _unpack_sdist(sdist: Path, name: str, version: str, into: Path) -> None:
             elif relative.endswith(".py"):
                 target = into / relative
             else:
+                if parts[0] == stem and len(parts) > 2:  # the package's own folder stays
+                    (into / relative).parent.mkdir(parents=True, exist_ok=True)
                 continue
             source = archive.extractfile(member)
             if source is None:
@@ -113,3 +118,14 @@ def _wanted(member: str) -> bool:
     and no target module or harvest needs them."""
     top = member.split("/", 1)[0]
     return not member.endswith("/") and (member.endswith(".py") or top.endswith(".dist-info"))
+
+
+def package_folder(member: str, packages: set[str]) -> str | None:
+    """The folder a wheel's member lies in, where it is a subfolder of one of the wheel's
+    `packages` (top folders holding Python files) that the unpacked tree keeps, empty, though
+    the member (a header, a data file) is left out: a module may check at import that it
+    exists. None elsewhere: an empty top folder would be imported as a namespace package."""
+    parts = member.split("/")
+    if len(parts) < 3 or ".." in parts or member.startswith("/") or parts[0] not in packages:
+        return None
+    return "/".join(parts[:-1])
