@@ -10,6 +10,7 @@ site unsupported, with its `Reason`.
 
 import ast
 import copy
+import functools
 import operator
 import sys
 from collections import Counter
@@ -199,10 +200,12 @@ def inlined(test: ast.expr, function: Function) -> ast.expr:
     return Replace().visit(copy.deepcopy(test))
 
 
+@functools.lru_cache(maxsize=8)
 def _one_line_helpers(module: ast.Module) -> dict[str, ast.FunctionDef]:
     """The module's functions whose body is one `return <expression>` (a docstring aside),
     with plain positional parameters; of one defined under `if sys.version_info >= (3, 12):`,
-    the definition this interpreter takes."""
+    the definition this interpreter takes (read only: one dict per module, for all its
+    sites)."""
     helpers: dict[str, ast.FunctionDef] = {}
 
     def take(body: list[ast.stmt]) -> None:

@@ -52,11 +52,14 @@ def _checks_as_asserts(tree: ast.Module) -> ast.Module:
     class Replace(ast.NodeTransformer):
         def visit_Expr(self, node: ast.Expr) -> ast.stmt:
             call = node.value
-            if isinstance(call, ast.Call) and call.args and ast.unparse(call.func) in _CHECKS:
-                check = ast.copy_location(CheckCall(test=call.args[0], msg=None), node)
-                check.callee = ast.unparse(call.func)
-                return check
-            return node
+            if not (isinstance(call, ast.Call) and call.args):
+                return node
+            callee = ast.unparse(call.func)
+            if callee not in _CHECKS:
+                return node
+            check = ast.copy_location(CheckCall(test=call.args[0], msg=None), node)
+            check.callee = callee
+            return check
 
     return Replace().visit(tree)
 
@@ -237,9 +240,14 @@ _TYPING_MODULES = frozenset({"typing", "typing_extensions", "collections.abc", "
 def _bound_names(function: Function, modules: bool = False) -> dict[str, str]:
     """Names the module binds at its top level to classes it defines or names it imports
     (`from a import X`, not from typing; with `modules`, `import a.b` too), as the script
-    reaches them."""
+    reaches them (read only: one dict per module, shared by its sites' searches)."""
+    return _module_bindings(function.module, function.module_name, modules)
+
+
+@functools.lru_cache(maxsize=8)
+def _module_bindings(module: ast.Module, module_name: str, modules: bool) -> dict[str, str]:
     bound: dict[str, str] = {}
-    for statement in function.module.body:
+    for statement in module.body:
         if isinstance(statement, ast.ClassDef):
             bound[statement.name] = f"module.{statement.name}"
         elif isinstance(statement, ast.ImportFrom) and statement.module not in _TYPING_MODULES:
@@ -252,7 +260,7 @@ def _bound_names(function: Function, modules: bool = False) -> dict[str, str]:
         elif isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
             for node in statement.body:
                 if isinstance(node, ast.ImportFrom):
-                    source = _absolute(node, function.module_name)
+                    source = _absolute(node, module_name)
                     for alias in node.names:
                         bound[alias.asname or alias.name] = (
                             f"importlib.import_module({source!r}).{alias.name}"
