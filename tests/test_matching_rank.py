@@ -184,6 +184,53 @@ def test_a_log_line_record_that_outscores_the_exception_is_put_below_it() -> Non
     assert alone.score == 49
 
 
+def _log_line_match(key: str, line: str, score: float, **captures: str) -> Match:
+    parts = [Component("message.log-line", 34, "pattern matches a whole log line")]
+    match = Match(key * 16, score, None, dict(captures), components=parts, logged=True)
+    match.log_line = line
+    return match
+
+
+def _raise_in_log_line(key: str, line: str, literal: int) -> Match:
+    parts = [Component("message.in-log-line", 8, "pattern found in a log line")]
+    match = Match(key * 16, 8.0, None, {}, components=parts)
+    match.message_points, match.literal, match.log_line = 8, literal, line
+    return match
+
+
+def test_a_generic_raise_in_another_log_line_does_not_push_a_log_line_record_down() -> None:
+    """SGLang's `max_total_tokens=... is larger than the profiled value ...` warning, pasted
+    under `Load weight end. type=..., dtype=torch.bfloat16`: a raise's `dtype={dtype}` is
+    words of a line no raise printed, so the warning's record keeps its place; a specific
+    raise message in a log line is one the log shows, and the warning's record goes below."""
+    warning = "max_total_tokens=131072 is larger than the profiled value -561981."
+    loaded = "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16"
+    logged = _log_line_match("a", warning, 54.0)
+    exceptions_first([logged, _raise_in_log_line("b", loaded, literal=6)], lambda *_: False)
+    assert logged.score == 54.0
+    specific = _raise_in_log_line("c", loaded, literal=40)
+    exceptions_first([logged, specific], lambda *_: False)
+    assert logged.components[-1].id == "rank.below-exception"
+    assert logged.score < specific.score
+
+
+def test_a_generic_raise_in_a_value_of_a_logged_line_is_shown_by_the_log() -> None:
+    """vLLM's `Exception in worker ... while processing method init_device: {e}` around
+    pynccl's `NCCL error: {error}`: the raise's message is the value the log site's record
+    captures, so the raise is what the paste shows, however short its template."""
+    nccl = "NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
+    line = f"Exception in worker VllmWorkerProcess while processing method init_device: {nccl}"
+    wrapper = _log_line_match("a", line, 64.0, e=nccl)
+    raised = _raise_in_log_line("b", line, literal=12)
+
+    def found(key: str, text: str, whole: bool) -> bool:
+        return key == raised.id and not whole and text.startswith("NCCL error: ")
+
+    exceptions_first([wrapper, raised], found)
+    assert wrapper.components[-1].id == "rank.below-exception"
+    assert wrapper.score < raised.score
+
+
 def test_the_match_page_shows_how_the_score_adds_up(client: TestClient) -> None:
     page = client.post("/match", data={"text": PASTES["traceback"]})
     assert page.status_code == 200

@@ -293,5 +293,7 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
     named_projects_only(list(best.values()), candidates, paste, exceptions)
     libraries_own_words(list(best.values()), exceptions)
     ranked = literal_before_helpers(frames_first(list(best.values())))
-    ranked = exceptions_first(ranked, lambda key, line: matches(key, line, full=True) is not None)
+    ranked = exceptions_first(
+        ranked, lambda key, text, whole: matches(key, text, whole) is not None
+    )
     return same_message(sorted(ranked, key=best_first), candidates)

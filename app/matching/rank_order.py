@@ -14,6 +14,7 @@ from app.matching.score_weights import (
     DRAFT_COMPONENT,
     FRAMES_MARGIN,
     FULL_MESSAGE,
+    GENERIC_BELOW,
     GONE_COMPONENT,
     LIKELY,
     LOG_LINE_ID,
@@ -68,30 +69,40 @@ def best_first(match: Match) -> tuple[float, bool, bool, int, str]:
     return -match.score, not match.reviewed, match.logged, -match.literal, match.id
 
 
-def exceptions_first(matches: list[Match], whole: Callable[[str, str], bool]) -> list[Match]:
+def exceptions_first(matches: list[Match], found: Callable[[str, str, bool], bool]) -> list[Match]:
     """Below the best record of a raise that the paste shows, every log site's record that
     would outrank it: one of a log line, and one that fits an exception's message in another
     class (`Error in request: {e}` around the exception it logs). A raise is shown by an
     exception it explains, or by its message inside a log line (`Error in request:
     Unsupported tool_call_parser: None`, `[multiproc_executor.py:492] ValueError: ...`) that
-    is not the whole of a line a log site's record fits (`whole(record id, line)`: a message
-    logged and raised in the same words is the log's there). A warning's record whose
-    category the paste names keeps its place, as does any log site's record when the paste
-    shows no raise."""
-    logged_lines = {m.log_line for m in matches if m.logged and m.components[0].id == LOG_LINE_ID}
-    raised = [
-        match.score
-        for match in matches
-        if not match.logged
-        and (
-            match.exception_index is not None
-            or (
-                match.message_points >= OUTSIDE_MESSAGE
-                and match.log_line is not None
-                and not (match.log_line in logged_lines and whole(match.id, match.log_line))
-            )
+    is not the whole of a line a log site's record fits (`found(record id, text, whole)`: a
+    message logged and raised in the same words is the log's there), where the message is
+    specific or lies in a value of the log site's record that fits the line (`Exception in
+    worker ...: {e}`): a generic template's words (`dtype={dtype}`, `not supported`) turn up
+    in lines no raise printed (`Load weight end. type=..., dtype=torch.bfloat16`). A
+    warning's record whose category the paste names keeps its place, as does any log site's
+    record when the paste shows no raise."""
+    values: dict[str, list[str]] = {}  # what the log sites' records fitting a line capture
+    for logged in matches:
+        if logged.logged and logged.components[0].id == LOG_LINE_ID and logged.log_line:
+            captured = [value for value in logged.captures.values() if value]
+            values.setdefault(logged.log_line, []).extend(captured)
+
+    def shown(match: Match) -> bool:
+        if match.logged:
+            return False
+        if match.exception_index is not None:
+            return True
+        line = match.log_line
+        if line is None or match.message_points < OUTSIDE_MESSAGE:
+            return False
+        if line in values and found(match.id, line, True):
+            return False
+        return match.literal >= GENERIC_BELOW or any(
+            found(match.id, value, False) for value in values.get(line, ())
         )
-    ]
+
+    raised = [match.score for match in matches if shown(match)]
     if not raised:
         return matches
     ceiling = max(raised)
