@@ -752,3 +752,39 @@ def test_the_same_logged_message_of_two_files_is_one_answer(
     assert {top["id"], *(other["id"] for other in top["sameMessage"])} == {
         site["id"] for site in sites
     }
+
+
+def test_a_message_cut_short_is_one_answer_with_every_template_it_agrees_with(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """An issue's title keeps the first line of SGLang's `Capture cuda graph failed: {e}`,
+    whose advice below differs from file to file: the title agrees with each as far as it
+    goes, so they are one answer, whatever share of each template it shows."""
+    head = "Capture cuda graph failed: {e}"
+    tails = (
+        ". Possible solutions:\n1. disable cuda graph by --disable-cuda-graph",
+        "\nPossible solutions:\n1. disable cuda graph by --disable-cuda-graph\n"
+        "2. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
+    )
+    sites = []
+    for number, (tail, path) in enumerate(
+        zip(
+            tails,
+            ("managers/controller/model_runner.py", "model_executor/cuda_graph_runner.py"),
+            strict=True,
+        ),
+        start=1,
+    ):
+        template = head + tail
+        pattern = re.escape(template).replace(re.escape("{e}"), "(?P<e>(?s:.+?))")
+        site = _site(
+            number, template, "Exception", "sgl-project/sglang", f"python/sglang/srt/{path}"
+        )
+        sites.append({**site, "messagePattern": pattern})
+    client = make_client(*_records(tmp_path, *sites))
+    paste = "[Bug] Exception: Capture cuda graph failed: Triton Error [CUDA]: device kernel image"
+    top = client.post("/api/match", json={"text": paste}).json()["matches"][0]
+    assert top["components"][0]["id"] == "message.cut"
+    assert {top["id"], *(other["id"] for other in top["sameMessage"])} == {
+        site["id"] for site in sites
+    }

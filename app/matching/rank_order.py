@@ -177,6 +177,11 @@ def literal_before_helpers(matches: list[Match]) -> list[Match]:
 
 
 WHOLE = "\x00whole message"  # the key of the templates that match a whole message
+# The key of the templates a cut message agrees with as far as it goes: what it shows is the
+# same message to each, and how much of each template that is (its share) is the
+# template's length, not a clue of the paste.
+CUT = "\x00cut message"
+CUT_COMPONENT = "message.cut"
 # points the paste itself did not earn
 _NOT_CLUES = frozenset({GONE_COMPONENT, REVIEWED_COMPONENT, DRAFT_COMPONENT})
 
@@ -187,6 +192,9 @@ def same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list
     message is raised at ...") instead of one of them winning by chance. Their classes may differ (a
     class refined between releases) where the paste names none, or one neither raises: a
     pasted class one of them raises scores them apart.
+
+    A message cut short (an issue's title) agrees with every template that goes on as it
+    does: those records are one answer too, led by the one it shows most of.
 
     A site gone in the newest release scores a little less, and a curated record a little
     more, yet neither says anything of the release the paste came from: the same message
@@ -199,11 +207,14 @@ def same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list
         # Templates that both match the whole message are the same message to this paste,
         # whatever else they may add elsewhere (an optional tail it does not show).
         message = WHOLE if match.message_points >= FULL_MESSAGE else candidate.template
+        not_clues = _NOT_CLUES
+        if match.components and match.components[0].id == CUT_COMPONENT:
+            message, not_clues = CUT, _NOT_CLUES | {CUT_COMPONENT}
         key = (
             match.exception_index,
             match.log_line,  # a log line's records go together too (SGLang's NaN check)
             message,
-            total([part for part in match.components if part.id not in _NOT_CLUES]),
+            total([part for part in match.components if part.id not in not_clues]),
         )
         outside = match.exception_index is None and match.log_line is None
         if outside or not candidate.template or key not in first:
