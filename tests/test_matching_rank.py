@@ -590,6 +590,38 @@ def test_a_message_in_the_interpreters_words_is_a_possibility_only() -> None:
     assert found.score < 50
 
 
+def test_the_import_systems_words_are_a_possibility_only() -> None:
+    """torch.package raises its own copy of the import system's message: a user's `vllm.py`
+    shadowing the package (`No module named 'vllm.engine'; 'vllm' is not a package`) is
+    Python's import failing, so torch's site is no more than a possibility; its frames in
+    torch's file still name it."""
+    message = "No module named '{name}'; '{parent}' is not a package"
+    pattern = r"No module named '(.+?)'; '(.+?)' is not a package"
+    record = _torch_site(
+        "5" * 16,
+        "ModuleNotFoundError",
+        message,
+        pattern,
+        "torch/package/package_importer.py",
+        513,
+        "_gcd_import",
+    )
+    index = PatternIndex([(record.id, pattern)])
+    line = "ModuleNotFoundError: No module named 'vllm.engine'; 'vllm' is not a package\n"
+    user = 'Traceback (most recent call last):\n  File "/root/vllm.py", line 91, in __enter__\n'
+    (found,) = find_matches(index, user + line, lambda ids: dict.fromkeys(ids, record))[1]
+    assert "message.generic" in {part.id for part in found.components}
+    assert found.score < 50
+    torch_frame = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/torch/package/package_importer.py", '
+        "line 513, in _gcd_import\n"
+    )
+    (found,) = find_matches(index, torch_frame + line, lambda ids: dict.fromkeys(ids, record))[1]
+    assert "message.generic" not in {part.id for part in found.components}
+    assert found.score >= 50
+
+
 def test_the_frames_site_with_a_near_message_wins_over_a_copy_raised_elsewhere() -> None:
     """A real paste raised at vLLM's bitsandbytes.py with `bitsandbytes>=0.44.0`: the harvested
     site there says `>=0.45.0`, and loader.py (no frame is in it) says `>=0.44.0` word for

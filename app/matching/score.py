@@ -63,10 +63,14 @@ from app.records.site_keys import short_class
 
 # A message in the interpreter's own words is generic too (GENERIC_BELOW), whatever the
 # template's length: a record that copies them (torch's `{name}() got an unexpected keyword
-# argument '{arg}'`) is not where a wrong call or a missing attribute was raised.
+# argument '{arg}'`) is not where a wrong call or a missing attribute was raised, nor one
+# of the import system's (torch.package's `No module named '{name}'; '{parent}' is not a
+# package`) where an import failed.
 _INTERPRETER_WORDS = re.compile(
     r"\(\) (?:got an unexpected keyword argument|missing [0-9]+ required|takes [0-9]+ "
     r"positional|got multiple values for) |' object has no attribute '"
+    r"|^No module named '[\w.]+'(?:; '[\w.]+' is not a package)?$"
+    r"|^cannot import name '\w+' from '[\w.]+'"
 )
 _MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
 
