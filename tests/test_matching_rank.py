@@ -820,3 +820,38 @@ def test_a_message_cut_short_is_one_answer_with_every_template_it_agrees_with(
     assert {top["id"], *(other["id"] for other in top["sameMessage"])} == {
         site["id"] for site in sites
     }
+
+
+def test_an_error_that_points_at_the_cause_above_ranks_below_the_cause_shown() -> None:
+    """vLLM's EngineDeadError says only `See stack trace (above) for the root cause.`: where
+    the paste shows that error (a LoRA's wrong target modules), its record leads; where it
+    shows nothing else, the EngineDeadError's record is the answer."""
+    dead = "EngineCore encountered an issue. See stack trace (above) for the root cause."
+    lora = "expected target modules in {expected} but received {received}"
+    patterns = {
+        "6" * 16: re.escape(dead),
+        "7" * 16: "expected target modules in (.+?) but received (.+)",
+    }
+    sites = {
+        "6" * 16: ("EngineDeadError", dead, "vllm/v1/engine/core_client.py", "shutdown"),
+        "7" * 16: ("ValueError", lora, "vllm/lora/models.py", "from_local_checkpoint"),
+    }
+    records = {
+        key: replace(
+            _torch_site(key, error_class, message, patterns[key], path, 100, function),
+            repo="vllm-project/vllm",
+            reviewed=error_class == "EngineDeadError",  # curated, as vLLM's is
+        )
+        for key, (error_class, message, path, function) in sites.items()
+    }
+    index = PatternIndex(list(patterns.items()))
+    shown = (
+        "ValueError: expected target modules in ['q_proj', 'v_proj'] but received ['mlp1.1']\n"
+        "...\n"
+        f"vllm.v1.engine.exceptions.EngineDeadError: {dead}\n"
+    )
+    first = find_matches(index, shown, lambda ids: {i: records[i] for i in ids})[1][0]
+    assert first.id == "7" * 16
+    alone = f"vllm.v1.engine.exceptions.EngineDeadError: {dead}\n"
+    first = find_matches(index, alone, lambda ids: {i: records[i] for i in ids})[1][0]
+    assert first.id == "6" * 16

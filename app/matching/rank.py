@@ -18,6 +18,7 @@ from app.matching.line_hit import LineHit
 from app.matching.partial import Partial
 from app.matching.rank_order import (
     best_first,
+    causes_first,
     exceptions_first,
     frames_first,
     libraries_own_words,
@@ -296,4 +297,5 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
     ranked = exceptions_first(
         ranked, lambda key, text, whole: matches(key, text, whole) is not None
     )
+    ranked = causes_first(ranked, exceptions)
     return same_message(sorted(ranked, key=best_first), candidates)

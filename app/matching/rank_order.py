@@ -5,6 +5,7 @@ each by a component of its own, so that a score still adds up; then best first, 
 records that raise the same message together under the first.
 """
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 from app.matching.candidate import Candidate, Paste
@@ -142,6 +143,41 @@ def frames_first(matches: list[Match]) -> list[Match]:
             continue
         hint = "ranked below the records raised in the files of the traceback's frames"
         put_below(match, floor, "rank.below-frames", hint)
+    return matches
+
+
+# A message that only points at an error shown above it: vLLM's EngineDeadError
+# (`EngineCore encountered an issue. See stack trace (above) for the root cause.`) and its
+# engine's start (`Engine core initialization failed. See root cause above.`, `Engine process
+# failed to start. See stack trace for the root cause.`).
+_POINTS_AT_CAUSE = re.compile(
+    r"\b[Ss]ee (?:root cause above|stack trace (?:\(above\) )?for the root cause)"
+)
+
+
+def causes_first(matches: list[Match], exceptions: Sequence[ParsedException]) -> list[Match]:
+    """Below the best likely record of another exception of the paste, the records of an
+    exception whose message only points at the error above it: where the paste shows that
+    error, it is what failed; where it does not, the pointer's record is the answer."""
+    pointers = {
+        index
+        for index, exception in enumerate(exceptions)
+        if _POINTS_AT_CAUSE.search(exception.message)
+    }
+    causes = [
+        match.score
+        for match in matches
+        if match.exception_index is not None
+        and match.exception_index not in pointers
+        and match.score >= LIKELY
+    ]
+    if not pointers or not causes:
+        return matches
+    ceiling = max(causes)
+    for match in matches:
+        if match.exception_index in pointers and match.score >= ceiling:
+            hint = "ranked below the record of the error the message points at, shown above"
+            put_below(match, ceiling, "rank.below-cause", hint)
     return matches
 
 
