@@ -855,3 +855,20 @@ def test_an_error_that_points_at_the_cause_above_ranks_below_the_cause_shown() -
     alone = f"vllm.v1.engine.exceptions.EngineDeadError: {dead}\n"
     first = find_matches(index, alone, lambda ids: {i: records[i] for i in ids})[1][0]
     assert first.id == "6" * 16
+
+
+def test_a_warning_put_at_its_callers_line_is_not_raised_elsewhere() -> None:
+    """`warnings.warn(..., stacklevel=2)` prints the caller's file and line: torch's
+    `TypedStorage is deprecated` warning names the user's `tensorlist.py:88`, where no
+    raise of torch's could be, so its record is still likely."""
+    message = "TypedStorage is deprecated. It will be removed in the future."
+    pattern = re.escape(message)
+    record = replace(
+        _torch_site("8" * 16, "UserWarning", message, pattern, "torch/storage.py", 659, "_warn"),
+        logged=True,
+    )
+    index = PatternIndex([(record.id, pattern)])
+    paste = f"/home/u/site-packages/torchbiggraph/tensorlist.py:88: UserWarning: {message}\n"
+    (found,) = find_matches(index, paste, lambda ids: dict.fromkeys(ids, record))[1]
+    assert "frames.raised-elsewhere" not in {part.id for part in found.components}
+    assert found.score >= LIKELY

@@ -178,11 +178,14 @@ def makes_exceptions(frame: Frame) -> bool:
 def raised_elsewhere(candidate: Candidate, exception: ParsedException) -> bool:
     """Whether the exception's frames say it was raised in code no frame of the record's
     file is in (`frames.raised-elsewhere`): the record is at most a copy of its message. A
-    C++ or CUDA site has no Python frame: any frame may be the call into it."""
+    C++ or CUDA site has no Python frame: any frame may be the call into it; a warning's one
+    frame is where `warnings.warn` put it, its caller's line as its `stacklevel` says
+    (torch's `TypedStorage is deprecated` names the user's file), not where it was raised."""
     frames = exception.frames
     return (
         bool(frames)
         and bool(candidate.file_path)
+        and not candidate.logged
         and not is_native_file(candidate.file_path)
         and not _frames_in_files(candidate, frames)
         and makes_exceptions(frames[-1])

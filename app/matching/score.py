@@ -247,7 +247,7 @@ def context_score(candidate: Candidate, exception: ParsedException, paste: Paste
         elif is_native_file(candidate.file_path):
             hint = "raised in native code, which the innermost frame calls into"
             tally.add("frames.native", 0, hint, said=False)
-        elif makes_exceptions(frames[-1]):
+        elif makes_exceptions(frames[-1]) and not candidate.logged:  # see raised_elsewhere
             hint = (
                 f"raised in {frames[-1].file}, and no frame is in the record's file: "
                 "at most a copy of its message"
