@@ -1189,6 +1189,32 @@ def test_warnings_lines_name_where_they_were_raised() -> None:
     assert [(f.file.rpartition("/")[2], f.line) for f in second.frames] == [("scheduler.py", 1336)]
 
 
+# torchbiggraph's use of a deprecated storage, as a terminal 128 columns wide showed it: the
+# line wrapped right after the category, the message over three lines, then the source line
+# the warnings module prints.
+WRAPPED_WARNING = (
+    "/home/u/.conda/envs/e/lib/python3.10/site-packages/torchbiggraph/tensorlist.py:88: "
+    "UserWarning: \n"
+    "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be "
+    "the only storage class. This should \n"
+    "only matter to you if you are using storages directly.\n"
+    "  storage.resize_(storage.size() + 1)\n"
+)
+
+
+def test_a_warning_wrapped_after_its_category_has_its_message_below_not_its_source_line() -> None:
+    (warning,) = parse_exceptions(WRAPPED_WARNING)
+    assert warning.error_class == "UserWarning"
+    assert warning.message == (
+        "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will "
+        "be the only storage class. This should\nonly matter to you if you are using storages "
+        "directly."
+    )
+    assert [(f.file.rpartition("/")[2], f.line) for f in warning.frames] == [("tensorlist.py", 88)]
+    (one_line,) = parse_exceptions(WRAPPED_WARNING.replace("UserWarning: \n", "UserWarning: "))
+    assert "storage.resize_" not in one_line.message
+
+
 # https://github.com/vllm-project/vllm/issues/9290: vLLM's engine logs the repr of the error
 REPR = (
     "ERROR 10-11 12:27:29 engine.py:157] OutOfMemoryError('CUDA out of memory. Tried to "

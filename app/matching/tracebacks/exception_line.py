@@ -35,11 +35,15 @@ def read(rows: Sequence[Row], at: int, lenient: bool) -> tuple[Draft | None, int
     return read_message(rows, at, head)
 
 
-def read_message(rows: Sequence[Row], at: int, head: Head) -> tuple[Draft, int]:
+def read_message(
+    rows: Sequence[Row], at: int, head: Head, indented_ends: bool = False
+) -> tuple[Draft, int]:
     """The exception at ``rows[at]`` with its message, which may run over several lines.
 
     Further lines join the message until a blank line, a new traceback, a chain separator, a
-    frame, another exception line, or a line from another log record (a different prefix).
+    frame, another exception line, or a line from another log record (a different prefix);
+    with ``indented_ends``, a line indented past the first too (the source line the warnings
+    module prints after a warning's message).
     What other tools wrap around the message is taken off: a prefix such as
     xinference's ``[address=..., pid=...]``, an HTTP error body around it (the body's message
     is the message), and pydantic's summary of the errors its validators raised (the first
@@ -59,7 +63,12 @@ def read_message(rows: Sequence[Row], at: int, head: Head) -> tuple[Draft, int]:
             return unwrapped(head.name, message, row, begin, [row.span(begin, end)]), at
         parts.append(row.text[start:])
         spans.append(row.span(start, len(row.text)))
-        while at < len(rows) and len(parts) < MAX_MESSAGE_LINES and _continues(row, rows[at]):
+        while (
+            at < len(rows)
+            and len(parts) < MAX_MESSAGE_LINES
+            and _continues(row, rows[at])
+            and not (indented_ends and rows[at].indent > row.indent)
+        ):
             parts.append(rows[at].text)
             spans.append(rows[at].span(0, len(rows[at].text)))
             at += 1
