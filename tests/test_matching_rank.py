@@ -872,3 +872,39 @@ def test_a_warning_put_at_its_callers_line_is_not_raised_elsewhere() -> None:
     (found,) = find_matches(index, paste, lambda ids: dict.fromkeys(ids, record))[1]
     assert "frames.raised-elsewhere" not in {part.id for part in found.components}
     assert found.score >= LIKELY
+
+
+def test_a_log_line_that_only_announces_a_cut_traceback_is_not_the_answer() -> None:
+    """SGLang logs `Ignore import error when loading {name}. {e}`, then `Scheduler hit an
+    exception: {traceback}`, and the paste ends inside that traceback: the second line says
+    that something failed, not what, so the warning above it is the answer."""
+    ignored = "Ignore import error when loading {name}. {e}"
+    hit = "Scheduler hit an exception: {traceback}"
+    patterns = {
+        "a" * 16: r"Ignore import error when loading (?P<name>(?s:.+?))\. (?P<e>(?s:.+?))",
+        "b" * 16: r"Scheduler hit an exception: (?P<traceback>(?s:.+?))",
+    }
+    sites = {
+        "a" * 16: ("WARNING", ignored, "python/sglang/srt/models/registry.py"),
+        "b" * 16: ("ERROR", hit, "python/sglang/srt/managers/scheduler.py"),
+    }
+    records = {
+        key: replace(
+            _torch_site(key, level, message, patterns[key], path, 100, "f"),
+            repo="sgl-project/sglang",
+            logged=True,
+            gone=key == "a" * 16,  # its wording changed since, as SGLang's did
+        )
+        for key, (level, message, path) in sites.items()
+    }
+    index = PatternIndex(list(patterns.items()))
+    paste = (
+        "[2025-03-10 14:17:52 TP6] Ignore import error when loading "
+        "sglang.srt.models.deepseek_v2. Command '['/usr/bin/gcc', '-lcuda']' returned 1.\n"
+        "[2025-03-10 14:17:52 TP1] Scheduler hit an exception: Traceback (most recent call "
+        "last):\n"
+        '  File "/home/x/sglang/python/sglang/srt/managers/sche'
+    )
+    matches = find_matches(index, paste, lambda ids: {i: records[i] for i in ids})[1]
+    assert matches[0].id == "a" * 16
+    assert matches[0].components[0].id == "message.log-line"

@@ -77,6 +77,18 @@ def _captures(candidate: Candidate, found: Captures | None) -> dict[str, str | N
     }
 
 
+_TRACEBACK_HEADER = re.compile(r"\s*Traceback \(most recent call last\):?\s*")
+
+
+def _announces_traceback(found: Captures) -> bool:
+    """Whether a log line's only values are the header of a traceback it prints below
+    (SGLang's `Scheduler hit an exception: Traceback (most recent call last):`): it says
+    that something failed, not what, so it is no log line's answer; the exception below is,
+    and where the paste cut it, another line's record may be."""
+    values = [value for value in (*found.groups, *found.named.values()) if value]
+    return bool(values) and all(_TRACEBACK_HEADER.fullmatch(value) for value in values)
+
+
 def _better(match: Match, other: Match) -> bool:
     """Higher score; on a tie, the later exception (what finally failed) explains more."""
     if match.score != other.score:
@@ -191,6 +203,7 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
             and not exceptions  # beside a traceback, a logged line is context (as below)
             and specificity >= NEEDS_FRAMES_BELOW
             and (found := matches(record_id, line.strip(), full=True))
+            and not _announces_traceback(found)
         ):
             explains = True  # a log site's message is the whole line: its captures are real
             tally = log_line_score(candidate, line.strip(), paste, evidence.log_levels)
