@@ -118,15 +118,28 @@ def test_a_rocm_build_s_message_is_read_in_cuda_s_words(store) -> None:
 
 
 def test_a_device_side_assert_is_one_answer_with_its_kernel_lines(store) -> None:
+    """No record of the store holds torch's kernel check: the record made of its line (the
+    file, the line, the kernel, the condition) leads, and the CUDA error that reports it is
+    the same answer."""
     session, matcher = store
     text = ASSERTION.format(t=16) + ASSERTION.format(t=17) + EMBEDDING + TAIL
     result = match_text(matcher, session, text)
     assert device_side_assert(result.exceptions) == 0
     top = result.matches[0]
-    assert top.id == DEVICE_SIDE_ASSERT, [(m.id, m.score) for m in result.matches]
+    made = matcher.statements.get(top.id)
+    assert made is not None, [(m.id, m.score) for m in result.matches]
+    assert (made.record.file_path, made.record.line_number) == (
+        "aten/src/ATen/native/cuda/Indexing.cu",
+        1422,
+    )
+    assert made.record.error_message == "Assertion `srcIndex < srcSelectDimSize` failed."
+    assert made.record.error_class == "torch.AcceleratorError"  # as the report names it
+    assert [other.id for other in top.same_message] == [DEVICE_SIDE_ASSERT]
     assert top.exception_index == 0
     assert top.score >= CONFIDENT
     assert len([m for m in result.matches if m.score >= CONFIDENT]) == 1
+    alone = match_text(matcher, session, EMBEDDING + TAIL)
+    assert alone.matches[0].id == DEVICE_SIDE_ASSERT  # no assertion line: the catalogue entry
 
 
 def test_the_kernels_own_assertion_site_wins_where_the_paste_shows_it(store) -> None:
@@ -141,8 +154,9 @@ def test_the_kernels_own_assertion_site_wins_where_the_paste_shows_it(store) -> 
     text = ASSERTION.format(t=16) + ASSERTION.format(t=17) + EMBEDDING + TAIL
     result = match_text(matcher, session, text)
     ids = [m.id for m in result.matches]
-    assert ids[:2] == ["00000000000000a1", DEVICE_SIDE_ASSERT], ids
+    assert ids[0] == "00000000000000a1", ids
     top = result.matches[0]
+    assert [other.id for other in top.same_message] == [DEVICE_SIDE_ASSERT]  # one answer
     assert top.exception_index == 0
     assert (
         "pattern matches the kernel assertion printed before the device-side assert" in top.reasons

@@ -17,8 +17,10 @@ from app.matching.libraries import WRONG_CALL
 from app.matching.line_hit import LineHit
 from app.matching.partial import Partial
 from app.matching.rank_order import (
+    KERNEL_CHECK,
     best_first,
     causes_first,
+    checks_with_their_report,
     exceptions_first,
     frames_first,
     libraries_own_words,
@@ -134,7 +136,9 @@ class Evidence:
     no full match is a wrapped, cut or near copy of (app.matching.partial). `statements` are
     (record id, exception index) of the records of the statement at an exception's innermost
     frame where the interpreter raised it (app.matching.statements): kept unless a record of
-    the frames' files explains the message. `graph` holds the exception classes of the
+    the frames' files explains the message. `kernel_checks` are (record id, line) of the
+    records made of a kernel's failed check that no record's pattern explains
+    (app.matching.kernel_assertions). `graph` holds the exception classes of the
     harvested releases, to tell related classes (app.exception_classes; None: the builtin
     ones); `log_repos` the repositories the paste's log format names, `log_versions` the
     release of a repository it names (app.matching.origin), `log_levels` the level each log
@@ -150,6 +154,7 @@ class Evidence:
     log_repos: frozenset[str]
     log_versions: Mapping[str, str]
     log_levels: Mapping[str, str]
+    kernel_checks: Sequence[tuple[str, str]] = ()
 
 
 def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Evidence) -> list[Match]:
@@ -182,9 +187,7 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
             found = matches(record_id, line)
             explains = found is not None
             hint = "pattern matches the kernel assertion printed before the device-side assert"
-            tally = said(
-                Component("message.kernel-assertion", FULL_MESSAGE + KERNEL_ASSERTION, hint)
-            )
+            tally = said(Component(KERNEL_CHECK, FULL_MESSAGE + KERNEL_ASSERTION, hint))
             tally.extend(context_score(candidate, exceptions[asserted], paste))
         elif exception_index is not None and on_message:
             exception = exceptions[exception_index]
@@ -304,6 +307,27 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
         match.literal = len(candidate.error_message)  # its pattern is the message, literal
         match.in_frames = True
         keep(match)
+    for record_id, line in evidence.kernel_checks:
+        candidate = candidates.get(record_id)
+        on_line = {hit.record_id for hit in evidence.hits if hit.line.strip() == line}
+        if candidate is None or any(
+            matches(other, candidate.error_message, full=True) for other in on_line
+        ):
+            continue  # a record of the store holds the check: its own site answers
+        hint = "the kernel's own line names the check that failed, its file and line"
+        tally = said(Component(KERNEL_CHECK, FULL_MESSAGE + KERNEL_ASSERTION, hint))
+        if asserted is None:
+            tally.add("class.unknown", 0, "no exception of the paste reports the assertion")
+        else:
+            tally.extend(context_score(candidate, exceptions[asserted], paste))
+        specificity = len(candidate.error_message)  # made of the line: all of it literal
+        tally.count(specificity_component(specificity), said=False)
+        match = _finish(candidate, tally, asserted, {})
+        match.message_points = FULL_MESSAGE + KERNEL_ASSERTION
+        match.literal = specificity
+        match.log_line = line if asserted is None else None
+        match.in_frames = True  # the kernel's line is where it failed, as a frame would say
+        keep(match)
     named_projects_only(list(best.values()), candidates, paste, exceptions)
     libraries_own_words(list(best.values()), exceptions)
     ranked = literal_before_helpers(frames_first(list(best.values())))
@@ -311,4 +335,5 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
         ranked, lambda key, text, whole: matches(key, text, whole) is not None
     )
     ranked = causes_first(ranked, exceptions)
-    return same_message(sorted(ranked, key=best_first), candidates)
+    ranked = same_message(sorted(ranked, key=best_first), candidates)
+    return checks_with_their_report(ranked, candidates)

@@ -181,6 +181,44 @@ def causes_first(matches: list[Match], exceptions: Sequence[ParsedException]) ->
     return matches
 
 
+KERNEL_CHECK = "message.kernel-assertion"
+
+
+def checks_with_their_report(
+    matches: list[Match], candidates: Mapping[str, Candidate]
+) -> list[Match]:
+    """A kernel's failed check and the CUDA error the next call reports it with are one
+    answer (`Assertion `srcIndex < srcSelectDimSize` failed.`, then `CUDA error: device-side
+    assert triggered`): the check's record names the site, so it leads, in the place of
+    whichever of the two ranked first, and the report's best record goes with it."""
+    checks = [
+        match
+        for match in matches
+        if match.exception_index is not None and match.components[0].id == KERNEL_CHECK
+    ]
+    if not checks:
+        return matches
+    lead = checks[0]
+    reports = [
+        match
+        for match in matches
+        if match.exception_index == lead.exception_index and match.components[0].id != KERNEL_CHECK
+    ]
+    if not reports:
+        return matches
+    report = reports[0]
+    candidate = candidates[report.id]
+    lead.same_message.append(report.id)
+    lead.reasons.append(
+        f"the next CUDA call reports it: {candidate.file_path}:{candidate.line_number} "
+        f"({candidate.repo})"
+    )
+    place = min(matches.index(lead), matches.index(report))
+    kept = [match for match in matches if match is not lead and match is not report]
+    kept.insert(place, lead)
+    return kept
+
+
 def put_below(match: Match, score: float, component: str, hint: str) -> None:
     """Lower the match to just under `score` by a component of its own, so that its score
     still adds up."""

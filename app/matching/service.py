@@ -18,6 +18,7 @@ from app.exception_classes import ClassGraph
 from app.matching import deadline, native
 from app.matching.candidate import Candidate, candidate_from, path_suffixes, raised_elsewhere
 from app.matching.index import PatternIndex
+from app.matching.kernel_assertions import KernelAssertion, kernel_assertions, kernel_record
 from app.matching.line_hit import LineHit
 from app.matching.logtext import clean_lines, line_level
 from app.matching.matcher import Matcher, RaiseSites
@@ -87,6 +88,9 @@ CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
 StatementLookup = Callable[[ParsedException, Mapping[str, str]], Candidate | None]
 """The record of the statement at an exception's innermost frame, given the releases the
 paste names (app.matching.statements), as its ranking view."""
+KernelLookup = Callable[[KernelAssertion, str], Candidate]
+"""The record of a kernel's failed check, raised to Python in the given class
+(app.matching.kernel_assertions), as its ranking view."""
 
 
 def find_matches(
@@ -96,10 +100,13 @@ def find_matches(
     sites: RaiseSites | None = None,
     graph: ClassGraph | None = None,
     statement: StatementLookup | None = None,
+    kernel: KernelLookup | None = None,
 ) -> tuple[list[ParsedException], list[Match]]:
     """The exceptions of `text` and every record whose pattern hit it, or whose raise site
     is an exception's innermost frame (`sites`), or, for an error the interpreter raised
-    where no raise site is, the record of the statement there (`statement`), best first.
+    where no raise site is, the record of the statement there (`statement`), or, for a
+    kernel's failed check no record's pattern explains, the record of the check (`kernel`),
+    best first.
 
     `lookup` turns the ids of the records that hit into their ranking view; the store
     gives them for the service, a record file for a reproducer checking its own error.
@@ -158,12 +165,21 @@ def find_matches(
         ):
             candidates[found_statement.id] = found_statement
             statements.append((found_statement.id, exception.index))
+    checks = []
+    if kernel is not None:
+        asserted = native.device_side_assert(exceptions)
+        error_class = "RuntimeError" if asserted is None else exceptions[asserted].qualified_class
+        for assertion in kernel_assertions(lines):
+            made = kernel(assertion, error_class)
+            candidates[made.id] = made
+            checks.append((made.id, assertion.text))
     evidence = Evidence(
         exceptions=exceptions,
         hits=hits,
         raised_at=raised_at,
         partials=partials,
         statements=statements,
+        kernel_checks=checks,
         graph=graph,
         log_repos=log_repos(lines),
         log_versions=versions,
@@ -345,8 +361,14 @@ def _match(
         known[item.summary.id] = item
         return item.candidate
 
+    def kernel(assertion: KernelAssertion, error_class: str) -> Candidate:
+        item = _known(matcher.statements.keep(kernel_record(assertion, error_class)), [])
+        assert item is not None  # a record was given
+        known[item.summary.id] = item
+        return item.candidate
+
     exceptions, ranked = find_matches(
-        index, text, lookup, matcher.raise_sites(), matcher.class_graph(), statement
+        index, text, lookup, matcher.raise_sites(), matcher.class_graph(), statement, kernel
     )
     truncated = len(ranked) > limit
     matches = []

@@ -116,7 +116,11 @@ class StatementRecords:
         statement = self.statement(exception.frames[-1], harvested, named)
         if statement is None:
             return None
-        record = _statement_record(statement, exception)
+        return self.keep(_statement_record(statement, exception))
+
+    def keep(self, record: StoredRecord) -> StoredRecord:
+        """Keep a record a match made (a statement's, a kernel assertion's) for GET, the
+        newest KEPT_RECORDS of them."""
         with self._lock:
             self._kept[record.id] = record
             self._kept.move_to_end(record.id)
