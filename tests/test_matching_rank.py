@@ -908,3 +908,34 @@ def test_a_log_line_that_only_announces_a_cut_traceback_is_not_the_answer() -> N
     matches = find_matches(index, paste, lambda ids: {i: records[i] for i in ids})[1]
     assert matches[0].id == "a" * 16
     assert matches[0].components[0].id == "message.log-line"
+
+
+def test_a_log_line_a_terminal_wrapped_matches_its_log_site_whole() -> None:
+    """SGLang's MoE warning names a config file's long path, which a terminal wrapped at its
+    column: joined again, the line is the log site's, values and all; a frame's indented
+    line below a log line is never joined to it."""
+    message = (
+        "Using default MoE kernel config. Performance might be sub-optimal! Config file not "
+        "found at {path}, you can create them with {url}"
+    )
+    pattern = (
+        r"Using default MoE kernel config\. Performance might be sub-optimal! Config file not "
+        r"found at (?P<path>(?s:.+?)), you can create them with (?P<url>(?s:.+?))"
+    )
+    record = replace(
+        _torch_site("c" * 16, "WARNING", message, pattern, "sglang/srt/fused_moe.py", 9, "f"),
+        repo="sgl-project/sglang",
+        logged=True,
+    )
+    index = PatternIndex([(record.id, pattern)])
+    paste = (
+        "[2026-05-15 20:31:38] Using default MoE kernel config. Performance might be "
+        "sub-optimal! Config file not found at /x/configs/E=384,N=14336,device_name=NVIDIA_\n"
+        "RTX_PRO_6000.json, you can create them with https://github.com/sgl-project/sglang\n"
+    )
+    (found,) = find_matches(index, paste, lambda ids: dict.fromkeys(ids, record))[1]
+    assert found.components[0].id == "message.log-line"
+    assert found.captures["path"] == "/x/configs/E=384,N=14336,device_name=NVIDIA_RTX_PRO_6000.json"
+    framed = paste.replace("\nRTX_PRO", "\n  RTX_PRO")
+    unjoined = find_matches(index, framed, lambda ids: dict.fromkeys(ids, record))[1]
+    assert not [match for match in unjoined if match.components[0].id == "message.log-line"]

@@ -102,10 +102,6 @@ PATCH_ONLY = (
     "raised from a file only a patch release has (errkb harvests each minor's last patch,"
     " where another file raises the same message)"
 )
-WRAPPED_LOG = (
-    "a log line a terminal wrapped in the middle of a value (`Timeout(ms)=` / `600000)`): the"
-    " second chance joins an exception's wrapped lines, not a log line's"
-)
 OTHER_CALL = (
     "a cuBLAS error naming a call (`cublasLtMatmul with transpose_mat1 ...`) whose record"
     " (CUDABlas.cpp's) no template words: the handle record's, two words apart, is near"
@@ -148,7 +144,6 @@ KNOWN_MISSES: dict[str, str] = {
     "torch-013-default-pg-not-initialized-lowercase.json": CLASS_CHANGED,
     "torch-070-dynamo-torchruntimeerror-from-user-code.json": NO_FILE,
     "torch-088-watchdog-terminated-unspecified-launch-failure-cut.json": NO_FILE,
-    "sglang-088-watchdog-allgather-terminal-wrapped-rank4.json": WRAPPED_LOG,
     "vllm-196-cublas-execution-failed-cublaslt-title-cut.json": OTHER_CALL,
     "vllm-209-mat1-mat2-worker-failed-with-error-enginecore-log.json": WRAPS_ANOTHER,
     "sglang-103-client-socket-timeout-tcpstore-retry-slurm-frames.json": WRAPS_ANOTHER,

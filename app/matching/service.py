@@ -10,6 +10,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import pairwise
 
 from sqlmodel import Session
 
@@ -20,7 +21,7 @@ from app.matching.candidate import Candidate, candidate_from, path_suffixes, rai
 from app.matching.index import PatternIndex
 from app.matching.kernel_assertions import KernelAssertion, kernel_assertions, kernel_record
 from app.matching.line_hit import LineHit
-from app.matching.logtext import clean_lines, line_level
+from app.matching.logtext import CleanLine, clean_lines, line_level
 from app.matching.matcher import Matcher, RaiseSites
 from app.matching.origin import log_repos, log_versions
 from app.matching.partial import second_chance, unquoted
@@ -75,6 +76,24 @@ def _subject(lines: Sequence[str]) -> tuple[str, list[int]]:
     return "\n".join(lines), starts
 
 
+MAX_WRAPPED_LINES = 64  # log lines joined to the line after them, at most, a paste
+
+
+def _wrapped_log_lines(lines: Sequence[CleanLine]) -> list[str]:
+    """Each log line (one with a prefix) joined to the line after it where that line has no
+    prefix of its own and begins at the margin, as a terminal would have shown it unwrapped:
+    cut mid-word, or at a space the cleaning took off."""
+    joined: list[str] = []
+    for line, after in pairwise(lines):
+        if len(joined) >= 2 * MAX_WRAPPED_LINES:
+            break
+        wrapped = after.text[:1] not in ("", " ", "\t")  # a frame's line is indented
+        if line.prefix and not after.prefix and wrapped and line.text.strip():
+            head, tail = line.text.rstrip(), after.text.strip()
+            joined += [head + tail, f"{head} {tail}"]
+    return joined
+
+
 def check_paste(text: str, max_bytes: int) -> None:
     """Refuse a paste over the size or line limit (413)."""
     if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
@@ -122,7 +141,13 @@ def find_matches(
     quoted += [
         (e.index, cuda) for e in exceptions if (cuda := native.in_cuda_words(e.message)) is not None
     ]
-    subject, starts = _subject([line.text for line in lines] + [inner for _, inner in quoted])
+    # A log line a terminal wrapped (a long path cut at the column, the rest on a line of
+    # its own without the log's prefix) is scanned joined too, as a line outside any
+    # exception: a log site's record fits the whole of it.
+    extra: list[tuple[int | None, str]] = [*quoted]
+    if not exceptions:
+        extra += [(None, joined) for joined in _wrapped_log_lines(lines)]
+    subject, starts = _subject([line.text for line in lines] + [inner for _, inner in extra])
     regions = _Regions(exceptions)
     hits: list[LineHit] = []
     exception_index: int | None
@@ -131,8 +156,8 @@ def find_matches(
             deadline.check()
         number = bisect_right(starts, hit.start) - 1
         if number >= len(lines):
-            exception_index, inner = quoted[number - len(lines)]
-            hits.append(LineHit(hit.key, exception_index, inner, True))
+            exception_index, inner = extra[number - len(lines)]
+            hits.append(LineHit(hit.key, exception_index, inner, exception_index is not None))
             continue
         line = lines[number]
         begin = hit.start - starts[number]
