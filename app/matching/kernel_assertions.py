@@ -7,8 +7,8 @@ srcSelectDimSize` failed.` The check is in torch's `.cu` sources, which no wheel
 kernels' strings are device code, not a library's read-only data), so no harvested record
 holds it; the line itself names the file, the line of the build that ran, the kernel and the
 condition. Its record is made from it, as a statement's is (app.matching.statements): kept
-in memory for GET, never written to the store. (A harvested record of a kernel check is
-vLLM's or SGLang's, whose `csrc/` paths these lines of torch's never name.)
+in memory for GET, never written to the store. Where a record of the store holds the check
+(a curated one), that record answers instead (app.matching.rank).
 """
 
 import hashlib
@@ -20,10 +20,9 @@ from app import upstreams
 from app.matching.logtext import CleanLine
 from app.records.advice_fields import UNWRITTEN_ADVICE
 from app.records.model import ID_LENGTH, SCHEMA_VERSION
-from app.records.service import StoredRecord, canonical_json
+from app.records.service import DRAFT, StoredRecord, canonical_json
 from app.records.slug import slug
 
-DRAFT = "draft"
 REPO = upstreams.TORCH
 # The line a failing thread prints: the build's path to the source (its repository path from
 # `aten/src`, `c10`, `torch/csrc` or `caffe2` on), the line, the kernel, the thread, the check.

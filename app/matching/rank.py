@@ -137,8 +137,8 @@ class Evidence:
     (record id, exception index) of the records of the statement at an exception's innermost
     frame where the interpreter raised it (app.matching.statements): kept unless a record of
     the frames' files explains the message. `kernel_checks` are (record id, line) of the
-    records made of a kernel's failed check that no record's pattern explains
-    (app.matching.kernel_assertions). `graph` holds the exception classes of the
+    records made of the failed checks torch's kernels printed (app.matching.kernel_assertions):
+    kept unless a record of the store holds the check. `graph` holds the exception classes of the
     harvested releases, to tell related classes (app.exception_classes; None: the builtin
     ones); `log_repos` the repositories the paste's log format names, `log_versions` the
     release of a repository it names (app.matching.origin), `log_levels` the level each log

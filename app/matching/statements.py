@@ -28,12 +28,11 @@ from app import upstreams
 from app.matching.tracebacks.model import Frame, ParsedException
 from app.records.advice_fields import UNWRITTEN_ADVICE
 from app.records.model import ID_LENGTH, SCHEMA_VERSION
-from app.records.service import StoredRecord, canonical_json
+from app.records.service import DRAFT, StoredRecord, canonical_json
 from app.records.site_keys import release_order
 from app.records.slug import slug
 from app.upstreams.base import UpstreamProject
 
-DRAFT = "draft"  # made from the source, never reviewed
 CONTEXT_LINES = 18  # as a harvested draft's excerpt (app.harvest.site_records)
 KEPT_RECORDS = 4096  # statement records kept for GET; each is a few KB
 MAX_MESSAGE = 2000
