@@ -17,6 +17,7 @@ from sqlmodel import Session
 from app.app_error import AppError
 from app.exception_classes import ClassGraph
 from app.matching import deadline, native
+from app.matching.call_sites import CallSite, call_site_record, named_call_site
 from app.matching.candidate import Candidate, candidate_from, path_suffixes, raised_elsewhere
 from app.matching.index import PatternIndex
 from app.matching.kernel_assertions import KernelAssertion, kernel_assertions, kernel_record
@@ -363,6 +364,50 @@ def _history(session: Session, version: str, known: _Known) -> list[str]:
     return dataset_cache.memo.get(session, version, ("match history", known.summary.id), compute)
 
 
+def _at_call_sites(
+    matcher: Matcher, session: Session, known: dict[str, _Known], ranked: list[Match]
+) -> list[Match]:
+    """Each native check whose message names the line that called it answered with a record
+    of that call (app.matching.call_sites), the check's own record beside it; the records of
+    one call (a curated check and its draft) are one answer."""
+    answers: list[Match] = []
+    calls: dict[CallSite, Match] = {}
+    for match in ranked:
+        site = _at_call_site(matcher, session, known, match)
+        if site is not None and site in calls:
+            calls[site].same_message.extend(match.same_message)
+            continue
+        if site is not None:
+            calls[site] = match
+        answers.append(match)
+    return answers
+
+
+def _at_call_site(
+    matcher: Matcher, session: Session, known: dict[str, _Known], match: Match
+) -> CallSite | None:
+    """The call the match's message names, where its record is turned into that call's."""
+    site = named_call_site(match.captures)
+    if site is None:
+        return None
+    macro = records.get_record(session, match.id)
+    own_files = [
+        str(where.context["sourceFile"])
+        for where in known[match.id].locations
+        if where.context and where.context.get("sourceFile")
+    ]
+    made = None if macro is None else call_site_record(macro, site, own_files)
+    if made is None:
+        return None
+    item = _known(matcher.statements.keep(made), [])
+    assert item is not None  # a record was given
+    known[made.id] = item
+    match.reasons.append(f"the message names the call at {site.file_path}:{site.line}")
+    match.same_message.insert(0, match.id)
+    match.id = made.id
+    return site
+
+
 def _match(
     matcher: Matcher, index: PatternIndex, version: str, session: Session, text: str, limit: int
 ) -> MatchResult:
@@ -397,7 +442,7 @@ def _match(
     )
     truncated = len(ranked) > limit
     matches = []
-    for match in ranked[:limit]:
+    for match in _at_call_sites(matcher, session, known, ranked[:limit]):
         captures, shortened = capped_captures(match.captures)
         truncated |= shortened
         answered = Extended(
