@@ -175,13 +175,18 @@ def test_a_log_line_record_that_outscores_the_exception_is_put_below_it() -> Non
     ]
     logged = Match("b" * 16, total(parts), None, {}, components=list(parts), logged=True)
     raised_in_log = Match("c" * 16, 60.0, None, {}, components=[Component("x", 60, "x")])
-    exceptions_first([exception, logged, raised_in_log], lambda *_: False)
+    exceptions_first([exception, logged, raised_in_log], lambda *_: False, _none_foreign)
     assert logged.score == 40 - FRAMES_MARGIN == total(logged.components)
     assert logged.components[-1].id == "rank.below-exception"
     assert raised_in_log.score == 60  # only log sites' records are context
     alone = Match("d" * 16, total(parts), None, {}, components=list(parts), logged=True)
-    exceptions_first([alone], lambda *_: False)
+    exceptions_first([alone], lambda *_: False, _none_foreign)
     assert alone.score == 49
+
+
+def _none_foreign(_key: str) -> bool:
+    """Every record is of a project the paste names (or it names none)."""
+    return False
 
 
 def _log_line_match(key: str, line: str, score: float, **captures: str) -> Match:
@@ -206,10 +211,12 @@ def test_a_generic_raise_in_another_log_line_does_not_push_a_log_line_record_dow
     warning = "max_total_tokens=131072 is larger than the profiled value -561981."
     loaded = "Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16"
     logged = _log_line_match("a", warning, 54.0)
-    exceptions_first([logged, _raise_in_log_line("b", loaded, literal=6)], lambda *_: False)
+    exceptions_first(
+        [logged, _raise_in_log_line("b", loaded, literal=6)], lambda *_: False, _none_foreign
+    )
     assert logged.score == 54.0
     specific = _raise_in_log_line("c", loaded, literal=40)
-    exceptions_first([logged, specific], lambda *_: False)
+    exceptions_first([logged, specific], lambda *_: False, _none_foreign)
     assert logged.components[-1].id == "rank.below-exception"
     assert logged.score < specific.score
 
@@ -226,9 +233,30 @@ def test_a_generic_raise_in_a_value_of_a_logged_line_is_shown_by_the_log() -> No
     def found(key: str, text: str, whole: bool) -> bool:
         return key == raised.id and not whole and text.startswith("NCCL error: ")
 
-    exceptions_first([wrapper, raised], found)
+    exceptions_first([wrapper, raised], found, _none_foreign)
     assert wrapper.components[-1].id == "rank.below-exception"
     assert wrapper.score < raised.score
+
+
+def test_a_raise_of_a_project_the_paste_does_not_name_is_not_shown_by_its_log_line() -> None:
+    """SGLang's `Ignore import error when loading sglang.srt.models.glm_ocr: No module named
+    '...'` in an SGLang log: vLLM's copy of the interpreter's words lies in the value the
+    log site captures, yet the paste names SGLang only, so SGLang's log record keeps its
+    place; the same raise of a project the paste names goes first."""
+    error = "No module named 'transformers.models.glm_ocr'"
+    line = f"Ignore import error when loading sglang.srt.models.glm_ocr: {error}"
+    logged = _log_line_match("a", line, 34.0, name="sglang.srt.models.glm_ocr", e=error)
+    raised = _raise_in_log_line("b", line, literal=17)
+    raised.score = 12.0
+
+    def found(key: str, text: str, whole: bool) -> bool:
+        return key == raised.id and not whole and text == error
+
+    exceptions_first([logged, raised], found, lambda key: key == raised.id)
+    assert logged.score == 34.0
+    exceptions_first([logged, raised], found, _none_foreign)
+    assert logged.components[-1].id == "rank.below-exception"
+    assert logged.score < raised.score
 
 
 def test_the_match_page_shows_how_the_score_adds_up(client: TestClient) -> None:

@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from app import upstreams
 from app.exception_classes import BUILTIN_GRAPH, ClassGraph
 from app.matching import native
 from app.matching.candidate import Candidate, Paste
@@ -25,6 +26,7 @@ from app.matching.rank_order import (
     frames_first,
     libraries_own_words,
     literal_before_helpers,
+    named_projects,
     named_projects_only,
     put_below,
     same_message,
@@ -331,8 +333,11 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
     named_projects_only(list(best.values()), candidates, paste, exceptions)
     libraries_own_words(list(best.values()), exceptions)
     ranked = literal_before_helpers(frames_first(list(best.values())))
+    named = named_projects(paste, exceptions)
     ranked = exceptions_first(
-        ranked, lambda key, text, whole: matches(key, text, whole) is not None
+        ranked,
+        lambda key, text, whole: matches(key, text, whole) is not None,
+        lambda key: bool(named) and candidates[key].repo not in named | {upstreams.TORCH},
     )
     ranked = causes_first(ranked, exceptions)
     ranked = same_message(sorted(ranked, key=best_first), candidates)

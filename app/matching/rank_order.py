@@ -25,18 +25,23 @@ from app.matching.score_weights import (
 from app.matching.tracebacks.model import ParsedException
 
 
+def named_projects(paste: Paste, exceptions: Sequence[ParsedException]) -> set[str]:
+    """The projects a paste names: by the repositories of its frames, its log's format and
+    paths (app.matching.origin), or a release it names."""
+    named = set(paste.log_repos) | set(paste.log_versions)
+    for exception in exceptions:
+        named |= paste.repos(exception)
+    return named
+
+
 def named_projects_only(
     matches: Sequence[Match],
     candidates: Mapping[str, Candidate],
     paste: Paste,
     exceptions: Sequence[ParsedException],
 ) -> None:
-    """Below LIKELY, every record of a project the paste does not name when it names some:
-    by the repositories of its frames, its log's format and paths (app.matching.origin), or
-    a release it names."""
-    named = set(paste.log_repos) | set(paste.log_versions)
-    for exception in exceptions:
-        named |= paste.repos(exception)
+    """Below LIKELY, every record of a project the paste does not name when it names some."""
+    named = named_projects(paste, exceptions)
     if not named:
         return
     for match in matches:
@@ -70,7 +75,11 @@ def best_first(match: Match) -> tuple[float, bool, bool, int, str]:
     return -match.score, not match.reviewed, match.logged, -match.literal, match.id
 
 
-def exceptions_first(matches: list[Match], found: Callable[[str, str, bool], bool]) -> list[Match]:
+def exceptions_first(
+    matches: list[Match],
+    found: Callable[[str, str, bool], bool],
+    foreign: Callable[[str], bool],
+) -> list[Match]:
     """Below the best record of a raise that the paste shows, every log site's record that
     would outrank it: one of a log line, and one that fits an exception's message in another
     class (`Error in request: {e}` around the exception it logs). A raise is shown by an
@@ -82,7 +91,10 @@ def exceptions_first(matches: list[Match], found: Callable[[str, str, bool], boo
     worker ...: {e}`): a generic template's words (`dtype={dtype}`, `not supported`) turn up
     in lines no raise printed (`Load weight end. type=..., dtype=torch.bfloat16`). A
     warning's record whose category the paste names keeps its place, as does any log site's
-    record when the paste shows no raise."""
+    record when the paste shows no raise. A message inside a log line shows no raise of a
+    serving project the paste does not name (`foreign(record id)`): SGLang's `Ignore import
+    error when loading ...: No module named '...'` is SGLang's log line, not vLLM's copy of
+    the interpreter's words (torch, under both, raises inside either's log lines)."""
     values: dict[str, list[str]] = {}  # what the log sites' records fitting a line capture
     for logged in matches:
         if logged.logged and logged.components[0].id == LOG_LINE_ID and logged.log_line:
@@ -95,7 +107,7 @@ def exceptions_first(matches: list[Match], found: Callable[[str, str, bool], boo
         if match.exception_index is not None:
             return True
         line = match.log_line
-        if line is None or match.message_points < OUTSIDE_MESSAGE:
+        if line is None or match.message_points < OUTSIDE_MESSAGE or foreign(match.id):
             return False
         if line in values and found(match.id, line, True):
             return False
