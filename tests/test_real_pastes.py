@@ -202,6 +202,7 @@ class Verdict:
     explained: bool = False  # and its explanation names a setting, advice or a change
     reached: bool = False  # and its explanation names an entry point
     curated: bool = False  # and a curated record is the right one
+    likely: bool = False  # the first answer is "likely" (its score is CONFIDENT_SCORE or more)
 
 
 @dataclass
@@ -271,7 +272,8 @@ class Judge:
                 and self.right_together(case, matches[0])
             )
             right = found or not confident
-            return Verdict(right, right, bool(matches), confident and not found, answer)
+            wrong = confident and not found
+            return Verdict(right, right, bool(matches), wrong, answer, likely=confident)
         hits = [self.right_together(case, match) for match in matches]
         top1 = hits[:1] == [True]
         explanation = self.document(matches[0]["id"]).get("explanation") if top1 else None
@@ -288,6 +290,7 @@ class Judge:
             ),
             reached=bool(explanation and explanation["entryPoints"]),
             curated=top1 and _curated_right(self, case, matches[0]),
+            likely=confident,
         )
 
 
@@ -372,6 +375,7 @@ class Tally:
     explained: int = 0
     reached: int = 0
     curated: int = 0
+    likely: int = 0
 
     def add(self, verdict: Verdict) -> None:
         self.cases += 1
@@ -383,6 +387,7 @@ class Tally:
         self.explained += verdict.explained
         self.reached += verdict.reached
         self.curated += verdict.curated
+        self.likely += verdict.likely
 
     def row(self, label: str) -> str:
         def rate(count: int) -> str:
@@ -395,7 +400,13 @@ class Tally:
             f"{label:<30}{self.cases:6d}  {rate(self.top1)}  {rate(self.top3)}  "
             f"{rate(self.no_answer)}  {rate(self.confident_wrong)}  "
             f"{of_right(self.explained):>9}  {of_right(self.reached):>9}  {rate(self.curated)}"
+            f"  {self.likely_right():>12}"
         )
+
+    def likely_right(self) -> str:
+        """How often a "likely" first answer is right, of the "likely" first answers."""
+        right = self.likely - self.confident_wrong
+        return f"{right}/{self.likely} {right / self.likely:6.1%}" if self.likely else "-"
 
 
 def report(cases: dict[str, dict[str, Any]], verdicts: dict[str, Verdict]) -> dict[str, Any]:
@@ -426,6 +437,7 @@ def print_report(figures: dict[str, Any]) -> None:
     header = f"{'':<30}{'cases':>6}" + "".join(f"  {column:>11}" for column in columns)
     header += f"  {'explained':>9}  {'reached':>9}"  # shares of the right records first
     header += f"  {'curated':>11}"  # of all cases
+    header += f"  {'likely right':>12}"  # of the "likely" first answers
     print(f"\nreal pastes (confident: score >= {CONFIDENT_SCORE:.0f})\n{header}")
     for group, tally in figures["groups"].items():
         print(Tally(**tally).row(group))
