@@ -80,6 +80,50 @@ def test_a_tail_an_if_or_a_loop_adds_is_optional_in_the_pattern() -> None:
     assert re.fullmatch(looped.message.pattern, "unknown names:.")
 
 
+def test_a_tail_a_trys_handler_adds_is_optional_and_a_rebinding_try_is_dynamic() -> None:
+    """SGLang's decode queue builds `Decode transfer failed for request ...` in a local, and
+    adds ` with exception {e}` when asking the receiver for its failure raised; a `try` whose
+    body rebinds the message, or that has a `finally`, leaves it unknown."""
+    sites = extract_raises(
+        dedent(
+            """
+            def failed(rid, receiver):
+                error_message = f"Decode transfer failed for request {rid=}"
+                try:
+                    receiver.failure_exception()
+                except Exception as e:
+                    error_message += f" with exception {e}"
+                raise RuntimeError(error_message)
+            def rebound(receiver):
+                msg = "transfer failed"
+                try:
+                    msg = receiver.reason()
+                except Exception:
+                    msg += " for a reason unknown"
+                raise RuntimeError(msg)
+            def closed(receiver):
+                msg = "transfer failed"
+                try:
+                    receiver.close()
+                except Exception as e:
+                    msg += f": {e}"
+                finally:
+                    receiver = None
+                raise RuntimeError(msg)
+            """
+        )
+    )
+    first = sites[0].message
+    assert first is not None
+    pattern = re.compile(first.pattern)
+    plain = "Decode transfer failed for request rid='3ce8'"
+    assert pattern.fullmatch(plain)
+    told = pattern.fullmatch(plain + " with exception KVTransferError(room=1): unknown reason")
+    assert told is not None
+    assert told["e"] == "KVTransferError(room=1): unknown reason"
+    assert [site.skip for site in sites[1:]] == [SkipReason.DYNAMIC_MESSAGE] * 2
+
+
 def test_branches_that_add_different_tails_or_leave_early_are_told_apart() -> None:
     sites = extract_raises(
         dedent(

@@ -59,6 +59,47 @@ def test_log_and_warning_calls_at_warning_level_or_above_are_sites() -> None:
     )
 
 
+def test_a_deprecated_decorator_is_the_warning_site_of_what_it_decorates() -> None:
+    """torch marks its old APIs with `@deprecated("...", category=FutureWarning)`: each call
+    of the function or class warns with the decorator's message, so the decorator's line is a
+    warning site, named after what it decorates; with no category it is a
+    DeprecationWarning, and `category=None` warns at no call."""
+    sites = extract_raises(
+        dedent(
+            """
+            import typing_extensions
+            from typing_extensions import deprecated
+            @deprecated(
+                "`torch.cuda.amp.autocast(args...)` is deprecated. "
+                "Please use `torch.amp.autocast('cuda', args...)` instead.",
+                category=FutureWarning,
+            )
+            class autocast:
+                @typing_extensions.deprecated(f"{__name__}.scale is old")
+                def scale(self):
+                    pass
+            @deprecated("silent", category=None)
+            def quiet():
+                pass
+            @functools.lru_cache(maxsize=8)
+            def cached():
+                pass
+            """
+        )
+    )
+    found = [
+        (s.line, s.qualname, s.kind, s.error_class, s.message and s.message.template) for s in sites
+    ]
+    autocast = (
+        "`torch.cuda.amp.autocast(args...)` is deprecated. "
+        "Please use `torch.amp.autocast('cuda', args...)` instead."
+    )
+    assert found == [
+        (4, "autocast", "warning", "FutureWarning", autocast),
+        (10, "autocast.scale", "warning", "DeprecationWarning", "{__name__}.scale is old"),
+    ]
+
+
 @pytest.mark.network  # two real releases, from the shared cache
 def test_real_log_sites_of_sglang_and_vllm_are_harvested(tmp_path: Path) -> None:
     """The log sites people paste, read from the real releases: SGLang's sampler warns of

@@ -332,8 +332,11 @@ PASTED = [
 def test_an_nvidia_side_error_as_pasted_gets_its_record_first(store, text, record_id) -> None:
     session, matcher = store
     result = match_text(matcher, session, text)
-    assert result.matches[0].id == record_id, [(m.id, m.score) for m in result.matches[:3]]
-    assert result.matches[0].score >= CONFIDENT
+    first = result.matches[0]
+    # the record, or the record of the call its message names, the record beside it
+    answered = [first.id, *(other.id for other in first.same_message)][:2]
+    assert record_id in answered, [(m.id, m.score) for m in result.matches[:3]]
+    assert first.score >= CONFIDENT
 
 
 def test_torch_1x_nccl_wording_raised_as_runtime_error_still_gets_the_record(store) -> None:

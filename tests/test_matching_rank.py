@@ -20,7 +20,12 @@ from app.exception_classes import class_graph_of
 from app.matching import partial
 from app.matching.candidate import Candidate
 from app.matching.index import PatternIndex
-from app.matching.rank_order import exceptions_first, frames_first, literal_before_helpers
+from app.matching.rank_order import (
+    exceptions_first,
+    frames_first,
+    literal_before_helpers,
+    wrappers_below_likely,
+)
 from app.matching.score import Component, Match, total
 from app.matching.score_weights import (
     CLASS_AGREES,
@@ -967,3 +972,37 @@ def test_a_log_line_a_terminal_wrapped_matches_its_log_site_whole() -> None:
     framed = paste.replace("\nRTX_PRO", "\n  RTX_PRO")
     unjoined = find_matches(index, framed, lambda ids: dict.fromkeys(ids, record))[1]
     assert not [match for match in unjoined if match.components[0].id == "message.log-line"]
+
+
+def _decode_log_record(message: str) -> Candidate:
+    where = "python/sglang/srt/disaggregation/decode.py"
+    return Candidate(
+        "d" * 16, "sgl-project/sglang", "ERROR", message, where, 1, {}, frozenset(),
+        reviewed=False, gone=False, logged=True,
+    )  # fmt: skip
+
+
+def test_a_log_line_that_logs_another_error_is_a_possibility_only() -> None:
+    """SGLang's `Decode transfer failed for request ... with exception {e}`: the value it
+    logs is another error (`KVTransferError(...): ...`), whose raise is the answer; the log
+    line's record says where it was caught, so it stays below LIKELY. A value that is no error
+    keeps its place, as does a near fit of a template that logs no exception."""
+    line = "Decode transfer failed for request rank=1 with exception KVTransferError(room=7): lost"
+    parts = [Component("message.log-line", 54, "pattern matches a whole log line")]
+    error = "KVTransferError(room=7): lost"
+    wrapper = Match("d" * 16, 54.0, None, {"e": error}, components=list(parts), logged=True)
+    wrapper.log_line = line
+    candidates = {wrapper.id: _decode_log_record("... with exception {e}")}
+    wrappers_below_likely([wrapper], candidates)
+    assert wrapper.score < LIKELY
+    assert wrapper.components[-1].id == "log.wraps-error"
+    plain = Match("d" * 16, 54.0, None, {"e": "lost"}, components=list(parts), logged=True)
+    plain.log_line = line
+    wrappers_below_likely([plain], candidates)
+    assert plain.score == 54.0
+    near = Match("d" * 16, 54.0, 0, {}, components=list(parts), logged=True)
+    wrappers_below_likely([near], candidates)
+    assert near.score < LIKELY  # no value read: the template's `{e}` is a caught error
+    near_plain = Match("d" * 16, 54.0, 0, {}, components=list(parts), logged=True)
+    wrappers_below_likely([near_plain], {near_plain.id: _decode_log_record("... room {room}")})
+    assert near_plain.score == 54.0

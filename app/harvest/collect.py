@@ -33,7 +33,7 @@ from app.harvest.guards import (
     guard_text,
     negated,
 )
-from app.harvest.log_sites import log_call, log_parts, logged_message
+from app.harvest.log_sites import deprecation, log_call, log_parts, logged_message
 from app.harvest.message_pieces import Env, Field, Item, ListMark, Maybe, Parts, child_env
 from app.harvest.messages import is_list, parts_message, parts_of
 from app.harvest.raise_sites import (
@@ -130,6 +130,8 @@ class _Collector:
     ) -> None:
         if self._responses and isinstance(node, ast.Return | ast.Assign | ast.AnnAssign | ast.Expr):
             self._response_calls(node, node.value, env, scope, ctx, exits)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            self._deprecations(node, env, scope, ctx, exits)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             env.pop(node.name, None)
             self._function(node, scope)
@@ -266,6 +268,36 @@ class _Collector:
             )
             self._site(site, ctx, exits, self.facts.log_sites)
 
+    def _deprecations(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+        env: Env,
+        scope: Scope,
+        ctx: Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        """The warning sites of a function's or class's `@deprecated("...")` decorators, at
+        the decorator's line, in the scope of what they decorate."""
+        for decorator in node.decorator_list:
+            found = deprecation(decorator)
+            if found is None:
+                continue
+            category, argument = found
+            message, _ = parts_message(parts_of(argument, env))
+            if message is None:
+                continue
+            site = site_at(
+                node,
+                scope.enter(node),
+                category,
+                message,
+                None,
+                kind="warning",
+                level="WARNING",
+                hint_node=argument,
+            )
+            self._site(replace(site, line=decorator.lineno), ctx, exits, self.facts.log_sites)
+
     def _response_calls(
         self,
         node: ast.stmt,
@@ -327,8 +359,9 @@ class _Collector:
         return name not in env and name in self._params.get(scope.qualname or "", ())
 
     def _nested_blocks(self, node: ast.stmt, env: Env, scope: Scope, ctx: Context) -> None:
-        """Inner blocks see the outer variables. Afterwards a message that an `if`, a loop
-        or a `with` only extended (`msg += "..."`) ends in that tail, optional where the
+        """Inner blocks see the outer variables. Afterwards a message that an `if`, a loop,
+        a `with` or a `try`'s handlers only extended (`msg += "..."`; SGLang's `error_message
+        += f" with exception {e}"` when a call raised) ends in that tail, optional where the
         block may not run; any other name they assign is unknown (see `_merged`)."""
         flows: list[Env] | None = None  # envs that reach the next statement, when known
         loops = isinstance(node, ast.For | ast.AsyncFor | ast.While)
@@ -345,15 +378,18 @@ class _Collector:
             if body is not None and not else_body:
                 flows = [body, env] if loops else [body]  # a loop may not run at all
         elif isinstance(node, ast.Try | ast.TryStar):
-            self.block(node.body, child_env(env), scope, ctx)
+            body = self._inner(node.body, env, scope, ctx)
             first, last = node.body[0].lineno, node.body[-1].end_lineno or node.lineno
+            handled = []
             for handler in node.handlers:
                 catches = caught(handler)
                 self.facts.tries.append(TryBlock(first, last, catches, handler.lineno))
                 translated = Context(ctx.conditions, catches)
-                self.block(handler.body, child_env(env), scope, translated)
+                handled.append(self._inner(handler.body, env, scope, translated))
             for block in (node.orelse, node.finalbody):
                 self.block(block, child_env(env), scope, ctx)
+            if body is not None and not node.orelse and not node.finalbody:
+                flows = [body, *(flow for flow in handled if flow is not None)]
         else:
             for case in getattr(node, "cases", ()):
                 self.block(case.body, child_env(env), scope, ctx)

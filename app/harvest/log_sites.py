@@ -1,6 +1,7 @@
 """Log sites: the calls that log a message at WARNING level or above (`logger.warning("x %s",
 v)`, `logging.error(f"...")`) and `warnings.warn("...", FutureWarning)`: users paste those
-lines as often as exceptions. Debug and info calls are left out: a release has several times
+lines as often as exceptions; and the warning a `@deprecated("...")` decorator issues at every
+call of what it decorates. Debug and info calls are left out: a release has several times
 as many, and people paste the warning or error a problem prints, not the progress around it.
 """
 
@@ -28,6 +29,7 @@ LOG_LEVELS = {
 # A logger is a name (or attribute) that says so: `logger`, `logging`, `self._log`, `LOG`.
 LOGGER_NAME = re.compile(r"(?i)log")
 DEFAULT_WARNING = "UserWarning"  # what warnings.warn issues when given no category
+DEFAULT_DEPRECATION = "DeprecationWarning"  # what `@deprecated` issues when given none
 
 
 def log_call(call: ast.Call) -> tuple[str, str, str] | None:
@@ -48,6 +50,24 @@ def log_call(call: ast.Call) -> tuple[str, str, str] | None:
     else:
         return None
     return found if logged_message(call) is not None else None
+
+
+def deprecation(decorator: ast.expr) -> tuple[str, ast.expr] | None:
+    """(category, message) of a `@deprecated("...", category=FutureWarning)` decorator
+    (typing_extensions', or warnings' since Python 3.13): what every call of the function or
+    class it decorates warns with; torch marks its old APIs so (`torch.cuda.amp.autocast`).
+    None for any other decorator, and for `category=None`, which warns at no call."""
+    if not isinstance(decorator, ast.Call) or not decorator.args:
+        return None
+    func = decorator.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name != "deprecated":
+        return None
+    category = next((k.value for k in decorator.keywords if k.arg == "category"), None)
+    if isinstance(category, ast.Constant):
+        return None
+    named = DEFAULT_DEPRECATION if category is None else ast.unparse(category).rpartition(".")[2]
+    return named if CLASS_NAME.fullmatch(named) else DEFAULT_DEPRECATION, decorator.args[0]
 
 
 def logged_message(call: ast.Call) -> ast.expr | None:

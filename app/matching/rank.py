@@ -30,6 +30,7 @@ from app.matching.rank_order import (
     named_projects_only,
     put_below,
     same_message,
+    wrappers_below_likely,
 )
 from app.matching.score import (
     Component,
@@ -332,6 +333,7 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
         keep(match)
     named_projects_only(list(best.values()), candidates, paste, exceptions)
     libraries_own_words(list(best.values()), exceptions)
+    wrappers_below_likely(list(best.values()), candidates)
     ranked = literal_before_helpers(frames_first(list(best.values())))
     named = named_projects(paste, exceptions)
     ranked = exceptions_first(

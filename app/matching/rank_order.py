@@ -65,6 +65,35 @@ def libraries_own_words(matches: Sequence[Match], exceptions: Sequence[ParsedExc
             put_below(match, LIKELY, "message.library", hint)
 
 
+# A logged value that is another error as Python renders it: `KVTransferError(bootstrap_room=
+# 1655955501905217457): Failed due to an unknown reason from another rank`, `ValueError: ...`.
+_LOGGED_ERROR = re.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)(?:\([^\n]*?\))?: \S"
+)
+
+
+# A template's value that holds a caught exception, as code names it (`with exception {e}`).
+_ERROR_VALUE = re.compile(r"\{(?:e|ex|exc|err|error|exception)\}")
+
+
+def wrappers_below_likely(matches: Sequence[Match], candidates: Mapping[str, Candidate]) -> None:
+    """Below LIKELY, every log site's record whose value is another error (`Decode transfer
+    failed for request ... with exception {e}` showing `KVTransferError(...): ...`, or, where
+    the text fit it only nearly and no value was read, a template whose value is a caught
+    exception): it says where that error was caught and logged, not what raised it."""
+    for match in matches:
+        if not match.logged or match.score < LIKELY:
+            continue
+        values = [value for value in match.captures.values() if value]
+        if values:
+            wraps = any(_LOGGED_ERROR.match(value) for value in values)
+        else:
+            wraps = _ERROR_VALUE.search(candidates[match.id].error_message) is not None
+        if wraps:
+            hint = "the line logs another error: where it was caught, a possibility only"
+            put_below(match, LIKELY, "log.wraps-error", hint)
+
+
 def best_first(match: Match) -> tuple[float, bool, bool, int, str]:
     """Best first: the score; on a tie, a reviewed record, then a raise over a log site
     of the same message (code that logs a message and raises it, SGLang's NaN check, is
