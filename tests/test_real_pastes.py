@@ -59,8 +59,8 @@ pytestmark = pytest.mark.network
 
 ARTIFACT = PROJECT_ROOT / "test-artifacts" / "real_pastes.json"
 HELDOUT_ARTIFACT = PROJECT_ROOT / "test-artifacts" / "real_pastes_heldout.json"
-HELDOUT_FLOOR = {"known site top-1": 112, "known site confident wrong": 5}
-"""The held-out set's known-site figures when its latest round began (round 9: its 32 new cases
+HELDOUT_FLOOR = {"known site top-1": 131, "known site confident wrong": 5}
+"""The held-out set's known-site figures when its latest round began (round 10: its 31 new cases
 scored on the code before them, before any change of the round; docs/benchmarks.md): a later
 change may not fall below them (at most this many confident wrong answers)."""
 COMPILED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
@@ -224,14 +224,15 @@ class Judge:
         agrees with the pasted one (a file such as vllm/config.py raises dozens of
         ValueErrors)."""
         record = match["record"]
-        same_class = short_class(record["errorClass"]) == short_class(
-            _python_class(case["exceptionClass"])
-        )
+        pasted = case["exceptionClass"]
+        if pasted is None:  # a message that names no class: any class of its site
+            pasted = record["errorClass"]
+        same_class = short_class(record["errorClass"]) == short_class(_python_class(pasted))
         renamed = any(RENAMED_CLASS.match(r) for r in match["reasons"])
         if not (
             same_class
             or renamed
-            or self.refined(record["errorClass"], case["exceptionClass"])
+            or self.refined(record["errorClass"], pasted)
             or _class_unknown(record)
         ):
             return False
