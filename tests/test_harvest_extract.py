@@ -226,9 +226,13 @@ def test_torch_yields_thousands_of_schema_valid_drafts(torch_result: HarvestResu
             "warning": "warn(",
         }[draft.site.kind]
         line = record["sourceCode"].split("\n")[record["lineNumber"] - start]
-        assert statement in line.lower() or (
-            draft.site.kind == "warning" and line.lstrip().startswith("@deprecated(")
-        )  # a `@deprecated("...")` decorator warns at each call of what it decorates
+        assert (
+            statement in line.lower()
+            # a `@deprecated("...")` decorator warns at each call of what it decorates
+            or (draft.site.kind == "warning" and line.lstrip().startswith("@deprecated("))
+            # a graph break is Dynamo's call that raises Unsupported
+            or (draft.site.kind == "check" and line.lstrip().startswith("unimplemented"))
+        )
 
 
 def test_torch_ids_are_unique(torch_result: HarvestResult) -> None:

@@ -24,6 +24,7 @@ from collections import ChainMap, Counter
 from dataclasses import replace
 
 from app.harvest.factories import may_raise_for_caller, scoped_factory
+from app.harvest.graph_breaks import GRAPH_BREAK_CLASS, graph_break_parts
 from app.harvest.guards import (
     EXITS,
     Context,
@@ -134,7 +135,7 @@ class _Collector:
             self._deprecations(node, env, scope, ctx, exits)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             env.pop(node.name, None)
-            self._function(node, scope)
+            self._function(node, scope, env if scope.in_function else None)
         elif isinstance(node, ast.ClassDef):
             env.pop(node.name, None)
             names = tuple(ast.unparse(base).rpartition(".")[2] for base in node.bases)
@@ -195,7 +196,11 @@ class _Collector:
             return scoped_factory(self._lists, ast.unparse(node.func), scope.qualname)
         return None
 
-    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope) -> None:
+    def _function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope, outer: Env | None
+    ) -> None:
+        """A function's body; a nested one (a closure) sees the messages its enclosing
+        function built before it (Dynamo's `observed_exn_gb_explanation`)."""
         inner = scope.enter(node)
         arguments = node.args
         params = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
@@ -203,7 +208,8 @@ class _Collector:
             params = params[1:]  # self or cls: the caller does not pass it
         self._params[inner.qualname or node.name] = tuple(params)
         self.facts.functions.append((node.lineno, node.end_lineno or node.lineno, node.name))
-        self.block(node.body, ChainMap({}, self.constants), inner, Context())
+        env = ChainMap({}, self.constants) if outer is None else child_env(outer)
+        self.block(node.body, env, inner, Context())
 
     def _call_statement(
         self,
@@ -218,6 +224,7 @@ class _Collector:
         or a call that may be a raising helper's."""
         self._helper_call(node, call, env, scope, ctx, exits)
         self._log_call(node, call, env, scope, ctx, exits)
+        self._graph_break(node, call, env, scope, ctx, exits)
         func = call.func
         if not isinstance(func, ast.Attribute) or not (
             func.attr == "__init__" or func.attr in CHECK_NAMES
@@ -237,6 +244,25 @@ class _Collector:
                 params = self._params.get(scope.qualname or "", ())
                 factory = Factory(params, call, child_env(env), offset)
                 self.facts.init_messages[scope.class_name] = factory
+
+    def _graph_break(
+        self,
+        node: ast.stmt,
+        call: ast.Call,
+        env: Env,
+        scope: Scope,
+        ctx: Context,
+        exits: tuple[ast.expr, ...],
+    ) -> None:
+        """A torch.compile graph break (`unimplemented(gb_type="Observed exception",
+        explanation=f"...", hints=[...], context=...)`): it raises Unsupported with the type,
+        then the explanation, then the hints and the developer's context
+        (torch/_dynamo/exc.py's `format_graph_break_message`)."""
+        parts = graph_break_parts(call, env)
+        if parts is not None:
+            message, skip = parts_message(parts)
+            site = site_at(node, scope, GRAPH_BREAK_CLASS, message, skip, kind="check")
+            self._site(replace(site, hint_node=call), ctx, exits)
 
     def _log_call(
         self,
