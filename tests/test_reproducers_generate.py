@@ -549,3 +549,80 @@ def writes(user, node):
 def test_a_condition_that_reads_what_a_stand_in_lacks_refuses_the_site():
     refused = reproducer.generate(_site(6, "writes"), STAND_IN_SOURCE, {})
     assert refused == Skipped("00000000000000aa", Reason.NO_VALUE_READ)
+
+
+HOOK_SOURCE = """
+class Debugger:
+    def __init__(self, model, limit=10):
+        self.model = model
+        self.limit = limit
+        self.seen = []
+
+    def hook(self, module, size):
+        if module == self.model:
+            self.seen.append(size)
+        if size > self.limit:
+            raise ValueError(f"size {size} is over the limit {self.limit}")
+
+    def check(self, size):
+        if size > self.limit:
+            raise ValueError(f"size {size} is over the limit {self.limit}")
+        return self.model
+
+
+class Quiet:
+    def __init__(self, model=None):
+        self.model = model
+        self.limit = 10
+
+    def hook(self, module, size):
+        if module == self.model:
+            return
+        if size > self.limit:
+            raise ValueError(f"size {size} is over the limit {self.limit}")
+"""
+
+
+def test_a_method_that_reads_what_init_computes_before_its_guard_gets_no_script():
+    """transformers' DebugUnderflowOverflow.forward_hook compares `module == self.model`
+    before its guard: an object made without __init__ has no `model`, so the call would
+    raise AttributeError before the site; a read after the raise is no obstacle."""
+    refused = reproducer.generate(_site(12, "hook"), HOOK_SOURCE, {})
+    assert refused == Skipped("00000000000000aa", Reason.UNSET_STATE)
+    made = reproducer.generate(_site(16, "check"), HOOK_SOURCE, {})
+    assert isinstance(made, Generated), made
+    # an __init__ that needs no argument runs: the script's object has what it sets
+    quiet = reproducer.generate(_site(29, "hook"), HOOK_SOURCE, {})
+    assert isinstance(quiet, Generated), quiet
+
+
+SETTER_SOURCE = """
+class Model:
+    @property
+    def plan(self):
+        return self._plan
+
+    @plan.setter
+    def plan(self, plan):
+        if plan is None:
+            self._plan = {}
+            return
+        if not isinstance(plan, dict):
+            raise ValueError("Can only set a dictionary as `plan`")
+        self._plan = plan
+"""
+
+
+def test_a_property_setter_is_reached_by_assigning_the_property():
+    """transformers' `tp_plan` setter: called as a method, the property's getter would run
+    instead; the script assigns the value, as callers do."""
+    made = reproducer.generate(_site(13, "plan"), SETTER_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert ".plan = " in made.trigger_call
+    module = types.ModuleType("demo.pool")
+    exec(SETTER_SOURCE, module.__dict__)
+    scenarios: dict = {"__name__": "generated"}
+    exec(made.script, scenarios)
+    with pytest.raises(ValueError, match="Can only set a dictionary"):
+        scenarios["trigger"](module, "cpu")
+    scenarios["fix"](module, "cpu")

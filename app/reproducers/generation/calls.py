@@ -47,7 +47,7 @@ class CallPlan:
 
     cls: str | None
     function: str
-    kind: str  # function | constructor | fields | direct | static | property
+    kind: str  # function | constructor | fields | direct | static | property | setter
     extra: dict[str, str] = field(default_factory=dict)  # required parameters, as source
     positional_only: set[str] = field(default_factory=set)
     # The class of each object whose attributes the guard reads (a parameter, or `self.x`),
@@ -59,7 +59,7 @@ class CallPlan:
 
     @property
     def direct_state(self) -> bool:
-        return self.kind in ("direct", "property") or bool(self.objects)
+        return self.kind in ("direct", "property", "setter") or bool(self.objects)
 
     @property
     def stand_ins(self) -> bool:
@@ -77,8 +77,16 @@ class CallPlan:
         state = ", ".join(
             f"{s.text().removeprefix('self.')}={v!r}" for s, v in values.items() if s.attr
         )
-        reach = f".{self.function}" if self.kind == "property" else f".{self.function}({arguments})"
+        reach = f".{self.function}({arguments})"
+        if self.kind == "property":
+            reach = f".{self.function}"
+        elif self.kind == "setter":
+            reach = f".{self.function} = {self._assigned(values, shown=True)}"
         return f"{self.cls} with {state} ({DIRECT_STATE_NOTE}){reach}"
+
+    def _assigned(self, values: Mapping[Subject, Any], shown: bool = False) -> str:
+        """A setter's one argument, as the value assigned to the property."""
+        return self._arguments(values, shown).partition("=")[2]
 
     def _object(self, root: Subject, values: Mapping[Subject, Any], shown: bool) -> str:
         """An object holding the chosen values of its attributes (nested ones in stand-ins):
@@ -136,6 +144,8 @@ class CallPlan:
         ]
         if self.kind == "property":
             lines.append(f"return obj.{self.function}")
+        elif self.kind == "setter":
+            lines.append(f"obj.{self.function} = {self._assigned(values)}")
         else:
             lines.append(f"return obj.{self.function}({arguments})")
         return lines
@@ -192,11 +202,120 @@ def call_plan(function: Function, subjects: list[Subject], known: Mapping[str, s
             return plan(cls.name, node.name, "fields")
     if "property" in decorators:
         return plan(cls.name, node.name, "property")
+    if f"{node.name}.setter" in decorators and len(node.args.args) == 2:
+        return plan(cls.name, node.name, "setter", extra, initial=_init_literals(cls))
     if node.name != "__post_init__" and node.name.startswith("__") and node.name.endswith("__"):
         raise Unsupported(Reason.UNREACHABLE)
     return plan(
         cls.name, node.name, "direct", extra, function.positional_only, initial=_init_literals(cls)
     )
+
+
+def unset_attributes(
+    function: Function, raise_node: ast.stmt, plan: CallPlan, subjects: list[Subject]
+) -> list[str]:
+    """The attributes of `self` that the method reads on its way to the raise, which its
+    class's own __init__ computes from the arguments it requires, and so the script's
+    object, made without __init__, lacks (`module == self.model` before
+    DebugUnderflowOverflow's guard): the call would raise AttributeError before the site."""
+    node, cls = function.node, function.cls
+    if cls is None or plan.kind not in ("direct", "property", "setter") or not node.args.args:
+        return []
+    if not _init_needs_arguments(cls):
+        return []  # `constructed` runs __init__, which sets them
+    owner = node.args.args[0].arg
+    given = {subject.name for subject in subjects if subject.attr} | set(plan.initial)
+    computed = _init_assigned(cls) - given
+    read = {
+        child.attr
+        for part in _path_parts(node.body, raise_node)
+        for child in ast.walk(part)
+        if isinstance(child, ast.Attribute)
+        and isinstance(child.ctx, ast.Load)
+        and isinstance(child.value, ast.Name)
+        and child.value.id == owner
+    }
+    return sorted(read & computed)
+
+
+def _path_parts(body: list[ast.stmt], target: ast.stmt) -> list[ast.AST]:
+    """What runs before the raise in the blocks that hold it: each earlier statement (of an
+    earlier `if` or loop only its header: its blocks may not run), the headers of the compound
+    statements around it, and the raise itself."""
+    parts: list[ast.AST] = []
+    for statement in body:
+        if statement is target:
+            return [*parts, statement]
+        end = statement.end_lineno or statement.lineno
+        if isinstance(statement, _MAY_SKIP) and not statement.lineno <= target.lineno <= end:
+            parts += _headers(statement)  # its blocks run only when it says so
+            continue
+        if not statement.lineno <= target.lineno <= end or not _blocks(statement):
+            parts.append(statement)
+            continue
+        parts += _headers(statement)
+        for block in _blocks(statement):
+            if any(s.lineno <= target.lineno <= (s.end_lineno or s.lineno) for s in block):
+                return parts + _path_parts(block, target)
+        return parts
+    return parts
+
+
+_MAY_SKIP = (ast.If, ast.For, ast.AsyncFor, ast.While)
+
+
+def _headers(statement: ast.stmt) -> list[ast.AST]:
+    """What a compound statement evaluates before its blocks: a test, an iterable, items."""
+    return [
+        value
+        for name in ("test", "iter", "items", "subject")
+        for value in _as_list(getattr(statement, name, None))
+    ]
+
+
+def _blocks(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement blocks a compound statement holds."""
+    blocks = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
+    blocks += [handler.body for handler in getattr(statement, "handlers", ())]
+    blocks += [case.body for case in getattr(statement, "cases", ())]
+    return [block for block in blocks if isinstance(block, list) and block]
+
+
+def _as_list(value: Any) -> list[ast.AST]:
+    if isinstance(value, ast.AST):
+        return [value]
+    return [item for item in value or () if isinstance(item, ast.AST)]
+
+
+def _init_needs_arguments(cls: ast.ClassDef) -> bool:
+    """Whether the class's own __init__ takes arguments without defaults: its object is then
+    made without __init__ (`constructed` calls the class with none first)."""
+    for member in cls.body:
+        if isinstance(member, ast.FunctionDef) and member.name == "__init__":
+            arguments = member.args
+            positional = [*arguments.posonlyargs, *arguments.args][1:]
+            keyword = [d for d in arguments.kw_defaults if d is None]
+            return len(positional) > len(arguments.defaults) or bool(keyword)
+    return False
+
+
+def _init_assigned(cls: ast.ClassDef) -> set[str]:
+    """The attributes the class's own __init__ assigns to its object."""
+    assigned: set[str] = set()
+    for member in cls.body:
+        if not (isinstance(member, ast.FunctionDef) and member.name == "__init__"):
+            continue
+        owner = member.args.args[0].arg if member.args.args else "self"
+        assigned |= {
+            target.attr
+            for child in ast.walk(member)
+            if isinstance(child, ast.Assign | ast.AnnAssign | ast.AugAssign)
+            for target in (child.targets if isinstance(child, ast.Assign) else [child.target])
+            if isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == owner
+        }
+    return assigned
 
 
 def _init_literals(cls: ast.ClassDef) -> dict[str, Any]:

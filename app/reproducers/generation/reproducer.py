@@ -25,7 +25,7 @@ import ast
 import re
 from collections.abc import Iterator, Mapping
 
-from app.reproducers.generation.calls import CallPlan, call_plan
+from app.reproducers.generation.calls import CallPlan, call_plan, unset_attributes
 from app.reproducers.generation.guards import (
     Guard,
     Subject,
@@ -100,6 +100,8 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
     call = call_plan(function, subjects, known_values)
     if _reads_what_is_missing(conditions, call, subjects):
         raise Unsupported(Reason.NO_VALUE_READ)
+    if unset_attributes(function, raise_node, call, subjects):
+        raise Unsupported(Reason.UNSET_STATE)
     trigger_call = call.render(trigger)
     fix_call = call.render(fix)
     devices = (

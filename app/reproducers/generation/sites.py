@@ -33,6 +33,10 @@ class Reason(StrEnum):
         " placeholder, or a stand-in object without it)"
     )
     ONE_LINE = "the guard and the raise share one line"
+    UNSET_STATE = (
+        "the method reads, before its guard, an attribute its class's __init__ computes from"
+        " its arguments (the script's object is made without __init__)"
+    )
     UNREACHABLE = "the function cannot be called from outside (closure, class method state)"
 
 
