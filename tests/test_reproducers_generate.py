@@ -527,13 +527,19 @@ def test_an_object_made_without_init_gets_the_literal_attributes_init_sets():
     made = reproducer.generate(_site(11, "step"), COUNTER_SOURCE, {})
     assert isinstance(made, Generated), made
     assert "constructed(module.Counter, calls=0, limit=10)" in made.script
-    module = types.ModuleType("demo.pool")
-    exec(COUNTER_SOURCE, module.__dict__)
-    scenarios: dict = {"__name__": "generated"}
-    exec(made.script, scenarios)
+    module, scenarios = _scenarios_on(COUNTER_SOURCE, made)
     with pytest.raises(ValueError, match="is over the limit"):
         scenarios["trigger"](module, "cpu")
     assert scenarios["fix"](module, "cpu") == 1
+
+
+def _scenarios_on(source: str, made: Generated) -> tuple[types.ModuleType, dict]:
+    """A module made of the source, and the script's scenarios to run on it."""
+    module = types.ModuleType("demo.pool")
+    exec(source, module.__dict__)
+    scenarios: dict = {"__name__": "generated"}
+    exec(made.script, scenarios)
+    return module, scenarios
 
 
 STAND_IN_SOURCE = """
@@ -619,10 +625,7 @@ def test_a_property_setter_is_reached_by_assigning_the_property():
     made = reproducer.generate(_site(13, "plan"), SETTER_SOURCE, {})
     assert isinstance(made, Generated), made
     assert ".plan = " in made.trigger_call
-    module = types.ModuleType("demo.pool")
-    exec(SETTER_SOURCE, module.__dict__)
-    scenarios: dict = {"__name__": "generated"}
-    exec(made.script, scenarios)
+    module, scenarios = _scenarios_on(SETTER_SOURCE, made)
     with pytest.raises(ValueError, match="Can only set a dictionary"):
         scenarios["trigger"](module, "cpu")
     scenarios["fix"](module, "cpu")

@@ -221,10 +221,14 @@ class _Collector:
         exits: tuple[ast.expr, ...],
     ) -> None:
         """A torch check, an `__init__` passing its message to the base class, a log site,
-        or a call that may be a raising helper's."""
+        a torch.compile graph break (app/harvest/graph_breaks.py), or a call that may be a
+        raising helper's."""
         self._helper_call(node, call, env, scope, ctx, exits)
         self._log_call(node, call, env, scope, ctx, exits)
-        self._graph_break(node, call, env, scope, ctx, exits)
+        if (parts := graph_break_parts(call, env)) is not None:
+            graph_break, skip = parts_message(parts)
+            site = site_at(node, scope, GRAPH_BREAK_CLASS, graph_break, skip, kind="check")
+            self._site(replace(site, hint_node=call), ctx, exits)
         func = call.func
         if not isinstance(func, ast.Attribute) or not (
             func.attr == "__init__" or func.attr in CHECK_NAMES
@@ -244,25 +248,6 @@ class _Collector:
                 params = self._params.get(scope.qualname or "", ())
                 factory = Factory(params, call, child_env(env), offset)
                 self.facts.init_messages[scope.class_name] = factory
-
-    def _graph_break(
-        self,
-        node: ast.stmt,
-        call: ast.Call,
-        env: Env,
-        scope: Scope,
-        ctx: Context,
-        exits: tuple[ast.expr, ...],
-    ) -> None:
-        """A torch.compile graph break (`unimplemented(gb_type="Observed exception",
-        explanation=f"...", hints=[...], context=...)`): it raises Unsupported with the type,
-        then the explanation, then the hints and the developer's context
-        (torch/_dynamo/exc.py's `format_graph_break_message`)."""
-        parts = graph_break_parts(call, env)
-        if parts is not None:
-            message, skip = parts_message(parts)
-            site = site_at(node, scope, GRAPH_BREAK_CLASS, message, skip, kind="check")
-            self._site(replace(site, hint_node=call), ctx, exits)
 
     def _log_call(
         self,
