@@ -227,6 +227,8 @@ class Judge:
         pasted = case["exceptionClass"]
         if pasted is None:  # a message that names no class: any class of its site
             pasted = record["errorClass"]
+        if short_class(pasted) == "ValidationError" and "Value error, " in case["paste"]:
+            pasted = "ValueError"  # pydantic's report of the ValueError a validator raised
         same_class = short_class(record["errorClass"]) == short_class(_python_class(pasted))
         renamed = any(RENAMED_CLASS.match(r) for r in match["reasons"])
         if not (
