@@ -231,6 +231,9 @@ class Judge:
             pasted = "ValueError"  # pydantic's report of the ValueError a validator raised
         same_class = short_class(record["errorClass"]) == short_class(_python_class(pasted))
         renamed = any(RENAMED_CLASS.match(r) for r in match["reasons"])
+        # vLLM's `raise type(err)(f"Error in model execution: {err}")`: its record cannot
+        # name the class, which is the error it wraps
+        renamed |= any(part["id"] == "class.run-time" for part in match["components"])
         if not (
             same_class
             or renamed
