@@ -11,9 +11,11 @@ from app.matching.native import (
     in_cuda_words,
     is_kernel_assertion,
     is_tail_line,
+    raised_from_elsewhere,
     without_tail,
 )
 from app.matching.service import match_text
+from app.matching.tracebacks.parse import parse_exceptions
 from app.records import service as records
 from tests.helpers.matching import data_store
 
@@ -349,3 +351,21 @@ def test_torch_1x_nccl_wording_raised_as_runtime_error_still_gets_the_record(sto
     result = match_text(matcher, session, text)
     assert result.matches[0].id == "58588cf5c295bbff", [(m.id, m.score) for m in result.matches]
     assert result.matches[0].captures["error"] == "unhandled cuda error"
+
+
+FLASH_API = (
+    "RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n"
+    "Exception raised from mha_fwd at ...\\AppData\\Local\\Temp\\pip-install-onk9dffz\\"
+    "flash-attn_8c421b\\csrc\\flash_attn\\flash_api.cpp:370 (most recent call first):\n"
+    "00007FF90C6C83C9 c10.dll!c10::Error::Error [<unknown file> @ <unknown line number>]\n"
+)
+
+
+def test_a_c_plus_plus_error_raised_from_another_projects_source_names_it() -> None:
+    """flash-attn's wheel raises through c10's check, and c10 prints the check's own file
+    under the message; a file of torch's (a build's `../c10/...`) names no other project."""
+    found = raised_from_elsewhere(FLASH_API, parse_exceptions(FLASH_API))
+    assert list(found) == [0]
+    assert found[0].endswith("csrc\\flash_attn\\flash_api.cpp")
+    torchs = FLASH_API.replace("...\\AppData", "../c10/cuda").replace("csrc\\flash", "x")
+    assert raised_from_elsewhere(torchs, parse_exceptions(torchs)) == {}

@@ -21,6 +21,7 @@ from app.matching import partial
 from app.matching.candidate import Candidate
 from app.matching.index import PatternIndex
 from app.matching.rank_order import (
+    copies_below_likely,
     exceptions_first,
     frames_first,
     literal_before_helpers,
@@ -1006,3 +1007,22 @@ def test_a_log_line_that_logs_another_error_is_a_possibility_only() -> None:
     near_plain = Match("d" * 16, 54.0, 0, {}, components=list(parts), logged=True)
     wrappers_below_likely([near_plain], {near_plain.id: _decode_log_record("... room {room}")})
     assert near_plain.score == 54.0
+
+
+def test_torchs_copy_of_words_another_project_raised_is_a_possibility_only() -> None:
+    """torch vendors flash-attention, so its library holds `FlashAttention only supports
+    Ampere GPUs or newer.`; when c10 says flash-attn's own `flash_api.cpp` raised it, torch's
+    record stays below LIKELY. Without that line it keeps its place."""
+    parts = [Component("message.full", 56, "pattern matches the whole exception message")]
+    copy = Match("e" * 16, 56.0, 0, {}, components=list(parts))
+    library = Candidate(
+        copy.id, "pytorch/pytorch", "Exception", "FlashAttention only supports Ampere GPUs "
+        "or newer.", "torch/lib/libtorch_cuda.so", None, {}, frozenset(), reviewed=False,
+        gone=False,
+    )  # fmt: skip
+    copies_below_likely([copy], {copy.id: library}, {})
+    assert copy.score == 56.0
+    copies_below_likely([copy], {copy.id: library}, {0: "x\\csrc\\flash_attn\\flash_api.cpp"})
+    assert copy.score < LIKELY
+    assert copy.components[-1].id == "native.raised-elsewhere"
+    assert "flash_api.cpp" in copy.reasons[-1]

@@ -63,3 +63,31 @@ def device_side_assert(exceptions: Sequence[ParsedException]) -> int | None:
         if DEVICE_SIDE_ASSERT in exception.message:
             return index
     return None
+
+
+# The line c10 prints under a C++ error's message: `Exception raised from mha_fwd at
+# .../csrc/flash_attn/flash_api.cpp:370 (most recent call first):`, the check's own file.
+_RAISED_FROM = re.compile(
+    r"(?m)^[ \t`]*Exception raised from \S+ at (?P<path>[^\n]+?):[0-9]+ "
+    r"\(most recent call first\)"
+)
+# torch's own source folders, in a build's path to a file of them.
+_TORCH_SOURCE = re.compile(r"(?:^|[/\\])(?:aten[/\\]src|c10|torch[/\\]csrc|caffe2)[/\\]")
+
+
+def raised_from_elsewhere(text: str, exceptions: Sequence[ParsedException]) -> dict[int, str]:
+    """Exception index -> the C++ file its `Exception raised from ... at FILE:LINE` line
+    names, where that file is no source of torch's: another project's extension (flash-attn,
+    xformers) raised it through c10's check, so torch's library holds its words only as a
+    copy of its own (torch vendors flash-attention too)."""
+    found = {}
+    for index, exception in enumerate(exceptions):
+        start, end = exception.message_span
+        if index + 1 < len(exceptions):  # the next exception's lines are its own
+            end = min(end + 2048, exceptions[index + 1].span[0])
+        else:
+            end += 2048
+        named = _RAISED_FROM.search(text, start, end)
+        if named is not None and _TORCH_SOURCE.search(named["path"]) is None:
+            found[index] = named["path"].strip()
+    return found

@@ -7,7 +7,7 @@ order they are shown in (app.matching.rank_order).
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app import upstreams
 from app.exception_classes import BUILTIN_GRAPH, ClassGraph
@@ -22,6 +22,7 @@ from app.matching.rank_order import (
     best_first,
     causes_first,
     checks_with_their_report,
+    copies_below_likely,
     exceptions_first,
     frames_first,
     libraries_own_words,
@@ -141,7 +142,9 @@ class Evidence:
     frame where the interpreter raised it (app.matching.statements): kept unless a record of
     the frames' files explains the message. `kernel_checks` are (record id, line) of the
     records made of the failed checks torch's kernels printed (app.matching.kernel_assertions):
-    kept unless a record of the store holds the check. `graph` holds the exception classes of the
+    kept unless a record of the store holds the check. `raised_from` maps an exception to
+    the C++ file, not torch's, its `Exception raised from ... at FILE:LINE` line names
+    (app.matching.native.raised_from_elsewhere). `graph` holds the exception classes of the
     harvested releases, to tell related classes (app.exception_classes; None: the builtin
     ones); `log_repos` the repositories the paste's log format names, `log_versions` the
     release of a repository it names (app.matching.origin), `log_levels` the level each log
@@ -158,6 +161,7 @@ class Evidence:
     log_versions: Mapping[str, str]
     log_levels: Mapping[str, str]
     kernel_checks: Sequence[tuple[str, str]] = ()
+    raised_from: Mapping[int, str] = field(default_factory=dict)
 
 
 def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Evidence) -> list[Match]:
@@ -334,6 +338,7 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
     named_projects_only(list(best.values()), candidates, paste, exceptions)
     libraries_own_words(list(best.values()), exceptions)
     wrappers_below_likely(list(best.values()), candidates)
+    copies_below_likely(list(best.values()), candidates, evidence.raised_from)
     ranked = literal_before_helpers(frames_first(list(best.values())))
     named = named_projects(paste, exceptions)
     ranked = exceptions_first(

@@ -8,6 +8,7 @@ records that raise the same message together under the first.
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from app import upstreams
 from app.matching.candidate import Candidate, Paste
 from app.matching.libraries import raised_by
 from app.matching.score import Match, Tally, total
@@ -92,6 +93,21 @@ def wrappers_below_likely(matches: Sequence[Match], candidates: Mapping[str, Can
         if wraps:
             hint = "the line logs another error: where it was caught, a possibility only"
             put_below(match, LIKELY, "log.wraps-error", hint)
+
+
+def copies_below_likely(
+    matches: Sequence[Match], candidates: Mapping[str, Candidate], raised_from: Mapping[int, str]
+) -> None:
+    """Below LIKELY, every record of torch's for an exception whose `Exception raised from ...
+    at FILE:LINE` line names another project's C++ source (flash-attn's `flash_api.cpp`):
+    that project raised it, and torch's library holds the same words as a copy at most."""
+    for match in matches:
+        path = raised_from.get(match.exception_index) if match.exception_index is not None else None
+        if path is None or match.score < LIKELY or candidates[match.id].repo != upstreams.TORCH:
+            continue
+        name = path.replace("\\", "/").rpartition("/")[2]
+        hint = f"raised from {name}, no source of torch's: torch holds a copy of its words at most"
+        put_below(match, LIKELY, "native.raised-elsewhere", hint)
 
 
 def best_first(match: Match) -> tuple[float, bool, bool, int, str]:

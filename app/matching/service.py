@@ -206,6 +206,7 @@ def find_matches(
         partials=partials,
         statements=statements,
         kernel_checks=checks,
+        raised_from=native.raised_from_elsewhere(text, exceptions),
         graph=graph,
         log_repos=log_repos(lines),
         log_versions=versions,
