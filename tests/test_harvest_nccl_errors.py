@@ -37,6 +37,7 @@ const char *error_string(int code) {
     }
 }
 """
+CALLER = "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
 PASTE = (
     "[rank1]: Traceback (most recent call last):\n"
     '[rank1]:   File "/app/train.py", line 30, in <module>\n'
@@ -143,5 +144,9 @@ def test_torch_2_13_gets_a_record_per_nccl_code_that_a_real_error_matches(
         session.commit()
         text = "unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
         top = match_text(matcher, session, PASTE.format(text=text)).matches[0]
-        assert records.get_record(session, top.id).record.error_code == "ncclUnhandledCudaError"
+        # answered at the call the message names, the code's record beside it
+        assert (top.record.file_path, top.record.line_number) == (CALLER, 3690)
+        stored = records.get_record(session, top.same_message[0].id)
+        assert stored is not None
+        assert stored.record.error_code == "ncclUnhandledCudaError"
         assert "pattern matches the whole exception message" in top.reasons
