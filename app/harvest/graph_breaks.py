@@ -13,6 +13,7 @@ import ast
 
 from app.harvest.message_pieces import Env, Field, Parts
 from app.harvest.messages import parts_of
+from app.harvest.raise_sites import callee_name
 
 GRAPH_BREAK_CLASS = "Unsupported"
 _CALLEES = frozenset({"unimplemented", "unimplemented_v2"})
@@ -21,9 +22,7 @@ _CALLEES = frozenset({"unimplemented", "unimplemented_v2"})
 def graph_break_parts(call: ast.Call, env: Env) -> Parts | None:
     """The message parts of a graph break's call; None for any other call, and for one
     whose type or explanation is not known here."""
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    if name not in _CALLEES:
+    if callee_name(call) not in _CALLEES:
         return None
     given = {keyword.arg: keyword.value for keyword in call.keywords}
     if "gb_type" not in given or "explanation" not in given:

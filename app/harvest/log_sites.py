@@ -12,7 +12,7 @@ import re
 
 from app.harvest.message_pieces import Env, Parts
 from app.harvest.messages import parts_of, percent_parts
-from app.harvest.raise_sites import CLASS_NAME, call_argument
+from app.harvest.raise_sites import CLASS_NAME, call_argument, callee_name
 
 # Logger methods worth a record, and the level a pasted line shows for each (vLLM's
 # `warning_once` logs at WARNING); the level is the record's class, as a paste shows it.
@@ -59,9 +59,7 @@ def deprecation(decorator: ast.expr) -> tuple[str, ast.expr] | None:
     None for any other decorator, and for `category=None`, which warns at no call."""
     if not isinstance(decorator, ast.Call) or not decorator.args:
         return None
-    func = decorator.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    if name != "deprecated":
+    if callee_name(decorator) != "deprecated":
         return None
     category = next((k.value for k in decorator.keywords if k.arg == "category"), None)
     if isinstance(category, ast.Constant):

@@ -335,12 +335,12 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
         match.log_line = line if asserted is None else None
         match.in_frames = True  # the kernel's line is where it failed, as a frame would say
         keep(match)
-    named_projects_only(list(best.values()), candidates, paste, exceptions)
+    named = named_projects(paste, exceptions)
+    named_projects_only(list(best.values()), candidates, named)
     libraries_own_words(list(best.values()), exceptions)
     wrappers_below_likely(list(best.values()), candidates)
     copies_below_likely(list(best.values()), candidates, evidence.raised_from)
     ranked = literal_before_helpers(frames_first(list(best.values())))
-    named = named_projects(paste, exceptions)
     ranked = exceptions_first(
         ranked,
         lambda key, text, whole: matches(key, text, whole) is not None,

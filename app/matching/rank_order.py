@@ -36,13 +36,10 @@ def named_projects(paste: Paste, exceptions: Sequence[ParsedException]) -> set[s
 
 
 def named_projects_only(
-    matches: Sequence[Match],
-    candidates: Mapping[str, Candidate],
-    paste: Paste,
-    exceptions: Sequence[ParsedException],
+    matches: Sequence[Match], candidates: Mapping[str, Candidate], named: set[str]
 ) -> None:
-    """Below LIKELY, every record of a project the paste does not name when it names some."""
-    named = named_projects(paste, exceptions)
+    """Below LIKELY, every record of a project the paste does not name (`named_projects`)
+    when it names some."""
     if not named:
         return
     for match in matches:

@@ -225,7 +225,7 @@ def unset_attributes(
         return []  # `constructed` runs __init__, which sets them
     owner = node.args.args[0].arg
     given = {subject.name for subject in subjects if subject.attr} | set(plan.initial)
-    computed = _init_assigned(cls) - given
+    computed = set(_init_assignments(cls)) - given
     read = {
         child.attr
         for part in _path_parts(node.body, raise_node)
@@ -287,26 +287,29 @@ def _as_list(value: Any) -> list[ast.AST]:
     return [item for item in value or () if isinstance(item, ast.AST)]
 
 
+def _inits(cls: ast.ClassDef) -> list[ast.FunctionDef]:
+    """The class's own __init__, if it has one."""
+    return [m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"]
+
+
 def _init_needs_arguments(cls: ast.ClassDef) -> bool:
     """Whether the class's own __init__ takes arguments without defaults: its object is then
     made without __init__ (`constructed` calls the class with none first)."""
-    for member in cls.body:
-        if isinstance(member, ast.FunctionDef) and member.name == "__init__":
-            arguments = member.args
-            positional = [*arguments.posonlyargs, *arguments.args][1:]
-            keyword = [d for d in arguments.kw_defaults if d is None]
-            return len(positional) > len(arguments.defaults) or bool(keyword)
+    for member in _inits(cls):
+        arguments = member.args
+        positional = [*arguments.posonlyargs, *arguments.args][1:]
+        keyword = [d for d in arguments.kw_defaults if d is None]
+        return len(positional) > len(arguments.defaults) or bool(keyword)
     return False
 
 
-def _init_assigned(cls: ast.ClassDef) -> set[str]:
-    """The attributes the class's own __init__ assigns to its object."""
-    assigned: set[str] = set()
-    for member in cls.body:
-        if not (isinstance(member, ast.FunctionDef) and member.name == "__init__"):
-            continue
+def _init_assignments(cls: ast.ClassDef) -> list[str]:
+    """The attribute each assignment of the class's own __init__ to its object names, once
+    per assignment."""
+    assigned: list[str] = []
+    for member in _inits(cls):
         owner = member.args.args[0].arg if member.args.args else "self"
-        assigned |= {
+        assigned += [
             target.attr
             for child in ast.walk(member)
             if isinstance(child, ast.Assign | ast.AnnAssign | ast.AugAssign)
@@ -314,7 +317,7 @@ def _init_assigned(cls: ast.ClassDef) -> set[str]:
             if isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)
             and target.value.id == owner
-        }
+        ]
     return assigned
 
 
@@ -323,21 +326,8 @@ def _init_literals(cls: ast.ClassDef) -> dict[str, Any]:
     literal value (`self.total_calls = 0`, `self.frame = []`): a method often reads them before
     its guard, and an object made without __init__ would lack them."""
     found: dict[str, Any] = {}
-    assigned: list[str] = []
-    for member in cls.body:
-        if not (isinstance(member, ast.FunctionDef) and member.name == "__init__"):
-            continue
+    for member in _inits(cls):
         owner = member.args.args[0].arg if member.args.args else "self"
-        for node in ast.walk(member):
-            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                assigned += [
-                    target.attr
-                    for target in targets
-                    if isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == owner
-                ]
         for statement in member.body:
             if (
                 isinstance(statement, ast.Assign)
@@ -349,6 +339,7 @@ def _init_literals(cls: ast.ClassDef) -> dict[str, Any]:
                 and (value := literal_value(statement.value)) is not NO_VALUE
             ):
                 found[target.attr] = value
+    assigned = _init_assignments(cls)
     return {name: value for name, value in found.items() if assigned.count(name) == 1}
 
 
