@@ -629,3 +629,58 @@ def test_a_property_setter_is_reached_by_assigning_the_property():
     with pytest.raises(ValueError, match="Can only set a dictionary"):
         scenarios["trigger"](module, "cpu")
     scenarios["fix"](module, "cpu")
+
+
+TENSOR_SOURCE = """
+import torch
+from torch import Tensor
+
+
+def dropout1d(input: Tensor, p: float = 0.5) -> Tensor:
+    inp_dim = input.dim()
+    if inp_dim not in (2, 3):
+        raise ValueError(f"dropout1d: Expected 2D or 3D input, but received a {inp_dim}D input")
+    return input
+
+
+def scale(x, factor=2):
+    if x.ndim > 0 and x.dtype in (torch.half, torch.bfloat16):
+        raise ValueError(f"scale does not take {x.dtype}")
+    return x * factor
+
+
+def pair(a: Tensor, b: Tensor):
+    if a.shape[0] != b.shape[0]:
+        raise ValueError("a and b must have the same first size")
+    return a + b
+
+
+def gradient(x: Tensor):
+    if x.grad is None:
+        raise ValueError("no gradient")
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "function", "message"),
+    [(9, "dropout1d", "Expected 2D or 3D"), (15, "scale", "does not take"), (21, "pair", "same")],
+    ids=str,
+)
+def test_a_guard_on_a_tensors_rank_dtype_or_shape_gets_tensors_that_reach_and_miss_it(
+    line: int, function: str, message: str
+):
+    """torch's own checks (`input.dim()`, `x.dtype in (torch.half, ...)`, `a.shape[0]`): the
+    search picks tensors by shape and dtype, and the script builds them with torch."""
+    made = reproducer.generate(_site(line, function), TENSOR_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert "torch.zeros(" in made.trigger_call
+    assert "import torch" in made.script
+    module, scenarios = _scenarios_on(TENSOR_SOURCE, made)
+    with pytest.raises(ValueError, match=message):
+        scenarios["trigger"](module, "cpu")
+    scenarios["fix"](module, "cpu")
+
+
+def test_a_tensor_attribute_the_search_cannot_choose_gets_no_script_and_says_why():
+    skipped = reproducer.generate(_site(27, "gradient"), TENSOR_SOURCE, {})
+    assert skipped == Skipped("00000000000000aa", Reason.COMPUTED)

@@ -26,6 +26,7 @@ from app.reproducers.generation.source import (
     is_static,
     literal_value,
 )
+from app.reproducers.generation.tensors import ATTRIBUTES, METHODS, dtype_constant
 
 MAX_SUBJECTS = 3  # values the search chooses at once
 
@@ -469,6 +470,8 @@ def _reads(test: ast.expr, function: Function) -> list[Subject] | None:
         nonlocal ok
         subject: Subject | None = None
         if isinstance(node, ast.Name | ast.Attribute):
+            if dtype_constant(node) is not None:
+                return
             chain = attribute_chain(node)
             subject = _subject_of(chain, function, first) if chain else None
             if chain and subject is None and not chain[1] and chain[0] in _KNOWN_NAMES:
@@ -481,6 +484,9 @@ def _reads(test: ast.expr, function: Function) -> list[Subject] | None:
         elif isinstance(node, ast.Call):
             if is_len(node) or class_check(node, function) is not None:
                 visit(node.args[0])
+            elif is_tensor_method(node, function):
+                assert isinstance(node.func, ast.Attribute)
+                visit(node.func.value)
             elif is_method(node):
                 assert isinstance(node.func, ast.Attribute)
                 visit(node.func.value)
@@ -497,7 +503,7 @@ def _reads(test: ast.expr, function: Function) -> list[Subject] | None:
         elif isinstance(node, ast.Constant):
             return
         elif isinstance(node, ast.Tuple | ast.List | ast.Set):
-            if literal_value(node) is NO_VALUE:
+            if collection_value(node) is NO_VALUE:
                 ok = False
             return
         elif isinstance(node, ast.Compare | ast.BoolOp | ast.UnaryOp | ast.BinOp):
@@ -544,12 +550,26 @@ def _subject_of(
     root, attributes = chain
     if first is not None and root == first and attributes:
         return Subject(attributes[0], True, tuple(attributes[1:]))
+    if root in function.tensors and root != first:
+        return Subject(root, False, ()) if not attributes or attributes[0] in ATTRIBUTES else None
     if root in function.params and root != first:
         annotation = function.params[root].annotation
         if attributes and annotation is not None and "Tensor" in ast.unparse(annotation):
             return None
         return Subject(root, False, tuple(attributes))
     return None
+
+
+def is_tensor_method(node: ast.Call, function: Function) -> bool:
+    """`x.dim()`, `x.size(0)`: a method of a tensor argument, with literal arguments."""
+    return (
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr in METHODS
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in function.tensors
+        and not node.keywords
+        and all(literal_value(arg) is not NO_VALUE for arg in node.args)
+    )
 
 
 def is_method(node: ast.Call) -> bool:
@@ -559,6 +579,18 @@ def is_method(node: ast.Call) -> bool:
         and node.func.attr in _PLAIN_METHODS
         and not node.keywords
     )
+
+
+def collection_value(node: ast.Tuple | ast.List | ast.Set) -> Any:
+    """A collection of literals and dtypes (`(torch.half, torch.bfloat16)`), or NO_VALUE."""
+    literal = literal_value(node)
+    if literal is not NO_VALUE:
+        return literal
+    items = [dtype_constant(item) or literal_value(item) for item in node.elts]
+    if any(item is NO_VALUE for item in items):
+        return NO_VALUE
+    kinds: dict[type, Callable[[list[Any]], Any]] = {ast.Tuple: tuple, ast.List: list, ast.Set: set}
+    return kinds[type(node)](items)
 
 
 def is_len(node: ast.Call) -> bool:

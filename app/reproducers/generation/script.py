@@ -37,7 +37,7 @@ def reproducer_script(
     imports = "import importlib\nimport sys\n" if "importlib." in bodies else "import sys\n"
     if "types.SimpleNamespace" in bodies:
         imports += "import types\n"
-    if any("torch." in value for value in call.extra.values()):
+    if "torch." in bodies:
         imports += "\nimport torch\n"
     harness_names = ["GuardedSite", "Target", "fix_scenario", "main", "trigger_scenario"]
     if "set_state(" in bodies:

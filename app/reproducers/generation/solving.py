@@ -19,11 +19,16 @@ from app.reproducers.generation.guards import (
     annotation_of,
     attribute_chain,
     class_check,
+    collection_value,
     is_len,
     is_method,
+    is_tensor_method,
 )
 from app.reproducers.generation.sites import Reason, Unsupported
 from app.reproducers.generation.source import NO_VALUE, Function, literal_value, runtime_class
+from app.reproducers.generation.tensors import TensorValue, dtype_constant
+from app.reproducers.generation.tensors import candidates as tensor_candidates
+from app.reproducers.generation.tensors import read as tensor_read
 
 MAX_CANDIDATES = 24  # values tried per subject
 MAX_COMBINATIONS = 20_000  # guard evaluations per site: the search's budget
@@ -83,6 +88,8 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], function: Function)
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name | ast.Attribute):
+        if (dtype := dtype_constant(node)) is not None:
+            return dtype
         chain = attribute_chain(node)
         if chain is None:
             raise _Evaluation(type(node).__name__)
@@ -93,6 +100,8 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], function: Function)
         ):
             if subject in values:
                 return values[subject]
+        if attributes and isinstance(tensor := values.get(Subject(root, False, ())), TensorValue):
+            return tensor_read(tensor, attributes)
         if not attributes and root in function.constants:
             return function.constants[root]
         raise _Evaluation(root)
@@ -110,8 +119,14 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], function: Function)
         if NO_VALUE in arguments:
             raise _Evaluation("arguments")
         return getattr(owner, node.func.attr)(*arguments)
+    if isinstance(node, ast.Call) and is_tensor_method(node, function):
+        assert isinstance(node.func, ast.Attribute)
+        owner = _evaluate(node.func.value, values, function)
+        if not isinstance(owner, TensorValue):
+            raise TypeError(f"{type(owner).__name__} is not a tensor")
+        return getattr(owner, node.func.attr)(*(literal_value(arg) for arg in node.args))
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
-        literal = literal_value(node)
+        literal = collection_value(node)
         if literal is NO_VALUE:
             raise _Evaluation("collection")
         return literal
@@ -175,7 +190,14 @@ def _holds(
 
 def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function) -> list[Any]:
     """Values to try for one subject: its default, the guard's literals and their
-    neighbours, then plain values; only of the types its annotation allows, when it has one."""
+    neighbours, then plain values; only of the types its annotation allows, when it has one.
+    A tensor argument gets tensors (tensors.py)."""
+    if not subject.attr and not subject.path and subject.name in function.tensors:
+        written = annotation_of(subject, function) or ""
+        optional = function.defaults.get(subject.name, NO_VALUE) is None or bool(
+            re.search(r"\bNone\b|\bOptional\b", written)
+        )
+        return tensor_candidates(tests, optional)[:MAX_CANDIDATES]
     literals: list[Any] = []
     for test in tests:
         for node in ast.walk(test):

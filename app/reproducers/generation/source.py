@@ -15,6 +15,7 @@ from typing import Any
 
 from app import upstreams
 from app.reproducers.generation.sites import Reason, Unsupported
+from app.reproducers.generation.tensors import tensor_parameters
 
 # Check functions (torch._check*): a call of one with a condition raises when it is false.
 _CHECKS = frozenset(upstreams.checks())
@@ -33,6 +34,7 @@ class Function:
     defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> literal default
     required: list[str] = field(default_factory=list)  # parameters without a default
     positional_only: set[str] = field(default_factory=set)
+    tensors: frozenset[str] = frozenset()  # parameters that are tensors (tensors.py)
 
 
 NO_VALUE = object()
@@ -158,6 +160,7 @@ def _read_parameters(function: Function) -> None:
             if literal is not NO_VALUE:
                 function.defaults[arg.arg] = literal
     function.positional_only = {arg.arg for arg in args.posonlyargs}
+    function.tensors = tensor_parameters(function.node) & set(function.params)
 
 
 def decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> set[str]:
