@@ -4,6 +4,7 @@ shapes of site the generator refuses, each with its reason."""
 import abc
 import ast
 import types
+from textwrap import dedent
 
 import pytest
 from sqlmodel import Session
@@ -684,3 +685,24 @@ def test_a_guard_on_a_tensors_rank_dtype_or_shape_gets_tensors_that_reach_and_mi
 def test_a_tensor_attribute_the_search_cannot_choose_gets_no_script_and_says_why():
     skipped = reproducer.generate(_site(27, "gradient"), TENSOR_SOURCE, {})
     assert skipped == Skipped("00000000000000aa", Reason.COMPUTED)
+
+
+def test_a_check_of_the_tensor_class_gets_a_tensor_and_a_plain_value():
+    """`if not isinstance(x, torch.Tensor): raise TypeError(...)`: a plain value triggers
+    it, a tensor the script builds fixes it."""
+    source = TENSOR_SOURCE + dedent(
+        """
+        def as_tensor(x):
+            if not isinstance(x, torch.Tensor):
+                raise ValueError(f"expected a tensor, got {type(x)}")
+            return x
+        """
+    )
+    line = source.splitlines().index("    if not isinstance(x, torch.Tensor):") + 2
+    made = reproducer.generate(_site(line, "as_tensor"), source, {})
+    assert isinstance(made, Generated), made
+    assert "torch.zeros(" in made.fix_call
+    module, scenarios = _scenarios_on(source, made)
+    with pytest.raises(ValueError, match="expected a tensor"):
+        scenarios["trigger"](module, "cpu")
+    scenarios["fix"](module, "cpu")

@@ -26,9 +26,10 @@ from app.reproducers.generation.source import (
 DIRECT_STATE_NOTE = "state set directly, not through the constructor"
 _DATACLASS_DECORATORS = frozenset({"dataclass", "config", "dataclasses.dataclass"})
 _MODEL_BASES = frozenset({"BaseModel", "Struct", "msgspec.Struct"})
+_TENSOR_PLACEHOLDER = "torch.zeros(2)"
 # A required argument the guard does not read gets a plain value of its annotation's type.
 _PLACEHOLDERS: tuple[tuple[frozenset[str], str], ...] = (
-    (frozenset({"Tensor"}), "torch.zeros(2)"),
+    (frozenset({"Tensor"}), _TENSOR_PLACEHOLDER),
     (frozenset({"list", "List", "Sequence", "Iterable"}), "[]"),
     (frozenset({"tuple", "Tuple"}), "()"),
     (frozenset({"dict", "Dict", "Mapping"}), "{}"),
@@ -174,7 +175,10 @@ def call_plan(function: Function, subjects: list[Subject], known: Mapping[str, s
         if s.path
     }
     missing = [name for name in function.required if name not in params]
-    extra = {name: known.get(name) or _placeholder(function.params[name]) for name in missing}
+    extra = {
+        name: known.get(name) or _placeholder(function.params[name], name in function.tensors)
+        for name in missing
+    }
     decorators = decorator_names(node)
     plan = functools.partial(CallPlan, objects=objects)
     if cls is None:
@@ -343,10 +347,12 @@ def _init_literals(cls: ast.ClassDef) -> dict[str, Any]:
     return {name: value for name, value in found.items() if assigned.count(name) == 1}
 
 
-def _placeholder(arg: ast.arg) -> str:
+def _placeholder(arg: ast.arg, tensor: bool) -> str:
     """A plain value for a required argument the guard does not read, from its annotation
-    (None when it has none, or names no plain type): the trigger must reach the raise with
-    it, and the run shows whether it does."""
+    or, for a tensor (tensors.py), a tensor (None when it has none, or names no plain type):
+    the trigger must reach the raise with it, and the run shows whether it does."""
+    if tensor:
+        return _TENSOR_PLACEHOLDER
     words = set(re.findall(r"[A-Za-z_]+", ast.unparse(arg.annotation))) if arg.annotation else set()
     for names, value in _PLACEHOLDERS:
         if words & names:

@@ -26,7 +26,7 @@ from app.reproducers.generation.source import (
     is_static,
     literal_value,
 )
-from app.reproducers.generation.tensors import ATTRIBUTES, METHODS, dtype_constant
+from app.reproducers.generation.tensors import ATTRIBUTES, METHODS, TENSOR_CLASSES, dtype_constant
 
 MAX_SUBJECTS = 3  # values the search chooses at once
 
@@ -286,6 +286,8 @@ def _conditions(
                     return [*conditions, (statement.test, truth, True), *inner]
             if not statement.orelse and isinstance(statement.body[-1], _EXITS):
                 conditions.append((statement.test, False, False))
+        elif isinstance(statement, ast.Assert):  # an earlier check must pass
+            conditions.append((statement.test, True, False))
         elif any(node is target for node in ast.walk(statement)):
             if isinstance(statement, ast.With | ast.AsyncWith) or (
                 isinstance(statement, ast.Try) and _propagates(statement, target)
@@ -429,24 +431,30 @@ def path_subjects(
     chosen: list[Subject],
     function: Function,
     target: ast.stmt,
+    earlier: Sequence[ast.expr] = (),
 ) -> list[Subject]:
     """What the tests of the `if`s around the guard read (innermost first), where they read
     only parameters and `self.x` the function does not rebind (`if fused:` around
     `if differentiable:`), within the search's limit: the search chooses those values too.
-    Earlier `if ...: raise` checks are left to the defaults."""
+    Of the earlier checks (`if ...: raise`, `assert`), only the tensor arguments they read
+    are chosen (`earlier`): a tensor has no default, the rest are left to theirs."""
     bound = _bound_before(function.node, target)
     more: list[Subject] = []
     taken = {s.root() for s in chosen if s.path}
-    for test in enclosing:
-        for subject in _reads(test, function) or []:
-            if subject in chosen or subject in more or _rebound(subject, bound):
-                continue
-            if (subject.path and subject.root() in chosen) or (
-                not subject.path and subject in taken
-            ):
-                continue
-            if len(chosen) + len(more) < MAX_SUBJECTS:
-                more.append(subject)
+    tensor_reads = [
+        subject
+        for test in earlier
+        for subject in _reads(test, function) or []
+        if not subject.attr and subject.name in function.tensors
+    ]
+    enclosing_reads = [subject for test in enclosing for subject in _reads(test, function) or []]
+    for subject in [*enclosing_reads, *tensor_reads]:
+        if subject in chosen or subject in more or _rebound(subject, bound):
+            continue
+        if (subject.path and subject.root() in chosen) or (not subject.path and subject in taken):
+            continue
+        if len(chosen) + len(more) < MAX_SUBJECTS:
+            more.append(subject)
     return more
 
 
@@ -604,6 +612,7 @@ class ClassCheck:
 
     builtins: tuple[type, ...]
     classes: tuple[str, ...]
+    tensor: bool = False  # `torch.Tensor` is one of them: a candidate tensor is an instance
 
 
 def class_check(node: ast.Call, function: Function) -> ClassCheck | None:
@@ -620,14 +629,17 @@ def class_check(node: ast.Call, function: Function) -> ClassCheck | None:
     kinds = node.args[1]
     builtins: list[type] = []
     classes: list[str] = []
+    tensor = False
     for kind in kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]:
         if isinstance(kind, ast.Name) and kind.id in BUILTIN_TYPES:
             builtins.append(BUILTIN_TYPES[kind.id])
+        elif ast.unparse(kind) in TENSOR_CLASSES:
+            tensor = True
         elif (reached := class_expression(function, kind)) is not None:
             classes.append(reached)
         else:
             return None
-    return ClassCheck(tuple(builtins), tuple(classes))
+    return ClassCheck(tuple(builtins), tuple(classes), tensor)
 
 
 def _bound_texts(statement: ast.stmt) -> list[str]:

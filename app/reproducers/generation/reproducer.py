@@ -92,10 +92,11 @@ def _generate(site: SiteSpec, source: str | None, known_values: Mapping[str, str
         (inlined(substituted(test, bindings), function), truth)
         for test, truth in avoided_rebindings(subjects, function, raise_node)
     ]
+    earlier = [test for index, (test, _truth) in enumerate(conditions) if index not in around]
     conditions += avoided
     enclosing = [conditions[index][0] for index in reversed(around) if index != guard]
     enclosing += [test for test, _truth in avoided]
-    subjects += path_subjects(enclosing, subjects, function, raise_node)
+    subjects += path_subjects(enclosing, subjects, function, raise_node, earlier)
     trigger, fix = solve(conditions, guard, subjects, function)
     call = call_plan(function, subjects, known_values)
     if _reads_what_is_missing(conditions, call, subjects):

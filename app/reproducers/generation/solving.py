@@ -26,7 +26,7 @@ from app.reproducers.generation.guards import (
 )
 from app.reproducers.generation.sites import Reason, Unsupported
 from app.reproducers.generation.source import NO_VALUE, Function, literal_value, runtime_class
-from app.reproducers.generation.tensors import TensorValue, dtype_constant
+from app.reproducers.generation.tensors import ANY_TENSOR, TensorValue, dtype_constant
 from app.reproducers.generation.tensors import candidates as tensor_candidates
 from app.reproducers.generation.tensors import read as tensor_read
 
@@ -150,6 +150,8 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], function: Function)
         value = _evaluate(node.args[0], values, function)
         if isinstance(value, _Made):
             return value.expression in check.classes
+        if isinstance(value, TensorValue):
+            return check.tensor
         return isinstance(value, check.builtins)
     if isinstance(node, ast.Compare):
         left = _evaluate(node.left, values, function)
@@ -264,6 +266,8 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
     for check in checks:
         for cls in check.classes:
             add(_Made(cls))
+        if check.tensor:
+            add(ANY_TENSOR)
     for value in _GENERIC_VALUES:
         add(value)
     annotation = annotation_of(subject, function)

@@ -50,6 +50,8 @@ ATTRIBUTES = frozenset(
 METHODS = frozenset(
     {"dim", "size", "numel", "is_floating_point", "is_complex", "is_contiguous", "element_size"}
 )
+# What an `isinstance` test names the tensor class by.
+TENSOR_CLASSES = frozenset({"torch.Tensor", "Tensor", "TensorLike", "TensorLikeType"})
 # An annotation that names a tensor and nothing else (`Optional[Tensor]`, not `float | Tensor`).
 _TENSOR_WORDS = frozenset({"Tensor", "TensorLikeType", "TensorLike"})
 _OPTIONAL_WORDS = frozenset({"torch", "Optional", "None"})
@@ -130,6 +132,7 @@ class TensorValue:
 
 # One object per dtype, as torch has: a guard may compare them with `is`.
 _DTYPES = {name: Dtype(name) for name in set(_DTYPE_NAMES.values())}
+ANY_TENSOR = TensorValue((2,), _DTYPES["float32"])  # an instance of the class, of any shape
 
 
 def dtype_constant(node: ast.expr) -> Dtype | None:
