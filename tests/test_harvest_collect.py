@@ -226,3 +226,32 @@ def test_module_level_constants_and_their_format_at_the_raise() -> None:
         "bad size {n}",
         SkipReason.DYNAMIC_MESSAGE,
     ]
+
+
+def test_an_exception_made_into_a_local_and_raised_later_is_a_site_at_each_raise() -> None:
+    """vLLM's `e = Exception("WorkerProc initialization failed ...")`, raised in a loop and
+    in a handler: each `raise e` raises that message at its own line, where a traceback
+    shows it; a name bound again to something else raises nothing known."""
+    source = dedent(
+        """
+        def wait(handles, status):
+            e = Exception("WorkerProc initialization failed due to "
+                          "an exception in a background process.")
+            for handle in handles:
+                try:
+                    if handle != status:
+                        raise e
+                except EOFError:
+                    raise e from None
+
+        def other(x):
+            err = ValueError(f"bad value {x}")
+            err = x
+            raise err
+        """
+    )
+    sites = extract_raises(source, "m.py")
+    made = [(site.line, site.error_class, site.message and site.message.template) for site in sites]
+    text = "WorkerProc initialization failed due to an exception in a background process."
+    assert made[:2] == [(8, "Exception", text), (10, "Exception", text)]
+    assert [(site.line, site.skip) for site in sites[2:]] == [(15, SkipReason.RERAISE_VARIABLE)]

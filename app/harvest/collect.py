@@ -40,6 +40,7 @@ from app.harvest.messages import is_list, parts_message, parts_of
 from app.harvest.raise_sites import (
     CHECK_NAMES,
     CHECKS,
+    CLASS_NAME,
     RESPONSES,
     Scope,
     call_argument,
@@ -97,6 +98,8 @@ class _Collector:
         self._raises: dict[str, list[tuple[ast.Call, Env]]] = {}
         self._params: dict[str, tuple[str, ...]] = {}
         self._lists: dict[str, Parts] = {}  # qualname -> the list of pieces it returns
+        # (qualname, name) -> the exception a local was made as (`e = Exception("...")`)
+        self._instances: dict[tuple[str, str], tuple[ast.Call, Env]] = {}
         # most modules answer no HTTP error: their statements are not searched for one
         self._responses = any(name in source for name in RESPONSES)
 
@@ -142,7 +145,8 @@ class _Collector:
             self.facts.bases[node.name] = names
             self.block(node.body, ChainMap({}, self.constants), scope.enter(node), Context())
         elif isinstance(node, ast.Raise):
-            site = raise_site(node, env, scope)
+            made = self._instance(node, scope)
+            site = raise_site(made[0], made[1], scope) if made else raise_site(node, env, scope)
             self._site(site, ctx, exits)
             if site.call is not None and self._raises_parameter(site.call, env, scope):
                 self._raises.setdefault(scope.qualname or "", []).append(
@@ -171,6 +175,7 @@ class _Collector:
                 self._returns.setdefault(scope.qualname, []).append((node.value, child_env(env)))
             self._helper_call(node, node.value, env, scope, ctx, exits)
         elif isinstance(node, ast.Assign):
+            self._bind_instance(node, env, scope)
             if isinstance(node.value, ast.Call):  # `total = helper("...")`
                 self._helper_call(node, node.value, env, scope, ctx, exits)
             value = parts_of(node.value, env) or self._list_value(node.value, env, scope)
@@ -183,6 +188,35 @@ class _Collector:
             _bind(node.target, parts_of(extended, env), env)
         else:
             self._nested_blocks(node, env, scope, ctx)
+
+    def _bind_instance(self, node: ast.Assign, env: Env, scope: Scope) -> None:
+        """Remember `e = SomeError("...")` (a capitalised class called with arguments) until
+        the name is bound again: a later `raise e` raises that message."""
+        for target in node.targets:
+            if not isinstance(target, ast.Name) or not scope.in_function:
+                continue
+            key = (scope.qualname or "", target.id)
+            call = node.value
+            if (
+                isinstance(call, ast.Call)
+                and call.args
+                and CLASS_NAME.fullmatch(name := ast.unparse(call.func))
+                and name.rpartition(".")[2][:1].isupper()
+            ):
+                self._instances[key] = (call, child_env(env))
+            else:
+                self._instances.pop(key, None)
+
+    def _instance(self, node: ast.Raise, scope: Scope) -> tuple[ast.Raise, Env] | None:
+        """`raise e` of an exception the function made earlier: the raise of that call, at
+        this line (the traceback shows it), with the locals its message was made from."""
+        if not isinstance(node.exc, ast.Name) or not scope.in_function:
+            return None
+        made = self._instances.get((scope.qualname or "", node.exc.id))
+        if made is None:
+            return None
+        call, env = made
+        return ast.copy_location(ast.Raise(exc=call, cause=node.cause), node), env
 
     def _list_value(self, node: ast.expr, env: Env, scope: Scope) -> Parts | None:
         """A list of message pieces: a list literal, or what a function of the module that
