@@ -626,8 +626,14 @@ def test_a_property_setter_is_reached_by_assigning_the_property():
     made = reproducer.generate(_site(13, "plan"), SETTER_SOURCE, {})
     assert isinstance(made, Generated), made
     assert ".plan = " in made.trigger_call
-    module, scenarios = _scenarios_on(SETTER_SOURCE, made)
-    with pytest.raises(ValueError, match="Can only set a dictionary"):
+    _trigger_raises_and_fix_holds(SETTER_SOURCE, made, "Can only set a dictionary")
+
+
+def _trigger_raises_and_fix_holds(source: str, made: Generated, message: str) -> None:
+    """The script's trigger raises the site's ValueError on a module made of the source, and
+    its fix runs without it."""
+    module, scenarios = _scenarios_on(source, made)
+    with pytest.raises(ValueError, match=message):
         scenarios["trigger"](module, "cpu")
     scenarios["fix"](module, "cpu")
 
@@ -676,10 +682,7 @@ def test_a_guard_on_a_tensors_rank_dtype_or_shape_gets_tensors_that_reach_and_mi
     assert isinstance(made, Generated), made
     assert "torch.zeros(" in made.trigger_call
     assert "import torch" in made.script
-    module, scenarios = _scenarios_on(TENSOR_SOURCE, made)
-    with pytest.raises(ValueError, match=message):
-        scenarios["trigger"](module, "cpu")
-    scenarios["fix"](module, "cpu")
+    _trigger_raises_and_fix_holds(TENSOR_SOURCE, made, message)
 
 
 def test_a_tensor_attribute_the_search_cannot_choose_gets_no_script_and_says_why():
@@ -702,7 +705,4 @@ def test_a_check_of_the_tensor_class_gets_a_tensor_and_a_plain_value():
     made = reproducer.generate(_site(line, "as_tensor"), source, {})
     assert isinstance(made, Generated), made
     assert "torch.zeros(" in made.fix_call
-    module, scenarios = _scenarios_on(source, made)
-    with pytest.raises(ValueError, match="expected a tensor"):
-        scenarios["trigger"](module, "cpu")
-    scenarios["fix"](module, "cpu")
+    _trigger_raises_and_fix_holds(source, made, "expected a tensor")
