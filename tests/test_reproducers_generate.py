@@ -690,14 +690,15 @@ def test_a_tensor_attribute_the_search_cannot_choose_gets_no_script_and_says_why
     assert skipped == Skipped("00000000000000aa", Reason.COMPUTED)
 
 
-def test_a_check_of_the_tensor_class_gets_a_tensor_and_a_plain_value():
+@pytest.mark.parametrize("argument", ["x", "x: Tensor"])
+def test_a_check_of_the_tensor_class_gets_a_tensor_and_a_plain_value(argument: str):
     """`if not isinstance(x, torch.Tensor): raise TypeError(...)`: a plain value triggers
-    it, a tensor the script builds fixes it."""
+    it, a tensor the script builds fixes it, whether or not `x` is annotated as a tensor."""
     source = TENSOR_SOURCE + dedent(
-        """
-        def as_tensor(x):
+        f"""
+        def as_tensor({argument}):
             if not isinstance(x, torch.Tensor):
-                raise ValueError(f"expected a tensor, got {type(x)}")
+                raise ValueError(f"expected a tensor, got {{type(x)}}")
             return x
         """
     )

@@ -199,7 +199,15 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
         optional = function.defaults.get(subject.name, NO_VALUE) is None or bool(
             re.search(r"\bNone\b|\bOptional\b", written)
         )
-        return tensor_candidates(tests, optional)[:MAX_CANDIDATES]
+        optional = optional or _none_tested(subject, tests)
+        class_checked = any(
+            isinstance(node, ast.Call)
+            and class_check(node, function) is not None
+            and _names(node.args[0], subject)
+            for test in tests
+            for node in ast.walk(test)
+        )
+        return tensor_candidates(tests, optional, class_checked)[:MAX_CANDIDATES]
     literals: list[Any] = []
     for test in tests:
         for node in ast.walk(test):

@@ -48,7 +48,16 @@ ATTRIBUTES = frozenset(
     {"shape", "ndim", "dtype", "device", "is_cuda", "is_sparse", "is_meta", "requires_grad"}
 )
 METHODS = frozenset(
-    {"dim", "size", "numel", "is_floating_point", "is_complex", "is_contiguous", "element_size"}
+    {
+        "dim",
+        "ndimension",
+        "size",
+        "numel",
+        "is_floating_point",
+        "is_complex",
+        "is_contiguous",
+        "element_size",
+    }
 )
 # What an `isinstance` test names the tensor class by.
 TENSOR_CLASSES = frozenset({"torch.Tensor", "Tensor", "TensorLike", "TensorLikeType"})
@@ -56,7 +65,9 @@ TENSOR_CLASSES = frozenset({"torch.Tensor", "Tensor", "TensorLike", "TensorLikeT
 _TENSOR_WORDS = frozenset({"Tensor", "TensorLikeType", "TensorLike"})
 _OPTIONAL_WORDS = frozenset({"torch", "Optional", "None"})
 # An argument the function reads like this, and has no annotation, is taken for a tensor.
-_TENSOR_ONLY = frozenset({"dim", "ndim", "numel", "is_floating_point", "is_contiguous"})
+_TENSOR_ONLY = frozenset(
+    {"dim", "ndimension", "ndim", "numel", "is_floating_point", "is_contiguous"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +117,9 @@ class TensorValue:
     requires_grad = False
 
     def dim(self) -> int:
+        return len(self.shape)
+
+    def ndimension(self) -> int:
         return len(self.shape)
 
     def size(self, index: int | None = None) -> tuple[int, ...] | int:
@@ -182,10 +196,11 @@ def read(value: Any, attributes: Sequence[str]) -> Any:
     return value
 
 
-def candidates(tests: Iterable[ast.expr], optional: bool) -> list[Any]:
+def candidates(tests: Iterable[ast.expr], optional: bool, class_checked: bool) -> list[Any]:
     """Tensors to try: ranks 0 to 4 of float32, then the dtypes the tests name and the common
     ones at rank 1, then shapes whose sizes are the tests' small whole numbers; None first
-    when the argument may be None."""
+    when the argument may be None, and a plain value when a test checks its class (`if not
+    isinstance(a, TensorLike): raise ...` wants one that is no tensor)."""
     dtypes = [_DTYPES["float32"]]
     sizes: list[int] = []
     for test in tests:
@@ -206,6 +221,7 @@ def candidates(tests: Iterable[ast.expr], optional: bool) -> list[Any]:
     float32 = dtypes[0]
     found: list[Any] = [None] if optional else []
     found += [TensorValue((2, 3, 4, 5)[:rank], float32) for rank in range(5)]
+    found += [0] if class_checked else []
     found += [TensorValue((2,), dtype) for dtype in dtypes[1:]]
     for size in sizes:
         for shape in ((size,), (2, size), (size, size), (2, 3, size)):
