@@ -200,8 +200,8 @@ class _Collector:
             if (
                 isinstance(call, ast.Call)
                 and call.args
-                and CLASS_NAME.fullmatch(name := ast.unparse(call.func))
-                and name.rpartition(".")[2][:1].isupper()
+                and (callee_name(call) or "")[:1].isupper()  # before the costlier unparse
+                and CLASS_NAME.fullmatch(ast.unparse(call.func))
             ):
                 self._instances[key] = (call, child_env(env))
             else:

@@ -78,6 +78,7 @@ _ANNOTATION_TYPES: tuple[tuple[frozenset[str], tuple[type, ...]], ...] = (
     (frozenset({"None", "Optional"}), (type(None),)),
 )
 _PLAIN_TYPES = (str, dict, list, tuple)
+_OPTIONAL = re.compile(r"\bNone\b|\bOptional\b")  # an annotation that admits None
 
 
 class _Evaluation(Exception):
@@ -194,20 +195,23 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
     """Values to try for one subject: its default, the guard's literals and their
     neighbours, then plain values; only of the types its annotation allows, when it has one.
     A tensor argument gets tensors (tensors.py)."""
+    annotation = annotation_of(subject, function)
+    optional = bool(_OPTIONAL.search(annotation or ""))
+    checks = [  # `isinstance(x, Node)`: an instance of each class the test names
+        check
+        for test in tests
+        for node in ast.walk(test)
+        if isinstance(node, ast.Call)
+        and (check := class_check(node, function)) is not None
+        and _names(node.args[0], subject)
+    ]
     if not subject.attr and not subject.path and subject.name in function.tensors:
-        written = annotation_of(subject, function) or ""
-        optional = function.defaults.get(subject.name, NO_VALUE) is None or bool(
-            re.search(r"\bNone\b|\bOptional\b", written)
+        optional = (
+            optional
+            or function.defaults.get(subject.name, NO_VALUE) is None
+            or _none_tested(subject, tests)
         )
-        optional = optional or _none_tested(subject, tests)
-        class_checked = any(
-            isinstance(node, ast.Call)
-            and class_check(node, function) is not None
-            and _names(node.args[0], subject)
-            for test in tests
-            for node in ast.walk(test)
-        )
-        return tensor_candidates(tests, optional, class_checked)[:MAX_CANDIDATES]
+        return tensor_candidates(tests, optional, bool(checks))[:MAX_CANDIDATES]
     literals: list[Any] = []
     for test in tests:
         for node in ast.walk(test):
@@ -263,14 +267,6 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
         for value in literals:
             if isinstance(value, str) and value and value not in separators:
                 add(f"errkb{separator}{value}")
-    checks = [  # `isinstance(x, Node)`: an instance of each class the test names
-        check
-        for test in tests
-        for node in ast.walk(test)
-        if isinstance(node, ast.Call)
-        and (check := class_check(node, function)) is not None
-        and _names(node.args[0], subject)
-    ]
     for check in checks:
         for cls in check.classes:
             add(_Made(cls))
@@ -278,8 +274,6 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
             add(ANY_TENSOR)
     for value in _GENERIC_VALUES:
         add(value)
-    annotation = annotation_of(subject, function)
-    optional = bool(re.search(r"\bNone\b|\bOptional\b", annotation or ""))
     made = (
         runtime_class(function, annotation) if optional and _none_tested(subject, tests) else None
     )

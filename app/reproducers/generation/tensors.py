@@ -62,7 +62,7 @@ METHODS = frozenset(
 # What an `isinstance` test names the tensor class by.
 TENSOR_CLASSES = frozenset({"torch.Tensor", "Tensor", "TensorLike", "TensorLikeType"})
 # An annotation that names a tensor and nothing else (`Optional[Tensor]`, not `float | Tensor`).
-_TENSOR_WORDS = frozenset({"Tensor", "TensorLikeType", "TensorLike"})
+_TENSOR_WORDS = frozenset(name.rpartition(".")[2] for name in TENSOR_CLASSES)
 _OPTIONAL_WORDS = frozenset({"torch", "Optional", "None"})
 # An argument the function reads like this, and has no annotation, is taken for a tensor.
 _TENSOR_ONLY = frozenset(
