@@ -3,12 +3,16 @@ shapes of site the generator refuses, each with its reason."""
 
 import abc
 import ast
+import os
+import subprocess
+import sys
 import types
 from textwrap import dedent
 
 import pytest
 from sqlmodel import Session
 
+from app.config import PROJECT_ROOT
 from app.reproducers.generation import bulk, reproducer, verification
 from app.reproducers.generation.calls import DIRECT_STATE_NOTE
 from app.reproducers.generation.sites import Generated, Reason, SiteSpec, Skipped
@@ -246,13 +250,13 @@ def count(items):
 """
 
 
-def _run_on_module(source: str, call: str) -> object:
+def _run_on_module(source: str, call: str, scope: dict | None = None) -> object:
     """What a rendered call returns with the source as the script's `module` (a class is
     reached as `module.Node`, an instance made by the harness's `bare`)."""
     module = types.ModuleType("demo.pool")
     exec(source, module.__dict__)
     try:
-        return eval(call, {**module.__dict__, "module": module, "bare": bare})
+        return eval(call, {**module.__dict__, **(scope or {}), "module": module, "bare": bare})
     except (TypeError, ValueError, RuntimeError) as error:
         return error
 
@@ -270,9 +274,65 @@ def test_a_check_of_a_class_gets_an_instance_made_without_init_and_a_plain_value
     assert not isinstance(_run_on_module(CLASS_CHECK_SOURCE, frozen.fix_call), Exception)
 
 
-def test_a_check_of_an_abstract_base_a_plain_value_may_belong_to_gets_no_script():
+def test_a_check_of_an_abstract_base_is_judged_on_plain_values():
     sized = reproducer.generate(_site(24, "count"), CLASS_CHECK_SOURCE, {})
-    assert sized == Skipped("00000000000000aa", Reason.COMPUTED)
+    assert isinstance(sized, Generated), sized
+    assert isinstance(_run_on_module(CLASS_CHECK_SOURCE, sized.trigger_call), TypeError)
+    assert isinstance(_run_on_module(CLASS_CHECK_SOURCE, sized.fix_call), int)
+
+
+OBJECT_TESTS_SOURCE = """
+import torch
+from typing import Sequence
+
+STEP = "step"
+
+
+def attach(optimizer, hook):
+    if not hasattr(optimizer, STEP):
+        raise TypeError("the optimizer has no step method")
+    if not callable(hook):
+        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+    return hook
+
+
+def cast(dtype):
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype, got {dtype!r}")
+    return dtype
+
+
+def shape(size):
+    if isinstance(size, complex) or not isinstance(size, (int, Sequence)):
+        raise TypeError(f"size must be an int or a sequence, got {size!r}")
+    return size
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "function", "trigger_holds", "fix_holds"),
+    [
+        (10, "attach", "optimizer=", "types.SimpleNamespace(step=None)"),
+        (12, "attach", "hook=", "hook=lambda *args, **kwargs: None"),
+        (18, "cast", "dtype=", "dtype=torch.float32"),
+        (24, "shape", "size=", "size="),
+    ],
+)
+def test_hasattr_callable_and_dtype_checks_get_values_that_pass_and_fail_them(
+    line, function, trigger_holds, fix_holds
+):
+    """`hasattr(x, name)` gets an object with the attribute, `callable(x)` a function,
+    `isinstance(x, torch.dtype)` a dtype, `isinstance(x, complex)` a complex number; each
+    run on the module raises for the trigger and passes the check for the fix."""
+    torch = pytest.importorskip("torch")
+    made = reproducer.generate(_site(line, function), OBJECT_TESTS_SOURCE, {})
+    assert isinstance(made, Generated), made
+    assert trigger_holds in made.trigger_call
+    assert fix_holds in made.fix_call
+    scope = {"torch": torch, "types": types}
+    assert isinstance(_run_on_module(OBJECT_TESTS_SOURCE, made.trigger_call, scope), TypeError)
+    fixed = _run_on_module(OBJECT_TESTS_SOURCE, made.fix_call, scope)
+    assert not isinstance(fixed, Exception) or f"line {line}" not in str(fixed), fixed
 
 
 CHECK_CALL_SOURCE = """
@@ -707,3 +767,37 @@ def test_a_check_of_the_tensor_class_gets_a_tensor_and_a_plain_value(argument: s
     assert isinstance(made, Generated), made
     assert "torch.zeros(" in made.fix_call
     _trigger_raises_and_fix_holds(source, made, "expected a tensor")
+
+
+SET_SOURCE = """
+def validate_namespace(ns: str):
+    if ns in {"prim", "prims", "aten", "torch", "c10"}:
+        raise ValueError(f"{ns} is a reserved namespace")
+    return ns
+"""
+
+
+def test_candidates_from_a_set_are_tried_in_the_same_order_under_any_hash_seed():
+    """A set literal's order is its members' string hashes, seeded per process: the script
+    made for a site must not change with the seed (a rerun would verify another script)."""
+    program = (
+        "from app.reproducers.generation import reproducer\n"
+        "from app.reproducers.generation.sites import SiteSpec\n"
+        "site = SiteSpec('00000000000000aa', 'ValueError', 'demo', '1.0', 'demo.ns', 4,"
+        " 'validate_namespace')\n"
+        f"made = reproducer.generate(site, {SET_SOURCE!r}, {{}})\n"
+        "print(made.trigger_call, made.fix_call)\n"
+    )
+    calls = {
+        subprocess.run(
+            [sys.executable, "-c", program],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=PROJECT_ROOT,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(calls) == 1, calls
+    assert calls.pop().startswith("validate_namespace(ns='aten')")  # first in sorted order

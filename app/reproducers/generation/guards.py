@@ -22,6 +22,7 @@ from app.reproducers.generation.sites import Reason, Unsupported
 from app.reproducers.generation.source import (
     NO_VALUE,
     Function,
+    abstract_base,
     class_expression,
     is_static,
     literal_value,
@@ -61,7 +62,12 @@ BUILTIN_TYPES: dict[str, type] = {
     "dict": dict,
     "set": set,
     "bytes": bytes,
+    "complex": complex,
+    "frozenset": frozenset,
+    "slice": slice,
 }
+# What an `isinstance` test names torch's dtype class by: a candidate Dtype is an instance.
+DTYPE_CLASSES = frozenset({"torch.dtype"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,7 +496,12 @@ def _reads(test: ast.expr, function: Function) -> list[Subject] | None:
                 ok = False
                 return
         elif isinstance(node, ast.Call):
-            if is_len(node) or class_check(node, function) is not None:
+            if (
+                is_len(node)
+                or is_callable_test(node)
+                or class_check(node, function) is not None
+                or attribute_test(node, function) is not None
+            ):
                 visit(node.args[0])
             elif is_tensor_method(node, function):
                 assert isinstance(node.func, ast.Attribute)
@@ -605,20 +616,46 @@ def is_len(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
 
 
+def is_callable_test(node: ast.Call) -> bool:
+    """`callable(fn)`."""
+    return (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "callable"
+        and len(node.args) == 1
+        and not node.keywords
+    )
+
+
+def attribute_test(node: ast.Call, function: Function) -> str | None:
+    """The attribute `hasattr(x, "name")` asks for (a literal or a module constant); None for
+    any other call."""
+    if not (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "hasattr"
+        and len(node.args) == 2
+        and not node.keywords
+    ):
+        return None
+    name = node.args[1]
+    value = function.constants.get(name.id) if isinstance(name, ast.Name) else literal_value(name)
+    return value if isinstance(value, str) and value.isidentifier() else None
+
+
 @dataclass(frozen=True, slots=True)
 class ClassCheck:
     """The types an `isinstance` test names: builtin ones, and classes as the script reaches
     them (`module.Node`), whose instance a candidate made without __init__ is."""
 
-    builtins: tuple[type, ...]
+    builtins: tuple[type, ...]  # builtin types and abstract bases (`Sequence`, `Number`)
     classes: tuple[str, ...]
     tensor: bool = False  # `torch.Tensor` is one of them: a candidate tensor is an instance
+    dtype: bool = False  # `torch.dtype` is one of them: a candidate Dtype is an instance
 
 
 def class_check(node: ast.Call, function: Function) -> ClassCheck | None:
-    """`isinstance(x, int)`, `isinstance(x, (Node, int))`: builtin types and classes the
-    script can reach; None for any other call (a type the script cannot name, or one a
-    plain value may be an instance of)."""
+    """`isinstance(x, int)`, `isinstance(x, (Node, int))`: builtin types, abstract bases a
+    plain value is judged against, torch's tensor and dtype classes, and classes the script
+    can reach; None for any other call (a type the script cannot name)."""
     if not (
         isinstance(node.func, ast.Name)
         and node.func.id == "isinstance"
@@ -629,17 +666,23 @@ def class_check(node: ast.Call, function: Function) -> ClassCheck | None:
     kinds = node.args[1]
     builtins: list[type] = []
     classes: list[str] = []
-    tensor = False
+    tensor = dtype = False
     for kind in kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]:
         if isinstance(kind, ast.Name) and kind.id in BUILTIN_TYPES:
             builtins.append(BUILTIN_TYPES[kind.id])
+        elif ast.unparse(kind) == "type(None)":
+            builtins.append(type(None))
+        elif (base := abstract_base(function, kind)) is not None:
+            builtins.append(base)
         elif ast.unparse(kind) in TENSOR_CLASSES:
             tensor = True
+        elif ast.unparse(kind) in DTYPE_CLASSES:
+            dtype = True
         elif (reached := class_expression(function, kind)) is not None:
             classes.append(reached)
         else:
             return None
-    return ClassCheck(tuple(builtins), tuple(classes), tensor)
+    return ClassCheck(tuple(builtins), tuple(classes), tensor, dtype)
 
 
 def _bound_texts(statement: ast.stmt) -> list[str]:

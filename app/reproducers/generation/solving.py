@@ -18,15 +18,23 @@ from app.reproducers.generation.guards import (
     Subject,
     annotation_of,
     attribute_chain,
+    attribute_test,
     class_check,
     collection_value,
+    is_callable_test,
     is_len,
     is_method,
     is_tensor_method,
 )
 from app.reproducers.generation.sites import Reason, Unsupported
 from app.reproducers.generation.source import NO_VALUE, Function, literal_value, runtime_class
-from app.reproducers.generation.tensors import ANY_TENSOR, TensorValue, dtype_constant
+from app.reproducers.generation.tensors import (
+    ANY_DTYPE,
+    ANY_TENSOR,
+    Dtype,
+    TensorValue,
+    dtype_constant,
+)
 from app.reproducers.generation.tensors import candidates as tensor_candidates
 from app.reproducers.generation.tensors import read as tensor_read
 
@@ -69,6 +77,16 @@ _GENERIC_VALUES: tuple[Any, ...] = (
     [0],
     {},
 )
+# A value of each builtin type an `isinstance` test may name that the generic values lack,
+# tried after them; containers empty, so that a fix that walks its items meets none.
+_SAMPLES: dict[type, Any] = {
+    tuple: (),
+    set: set(),
+    frozenset: frozenset(),
+    bytes: b"",
+    complex: 1j,
+    slice: slice(None),
+}
 _ANNOTATION_TYPES: tuple[tuple[frozenset[str], tuple[type, ...]], ...] = (
     (frozenset({"int"}), (int,)),
     (frozenset({"float"}), (float, int)),
@@ -147,12 +165,27 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], function: Function)
         return _ARITHMETIC[type(node.op)](left, right)
     if isinstance(node, ast.Call) and is_len(node):
         return len(_evaluate(node.args[0], values, function))
+    if isinstance(node, ast.Call) and (name := attribute_test(node, function)) is not None:
+        value = _evaluate(node.args[0], values, function)
+        if isinstance(value, _Made | TensorValue):
+            raise _Evaluation("an object's attributes")
+        return name in value.names if isinstance(value, _Carrying) else hasattr(value, name)
+    if isinstance(node, ast.Call) and is_callable_test(node):
+        value = _evaluate(node.args[0], values, function)
+        if isinstance(value, _Made):
+            raise _Evaluation("an object's __call__")
+        return callable(value)
     if isinstance(node, ast.Call) and (check := class_check(node, function)) is not None:
         value = _evaluate(node.args[0], values, function)
+        abstract = any(kind.__module__ != "builtins" for kind in check.builtins)
+        if isinstance(value, _Made | TensorValue) and abstract:
+            raise _Evaluation("an object's abstract bases")  # a tensor is Sized, for one
         if isinstance(value, _Made):
             return value.expression in check.classes
         if isinstance(value, TensorValue):
             return check.tensor
+        if isinstance(value, Dtype):
+            return check.dtype
         return isinstance(value, check.builtins)
     if isinstance(node, ast.Compare):
         left = _evaluate(node.left, values, function)
@@ -241,7 +274,9 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
             add(value)
             add(f"{value}-errkb")
         elif isinstance(value, tuple | list | set | frozenset | dict):
-            members = list(value)
+            # a set's order is its members' hashes, which change with each process's string
+            # hash seed: sorted, the same members are tried first on every run
+            members = sorted(value, key=repr) if isinstance(value, set | frozenset) else list(value)
             for member in members[:4]:
                 add(member)
             if members and all(isinstance(m, str) for m in members):
@@ -272,8 +307,21 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
             add(_Made(cls))
         if check.tensor:
             add(ANY_TENSOR)
+        if check.dtype:
+            add(ANY_DTYPE)
+    for test in tests:  # `hasattr(x, "step")`, `callable(x)`: an object that has it, a function
+        for node in ast.walk(test):
+            if not isinstance(node, ast.Call) or not node.args or not _names(node.args[0], subject):
+                continue
+            if (name := attribute_test(node, function)) is not None:
+                add(_Carrying((name,)))
+            elif is_callable_test(node):
+                add(_CALLABLE)
     for value in _GENERIC_VALUES:
         add(value)
+    for kind in dict.fromkeys(kind for check in checks for kind in check.builtins):
+        if kind in _SAMPLES:
+            add(_SAMPLES[kind])
     made = (
         runtime_class(function, annotation) if optional and _none_tested(subject, tests) else None
     )
@@ -401,6 +449,30 @@ def _fix_search(
             if found is not None:
                 return found
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Carrying:
+    """A candidate value: an object with these attributes (a `hasattr` test wants one)."""
+
+    names: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"types.SimpleNamespace({', '.join(f'{name}=None' for name in self.names)})"
+
+
+class _Function:
+    """A candidate value that is callable (a `callable` test wants one): a function that
+    takes anything and returns None."""
+
+    def __call__(self, *_args: object, **_kwargs: object) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return "lambda *args, **kwargs: None"
+
+
+_CALLABLE = _Function()
 
 
 @dataclass(frozen=True, slots=True)

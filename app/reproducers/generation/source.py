@@ -8,7 +8,9 @@ The tree is only read, never run: the scripts run upstream code, on the real rel
 """
 
 import ast
+import collections.abc
 import functools
+import numbers
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,28 +190,56 @@ def runtime_class(function: Function, annotation: str | None) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-# Classes a plain value (0, "", [], None) may be an instance of: an isinstance check of one
-# cannot be judged from the candidate values.
-_ABSTRACT_BASES = frozenset(
-    {
-        "Any",
-        "Callable",
-        "Collection",
-        "Container",
-        "Hashable",
-        "Integral",
-        "Iterable",
-        "Iterator",
-        "Mapping",
-        "MutableMapping",
-        "MutableSequence",
-        "Number",
-        "Real",
-        "Reversible",
-        "Sequence",
-        "Sized",
-    }
+# Classes a plain value (0, "", [], None) may be an instance of: an isinstance check of one is
+# judged on the plain candidates themselves (`[]` is a Sequence, `1` a Number), where the class
+# is the real abstract base; `Any` and `Callable` cannot be judged that way.
+_ABSTRACT_BASES: dict[str, type | None] = {
+    "Any": None,
+    "Callable": None,
+    "Collection": collections.abc.Collection,
+    "Container": collections.abc.Container,
+    "Hashable": collections.abc.Hashable,
+    "Integral": numbers.Integral,
+    "Iterable": collections.abc.Iterable,
+    "Iterator": collections.abc.Iterator,
+    "Mapping": collections.abc.Mapping,
+    "MutableMapping": collections.abc.MutableMapping,
+    "MutableSequence": collections.abc.MutableSequence,
+    "Number": numbers.Number,
+    "Real": numbers.Real,
+    "Reversible": collections.abc.Reversible,
+    "Sequence": collections.abc.Sequence,
+    "Sized": collections.abc.Sized,
+}
+# The modules an abstract base is imported from, by the names a module may give them.
+_ABSTRACT_MODULES = frozenset(
+    {"typing", "typing_extensions", "collections", "collections.abc", "numbers"}
 )
+
+
+def abstract_base(function: Function, node: ast.expr) -> type | None:
+    """The abstract base an isinstance check names (`Sequence` imported from typing or
+    collections.abc, `collections.abc.Sized`, `numbers.Integral` under any alias), or None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    name = parts[-1] if parts else node.id
+    if _ABSTRACT_BASES.get(name) is None:
+        return None
+    for statement in function.module.body:
+        if isinstance(statement, ast.ImportFrom) and statement.module in _ABSTRACT_MODULES:
+            bound = {alias.asname or alias.name: alias.name for alias in statement.names}
+            if node.id in bound and (parts or bound[node.id] == name):
+                return _ABSTRACT_BASES[name]  # `from collections import abc` binds a module
+        if isinstance(statement, ast.Import) and parts:
+            for alias in statement.names:
+                bound_as = alias.asname or alias.name.split(".")[0]
+                if alias.name in _ABSTRACT_MODULES and bound_as == node.id:
+                    return _ABSTRACT_BASES[name]
+    return None
 
 
 def class_expression(function: Function, node: ast.expr) -> str | None:

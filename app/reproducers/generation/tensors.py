@@ -147,6 +147,7 @@ class TensorValue:
 # One object per dtype, as torch has: a guard may compare them with `is`.
 _DTYPES = {name: Dtype(name) for name in set(_DTYPE_NAMES.values())}
 ANY_TENSOR = TensorValue((2,), _DTYPES["float32"])  # an instance of the class, of any shape
+ANY_DTYPE = _DTYPES["float32"]  # an instance of torch.dtype
 
 
 def dtype_constant(node: ast.expr) -> Dtype | None:
