@@ -53,7 +53,7 @@ OPTIONAL_KEYS = frozenset(
         "logged",  # true for a line a logger or warnings.warn printed (held-out cases)
     }
 )
-NATIVE_FILES = (".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp", ".mm", ".rs")
+NATIVE_FILES = (".c", ".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp", ".mm", ".rs")
 SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+$")
 RELEASE = re.compile(r"^[a-z][\w-]*==\d[\w.+-]*$")
 
