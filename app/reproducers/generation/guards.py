@@ -23,6 +23,7 @@ from app.reproducers.generation.source import (
     NO_VALUE,
     Function,
     abstract_base,
+    attribute_chain,
     class_expression,
     is_static,
     literal_value,
@@ -464,15 +465,6 @@ def path_subjects(
     return more
 
 
-def attribute_chain(node: ast.expr) -> tuple[str, list[str]] | None:
-    """`a.b.c` as ("a", ["b", "c"]); None for anything but a name and its attributes."""
-    attributes: list[str] = []
-    while isinstance(node, ast.Attribute):
-        attributes.insert(0, node.attr)
-        node = node.value
-    return (node.id, attributes) if isinstance(node, ast.Name) else None
-
-
 def _reads(test: ast.expr, function: Function) -> list[Subject] | None:
     """The subjects a test reads, in order; None when it reads anything else."""
     found: list[Subject] = []
@@ -612,29 +604,29 @@ def collection_value(node: ast.Tuple | ast.List | ast.Set) -> Any:
     return kinds[type(node)](items)
 
 
+def _calls_builtin(node: ast.Call, name: str, arguments: int) -> bool:
+    """Whether the call is `name(...)` with this many positional arguments and no keyword."""
+    return (
+        isinstance(node.func, ast.Name)
+        and node.func.id == name
+        and len(node.args) == arguments
+        and not node.keywords
+    )
+
+
 def is_len(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
 
 
 def is_callable_test(node: ast.Call) -> bool:
     """`callable(fn)`."""
-    return (
-        isinstance(node.func, ast.Name)
-        and node.func.id == "callable"
-        and len(node.args) == 1
-        and not node.keywords
-    )
+    return _calls_builtin(node, "callable", 1)
 
 
 def attribute_test(node: ast.Call, function: Function) -> str | None:
     """The attribute `hasattr(x, "name")` asks for (a literal or a module constant); None for
     any other call."""
-    if not (
-        isinstance(node.func, ast.Name)
-        and node.func.id == "hasattr"
-        and len(node.args) == 2
-        and not node.keywords
-    ):
+    if not _calls_builtin(node, "hasattr", 2):
         return None
     name = node.args[1]
     value = function.constants.get(name.id) if isinstance(name, ast.Name) else literal_value(name)
@@ -656,12 +648,7 @@ def class_check(node: ast.Call, function: Function) -> ClassCheck | None:
     """`isinstance(x, int)`, `isinstance(x, (Node, int))`: builtin types, abstract bases a
     plain value is judged against, torch's tensor and dtype classes, and classes the script
     can reach; None for any other call (a type the script cannot name)."""
-    if not (
-        isinstance(node.func, ast.Name)
-        and node.func.id == "isinstance"
-        and len(node.args) == 2
-        and not node.keywords
-    ):
+    if not _calls_builtin(node, "isinstance", 2):
         return None
     kinds = node.args[1]
     builtins: list[type] = []

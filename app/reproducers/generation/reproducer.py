@@ -29,7 +29,6 @@ from app.reproducers.generation.calls import CallPlan, call_plan, unset_attribut
 from app.reproducers.generation.guards import (
     Guard,
     Subject,
-    attribute_chain,
     avoided_rebindings,
     guard_subjects,
     inlined,
@@ -42,7 +41,7 @@ from app.reproducers.generation.guards import (
 from app.reproducers.generation.script import reproducer_script
 from app.reproducers.generation.sites import Generated, Reason, SiteSpec, Skipped, Unsupported
 from app.reproducers.generation.solving import solve
-from app.reproducers.generation.source import CheckCall, locate, parsed
+from app.reproducers.generation.source import CheckCall, attribute_chain, locate, parsed
 
 # A condition on the way to the raise that asks for CUDA: the script is for the GPU runner.
 _CUDA = re.compile(r"cuda", re.IGNORECASE)

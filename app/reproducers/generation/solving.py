@@ -17,7 +17,6 @@ from typing import Any
 from app.reproducers.generation.guards import (
     Subject,
     annotation_of,
-    attribute_chain,
     attribute_test,
     class_check,
     collection_value,
@@ -27,7 +26,13 @@ from app.reproducers.generation.guards import (
     is_tensor_method,
 )
 from app.reproducers.generation.sites import Reason, Unsupported
-from app.reproducers.generation.source import NO_VALUE, Function, literal_value, runtime_class
+from app.reproducers.generation.source import (
+    NO_VALUE,
+    Function,
+    attribute_chain,
+    literal_value,
+    runtime_class,
+)
 from app.reproducers.generation.tensors import (
     ANY_DTYPE,
     ANY_TENSOR,

@@ -217,27 +217,34 @@ _ABSTRACT_MODULES = frozenset(
 )
 
 
-def abstract_base(function: Function, node: ast.expr) -> type | None:
-    """The abstract base an isinstance check names (`Sequence` imported from typing or
-    collections.abc, `collections.abc.Sized`, `numbers.Integral` under any alias), or None."""
+def attribute_chain(node: ast.expr) -> tuple[str, list[str]] | None:
+    """`a.b.c` as ("a", ["b", "c"]); None for anything but a name and its attributes."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.insert(0, node.attr)
         node = node.value
-    if not isinstance(node, ast.Name):
+    return (node.id, parts) if isinstance(node, ast.Name) else None
+
+
+def abstract_base(function: Function, node: ast.expr) -> type | None:
+    """The abstract base an isinstance check names (`Sequence` imported from typing or
+    collections.abc, `collections.abc.Sized`, `numbers.Integral` under any alias), or None."""
+    dotted = attribute_chain(node)
+    if dotted is None:
         return None
-    name = parts[-1] if parts else node.id
+    root, parts = dotted
+    name = parts[-1] if parts else root
     if _ABSTRACT_BASES.get(name) is None:
         return None
     for statement in function.module.body:
         if isinstance(statement, ast.ImportFrom) and statement.module in _ABSTRACT_MODULES:
             bound = {alias.asname or alias.name: alias.name for alias in statement.names}
-            if node.id in bound and (parts or bound[node.id] == name):
+            if root in bound and (parts or bound[root] == name):
                 return _ABSTRACT_BASES[name]  # `from collections import abc` binds a module
         if isinstance(statement, ast.Import) and parts:
             for alias in statement.names:
                 bound_as = alias.asname or alias.name.split(".")[0]
-                if alias.name in _ABSTRACT_MODULES and bound_as == node.id:
+                if alias.name in _ABSTRACT_MODULES and bound_as == root:
                     return _ABSTRACT_BASES[name]
     return None
 
@@ -248,22 +255,19 @@ def class_expression(function: Function, node: ast.expr) -> str | None:
     Node`). None for a name that is not a class by its spelling (`dtype`), an abstract base a
     plain value may belong to (`Sequence`), a `...Like` or `...Type` name (often a tuple of
     types: `IntLike`), or a name the module does not bind."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.insert(0, node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
+    dotted = attribute_chain(node)
+    if dotted is None:
         return None
-    name = parts[-1] if parts else node.id
+    root, parts = dotted
+    name = parts[-1] if parts else root
     if (
         not name[:1].isupper()
         or name in _ABSTRACT_BASES
         or name.endswith(("Like", "Type", "Types"))
     ):
         return None
-    bound = _bound_names(function, modules=bool(parts))
-    root = bound.get(node.id)
-    return ".".join((root, *parts)) if root else None
+    reached = _bound_names(function, modules=bool(parts)).get(root)
+    return ".".join((reached, *parts)) if reached else None
 
 
 # Modules whose names are typing constructs (`Any`, `Callable`), not classes to instantiate.
