@@ -1026,3 +1026,38 @@ def test_torchs_copy_of_words_another_project_raised_is_a_possibility_only() -> 
     assert copy.score < LIKELY
     assert copy.components[-1].id == "native.raised-elsewhere"
     assert "flash_api.cpp" in copy.reasons[-1]
+
+
+BF16 = "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your "
+BF16_OLD = (  # vLLM 0.5's worker.py
+    BF16 + "{gpu_name} GPU has compute capability {compute_capability[0]}.{compute_capability[1]}.",
+    re.escape(BF16) + r"(.+?) GPU has compute capability (.+?)\.(.+?)\.",
+)
+BF16_NEW = (  # the current platforms/cuda.py, curated, with a tail some releases print
+    BF16 + "{gpu_name} GPU {compute_str}. You can use float16 instead.",
+    re.escape(BF16) + r"(.+?) GPU (.+?)\.(?: You can use float16 instead\.)?",
+)
+
+
+def test_templates_a_near_copy_fits_alike_are_one_answer() -> None:
+    """A message in markdown (`**ValueError: ...**`) is a near copy of each template of its
+    site's releases: with the same words changed, nothing tells them apart, so they are one
+    answer (the curated one first) as a whole message's would be, not the curated one alone."""
+    sites = {}
+    for number, (message, pattern), reviewed, gone in (
+        (0, BF16_OLD, False, True),
+        (1, BF16_NEW, True, False),
+    ):
+        site = _heads_site(str(number) * 16, f"vllm/site{number}.py", {"vllm==0.33.0"}, gone)
+        sites[site.id] = replace(
+            site,
+            error_message=message,
+            template=message_template(pattern, message),
+            reviewed=reviewed,
+        )
+    old, new = sites
+    index = PatternIndex([(old, BF16_OLD[1]), (new, BF16_NEW[1])])
+    text = "  **ValueError: " + BF16 + "Tesla V100-SXM2-32GB GPU has compute capability 7.0.**\n"
+    matches = find_matches(index, text, lambda ids: {i: sites[i] for i in ids})[1]
+    assert matches[0].components[0].id == "message.near"
+    assert [(m.id, m.same_message) for m in matches] == [(new, [old])]

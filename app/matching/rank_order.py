@@ -310,6 +310,10 @@ WHOLE = "\x00whole message"  # the key of the templates that match a whole messa
 # template's length, not a clue of the paste.
 CUT = "\x00cut message"
 CUT_COMPONENT = "message.cut"
+# The key of the templates a message is a near copy of (markdown or other words around or
+# inside it), each with the same words changed: the same message to this paste, as a whole one.
+NEAR = "\x00near message"
+NEAR_COMPONENT = "message.near"
 # points the paste itself did not earn
 _NOT_CLUES = frozenset({GONE_COMPONENT, REVIEWED_COMPONENT, DRAFT_COMPONENT})
 
@@ -322,7 +326,9 @@ def same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list
     pasted class one of them raises scores them apart.
 
     A message cut short (an issue's title) agrees with every template that goes on as it
-    does: those records are one answer too, led by the one it shows most of.
+    does: those records are one answer too, led by the one it shows most of. So are the
+    templates a near copy of the message (`**ValueError: ...**` in markdown) fits with the
+    same words changed.
 
     A site gone in the newest release scores a little less, and a curated record a little
     more, yet neither says anything of the release the paste came from: the same message
@@ -338,6 +344,8 @@ def same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list
         not_clues = _NOT_CLUES
         if match.components and match.components[0].id == CUT_COMPONENT:
             message, not_clues = CUT, _NOT_CLUES | {CUT_COMPONENT}
+        elif match.components and match.components[0].id == NEAR_COMPONENT:
+            message = NEAR  # its points, in the key's total, count the words changed
         key = (
             match.exception_index,
             match.log_line,  # a log line's records go together too (SGLang's NaN check)
