@@ -615,7 +615,7 @@ def _calls_builtin(node: ast.Call, name: str, arguments: int) -> bool:
 
 
 def is_len(node: ast.Call) -> bool:
-    return isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
+    return _calls_builtin(node, "len", 1)
 
 
 def is_callable_test(node: ast.Call) -> bool:
@@ -643,6 +643,12 @@ class ClassCheck:
     tensor: bool = False  # `torch.Tensor` is one of them: a candidate tensor is an instance
     dtype: bool = False  # `torch.dtype` is one of them: a candidate Dtype is an instance
 
+    @property
+    def abstract(self) -> bool:
+        """Whether an abstract base is among them: an object may be an instance of one
+        without naming it (a tensor is Sized)."""
+        return any(kind.__module__ != "builtins" for kind in self.builtins)
+
 
 def class_check(node: ast.Call, function: Function) -> ClassCheck | None:
     """`isinstance(x, int)`, `isinstance(x, (Node, int))`: builtin types, abstract bases a
@@ -655,15 +661,16 @@ def class_check(node: ast.Call, function: Function) -> ClassCheck | None:
     classes: list[str] = []
     tensor = dtype = False
     for kind in kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]:
-        if isinstance(kind, ast.Name) and kind.id in BUILTIN_TYPES:
-            builtins.append(BUILTIN_TYPES[kind.id])
-        elif ast.unparse(kind) == "type(None)":
+        text = ast.unparse(kind)
+        if text in BUILTIN_TYPES:
+            builtins.append(BUILTIN_TYPES[text])
+        elif text == "type(None)":
             builtins.append(type(None))
         elif (base := abstract_base(function, kind)) is not None:
             builtins.append(base)
-        elif ast.unparse(kind) in TENSOR_CLASSES:
+        elif text in TENSOR_CLASSES:
             tensor = True
-        elif ast.unparse(kind) in DTYPE_CLASSES:
+        elif text in DTYPE_CLASSES:
             dtype = True
         elif (reached := class_expression(function, kind)) is not None:
             classes.append(reached)

@@ -174,7 +174,7 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], function: Function)
         value = _evaluate(node.args[0], values, function)
         if isinstance(value, _Made | TensorValue):
             raise _Evaluation("an object's attributes")
-        return name in value.names if isinstance(value, _Carrying) else hasattr(value, name)
+        return value.name == name if isinstance(value, _Carrying) else hasattr(value, name)
     if isinstance(node, ast.Call) and is_callable_test(node):
         value = _evaluate(node.args[0], values, function)
         if isinstance(value, _Made):
@@ -182,8 +182,7 @@ def _evaluate(node: ast.expr, values: Mapping[Subject, Any], function: Function)
         return callable(value)
     if isinstance(node, ast.Call) and (check := class_check(node, function)) is not None:
         value = _evaluate(node.args[0], values, function)
-        abstract = any(kind.__module__ != "builtins" for kind in check.builtins)
-        if isinstance(value, _Made | TensorValue) and abstract:
+        if isinstance(value, _Made | TensorValue) and check.abstract:
             raise _Evaluation("an object's abstract bases")  # a tensor is Sized, for one
         if isinstance(value, _Made):
             return value.expression in check.classes
@@ -319,7 +318,7 @@ def _candidates(subject: Subject, tests: Sequence[ast.expr], function: Function)
             if not isinstance(node, ast.Call) or not node.args or not _names(node.args[0], subject):
                 continue
             if (name := attribute_test(node, function)) is not None:
-                add(_Carrying((name,)))
+                add(_Carrying(name))
             elif is_callable_test(node):
                 add(_CALLABLE)
     for value in _GENERIC_VALUES:
@@ -458,12 +457,12 @@ def _fix_search(
 
 @dataclass(frozen=True, slots=True)
 class _Carrying:
-    """A candidate value: an object with these attributes (a `hasattr` test wants one)."""
+    """A candidate value: an object with this attribute (a `hasattr` test wants one)."""
 
-    names: tuple[str, ...]
+    name: str
 
     def __repr__(self) -> str:
-        return f"types.SimpleNamespace({', '.join(f'{name}=None' for name in self.names)})"
+        return f"types.SimpleNamespace({self.name}=None)"
 
 
 class _Function:

@@ -236,17 +236,32 @@ def abstract_base(function: Function, node: ast.expr) -> type | None:
     name = parts[-1] if parts else root
     if _ABSTRACT_BASES.get(name) is None:
         return None
-    for statement in function.module.body:
+    imported, roots = _abstract_imports(function.module)
+    named = root in roots if parts else (root, name) in imported
+    return _ABSTRACT_BASES[name] if named else None
+
+
+@functools.lru_cache(maxsize=8)
+def _abstract_imports(
+    module: ast.Module,
+) -> tuple[frozenset[tuple[str, str]], frozenset[str]]:
+    """What a module's top level binds from the modules abstract bases live in: each name
+    imported from one, with the name it had there (`from typing import Sequence as Seq`:
+    ("Seq", "Sequence")), and every name an attribute may be read through (those, as `from
+    collections import abc` binds a module, and `import collections.abc as abcs`). Read once
+    per module: an isinstance test is judged on every candidate the search tries."""
+    imported: set[tuple[str, str]] = set()
+    roots: set[str] = set()
+    for statement in module.body:
         if isinstance(statement, ast.ImportFrom) and statement.module in _ABSTRACT_MODULES:
-            bound = {alias.asname or alias.name: alias.name for alias in statement.names}
-            if root in bound and (parts or bound[root] == name):
-                return _ABSTRACT_BASES[name]  # `from collections import abc` binds a module
-        if isinstance(statement, ast.Import) and parts:
             for alias in statement.names:
-                bound_as = alias.asname or alias.name.split(".")[0]
-                if alias.name in _ABSTRACT_MODULES and bound_as == root:
-                    return _ABSTRACT_BASES[name]
-    return None
+                imported.add((alias.asname or alias.name, alias.name))
+                roots.add(alias.asname or alias.name)
+        elif isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.name in _ABSTRACT_MODULES:
+                    roots.add(alias.asname or alias.name.split(".")[0])
+    return frozenset(imported), frozenset(roots)
 
 
 def class_expression(function: Function, node: ast.expr) -> str | None:
