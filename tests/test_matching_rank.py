@@ -363,6 +363,55 @@ def test_a_record_elsewhere_than_where_the_paste_raised_is_only_a_possibility(
     assert "frames.raised-elsewhere" not in {part["id"] for part in top["components"]}
 
 
+SITE_PACKAGES = "/usr/lib/python3.11/site-packages"
+
+
+def _tokenizer_paste(innermost_line: str) -> str:
+    """A vLLM log whose AttributeError comes from the innermost frame, transformers'
+    `__getattr__`, under vLLM's tokenizer code."""
+    return (
+        f'(APIServer pid=7)   File "{SITE_PACKAGES}/vllm/transformers_utils/tokenizer.py", line 99,'
+        " in get_cached_tokenizer\n"
+        "(APIServer pid=7)     tokenizer.all_special_tokens_extended)\n"
+        f'(APIServer pid=7)   File "{SITE_PACKAGES}/transformers/tokenization_utils_base.py", '
+        "line 1293, "
+        "in __getattr__\n"
+        f"(APIServer pid=7)     {innermost_line}\n"
+        "(APIServer pid=7) AttributeError: Qwen2Tokenizer has no attribute "
+        "all_special_tokens_extended\n"
+    )
+
+
+def test_a_record_in_a_frame_above_a_library_that_raised_is_only_a_possibility(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """The innermost frame makes the exception (`raise AttributeError(...)`) in a library the
+    record's file calls: the record's file is in a frame, but its line only called into the
+    library, so a record of like words there is no confident answer. Where the innermost
+    line makes nothing (a re-raise), the frame in the record's file is not judged so."""
+    record = _site(
+        1,
+        "{name} has no attribute {key}",
+        "AttributeError",
+        "vllm-project/vllm",
+        "vllm/transformers_utils/tokenizer.py",
+    )
+    client = make_client(*_records(tmp_path, record))
+    made = 'raise AttributeError(f"{self.__class__.__name__} has no attribute {key}")'
+    below = _match(client, _tokenizer_paste(made), record["id"])
+    points = {part["id"]: part["points"] for part in below["components"]}
+    assert points["frames.file"] > 0
+    assert points["frames.raised-below"] < 0
+    assert below["score"] < CONFIDENT
+    passed_on = _match(client, _tokenizer_paste("raise"), record["id"])
+    assert "frames.raised-below" not in {part["id"] for part in passed_on["components"]}
+    assert passed_on["score"] >= CONFIDENT
+    library = f'"{SITE_PACKAGES}/transformers/tokenization_utils_base.py"'
+    cut = _tokenizer_paste(made).replace(library, '"tokenizer.py"')  # a path cut to its name
+    mine = _match(client, cut, record["id"])
+    assert "frames.raised-below" not in {part["id"] for part in mine["components"]}
+
+
 LEAK = "token_to_kv_pool_allocator memory leak detected! {token_msg}"
 LEAK_CALLER = "python/sglang/srt/managers/scheduler_runtime_checker_mixin.py"
 

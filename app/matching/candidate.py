@@ -21,6 +21,7 @@ from app.records.site_keys import called_helper, message_template, raising_funct
 
 # The standard library's files (`/usr/lib/python3.10/runpy.py`, `C:\Python39\lib\x.py`):
 # where a worker's exception is re-raised (multiprocessing, concurrent.futures), not made.
+_MAKES_NEW = re.compile(r"raise [\w.]+\(")
 _STDLIB = re.compile(r"[/\\]lib[/\\](?:python[0-9.]*[/\\])?[\w.]+(?:[/\\][\w.]+)*$", re.IGNORECASE)
 
 
@@ -173,6 +174,23 @@ def makes_exceptions(frame: Frame) -> bool:
     if path.startswith("<"):
         return False
     return "-packages" in path or _STDLIB.search(path) is None
+
+
+def raised_below(candidate: Candidate, frames: Sequence[Frame]) -> bool:
+    """Whether the innermost frame makes a new exception (`raise Error(...)`) in another
+    project's or a library's file, below the frames in the record's file: the exception was
+    made there, and the record's file only called into it (transformers' `__getattr__`
+    raising `Qwen2Tokenizer has no attribute ...` under vLLM's tokenizer code, whose module
+    `__getattr__` says `module ... has no attribute ...`)."""
+    innermost = frames[-1]
+    path = frame_path(innermost)
+    return (
+        _MAKES_NEW.match(innermost.source.strip()) is not None
+        and makes_exceptions(innermost)
+        and frame_repo(innermost) != candidate.repo
+        and not path.endswith(candidate.suffixes)
+        and not any(suffix.endswith(path) for suffix in candidate.suffixes)  # a cut path
+    )
 
 
 def raised_elsewhere(candidate: Candidate, exception: ParsedException) -> bool:

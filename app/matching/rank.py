@@ -20,6 +20,7 @@ from app.matching.partial import Partial
 from app.matching.rank_order import (
     KERNEL_CHECK,
     best_first,
+    callers_below_likely,
     causes_first,
     checks_with_their_report,
     copies_below_likely,
@@ -340,6 +341,7 @@ def rank(index: PatternIndex, candidates: dict[str, Candidate], evidence: Eviden
     libraries_own_words(list(best.values()), exceptions)
     wrappers_below_likely(list(best.values()), candidates)
     copies_below_likely(list(best.values()), candidates, evidence.raised_from)
+    callers_below_likely(list(best.values()), candidates, exceptions)
     ranked = literal_before_helpers(frames_first(list(best.values())))
     ranked = exceptions_first(
         ranked,

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from app import upstreams
-from app.matching.candidate import Candidate, Paste
+from app.matching.candidate import Candidate, Paste, raised_below
 from app.matching.libraries import raised_by
 from app.matching.score import Match, Tally, total
 from app.matching.score_weights import (
@@ -105,6 +105,27 @@ def copies_below_likely(
         name = path.replace("\\", "/").rpartition("/")[2]
         hint = f"raised from {name}, no source of torch's: torch holds a copy of its words at most"
         put_below(match, LIKELY, "native.raised-elsewhere", hint)
+
+
+def callers_below_likely(
+    matches: Sequence[Match],
+    candidates: Mapping[str, Candidate],
+    exceptions: Sequence[ParsedException],
+) -> None:
+    """Below LIKELY, every record of a raise whose exception the innermost frame made in
+    another project's or a library's file (`raised_below`): a frame in the record's file
+    only called into that code, so its words there are a likeness, not the site."""
+    for match in matches:
+        if match.score < LIKELY or match.exception_index is None or candidates[match.id].logged:
+            continue
+        frames = exceptions[match.exception_index].frames
+        if frames and raised_below(candidates[match.id], frames):
+            innermost = frames[-1]
+            hint = (
+                f"made by `{innermost.source.strip()[:60]}` in {innermost.file}, below the "
+                "record's file: a possibility only"
+            )
+            put_below(match, LIKELY, "frames.raised-below", hint)
 
 
 def best_first(match: Match) -> tuple[float, bool, bool, int, str]:

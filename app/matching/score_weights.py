@@ -61,5 +61,5 @@ NEEDS_FRAMES_BELOW = 12  # literal characters; fewer, and a frame must be in the
 GENERIC_BELOW, GENERIC_TEMPLATE = 24, -25
 # Named anew whenever the weights or the components change: scores are comparable only
 # between results of the same version.
-RANKING_VERSION = "2026-12-06.3"
+RANKING_VERSION = "2026-12-07.1"
 POINTS_DIGITS = 2
