@@ -71,6 +71,7 @@ RENAMED_CLASS = re.compile(r"^exception class \S+ is a (sub|super)class of ")
 WORD = re.compile(r"[A-Za-z_]{4,}")
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
 SHARED_WORDS = 0.6  # of the fragment's words the record's pattern must hold
+CUT_LEAD_WORDS = 3  # literal words a pattern must begin with for a cut inside its value
 
 NOT_HARVESTED = (
     "release not harvested: the message is only in releases older than the harvested ones"
@@ -187,6 +188,23 @@ def test_every_heldout_case_is_well_formed_and_from_a_thread_the_dev_set_has_not
         assert case["source"] not in dev_sources, name
     assert not set(KNOWN_MISSES) & set(cases)
     assert len({case["source"] for case in cases.values()}) == len(cases)
+
+
+def test_a_message_cut_inside_a_value_agrees_with_its_pattern() -> None:
+    """The judge's message check: a title that stops inside the error a message captured,
+    before the advice it goes on with, agrees with the template; a fragment with other
+    leading words, or a pattern that begins with a value (which fits anything), does not."""
+    advice = r"\nPossible solutions:\n1\. set --mem-fraction-static to a smaller value"
+    pattern = r"Capture cuda graph failed: (?P<e>(?s:.+?))" + advice
+    title = "Capture cuda graph failed: Triton Error [CUDA]: device kernel image is invalid"
+
+    def agrees(pattern: str, fragment: str) -> bool:
+        case = {"messageFragment": fragment, "paste": fragment, "raisingFile": "x.py"}
+        return _message_agrees(pattern, case)
+
+    assert agrees(pattern, title)
+    assert not agrees(pattern, "Failed to capture graph: Triton Error [CUDA]: no kernel image")
+    assert not agrees(r"(?P<e>(?s:.+?))" + advice, title)
 
 
 @dataclass
@@ -349,9 +367,49 @@ def _message_agrees(pattern: str | None, case: dict[str, Any]) -> bool:
     lines = [line for line in case["paste"].splitlines() if fragment in line]
     if any(_pattern_finds(pattern, text) for text in [*lines, case["paste"]]):
         return True
+    if _cut_in_a_value(pattern, fragment):
+        return True
     words = set(WORD.findall(QUOTED.sub(" ", fragment)))
     literal = re.sub(r"\\(.)", r"\1", pattern)
     return not words or len({w for w in words if w in literal}) >= SHARED_WORDS * len(words)
+
+
+def _cut_in_a_value(pattern: str, fragment: str) -> bool:
+    """Whether the fragment is the message's beginning, cut inside one of its values: the
+    pattern up to the end of a value's group matches the whole fragment (an issue's title
+    `Capture cuda graph failed: <the error it caught>` stops before the advice the message
+    goes on with). The pattern must begin with literal words, which the fragment then
+    starts with; a value alone fits anything."""
+    body = pattern.removeprefix("^")
+    opened = body.find("(?P<")
+    if len(WORD.findall(re.sub(r"\\(.)", r"\1", body[: max(opened, 0)]))) < CUT_LEAD_WORDS:
+        return False
+    for end in _group_ends(body):
+        try:
+            if re.fullmatch(body[:end], fragment, re.S):
+                return True
+        except re.error:
+            continue
+    return False
+
+
+def _group_ends(pattern: str) -> list[int]:
+    """Where each named group of a regular expression closes (the offset after its `)`)."""
+    ends, stack, escaped, in_class = [], [], False, False
+    for at, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            stack.append(pattern.startswith("(?P<", at))
+        elif char == ")" and stack and stack.pop():
+            ends.append(at + 1)
+    return ends
 
 
 def _pattern_finds(pattern: str, line: str) -> bool:
