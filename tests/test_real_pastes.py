@@ -68,6 +68,8 @@ COMPILED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
 # (app/matching/score_weights.py); below half of that, the answer is shown as a possibility only.
 CONFIDENT_SCORE = 50.0
 RENAMED_CLASS = re.compile(r"^exception class \S+ is a (sub|super)class of ")
+HTTP_CLIENTS = {"openai", "curl", "litellm", "langchain4j"}
+HTTP_STATUS = {"BadRequestError", "NotFoundError", "UnprocessableEntityError", "APIStatusError"}
 WORD = re.compile(r"[A-Za-z_]{4,}")
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
 SHARED_WORDS = 0.6  # of the fragment's words the record's pattern must hold
@@ -207,6 +209,15 @@ def test_a_message_cut_inside_a_value_agrees_with_its_pattern() -> None:
     assert not agrees(r"(?P<e>(?s:.+?))" + advice, title)
 
 
+def test_an_http_clients_status_class_names_no_class_of_the_server() -> None:
+    """openai's `BadRequestError` is the response's status (any class of the site is right);
+    the same name outside an HTTP client's paste, or a server's class, is a class."""
+    through_openai = {"wrapper": "openai", "exceptionClass": "openai.BadRequestError"}
+    assert _http_status_class(through_openai)
+    assert not _http_status_class({**through_openai, "wrapper": None})
+    assert not _http_status_class({**through_openai, "exceptionClass": "ValueError"})
+
+
 @dataclass
 class Verdict:
     """How /api/match answered one case."""
@@ -243,7 +254,7 @@ class Judge:
         ValueErrors)."""
         record = match["record"]
         pasted = case["exceptionClass"]
-        if pasted is None:  # a message that names no class: any class of its site
+        if pasted is None or _http_status_class(case):  # any class of its site
             pasted = record["errorClass"]
         if short_class(pasted) == "ValidationError" and "Value error, " in case["paste"]:
             pasted = "ValueError"  # pydantic's report of the ValueError a validator raised
@@ -340,6 +351,13 @@ def _python_class(pasted: str) -> str:
     throwing an instance of 'c10::DistBackendError'`): c10's classes as torch binds them."""
     namespace, _, name = pasted.rpartition("::")
     return native.C10_CLASSES.get(name, name) if namespace == "c10" else pasted
+
+
+def _http_status_class(case: dict[str, Any]) -> bool:
+    """Whether the class the paste names is an HTTP client's name for the response's status
+    (openai's `BadRequestError` for a 400): the server's class behind it (vLLM's
+    `VLLMValidationError`, a `ValueError` before) is not in the paste."""
+    return case["wrapper"] in HTTP_CLIENTS and short_class(case["exceptionClass"]) in HTTP_STATUS
 
 
 def _class_unknown(record: dict[str, Any]) -> bool:
