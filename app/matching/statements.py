@@ -58,6 +58,10 @@ _INTERPRETER = {
         r"^math domain error$"
     ),
     "ZeroDivisionError": re.compile(r"division by zero|modulo by zero"),
+    # The import system's, at an `import` line: the module or name the release imports is
+    # missing from what is installed.
+    "ModuleNotFoundError": re.compile(r"^No module named '"),
+    "ImportError": re.compile(r"^cannot import name '|^No module named '"),
     "NameError": re.compile(r"^name '.*' is not defined"),
     "UnboundLocalError": re.compile(r"referenced before assignment|cannot access local variable"),
 }
