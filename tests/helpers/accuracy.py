@@ -114,12 +114,13 @@ OLDER = (
     *releases(
         "sglang",
         "0.5.12.post1 0.5.5.post3 0.5.3.post3 0.5.1.post3 0.4.9.post6 0.4.6.post5 0.4.3.post4 "
-        "0.4.0.post2 0.1.26 0.1.17",
+        "0.4.0.post2 0.3.6.post3 0.2.15 0.1.26 0.1.17",
     ),
 )
 """The older releases real pastes come from, added to HARVESTED for the real-paste measure:
 the last patch of every vLLM minor before 0.12 (back to 0.2, 2023), and of the SGLang
-releases the cases name. Each is one of the default serve's older releases."""
+releases the cases name and of every SGLang minor before 0.4 (0.1 to 0.3, 2024). Each is one
+of the default serve's older releases."""
 
 
 @dataclass
