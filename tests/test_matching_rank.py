@@ -385,10 +385,11 @@ def _tokenizer_paste(innermost_line: str) -> str:
 def test_a_record_in_a_frame_above_a_library_that_raised_is_only_a_possibility(
     make_client: Callable[..., TestClient], tmp_path: Path
 ) -> None:
-    """The innermost frame makes the exception (`raise AttributeError(...)`) in a library the
-    record's file calls: the record's file is in a frame, but its line only called into the
-    library, so a record of like words there is no confident answer. Where the innermost
-    line makes nothing (a re-raise), the frame in the record's file is not judged so."""
+    """The innermost frame makes the exception (`raise AttributeError(...)`) in a library (or
+    another file) the record's file calls: the record's file is in a frame, but its line only
+    called into that code, so a record of like words there is no confident answer. Where the
+    innermost line makes nothing (a re-raise), the frame in the record's file is not judged
+    so."""
     record = _site(
         1,
         "{name} has no attribute {key}",
@@ -403,11 +404,15 @@ def test_a_record_in_a_frame_above_a_library_that_raised_is_only_a_possibility(
     assert points["frames.file"] > 0
     assert points["frames.raised-below"] < 0
     assert below["score"] < CONFIDENT
+    library = f"{SITE_PACKAGES}/transformers/tokenization_utils_base.py"
+    own = _tokenizer_paste(made).replace(library, f"{SITE_PACKAGES}/vllm/tokenizers/base.py")
+    assert "frames.raised-below" in {
+        part["id"] for part in _match(client, own, record["id"])["components"]
+    }  # another file of the same project made it
     passed_on = _match(client, _tokenizer_paste("raise"), record["id"])
     assert "frames.raised-below" not in {part["id"] for part in passed_on["components"]}
     assert passed_on["score"] >= CONFIDENT
-    library = f'"{SITE_PACKAGES}/transformers/tokenization_utils_base.py"'
-    cut = _tokenizer_paste(made).replace(library, '"tokenizer.py"')  # a path cut to its name
+    cut = _tokenizer_paste(made).replace(f'"{library}"', '"tokenizer.py"')  # cut to its name
     mine = _match(client, cut, record["id"])
     assert "frames.raised-below" not in {part["id"] for part in mine["components"]}
 
@@ -448,7 +453,8 @@ def test_a_message_raised_by_the_helper_its_site_calls_is_not_raised_elsewhere(
     elsewhere = _match(make_client(*_records(tmp_path / "copy", copy)), paste, copy["id"])
     points = {part["id"]: part["points"] for part in elsewhere["components"]}
     assert points["frames.raised-elsewhere"] == RAISED_ELSEWHERE
-    assert found["score"] - elsewhere["score"] == FILE_INNERMOST - RAISED_ELSEWHERE
+    assert "frames.raised-below" in points  # the helper it does not call made the exception
+    assert elsewhere["score"] < CONFIDENT <= found["score"]
 
 
 def test_a_worker_error_re_raised_by_the_standard_library_is_not_raised_elsewhere(

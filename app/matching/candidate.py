@@ -177,17 +177,19 @@ def makes_exceptions(frame: Frame) -> bool:
 
 
 def raised_below(candidate: Candidate, frames: Sequence[Frame]) -> bool:
-    """Whether the innermost frame makes a new exception (`raise Error(...)`) in another
-    project's or a library's file, below the frames in the record's file: the exception was
-    made there, and the record's file only called into it (transformers' `__getattr__`
-    raising `Qwen2Tokenizer has no attribute ...` under vLLM's tokenizer code, whose module
-    `__getattr__` says `module ... has no attribute ...`)."""
+    """Whether the innermost frame makes a new exception (`raise Error(...)`) in another file,
+    below the frames in the record's file: the exception was made there, and the record's
+    file only called into it (transformers' `__getattr__` raising `Qwen2Tokenizer has no
+    attribute ...` under vLLM's tokenizer code, whose module `__getattr__` says `module ...
+    has no attribute ...`; an unharvested SGLang release's `cuda_graph_runner.py` raising the
+    words an older `model_runner.py` raised). Not the helper the record's site calls with its
+    message (SGLang's `raise_error_or_warn`)."""
     innermost = frames[-1]
     path = frame_path(innermost)
     return (
         _MAKES_NEW.match(innermost.source.strip()) is not None
         and makes_exceptions(innermost)
-        and frame_repo(innermost) != candidate.repo
+        and innermost.function != candidate.calls  # the helper it calls raised its message
         and not path.endswith(candidate.suffixes)
         and not any(suffix.endswith(path) for suffix in candidate.suffixes)  # a cut path
     )
