@@ -174,7 +174,7 @@ def test_a_log_line_record_that_outscores_the_exception_is_put_below_it() -> Non
     exception explained it keeps its place."""
     hint = "pattern matches the whole exception message"
     exception = Match("a" * 16, 0.0, 0, {}, components=[Component("message.full", 40, hint)])
-    exception.score = total(exception.components)
+    exception.score, exception.message_points = total(exception.components), 40
     parts = [
         Component("message.log-line", 34, "pattern matches a whole log line"),
         Component("class.agrees", CLASS_AGREES, "logged at level WARNING"),
@@ -873,6 +873,28 @@ def test_the_same_logged_message_of_two_files_is_one_answer(
     assert {top["id"], *(other["id"] for other in top["sameMessage"])} == {
         site["id"] for site in sites
     }
+
+
+def test_a_warning_pasted_alone_is_not_put_below_a_generic_templates_words_in_it(
+    make_client: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """A vLLM warning pasted alone under a sentence of prose (no level, no class): its log
+    site's record fits the whole message; a raise whose generic template (`{name} is not
+    available`) is only found in part of it shows no raise to rank that record below."""
+    message = (
+        "FlashInfer is not available. Falling back to the PyTorch-native implementation of "
+        "top-p & top-k sampling."
+    )
+    warning = {
+        **_site(1, message, "WARNING", "vllm-project/vllm", "vllm/v1/sample/ops/topk.py"),
+        "errorType": "log",
+    }
+    generic = _site(2, "{name} is not available", "ValueError", "pytorch/pytorch", "torch/x.py")
+    client = make_client(*_records(tmp_path, warning, generic))
+    paste = f"This warning shows at startup, investigate.\n\n{message}\n"
+    top = client.post("/api/match", json={"text": paste}).json()["matches"][0]
+    assert top["id"] == warning["id"]
+    assert "rank.below-exception" not in {part["id"] for part in top["components"]}
 
 
 def test_a_message_cut_short_is_one_answer_with_every_template_it_agrees_with(

@@ -15,6 +15,7 @@ from app.matching.score import Match, Tally, total
 from app.matching.score_weights import (
     DRAFT_COMPONENT,
     FRAMES_MARGIN,
+    FULL_LINE,
     FULL_MESSAGE,
     GENERIC_BELOW,
     GONE_COMPONENT,
@@ -146,7 +147,9 @@ def exceptions_first(
     """Below the best record of a raise that the paste shows, every log site's record that
     would outrank it: one of a log line, and one that fits an exception's message in another
     class (`Error in request: {e}` around the exception it logs). A raise is shown by an
-    exception it explains, or by its message inside a log line (`Error in request:
+    exception it explains (in full, or by a template specific enough: a generic one's words
+    found in part of a message, `{x} is not supported`, show no raise), or by its message
+    inside a log line (`Error in request:
     Unsupported tool_call_parser: None`, `[multiproc_executor.py:492] ValueError: ...`) that
     is not the whole of a line a log site's record fits (`found(record id, text, whole)`: a
     message logged and raised in the same words is the log's there), where the message is
@@ -167,8 +170,8 @@ def exceptions_first(
     def shown(match: Match) -> bool:
         if match.logged:
             return False
-        if match.exception_index is not None:
-            return True
+        if match.exception_index is not None:  # a generic template's words in part of it
+            return match.message_points >= FULL_LINE or match.literal >= GENERIC_BELOW
         line = match.log_line
         if line is None or match.message_points < OUTSIDE_MESSAGE or foreign(match.id):
             return False
