@@ -1325,3 +1325,29 @@ def test_a_dict_with_a_message_key_is_no_error_body(text: str) -> None:
     assert [(e.error_class, e.message) for e in found] == (
         [("ValueError", text.partition(": ")[2])] if text.startswith("ValueError") else []
     )
+
+
+WRAPPED_AT_120 = (
+    '(EngineCore pid=316)   File "/opt/venv/lib/python3.12/site-packages/vllm/v1/core/kv_ca'
+    'che_utils.py", line 758, in _check_kv\n'
+    "(EngineCore pid=316)     raise ValueError(\n"
+    "(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq"
+    " len (100000), (4.26 GiB KV cach\n"
+    "e is needed, which is larger than the available KV cache memory (4.25 GiB).\n"
+)
+
+
+def test_a_log_prefixed_message_a_terminal_wrapped_is_read_whole() -> None:
+    """A process's log line cut at the terminal's width goes on, mid-word, on a line without
+    the prefix: the message is read joined, in the process's stream; a short line's next
+    line without the prefix is no part of it, nor is a traceback's header."""
+    [exception] = parse_exceptions(WRAPPED_AT_120)
+    assert exception.message.endswith(
+        "(4.26 GiB KV cache is needed, which is larger than the "
+        "available KV cache memory (4.25 GiB)."
+    )
+    assert exception.frames[-1].line == 758
+    short = "(EngineCore pid=316) ValueError: bad value\nI ran it twice.\n"
+    assert parse_exceptions(short)[0].message == "bad value"
+    header = WRAPPED_AT_120.replace("e is needed", "Traceback (most recent call last):\ne is")
+    assert "Traceback" not in parse_exceptions(header)[0].message

@@ -5,6 +5,7 @@ on its line it is a dialect of its own (`read`)."""
 import re
 from collections.abc import Sequence
 
+from app.matching.logtext import CleanLine
 from app.matching.tracebacks.model import Draft, Frame
 from app.matching.tracebacks.names import Head, exception_head
 from app.matching.tracebacks.rows import CHAIN_SEPARATORS, HEADER, Row, frame_match
@@ -12,6 +13,8 @@ from app.matching.tracebacks.wrappers import after_wrappers, error_body
 
 MAX_MESSAGE_LINES = 200
 """Most lines one message may span; beyond that the rest is log, not message."""
+MIN_WRAP_WIDTH = 80
+"""The narrowest terminal that wraps a log line: a shorter line ended where its writer did."""
 
 # Lines that open a new log record rather than carry on a message: multiprocessing's and
 # threading's headers above a child's traceback, asyncio's, the interpreter's.
@@ -20,6 +23,7 @@ _LOG_HEADER = re.compile(
     r"|(?:Task|Future) exception was never retrieved"
 )
 _MIN_HEADER_START = len("Traceback (")
+_NAME_OR_HEAD = re.compile(r"[\w.]+(?::|\s*$)")  # `kv_cache_configs`, `ValueError: ...`
 # pydantic: "1 validation error for ModelConfig" then "  Value error, <message>
 # [type=value_error, input_value=..., input_type=...]": the message a validator raised.
 _VALIDATION_SUMMARY = re.compile(r"[0-9]{1,6} validation errors? for .{1,512}")
@@ -63,13 +67,13 @@ def read_message(
             return unwrapped(head.name, message, row, begin, [row.span(begin, end)]), at
         parts.append(row.text[start:])
         spans.append(row.span(start, len(row.text)))
-        while (
-            at < len(rows)
-            and len(parts) < MAX_MESSAGE_LINES
-            and _continues(row, rows[at])
-            and not (indented_ends and rows[at].indent > row.indent)
-        ):
-            parts.append(rows[at].text)
+        while at < len(rows) and len(parts) < MAX_MESSAGE_LINES:
+            if _wrapped(rows[at - 1], rows[at]):
+                parts[-1] += rows[at].text
+            elif _continues(row, rows[at]) and not (indented_ends and rows[at].indent > row.indent):
+                parts.append(rows[at].text)
+            else:
+                break
             spans.append(rows[at].span(0, len(rows[at].text)))
             at += 1
     if head.name.endswith("ValidationError") and len(parts) > 1:
@@ -155,6 +159,32 @@ def _continues(first: Row, row: Row) -> bool:
         and row.text.strip() not in CHAIN_SEPARATORS
         and frame_match(row) is None
         and exception_head(row, lenient=False) is None
+    )
+
+
+def wrap_remnant(line: CleanLine, after: CleanLine) -> bool:
+    """Whether ``after`` may be the rest of ``line``, a log line a terminal wrapped at its
+    width: the line has a log prefix and is as long as a terminal is wide, and the rest has
+    no prefix and begins at the margin, cut mid-word (`... (4.26 GiB KV cach` then `e is
+    needed, ...`), and is no name alone, nor a name and a colon, nor a traceback's header.
+    It is read in the line's stream."""
+    return (
+        bool(line.prefix)
+        and len(line.prefix) + line.end - line.start >= MIN_WRAP_WIDTH
+        and not after.prefix
+        and after.text[:1] not in ("", " ", "\t")
+        and _NAME_OR_HEAD.match(after.text) is None
+        and not after.text.startswith(HEADER[:_MIN_HEADER_START])
+    )
+
+
+def _wrapped(line: Row, row: Row) -> bool:
+    """Whether ``row`` is the rest of the message line ``line`` that a terminal wrapped."""
+    return (
+        wrap_remnant(line.line, row.line)
+        and frame_match(row) is None
+        and exception_head(row, lenient=False) is None
+        and not _opens_record(row.text)
     )
 
 

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 from app.matching import deadline
 from app.matching.logtext import CleanLine, clean_lines
+from app.matching.tracebacks.exception_line import wrap_remnant
 from app.matching.tracebacks.lone_message import message_alone
 from app.matching.tracebacks.model import ParsedException
 from app.matching.tracebacks.stream import parse_lines
@@ -17,8 +18,11 @@ def parse_exceptions(text: str, lines: Sequence[CleanLine] | None = None) -> lis
     them too), so a large paste is cleaned once.
     """
     streams: dict[str, list[CleanLine]] = {}
+    before: CleanLine | None = None
     for line in clean_lines(text) if lines is None else lines:
-        streams.setdefault(line.stream, []).append(line)
+        stream = before.stream if before and wrap_remnant(before, line) else line.stream
+        streams.setdefault(stream, []).append(line)
+        before = line
     cut_at = len(text) if text[-1:] not in ("\n", "\r", "") else -1
     drafts = [draft for lines in streams.values() for draft in parse_lines(lines, cut_at)]
     if not drafts:
