@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from app import upstreams
 from app.matching.candidate import Candidate, Paste, raised_below
 from app.matching.libraries import raised_by
-from app.matching.score import Match, Tally, total
+from app.matching.score import SPECIFICITY_ID, Match, Tally, total
 from app.matching.score_weights import (
     DRAFT_COMPONENT,
     FRAMES_MARGIN,
@@ -330,8 +330,9 @@ def literal_before_helpers(matches: list[Match]) -> list[Match]:
 
 WHOLE = "\x00whole message"  # the key of the templates that match a whole message
 # The key of the templates a cut message agrees with as far as it goes: what it shows is the
-# same message to each, and how much of each template that is (its share) is the
-# template's length, not a clue of the paste.
+# same message to each, and how much of each template that is (its share, and the literal
+# characters it covers: one template's `.` after the value where another has none) is the
+# template's, not a clue of the paste.
 CUT = "\x00cut message"
 CUT_COMPONENT = "message.cut"
 # The key of the templates a message is a near copy of (markdown or other words around or
@@ -367,7 +368,7 @@ def same_message(matches: list[Match], candidates: dict[str, Candidate]) -> list
         message = WHOLE if match.message_points >= FULL_MESSAGE else candidate.template
         not_clues = _NOT_CLUES
         if match.components and match.components[0].id == CUT_COMPONENT:
-            message, not_clues = CUT, _NOT_CLUES | {CUT_COMPONENT}
+            message, not_clues = CUT, _NOT_CLUES | {CUT_COMPONENT, SPECIFICITY_ID}
         elif match.components and match.components[0].id == NEAR_COMPONENT:
             message = NEAR  # its points, in the key's total, count the words changed
         key = (

@@ -331,11 +331,14 @@ def generic_component(literal_characters: int) -> Component:
     return Component("message.generic", GENERIC_TEMPLATE, hint)
 
 
+SPECIFICITY_ID = "message.specificity"
+
+
 def specificity_component(literal_characters: int) -> Component:
     """Points for how much fixed text the pattern holds: a generic template says little."""
     points = min(SPECIFICITY_MAX, literal_characters / SPECIFICITY_PER_POINT)
     hint = f"the pattern holds {literal_characters} literal characters"
-    return Component("message.specificity", points, hint)
+    return Component(SPECIFICITY_ID, points, hint)
 
 
 def said(component: Component) -> Tally:
