@@ -159,3 +159,52 @@ def test_a_helper_raising_any_message_never_beats_the_record_of_its_text(
         assert all(m.score < top.score for m in helper)
         helpers += helper
     assert [m.record.error_message for m in helpers] == ["{message}"]  # found by its line
+
+
+def test_a_message_imported_from_another_module_is_the_sites_message() -> None:
+    """vLLM 0.6 keeps its encoder/decoder refusals as constants of `vllm/utils.py`, each also
+    in a dict by name, and `vllm/worker/utils.py` raises them by the dict's key or by name:
+    each raise site gets the constant's message. A name two modules bind to different
+    messages, and a key the dict lacks, stay dynamic."""
+    constants = extract_module(
+        dedent(
+            """
+            STR_NOT_IMPL_ENC_DEC_LORA = ("LoRA is currently not currently "
+                                         "supported with encoder/decoder models.")
+            STR_NOT_IMPL_ENC_DEC_PP = "Pipeline parallelism is not supported with {x}."
+            STR_NOT_IMPL_ENC_DEC_ERR_STRS = {
+                "STR_NOT_IMPL_ENC_DEC_LORA": STR_NOT_IMPL_ENC_DEC_LORA,
+                "STR_NOT_IMPL_ENC_DEC_PP": STR_NOT_IMPL_ENC_DEC_PP,
+            }
+            CLASHING = "one message"
+            """
+        ),
+        "vllm/utils.py",
+    )
+    other = extract_module('CLASHING = "another message"\n', "vllm/other.py")
+    worker = extract_module(
+        dedent(
+            """
+            from vllm.utils import STR_NOT_IMPL_ENC_DEC_ERR_STRS, STR_NOT_IMPL_ENC_DEC_PP
+            def assert_enc_dec_mr_supported_scenario(enc_dec_mr):
+                if enc_dec_mr.lora_config is not None:
+                    raise NotImplementedError(
+                        STR_NOT_IMPL_ENC_DEC_ERR_STRS['STR_NOT_IMPL_ENC_DEC_LORA'])
+                if enc_dec_mr.pp > 1:
+                    raise NotImplementedError(STR_NOT_IMPL_ENC_DEC_PP)
+                if enc_dec_mr.x:
+                    raise ValueError(CLASHING)
+                if enc_dec_mr.y:
+                    raise ValueError(STR_NOT_IMPL_ENC_DEC_ERR_STRS['MISSING'])
+            """
+        ),
+        "vllm/worker/utils.py",
+    )
+    sites = resolve_sites(worker, ReleaseMessages([constants, other, worker]))
+    messages = [(site.line, site.message.template if site.message else site.skip) for site in sites]
+    assert messages == [
+        (5, "LoRA is currently not currently supported with encoder/decoder models."),
+        (8, "Pipeline parallelism is not supported with {x}."),
+        (10, SkipReason.DYNAMIC_MESSAGE),
+        (12, SkipReason.DYNAMIC_MESSAGE),
+    ]

@@ -60,14 +60,19 @@ def extract_module(source: str, rel_path: str = "<unknown>") -> ModuleFacts:
     with warnings.catch_warnings():  # upstream's invalid escapes are upstream's to fix
         warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
         tree = ast.parse(source, filename=rel_path)
-    collector = _Collector(rel_path, source, _module_constants(tree.body))
+    constants = _module_constants(tree.body)
+    collector = _Collector(rel_path, source, constants)
     collector.block(tree.body, ChainMap({}), Scope(), Context())
-    return collector.finish()
+    facts = collector.finish()
+    facts.constants = constants
+    return facts
 
 
 def _module_constants(body: list[ast.stmt]) -> dict[str, Parts]:
     """Module-level names bound once to a string message (`ERR = "bad {}"`): functions see
-    them, whatever the order of definitions, since they run after the module is loaded."""
+    them, whatever the order of definitions, since they run after the module is loaded. A
+    dict of such messages by string keys (vLLM 0.6's `STR_NOT_IMPL_ENC_DEC_ERR_STRS`) gives
+    each as `NAME['key']`, which other modules import and raise (app/harvest/resolve.py)."""
     bound: Counter[str] = Counter()
     for statement in body:
         targets = statement.targets if isinstance(statement, ast.Assign) else []
@@ -81,10 +86,24 @@ def _module_constants(body: list[ast.stmt]) -> dict[str, Parts]:
             continue
         target = statement.targets[0]
         if isinstance(target, ast.Name) and bound[target.id] == 1:
+            if isinstance(statement.value, ast.Dict):
+                constants.update(_dict_constants(target.id, statement.value, constants))
+                continue
             parts = parts_of(statement.value, constants)
             if parts is not None:
                 constants[target.id] = parts
     return constants
+
+
+def _dict_constants(name: str, value: ast.Dict, constants: dict[str, Parts]) -> dict[str, Parts]:
+    """The messages of a module-level dict literal, each by `NAME['key']`."""
+    found: dict[str, Parts] = {}
+    for key, item in zip(value.keys, value.values, strict=True):
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            parts = parts_of(item, constants)
+            if parts is not None:
+                found[f"{name}[{key.value!r}]"] = parts
+    return found
 
 
 class _Collector:

@@ -24,9 +24,11 @@ MAX_FACTORY_DEPTH = 4  # factories calling factories, followed this deep
 
 class ReleaseMessages:
     """What resolves a message across the modules of a release, by name: the classes whose
-    `__init__` builds the message (with what each class inherits from its bases), and the
-    module-level raising helpers. A name two definitions share with different messages is
-    left out, since the call cannot say which one it means."""
+    `__init__` builds the message (with what each class inherits from its bases), the
+    module-level raising helpers, and the module-level messages another module imports
+    (`raise NotImplementedError(STR_NOT_IMPL_ENC_DEC_ERR_STRS['STR_NOT_IMPL_ENC_DEC_LORA'])`).
+    A name two definitions share with different messages is left out, since the call cannot
+    say which one it means."""
 
     def __init__(self, modules: list[ModuleFacts]) -> None:
         self.bases: dict[str, tuple[str, ...]] = {}
@@ -41,6 +43,11 @@ class ReleaseMessages:
                     _add_unique(raisers, qualname, factory)
         self._inits = {name: factory for name, factory in inits.items() if factory is not None}
         self.raisers = {name: factory for name, factory in raisers.items() if factory}
+        constants: dict[str, Parts | None] = {}
+        for module in modules:
+            for name, parts in module.constants.items():
+                constants[name] = parts if constants.get(name, parts) == parts else None
+        self.constants = {name: parts for name, parts in constants.items() if parts is not None}
 
     def init_of(self, name: str, depth: int = 0) -> Factory | None:
         """The __init__ message of a class, or of the nearest base that has one."""
@@ -77,6 +84,11 @@ def resolve_sites(facts: ModuleFacts, classes: ReleaseMessages) -> list[RaiseSit
                 error_class, parts = outcome
                 message, skip = tailed_message(parts, keyword_suffix(call))
                 site = replace(site, error_class=error_class, message=message, skip=skip)
+            elif site.skip == SkipReason.DYNAMIC_MESSAGE and (
+                parts := _imported(call, classes.constants)
+            ):
+                message, skip = tailed_message(parts, keyword_suffix(call))
+                site = replace(site, message=message, skip=skip)
         resolved.append(replace(site, call=None, env=None))
     for site in facts.helper_calls:
         if site.call is not None and site.env is not None:
@@ -144,6 +156,22 @@ def _outcome(
     arguments = init.env | _bindings(init, call, env)
     message = init.call.args[init.message_arg]
     return callee, parts_of(message, arguments)
+
+
+def _imported(call: ast.Call, constants: dict[str, Parts]) -> Parts | None:
+    """The message a plain class is given as a name, or a dict's entry by a string key, that
+    no local binds: another module's constant."""
+    argument = call.args[0] if call.args else None
+    if isinstance(argument, ast.Name):
+        return constants.get(argument.id)
+    if (
+        isinstance(argument, ast.Subscript)
+        and isinstance(argument.value, ast.Name)
+        and isinstance(argument.slice, ast.Constant)
+        and isinstance(argument.slice.value, str)
+    ):
+        return constants.get(f"{argument.value.id}[{argument.slice.value!r}]")
+    return None
 
 
 def _class_like(callee: str) -> bool:

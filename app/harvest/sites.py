@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from app.harvest.message_pieces import Env
+from app.harvest.message_pieces import Env, Parts
 
 UNKNOWN_CLASS = "Exception"  # what a draft names when only run time decides the class
 LOG_KINDS = frozenset({"log", "warning"})  # sites that log or warn rather than raise
@@ -156,5 +156,7 @@ class ModuleFacts:
     bare_asserts: list[RaiseSite] = field(default_factory=list)  # `assert cond` alone
     log_sites: list[RaiseSite] = field(default_factory=list)  # logger and warnings calls
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> base names
+    # module-level messages by name (`ERR = "..."`), and a dict's by `NAME['key']`
+    constants: dict[str, Parts] = field(default_factory=dict)
     functions: list[tuple[int, int, str]] = field(default_factory=list)  # first, last, name
     tries: list[TryBlock] = field(default_factory=list)
