@@ -21,8 +21,10 @@ from app.records.site_keys import called_helper, message_template, raising_funct
 
 # The standard library's files (`/usr/lib/python3.10/runpy.py`, `C:\Python39\lib\x.py`):
 # where a worker's exception is re-raised (multiprocessing, concurrent.futures), not made.
-_MAKES_NEW = re.compile(r"raise [\w.]+\(")
 _STDLIB = re.compile(r"[/\\]lib[/\\](?:python[0-9.]*[/\\])?[\w.]+(?:[/\\][\w.]+)*$", re.IGNORECASE)
+# A frame's source line that makes a new exception there (`raise AttributeError(f"...")`),
+# not one that passes on another (`raise`, `raise e`).
+_MAKES_NEW = re.compile(r"raise [\w.]+\(")
 
 
 @dataclass(frozen=True, slots=True)
