@@ -60,12 +60,9 @@ def extract_module(source: str, rel_path: str = "<unknown>") -> ModuleFacts:
     with warnings.catch_warnings():  # upstream's invalid escapes are upstream's to fix
         warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
         tree = ast.parse(source, filename=rel_path)
-    constants = _module_constants(tree.body)
-    collector = _Collector(rel_path, source, constants)
+    collector = _Collector(rel_path, source, _module_constants(tree.body))
     collector.block(tree.body, ChainMap({}), Scope(), Context())
-    facts = collector.finish()
-    facts.constants = constants
-    return facts
+    return collector.finish()
 
 
 def _module_constants(body: list[ast.stmt]) -> dict[str, Parts]:
@@ -111,7 +108,7 @@ class _Collector:
     and handlers for each raise site, and what resolves messages built elsewhere."""
 
     def __init__(self, file_path: str, source: str, constants: dict[str, Parts]) -> None:
-        self.facts = ModuleFacts(file_path, source)
+        self.facts = ModuleFacts(file_path, source, constants=constants)
         self.constants = constants
         self._returns: dict[str, list[tuple[ast.Call, Env]]] = {}
         self._raises: dict[str, list[tuple[ast.Call, Env]]] = {}

@@ -181,6 +181,13 @@ class CleanLine:
         return self.offset(begin), self.offset(stop - 1) + 1
 
 
+def continues_at_margin(line: CleanLine, after: CleanLine) -> bool:
+    """Whether ``after`` may carry on ``line`` as a terminal wrapped it: the line has a log
+    prefix, and the next has none and begins at the margin (a frame's or a source line is
+    indented)."""
+    return bool(line.prefix) and not after.prefix and after.text[:1] not in ("", " ", "\t")
+
+
 def clean_lines(text: str) -> list[CleanLine]:
     """Split a paste into clean lines, one per line of the original.
 

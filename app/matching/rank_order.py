@@ -114,8 +114,9 @@ def callers_below_likely(
     exceptions: Sequence[ParsedException],
 ) -> None:
     """Below LIKELY, every record of a raise whose exception the innermost frame made in
-    another project's or a library's file (`raised_below`): a frame in the record's file
-    only called into that code, so its words there are a likeness, not the site."""
+    another file, a library's or the same project's (`raised_below`): a frame in the
+    record's file only called into that code, so its words there are a likeness, not the
+    site."""
     for match in matches:
         if match.score < LIKELY or match.exception_index is None or candidates[match.id].logged:
             continue

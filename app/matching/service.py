@@ -22,7 +22,7 @@ from app.matching.candidate import Candidate, candidate_from, path_suffixes, rai
 from app.matching.index import PatternIndex
 from app.matching.kernel_assertions import KernelAssertion, kernel_assertions, kernel_record
 from app.matching.line_hit import LineHit
-from app.matching.logtext import CleanLine, clean_lines, line_level
+from app.matching.logtext import CleanLine, clean_lines, continues_at_margin, line_level
 from app.matching.matcher import Matcher, RaiseSites
 from app.matching.origin import log_repos, log_versions
 from app.matching.partial import second_chance, unquoted
@@ -88,8 +88,7 @@ def _wrapped_log_lines(lines: Sequence[CleanLine]) -> list[str]:
     for line, after in pairwise(lines):
         if len(joined) >= 2 * MAX_WRAPPED_LINES:
             break
-        wrapped = after.text[:1] not in ("", " ", "\t")  # a frame's line is indented
-        if line.prefix and not after.prefix and wrapped and line.text.strip():
+        if continues_at_margin(line, after) and line.text.strip():
             head, tail = line.text.rstrip(), after.text.strip()
             joined += [head + tail, f"{head} {tail}"]
     return joined

@@ -5,7 +5,7 @@ on its line it is a dialect of its own (`read`)."""
 import re
 from collections.abc import Sequence
 
-from app.matching.logtext import CleanLine
+from app.matching.logtext import CleanLine, continues_at_margin
 from app.matching.tracebacks.model import Draft, Frame
 from app.matching.tracebacks.names import Head, exception_head
 from app.matching.tracebacks.rows import CHAIN_SEPARATORS, HEADER, Row, frame_match
@@ -169,10 +169,8 @@ def wrap_remnant(line: CleanLine, after: CleanLine) -> bool:
     needed, ...`), and is no name alone, nor a name and a colon, nor a traceback's header.
     It is read in the line's stream."""
     return (
-        bool(line.prefix)
+        continues_at_margin(line, after)
         and len(line.prefix) + line.end - line.start >= MIN_WRAP_WIDTH
-        and not after.prefix
-        and after.text[:1] not in ("", " ", "\t")
         and _NAME_OR_HEAD.match(after.text) is None
         and not after.text.startswith(HEADER[:_MIN_HEADER_START])
     )
