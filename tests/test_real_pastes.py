@@ -52,7 +52,13 @@ from app.exception_classes import relation
 from app.harvest import native
 from app.records.site_keys import short_class
 from tests.helpers import accuracy
-from tests.helpers.real_pastes import HELDOUT_DIR, TOP, assert_well_formed, load_cases
+from tests.helpers.real_pastes import (
+    HELDOUT_DIR,
+    TOP,
+    assert_well_formed,
+    load_cases,
+    load_errata,
+)
 
 # The store harvests releases downloaded from the package index.
 pytestmark = pytest.mark.network
@@ -190,6 +196,24 @@ def test_every_heldout_case_is_well_formed_and_from_a_thread_the_dev_set_has_not
         assert case["source"] not in dev_sources, name
     assert not set(KNOWN_MISSES) & set(cases)
     assert len({case["source"] for case in cases.values()}) == len(cases)
+
+
+def test_every_erratum_corrects_a_held_out_label_as_its_file_has_it() -> None:
+    """A correction names cases that exist, the label's value in their files (so a case
+    edited since, or a correction of the wrong case, fails), a new value and its evidence;
+    the measure reads the corrected value."""
+    files = {path.name: json.loads(path.read_text()) for path in HELDOUT_DIR.glob("*.json")}
+    corrected = load_cases(HELDOUT_DIR)
+    errata = load_errata()
+    assert errata
+    for correction in errata:
+        assert set(correction) == {"cases", "key", "was", "is", "evidence"}, correction
+        assert correction["is"] != correction["was"]
+        assert len(correction["evidence"]) > 100
+        for name in correction["cases"]:
+            assert files[name][correction["key"]] == correction["was"], name
+            assert corrected[name][correction["key"]] == correction["is"], name
+            assert_well_formed(name, corrected[name], number_prefix="h")
 
 
 def test_a_message_cut_inside_a_value_agrees_with_its_pattern() -> None:

@@ -16,12 +16,29 @@ HELDOUT_DIR = CASES_DIR / "heldout"
 TOP = 3  # the answers a case is asked for: top-1 and top-3 are judged on them
 
 
+ERRATA = HELDOUT_DIR / "errata.jsonl"
+
+
 def load_cases(folder: Path = CASES_DIR) -> dict[str, dict[str, Any]]:
-    """Every case of one set (the dev set unless `folder` is HELDOUT_DIR), by file name."""
-    return {
+    """Every case of one set (the dev set unless `folder` is HELDOUT_DIR), by file name, with
+    the set's errata applied."""
+    cases = {
         path.name: json.loads(path.read_text(encoding="utf-8"))
         for path in sorted(folder.glob("*.json"))
     }
+    errata = folder / ERRATA.name
+    for correction in load_errata(errata) if errata.is_file() else []:
+        for name in correction["cases"]:
+            cases[name] = cases[name] | {correction["key"]: correction["is"]}
+    return cases
+
+
+def load_errata(path: Path = ERRATA) -> list[dict[str, Any]]:
+    """A set's corrections of labels its cases' own release files show wrong, one JSON line
+    each: `cases`, the `key` corrected, what it `was`, what it `is`, and the `evidence`. A held-
+    out case is never edited (heldout/README.md), so the correction lies beside it, checked
+    against the file's value."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def case(name: str) -> dict[str, Any]:
