@@ -1,7 +1,8 @@
 """Real pastes copied verbatim from public issue threads (tests/fixtures/real_pastes), posted
 as they are to /api/match over the accuracy tests' store (the current vLLM, SGLang and torch
 and two older vLLM releases) and the older releases the pastes come from (the last patch of
-every vLLM minor back to 0.2, and of the SGLang releases the cases name: accuracy.OLDER).
+every vLLM minor back to 0.2, of the SGLang releases the cases name and of every torch 2
+minor: accuracy.OLDER).
 
 The project's other corpora are errors triggered here and reshaped by known transforms;
 people paste something else (older releases, wrappers, log prefixes, cut messages), so this

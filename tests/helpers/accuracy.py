@@ -22,6 +22,7 @@ from app.main import create_app
 from app.records import service as records
 from app.store.engine import unit_of_work
 from app.upstreams.base import releases
+from app.upstreams import torch as torch_project
 from app.upstreams.release_cache import UNPACKED_DIR
 from tests.helpers.releases import RELEASES
 
@@ -116,11 +117,13 @@ OLDER = (
         "0.5.12.post1 0.5.5.post3 0.5.3.post3 0.5.1.post3 0.4.9.post6 0.4.6.post5 0.4.3.post4 "
         "0.4.0.post2 0.3.6.post3 0.2.15 0.1.26 0.1.17",
     ),
+    *torch_project.PROJECT.older_releases,
 )
 """The older releases real pastes come from, added to HARVESTED for the real-paste measure:
-the last patch of every vLLM minor before 0.12 (back to 0.2, 2023), and of the SGLang
-releases the cases name and of every SGLang minor before 0.4 (0.1 to 0.3, 2024). Each is one
-of the default serve's older releases."""
+the last patch of every vLLM minor before 0.12 (back to 0.2, 2023), of the SGLang releases
+the cases name and of every SGLang minor before 0.4 (0.1 to 0.3, 2024), and of every torch 2
+minor (2.0 to 2.12, 2023-2026: each one's Python from its macOS wheel, its compiled messages
+from its Linux CUDA wheel's libraries). Each is one of the default serve's older releases."""
 
 
 @dataclass
