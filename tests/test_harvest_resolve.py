@@ -208,3 +208,34 @@ def test_a_message_imported_from_another_module_is_the_sites_message() -> None:
         (10, SkipReason.DYNAMIC_MESSAGE),
         (12, SkipReason.DYNAMIC_MESSAGE),
     ]
+
+
+def test_a_helper_raising_the_class_its_caller_passes_raises_that_class() -> None:
+    """torch DDP's `_log_and_throw(self, err_type, err_msg)` logs, then `raise
+    err_type(err_msg)`: each call raises the class it passes (RuntimeError, ValueError), not
+    a class named `err_type`; a call that passes no class name raises a class only run time
+    knows."""
+    module = extract_module(
+        dedent(
+            """
+            class DistributedDataParallel:
+                def _log_and_throw(self, err_type, err_msg):
+                    self.logger.set_error_and_log(f"{str(err_type)}: {err_msg}")
+                    raise err_type(err_msg)
+                def __init__(self, module, kind):
+                    if not any(p.requires_grad for p in module.parameters()):
+                        self._log_and_throw(RuntimeError, "DDP is not needed without a grad")
+                    self._log_and_throw(err_msg="device_ids must be one", err_type=ValueError)
+                    self._log_and_throw(kind, "a class run time picks")
+            """
+        ),
+        "torch/nn/parallel/distributed.py",
+    )
+    calls = [
+        site for site in resolve_sites(module, ReleaseMessages([module])) if site.kind == "call"
+    ]
+    assert [(site.line, site.error_class) for site in calls] == [
+        (8, "RuntimeError"),
+        (9, "ValueError"),
+        (10, "Exception"),
+    ]

@@ -125,7 +125,24 @@ def _helper_raise(
         return None
     parts = parts_of(raiser.call.args[0], raiser.env | _bindings(raiser, call, env))
     message, _ = parts_message(parts)
-    return None if message is None else (ast.unparse(raiser.call.func), message)
+    return None if message is None else (_raised_class(raiser, call), message)
+
+
+def _raised_class(raiser: Factory, call: ast.Call) -> str:
+    """The class a raising helper raises: the one it names, or, where it raises the class
+    its caller passes (torch DDP's `_log_and_throw(self, err_type, err_msg)`: `raise
+    err_type(err_msg)`), the class the call passes; UNKNOWN_CLASS when that is no class name."""
+    raised = ast.unparse(raiser.call.func)
+    if raised not in raiser.params:
+        return raised
+    position = raiser.params.index(raised)
+    passed = [keyword.value for keyword in call.keywords if keyword.arg == raised]
+    positional = call.args[: position + 1]
+    if not passed and len(positional) > position:
+        if not any(isinstance(argument, ast.Starred) for argument in positional):
+            passed = [positional[position]]
+    names = [ast.unparse(argument) for argument in passed]
+    return names[0] if names and _class_like(names[0]) else UNKNOWN_CLASS
 
 
 def _outcome(
