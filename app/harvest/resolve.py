@@ -138,9 +138,9 @@ def _raised_class(raiser: Factory, call: ast.Call) -> str:
     position = raiser.params.index(raised)
     passed = [keyword.value for keyword in call.keywords if keyword.arg == raised]
     positional = call.args[: position + 1]
-    if not passed and len(positional) > position:
-        if not any(isinstance(argument, ast.Starred) for argument in positional):
-            passed = [positional[position]]
+    starred = any(isinstance(argument, ast.Starred) for argument in positional)
+    if not passed and len(positional) > position and not starred:
+        passed = [positional[position]]
     names = [ast.unparse(argument) for argument in passed]
     return names[0] if names and _class_like(names[0]) else UNKNOWN_CLASS
 

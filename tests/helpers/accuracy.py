@@ -21,8 +21,8 @@ from app.harvest import drafts
 from app.main import create_app
 from app.records import service as records
 from app.store.engine import unit_of_work
-from app.upstreams.base import releases
 from app.upstreams import torch as torch_project
+from app.upstreams.base import releases
 from app.upstreams.release_cache import UNPACKED_DIR
 from tests.helpers.releases import RELEASES
 
