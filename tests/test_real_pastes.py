@@ -235,12 +235,16 @@ def test_a_message_cut_inside_a_value_agrees_with_its_pattern() -> None:
 
 
 def test_an_http_clients_status_class_names_no_class_of_the_server() -> None:
-    """openai's `BadRequestError` is the response's status (any class of the site is right);
-    the same name outside an HTTP client's paste, or a server's class, is a class."""
+    """openai's `BadRequestError` is the response's status, and `ERROR` the level the client's
+    logger printed it at (any class of the site is right); the same names outside an HTTP
+    client's paste, or a server's class, are a class."""
     through_openai = {"wrapper": "openai", "exceptionClass": "openai.BadRequestError"}
     assert _http_status_class(through_openai)
     assert not _http_status_class({**through_openai, "wrapper": None})
     assert not _http_status_class({**through_openai, "exceptionClass": "ValueError"})
+    logged = {"wrapper": "openai", "exceptionClass": "ERROR", "logged": True}
+    assert _http_status_class(logged)
+    assert not _http_status_class({**logged, "wrapper": None})
 
 
 @dataclass
@@ -380,9 +384,12 @@ def _python_class(pasted: str) -> str:
 
 def _http_status_class(case: dict[str, Any]) -> bool:
     """Whether the class the paste names is an HTTP client's name for the response's status
-    (openai's `BadRequestError` for a 400): the server's class behind it (vLLM's
-    `VLLMValidationError`, a `ValueError` before) is not in the paste."""
-    return case["wrapper"] in HTTP_CLIENTS and short_class(case["exceptionClass"]) in HTTP_STATUS
+    (openai's `BadRequestError` for a 400), or the level the client's own logger printed the
+    response at (`ERROR`): the server's class behind it (vLLM's `VLLMValidationError`, a
+    `ValueError` before) is not in the paste."""
+    if case["wrapper"] not in HTTP_CLIENTS:
+        return False
+    return short_class(case["exceptionClass"]) in HTTP_STATUS or bool(case.get("logged"))
 
 
 def _class_unknown(record: dict[str, Any]) -> bool:
