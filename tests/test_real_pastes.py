@@ -49,7 +49,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import PROJECT_ROOT
-from app.exception_classes import relation
+from app.exception_classes import class_graph_of, relation
 from app.harvest import native
 from app.records.site_keys import short_class
 from tests.helpers import accuracy
@@ -234,6 +234,17 @@ def test_a_message_cut_inside_a_value_agrees_with_its_pattern() -> None:
     assert not agrees(r"(?P<e>(?s:.+?))" + advice, title)
 
 
+def test_a_cpp_class_a_paste_names_is_judged_as_the_python_class_torch_binds_it_to() -> None:
+    """A watchdog's log names torch's C++ base class (`c10::Error`, bound to RuntimeError);
+    the record of torch's CUDA check raises its refinement since 2.8 (AcceleratorError), a
+    subclass of RuntimeError in torch's bindings: the same class, refined since."""
+    pasted = short_class(_python_class("c10::Error"))
+    assert pasted == "RuntimeError"
+    graph = class_graph_of([])  # torch's native classes, which no Python source declares
+    assert relation(pasted, "AcceleratorError", graph) == "superclass"
+    assert relation(short_class("c10::Error"), "AcceleratorError", graph) is None
+
+
 def test_an_http_clients_status_class_names_no_class_of_the_server() -> None:
     """openai's `BadRequestError` is the response's status, and `ERROR` the level the client's
     logger printed it at (any class of the site is right); the same names outside an HTTP
@@ -287,7 +298,8 @@ class Judge:
             pasted = record["errorClass"]
         if short_class(pasted) == "ValidationError" and "Value error, " in case["paste"]:
             pasted = "ValueError"  # pydantic's report of the ValueError a validator raised
-        same_class = short_class(record["errorClass"]) == short_class(_python_class(pasted))
+        pasted = _python_class(pasted)  # refined since, as the Python class is
+        same_class = short_class(record["errorClass"]) == short_class(pasted)
         renamed = any(RENAMED_CLASS.match(r) for r in match["reasons"])
         # vLLM's `raise type(err)(f"Error in model execution: {err}")`: its record cannot
         # name the class, which is the error it wraps
