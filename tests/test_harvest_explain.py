@@ -494,7 +494,24 @@ def test_an_older_release_keeps_the_explanation_of_a_site_no_newer_release_raise
     explained = {"settings": [], "advice": [], "trigger": None, "source": {}}
     location = replace(_location("0.1.0"), context={"guard": "n > limit", "explanation": explained})
     assert location.slim().context == {"guard": "n > limit"}
-    assert location.slim(keep_explanation=True).context == {
+    assert location.slim(newest=True).context == {
         "guard": "n > limit",
         "explanation": explained,
     }
+
+
+def test_the_newest_location_of_a_compiled_literal_keeps_where_it_was_compiled_from() -> None:
+    """torch 2.1's "The server socket has failed to listen on any local network address."
+    is in its libtorch_cpu.so and in no newer release: the record's only place is that
+    location's source file (socket.cpp), which an older location of a newer site drops."""
+    compiled = {
+        "library": "torch/lib/libtorch_cpu.so",
+        "sourceFile": "torch/csrc/distributed/c10d/socket.cpp",
+        "sourceLine": None,
+    }
+    location = replace(_location("2.1.2"), context=compiled)
+    assert location.slim(newest=True).context == {
+        "library": "torch/lib/libtorch_cpu.so",
+        "sourceFile": "torch/csrc/distributed/c10d/socket.cpp",
+    }
+    assert location.slim().context is None

@@ -406,7 +406,7 @@ def _store_batch(
     if newer is not None:  # forty releases must not make the store forty times larger
         new_here = set(fresh_ids)  # sites no newer release raises: this one explains them
         located = {
-            record_id: location.slim(keep_explanation=record_id in new_here)
+            record_id: location.slim(newest=record_id in new_here)
             for record_id, location in located.items()
         }
     locations.put_release(session, release.label, located)

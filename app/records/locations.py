@@ -25,6 +25,8 @@ from app.records.site_keys import raising_function, release_order
 from app.store.tables import DriftCheck, Record, RecordAlias, RecordLocation, ReproducerRun
 
 REVIEWED, DRAFT = "reviewed", "draft"
+# What the newest location of a site keeps of its code context beside the guard.
+NEWEST_CONTEXT = ("explanation", "library", "sourceFile", "sourceLine")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,16 +69,16 @@ class Location:
             context=context,
         )
 
-    def slim(self, keep_explanation: bool = False) -> "Location":
+    def slim(self, newest: bool = False) -> "Location":
         """Where the site is, without its source excerpt and code context: what an older
         release's location keeps, since the record shows the newest. The guard stays (one
-        line): comparing it across releases tells when the check itself changed. The
-        explanation stays too where no newer release raises the site (`keep_explanation`):
-        this location is then the record's newest."""
+        line): comparing it across releases tells when the check itself changed. Where no
+        newer release raises the site (`newest`), this location is the record's newest: its
+        explanation stays too, and so does where a compiled library's literal was compiled
+        from (its library, source file and line: the only place the record has)."""
         context = self.context or {}
-        kept = {key: context[key] for key in ("guard", "explanation") if context.get(key)}
-        if not keep_explanation:
-            kept.pop("explanation", None)
+        wanted = ("guard", *NEWEST_CONTEXT) if newest else ("guard",)
+        kept = {key: context[key] for key in wanted if context.get(key)}
         return replace(
             self,
             source_code=None,
