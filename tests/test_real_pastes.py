@@ -125,7 +125,8 @@ WRAPS_ANOTHER = (
 PYTHON_TWIN = (
     "a native check whose words a Python site of torch also raises (a meta registration's"
     " `output with shape ... doesn't match the broadcast shape`, a reference's `\"{name}\" not"
-    " implemented for '{dtype}'`): with no frames, the Python record comes first"
+    " implemented for '{dtype}'`, an older torch's prim `Sizes of tensors must match except in"
+    " dimension ...`): with no frames, the Python record comes first"
 )
 PROSE_BEFORE_CLASS = (
     "a title with words between its tag and the class (`[Bug]: vllm 0.11.0 RuntimeError: ...`)"
@@ -153,12 +154,12 @@ KNOWN_MISSES: dict[str, str] = {
     "torch-012-default-pg-not-initialized-backticks.json": CLASS_CHANGED,
     "torch-013-default-pg-not-initialized-lowercase.json": CLASS_CHANGED,
     "torch-070-dynamo-torchruntimeerror-from-user-code.json": NO_FILE,
-    "torch-088-watchdog-terminated-unspecified-launch-failure-cut.json": NO_FILE,
     "vllm-196-cublas-execution-failed-cublaslt-title-cut.json": OTHER_CALL,
     "vllm-209-mat1-mat2-worker-failed-with-error-enginecore-log.json": WRAPS_ANOTHER,
     "sglang-103-client-socket-timeout-tcpstore-retry-slurm-frames.json": WRAPS_ANOTHER,
     "sglang-098-output-shape-broadcast-gemma-mtp-hicache-title.json": PYTHON_TWIN,
     "torch-093-layernormkernelimpl-half-onediff-headerless.json": PYTHON_TWIN,
+    "vllm-208-sizes-of-tensors-cat-internvl-26b-title.json": PYTHON_TWIN,
     "vllm-201-size-of-tensor-title-cut-0-11-0.json": PROSE_BEFORE_CLASS,
 }
 """Case file -> why errkb misses it today (top-1). Shrink it as matching improves."""
