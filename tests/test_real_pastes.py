@@ -154,6 +154,7 @@ KNOWN_MISSES: dict[str, str] = {
     "torch-012-default-pg-not-initialized-backticks.json": CLASS_CHANGED,
     "torch-013-default-pg-not-initialized-lowercase.json": CLASS_CHANGED,
     "torch-070-dynamo-torchruntimeerror-from-user-code.json": NO_FILE,
+    "torch-088-watchdog-terminated-unspecified-launch-failure-cut.json": NO_FILE,
     "vllm-196-cublas-execution-failed-cublaslt-title-cut.json": OTHER_CALL,
     "vllm-209-mat1-mat2-worker-failed-with-error-enginecore-log.json": WRAPS_ANOTHER,
     "sglang-103-client-socket-timeout-tcpstore-retry-slurm-frames.json": WRAPS_ANOTHER,
