@@ -136,13 +136,13 @@ def _raised_class(raiser: Factory, call: ast.Call) -> str:
     if raised not in raiser.params:
         return raised
     position = raiser.params.index(raised)
-    passed = [keyword.value for keyword in call.keywords if keyword.arg == raised]
+    passed = next((keyword.value for keyword in call.keywords if keyword.arg == raised), None)
     positional = call.args[: position + 1]
-    starred = any(isinstance(argument, ast.Starred) for argument in positional)
-    if not passed and len(positional) > position and not starred:
-        passed = [positional[position]]
-    names = [ast.unparse(argument) for argument in passed]
-    return names[0] if names and _class_like(names[0]) else UNKNOWN_CLASS
+    if passed is None and len(positional) > position:
+        starred = any(isinstance(argument, ast.Starred) for argument in positional)
+        passed = None if starred else positional[position]
+    name = "" if passed is None else ast.unparse(passed)
+    return name if _class_like(name) else UNKNOWN_CLASS
 
 
 def _outcome(
