@@ -70,6 +70,10 @@ KNOWN_PREFIXES = [
     ),
     ("vllm-1  | boom", "boom", "vllm-1"),
     ("project_sglang_1 | boom", "boom", "project_sglang_1"),
+    # a compose service's own container_name, without compose's index
+    ("gemma-vllm-server  | boom", "boom", "gemma-vllm-server"),
+    ("sglang  | boom", "boom", "sglang"),
+    ("ERROR | boom", "boom", ""),  # a level, not a container
     ("Aug 19 18:34:30 gpu-host vllm[8707]: boom", "boom", "vllm[8707]"),
     ("Dec  1 08:04:30 host python3[12]: boom", "boom", "python3[12]"),
     ("2026-08-19T18:34:30+0000 gpu-host vllm[8707]: boom", "boom", "vllm[8707]"),

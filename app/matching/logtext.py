@@ -80,8 +80,14 @@ _PREFIXES = (
         rf"(?:{_MONTH} [ 0-9][0-9] {_TIME}|{_DATE_TIME}) [\w.\-]{{1,64}} "
         r"(?P<tag>[\w.\-/@]{1,64}\[[0-9]{1,10}\]): ?"
     ),
-    # docker compose: "vllm-1  | ", "project_sglang_1 | "; the container is a stream.
-    re.compile(r"(?P<tag>[A-Za-z0-9][\w.\-]{0,63}[-_][0-9]{1,4}) {1,32}\| ?"),
+    # docker compose: "vllm-1  | ", "project_sglang_1 | ", or a service's own container_name,
+    # padded as compose pads it ("gemma-vllm-server  | ", "sglang  | "); the container is a
+    # stream. A name is a compose name by a dash or underscore in it, or by the padding of at
+    # least two spaces (a message's "value | x" is not one), and never a level ("ERROR | ").
+    re.compile(
+        rf"(?!{_LEVEL} )(?P<tag>[A-Za-z0-9]"
+        r"(?:[\w.]{0,63}[-_][\w.\-]{0,63}|[\w.]{0,63}(?=  ))) {1,32}\| ?"
+    ),
     # A tool relaying a child process's streams: "[training STDERR] ", "[worker stdout] ".
     re.compile(r"\[(?P<tag>[\w.\-]{1,32} (?:STDERR|STDOUT|stderr|stdout))\] ?"),
     # A quoted reply in an issue thread or a mail: "> ", "> > ".
