@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.harvest import drafts
 from app.main import create_app
 from app.matching.logtext import clean_lines
 from app.matching.statements import StatementRecords, interpreter_error
@@ -141,3 +142,53 @@ def test_without_the_release_cache_nothing_is_made_up(
 ) -> None:
     client = make_client()
     assert client.post("/api/match", json={"text": PASTE}).json()["matches"] == []
+
+
+ASSERTING = [
+    "def load_weights(self, weights):",
+    "    params_dict = dict(self.named_parameters())",
+    "    for name, loaded_weight in weights:",
+    "        param = params_dict[name]",
+    "        assert param.shape == loaded_weight.shape",
+    "        param.load(loaded_weight)",
+]
+BARE_ASSERT = """Traceback (most recent call last):
+  File "/usr/lib/python3.10/site-packages/vllm/worker/model_runner.py", line 12, in load_model
+    self.model = get_model(self.model_config)
+  File "/opt/vllm/model_executor/models/qwen2.py", line 65, in load_weights
+    assert param.shape == loaded_weight.shape
+AssertionError
+"""
+
+
+def test_a_bare_assert_whose_line_moved_is_answered_by_the_harvested_assert(
+    tmp_path: Path,
+) -> None:
+    """The paste's release is not harvested: its `assert` at line 65 is line 5 of the same
+    function in a harvested release, whose harvested record of that assert answers it; the
+    same text in another function is not it."""
+    cache = tmp_path / "cache"
+    root = cache / "unpacked" / "vllm-0.7.3"
+    (root / MODULE).parent.mkdir(parents=True)
+    (root / MODULE).write_text("\n".join(ASSERTING) + "\n")
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'errkb.db'}", cache_dir=cache, older_releases=[]
+    )
+    engine = open_store(settings)
+    release = drafts.Release(NEW, root, "vllm", "vllm-project/vllm", "v0.7.3", "", NEW)
+    with unit_of_work(engine) as session:
+        drafts.harvest_release(session, release)
+        session.merge(DatasetState(key=f"harvested:{NEW}", value="2026-12-01T00:00:00"))
+        records.bump_dataset_version(session)
+    client = TestClient(create_app(settings))
+    matches = client.post("/api/match", json={"text": BARE_ASSERT}).json()["matches"]
+    assert matches, "the moved assert answers"
+    first = matches[0]["record"]
+    assert (first["errorClass"], first["filePath"], first["lineNumber"]) == (
+        "AssertionError",
+        MODULE,
+        5,
+    )
+    assert any(part["id"] == "site.raised-here-dynamic" for part in matches[0]["components"])
+    elsewhere = BARE_ASSERT.replace("in load_weights", "in forward")
+    assert client.post("/api/match", json={"text": elsewhere}).json()["matches"] == []

@@ -48,6 +48,15 @@ mebibyte of newlines would take seconds, and real logs of a mebibyte have a few 
 lines than this (`bench/bench_hostile.py --sections pastes`)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """A raising statement in a harvested release: its file, its line there, the releases."""
+
+    file_path: str
+    line: int
+    releases: tuple[str, ...]
+
+
 class _Regions:
     """Which exception (and whether its message) an original-text offset falls in."""
 
@@ -107,6 +116,10 @@ CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
 StatementLookup = Callable[[ParsedException, Mapping[str, str]], Candidate | None]
 """The record of the statement at an exception's innermost frame, given the releases the
 paste names (app.matching.statements), as its ranking view."""
+MovedLookup = Callable[[ParsedException, Mapping[str, str]], "Moved | None"]
+"""Where the `raise` or `assert` of an exception's innermost frame is in a harvested release
+whose line moved since the paste's, given the releases the paste names
+(app.matching.statements, with `raising`)."""
 KernelLookup = Callable[[KernelAssertion, str], Candidate]
 """The record of a kernel's failed check, raised to Python in the given class
 (app.matching.kernel_assertions), as its ranking view."""
@@ -120,12 +133,15 @@ def find_matches(
     graph: ClassGraph | None = None,
     statement: StatementLookup | None = None,
     kernel: KernelLookup | None = None,
+    moved: MovedLookup | None = None,
 ) -> tuple[list[ParsedException], list[Match]]:
     """The exceptions of `text` and every record whose pattern hit it, or whose raise site
     is an exception's innermost frame (`sites`), or, for an error the interpreter raised
     where no raise site is, the record of the statement there (`statement`), or, for a
     kernel's failed check no record's pattern explains, the record of the check (`kernel`),
-    best first.
+    best first. Where no record raises at an innermost frame's `raise` or `assert` line (the
+    paste's release is not harvested), the record of that statement where a harvested release
+    has it (`moved`) is raised there: a bare `AssertionError` names its site by that alone.
 
     `lookup` turns the ids of the records that hit into their ranking view; the store
     gives them for the service, a record file for a reproducer checking its own error.
@@ -167,17 +183,28 @@ def find_matches(
         if not on_message:
             exception_index, on_message = regions.at(line.offset(begin))
         hits.append(LineHit(hit.key, exception_index, line.text, on_message))
+    versions = log_versions(lines)
     raised_at = _raised_at(exceptions, sites or {})
+    moves = _moved_raises(exceptions, raised_at, sites or {}, moved, versions)
     wanted = {hit.record_id for hit in hits} | {record_id for record_id, _ in raised_at}
-    found = lookup(wanted)
+    found = lookup(wanted | {record_id for record_id, _, _ in moves})
+    raised_at += [
+        (record_id, exception_index)
+        for record_id, exception_index, where in moves
+        if (candidate := found.get(record_id)) is not None
+        and candidate.file_path == where.file_path
+        and where.line in candidate.lines
+        and not candidate.releases.isdisjoint(where.releases)
+    ]
 
     def elsewhere(record_id: str, exception: ParsedException) -> bool:
         candidate = found.get(record_id)
         return candidate is not None and raised_elsewhere(candidate, exception)
 
     partials = second_chance(index, exceptions, hits, len(text.rstrip()), elsewhere)
-    candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
-    versions = log_versions(lines)
+    candidates = lookup(
+        wanted | {record_id for record_id, _ in raised_at} | {p[0] for p in partials}
+    )
     statements = []
     raised = {exception_index for _, exception_index in raised_at}
     for exception in exceptions:
@@ -234,6 +261,33 @@ def _raised_at(exceptions: Sequence[ParsedException], sites: RaiseSites) -> list
         for record_id, file_path in sites.get((path.rpartition("/")[2], frame.line), ()):
             if path.endswith(path_suffixes(file_path)):
                 found.append((record_id, exception.index))
+    return found
+
+
+def _moved_raises(
+    exceptions: Sequence[ParsedException],
+    raised_at: Sequence[tuple[str, int]],
+    sites: RaiseSites,
+    moved: MovedLookup | None,
+    versions: Mapping[str, str],
+) -> list[tuple[str, int, Moved]]:
+    """(record id, exception index, where) of the records that may raise at the `raise` or
+    `assert` of an innermost frame no record raises at: the ones at the statement's line in a
+    harvested release whose file has it elsewhere (the caller keeps those whose site is there
+    in one of the releases)."""
+    if moved is None:
+        return []
+    raised = {exception_index for _, exception_index in raised_at}
+    found = []
+    for exception in exceptions:
+        if not exception.frames or exception.index in raised:
+            continue
+        where = moved(exception, versions)
+        if where is None:
+            continue
+        for record_id, file_path in sites.get((where.file_path.rpartition("/")[2], where.line), ()):
+            if file_path == where.file_path:
+                found.append((record_id, exception.index, where))
     return found
 
 
@@ -417,19 +471,25 @@ def _match(
         known.update(_known_records(session, version, record_ids - known.keys()))
         return {record_id: item.candidate for record_id, item in known.items()}
 
-    def statement(exception: ParsedException, named: Mapping[str, str]) -> Candidate | None:
-        harvested = dataset_cache.memo.get(
+    def harvested() -> list[str]:
+        return dataset_cache.memo.get(
             session,
             version,
             ("harvested releases",),
             lambda: release_history.harvested_releases(session),
         )
-        stored = matcher.statements.record(exception, harvested, named)
+
+    def statement(exception: ParsedException, named: Mapping[str, str]) -> Candidate | None:
+        stored = matcher.statements.record(exception, harvested(), named)
         item = _known(stored, [])
         if item is None:
             return None
         known[item.summary.id] = item
         return item.candidate
+
+    def moved(exception: ParsedException, named: Mapping[str, str]) -> Moved | None:
+        found = matcher.statements.statement(exception.frames[-1], harvested(), named, raising=True)
+        return None if found is None else Moved(found.file_path, found.line, found.releases)
 
     def kernel(assertion: KernelAssertion, error_class: str) -> Candidate:
         item = _known(matcher.statements.keep(kernel_record(assertion, error_class)), [])
@@ -438,7 +498,14 @@ def _match(
         return item.candidate
 
     exceptions, ranked = find_matches(
-        index, text, lookup, matcher.raise_sites(), matcher.class_graph(), statement, kernel
+        index,
+        text,
+        lookup,
+        matcher.raise_sites(),
+        matcher.class_graph(),
+        statement,
+        kernel,
+        moved,
     )
     truncated = len(ranked) > limit
     matches = []

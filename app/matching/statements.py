@@ -132,13 +132,20 @@ class StatementRecords:
         return record
 
     def statement(
-        self, frame: Frame, harvested: Sequence[str], named: Mapping[str, str]
+        self,
+        frame: Frame,
+        harvested: Sequence[str],
+        named: Mapping[str, str],
+        raising: bool = False,
     ) -> Statement | None:
         """The statement at `frame` in the harvested releases of its project whose file
         holds the frame's source at its line (any statement but a raise, when the paste
-        shows no source); the release the paste names first, then the newest."""
+        shows no source); the release the paste names first, then the newest. With
+        `raising`, the frame's own `raise` or `assert` statement instead (the paste must show
+        it): where it is in a release whose line moved since the paste's, the record of the
+        harvested site there is the one raised."""
         for project, package_path in _package_paths(frame.file):
-            found = self._statement(frame, project, package_path, harvested, named)
+            found = self._statement(frame, project, package_path, harvested, named, raising)
             if found is not None:
                 return found
         return None
@@ -150,6 +157,7 @@ class StatementRecords:
         package_path: str,
         harvested: Sequence[str],
         named: Mapping[str, str],
+        raising: bool,
     ) -> Statement | None:
         wanted = frame.source.strip()
         prefix = project.distribution + "=="
@@ -165,7 +173,7 @@ class StatementRecords:
         fitting: list[tuple[int, str, int, tuple[str, ...]]] = []
         for release in releases:
             lines = self._lines(release, package_path)
-            line = None if lines is None else _statement_line(lines, frame, wanted)
+            line = None if lines is None else _statement_line(lines, frame, wanted, raising)
             if lines is None or line is None:
                 continue
             fitting.append((abs(line - frame.line), release, line, lines))
@@ -198,16 +206,21 @@ class StatementRecords:
         return None if root is None else _read_lines(root / package_path)
 
 
-def _statement_line(lines: Sequence[str], frame: Frame, wanted: str) -> int | None:
+def _statement_line(
+    lines: Sequence[str], frame: Frame, wanted: str, raising: bool = False
+) -> int | None:
     """The line of the frame's statement in a release's file: the frame's own line when it
     holds the frame's source (or any statement but a raise, when the paste shows none),
     else the nearest line within MOVED_LINES that holds the source in the frame's function
-    (the code moved between the paste's release and this one)."""
+    (the code moved between the paste's release and this one). With `raising`, the same
+    for a frame whose source is a `raise` or an `assert`, and for no other."""
+    if raising != bool(_RAISES.match(wanted)):
+        return None
     if 0 < frame.line <= len(lines):
         text = lines[frame.line - 1].strip()
-        if text and not _RAISES.match(text) and (not wanted or text == wanted):
+        if text and (text == wanted or not (wanted or raising or _RAISES.match(text))):
             return frame.line
-    if not wanted or _RAISES.match(wanted):
+    if not wanted:
         return None
     near = [
         number
