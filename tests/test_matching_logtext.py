@@ -44,6 +44,15 @@ KNOWN_PREFIXES = [
     ("2026-08-14T12:00:01.123456789Z stderr F boom", "boom", ""),
     ("E1114 12:00:01.123456 1234 file.cc:12] boom", "boom", ""),
     ("[W reducer.cpp:1300] boom", "boom", ""),
+    # torch.compile's: level letter V for DEBUG, the compile id, the artifact
+    ("W1021 10:44:18.989000 2926727 torch/_dynamo/convert_frame.py:1355] [0/8] boom", "boom", ""),
+    ("V0812 15:05:52.194000 18 symbolic_convert.py:556] [4/0] [__graph_breaks] boom", "boom", ""),
+    ("[0/8_1] boom", "boom", ""),
+    (
+        "W0810 18:28:53.521000 10244 site-packages\\torch\\_dynamo\\x.py:964] [2/256] boom",
+        "boom",
+        "",
+    ),
     ("ERROR: boom", "boom", ""),
     ("ERROR:root:boom", "boom", ""),
     ("[ERROR] boom", "boom", ""),
@@ -114,6 +123,8 @@ def test_no_prefix_begins_with_whitespace(indent: str) -> None:
     "raw",
     [
         "[Errno 2] No such file or directory",
+        "[8] and [a/b] are no compile ids",
+        "[1/2 done] not a compile id either",
         "[core.py:710] not after a level",
         "(not a process tag) text",
         "[rank0] no colon",

@@ -37,7 +37,7 @@ _ENTITIES |= {"&lt;": "<", "&gt;": ">", "&amp;": "&"}
 _ENTITY = re.compile("|".join(_ENTITIES))
 
 _LEVEL = r"(?:DEBUG|INFO|NOTICE|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE)"
-_FILE_LINE = r"[\w./<>\-]{1,256}:[0-9]{1,7}"
+_FILE_LINE = r"[\w./\\<>\-]{1,256}:[0-9]{1,7}"  # Windows' paths too: "torch\_dynamo\x.py:9"
 _SOURCE_LOCATION = rf"\[{_FILE_LINE}\]"
 _TIME = r"[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?"
 _ZONE = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
@@ -107,8 +107,13 @@ _PREFIXES = (
         rf"{_DATE_TIME} [\w.\-]{{1,128}} [0-9]{{1,10}} {_LEVEL} {{1,8}}"
         r"(?:\[address=[\w.:\-\[\]]{1,64}, pid=[0-9]{1,10}\] ?)?"
     ),
-    # glog and c10: "E1114 12:00:01.123456 1234 file.cc:12] ", "[W reducer.cpp:1300] ".
-    re.compile(rf"\[?[IWEF](?:[0-9]{{3,4}} {_TIME}(?: {{1,8}}[0-9]{{1,10}})?)? {_FILE_LINE}\] ?"),
+    # glog and c10: "E1114 12:00:01.123456 1234 file.cc:12] ", "[W reducer.cpp:1300] ";
+    # torch's own logs in that shape, with "V" for DEBUG: "V0812 15:05:52.194000 18 x.py:556] ".
+    re.compile(rf"\[?[IWEFV](?:[0-9]{{3,4}} {_TIME}(?: {{1,8}}[0-9]{{1,10}})?)? {_FILE_LINE}\] ?"),
+    # torch.compile's logs, after that: the frame and compile of the log line ("[0/8] ",
+    # "[4/0_1] ", compiled autograd's "[!0/0/0] ") and the artifact it is ("[__graph_breaks] ",
+    # "[__recompiles] ").
+    re.compile(r"\[!?[0-9]{1,6}(?:/[0-9]{1,6}){1,2}(?:_[0-9]{1,4})?\] ?|\[__[a-z_]{1,64}\] ?"),
     ISSUE_TITLE_TAGS,
     # "[2026-08-14T12:00:01.123Z] ", SGLang's "[2026-08-14 12:00:01 TP0] ", "[12:00:01] ".
     re.compile(rf"\[(?:{_DATE_TIME}|{_TIME})(?: \w{{1,16}}){{0,4}}\] ?"),
