@@ -1140,3 +1140,26 @@ def test_templates_a_near_copy_fits_alike_are_one_answer() -> None:
     matches = find_matches(index, text, lambda ids: {i: sites[i] for i in ids})[1]
     assert matches[0].components[0].id == "message.near"
     assert [(m.id, m.same_message) for m in matches] == [(new, [old])]
+
+
+def test_a_compiled_librarys_message_under_python_frames_is_not_raised_elsewhere() -> None:
+    """A message literal read from `libtorch_cpu.so` (the library names no source file) is
+    raised in native code that the Python frames call into, as a `.cpp` site's is: no
+    Python frame is ever in the library, so it is no copy raised elsewhere."""
+    message = "The server socket has failed to listen on any local network address."
+    pattern = re.escape(message)
+    record = _torch_site(
+        "9" * 16, "Exception", message, pattern, "torch/lib/libtorch_cpu.so", 0, ""
+    )
+    index = PatternIndex([(record.id, pattern)])
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.10/site-packages/torch/distributed/rendezvous.py", line 189, '
+        "in _create_c10d_store\n"
+        "    return TCPStore(\n"
+        f"torch.distributed.DistNetworkError: {message}\n"
+    )
+    (found,) = find_matches(index, paste, lambda ids: dict.fromkeys(ids, record))[1]
+    points = {part.id for part in found.components}
+    assert "frames.raised-elsewhere" not in points
+    assert "frames.native" in points

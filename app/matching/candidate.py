@@ -16,7 +16,7 @@ from app.exception_classes import ClassGraph
 from app.matching.tracebacks.model import Frame, ParsedException
 from app.records.locations import Location
 from app.records.model import LOGGED_TYPES, ErrorRecord
-from app.records.native_settings import is_native_file
+from app.records.native_settings import has_no_python_frames
 from app.records.site_keys import called_helper, message_template, raising_function
 
 # The standard library's files (`/usr/lib/python3.10/runpy.py`, `C:\Python39\lib\x.py`):
@@ -208,7 +208,7 @@ def raised_elsewhere(candidate: Candidate, exception: ParsedException) -> bool:
         bool(frames)
         and bool(candidate.file_path)
         and not candidate.logged
-        and not is_native_file(candidate.file_path)
+        and not has_no_python_frames(candidate.file_path)
         and not _frames_in_files(candidate, frames)
         and makes_exceptions(frames[-1])
     )

@@ -58,7 +58,7 @@ from app.matching.score_weights import (
     SPECIFICITY_PER_POINT,
 )
 from app.matching.tracebacks.model import ParsedException
-from app.records.native_settings import is_native_file
+from app.records.native_settings import has_no_python_frames
 from app.records.site_keys import short_class
 
 # A message in the interpreter's own words is generic too (GENERIC_BELOW), whatever the
@@ -244,7 +244,7 @@ def context_score(candidate: Candidate, exception: ParsedException, paste: Paste
                 f"raised in {candidate.calls}, the helper the record's site calls with its message"
             )
             tally.add("frames.helper", RAISED_BY_HELPER, hint)
-        elif is_native_file(candidate.file_path):
+        elif has_no_python_frames(candidate.file_path):
             hint = "raised in native code, which the innermost frame calls into"
             tally.add("frames.native", 0, hint, said=False)
         elif makes_exceptions(frames[-1]) and not candidate.logged:  # see raised_elsewhere

@@ -19,6 +19,7 @@ from app.wire.explanation import ExplainedSetting, Explanation, ExplanationSourc
 
 MAX_SETTINGS = 6
 NATIVE_SUFFIXES = (".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp")
+_COMPILED_LIBRARY = re.compile(r"\.(?:so(?:\.[0-9]+)*|dylib|pyd|dll)$")
 _REPOS = {
     "torch": ("pytorch/pytorch", "v2.13.0", "torch==2.13.0", ""),
     "vllm": ("vllm-project/vllm", "v0.33.0", "vllm==0.33.0", ""),
@@ -221,6 +222,15 @@ SETTINGS = (
 def is_native_file(file_path: str | None) -> bool:
     """Whether a record's file is C++ or CUDA source: no Python frame is ever in it."""
     return file_path is not None and file_path.endswith(NATIVE_SUFFIXES)
+
+
+def has_no_python_frames(file_path: str | None) -> bool:
+    """Whether no Python frame is ever in a record's file: C++ or CUDA source, or the
+    compiled library a message literal was read from (`torch/lib/libtorch_cpu.so`, where
+    the library names no source file), which Python only calls into."""
+    return is_native_file(file_path) or (
+        file_path is not None and _COMPILED_LIBRARY.search(file_path) is not None
+    )
 
 
 def _source(setting: NativeSetting) -> ExplanationSource:
