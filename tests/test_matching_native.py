@@ -12,6 +12,7 @@ from app.matching.native import (
     is_kernel_assertion,
     is_tail_line,
     raised_from_elsewhere,
+    without_place,
     without_tail,
 )
 from app.matching.service import match_text
@@ -369,3 +370,30 @@ def test_a_c_plus_plus_error_raised_from_another_projects_source_names_it() -> N
     assert found[0].endswith("csrc\\flash_attn\\flash_api.cpp")
     torchs = FLASH_API.replace("...\\AppData", "../c10/cuda").replace("csrc\\flash", "x")
     assert raised_from_elsewhere(torchs, parse_exceptions(torchs)) == {}
+
+
+def test_a_gloo_message_is_read_without_the_place_it_begins_with(store) -> None:
+    """gloo begins its messages with `[FILE:LINE] `: the words after it are what its
+    library's literal holds, and the record of that literal answers the whole message."""
+    session, matcher = store
+    place = "[../third_party/gloo/gloo/transport/tcp/pair.cc:598] "
+    said = "Connection closed by peer [172.28.0.12]:43185"
+    assert without_place(place + said) == said
+    assert without_place(said) is None
+    assert without_place(place.strip()) is None
+    assert without_place("[rank0]: " + said) is None
+    _stored_native_record(
+        session,
+        "9" * 16,
+        errorClass="RuntimeError",
+        errorMessage="Connection closed by peer {value}",
+        messagePattern="Connection closed by peer (?P<value>(?s:.+?))",
+        filePath="torch/lib/libtorch_cpu.so",
+    )
+    text = EMBEDDING.replace(
+        "torch.AcceleratorError: CUDA error: device-side assert triggered",
+        f"RuntimeError: {place}{said}",
+    )
+    top = match_text(matcher, session, text).matches[0]
+    assert top.id == "9" * 16
+    assert top.components[0].id == "message.full-line", top.components

@@ -14,6 +14,9 @@ torch's ROCm builds print the same messages from the same checks, their sources 
 by torch's hipify: `HIP error: invalid device function`, `No HIP GPUs are available`, `HIP out
 of memory`, and a tail of their own (`AMD_SERIALIZE_KERNEL=3`, `TORCH_USE_HIP_DSA`). They are
 read in CUDA's words too, since errkb harvests torch's CUDA build.
+gloo, which torch builds in for CPU collectives, begins its messages with the file and line
+that made them (`[../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by
+peer ...`): the words after that place are what its literal holds.
 """
 
 import re
@@ -32,6 +35,7 @@ _HIP = re.compile(r"\bHIP\b")
 _TAIL = re.compile(rf"[\s.]*(?:{_TAIL_SENTENCES})(?s:.*)\Z")
 _TAIL_LINE = re.compile(rf"\W*(?:{_TAIL_SENTENCES})")
 _KERNEL_ASSERTION = re.compile(r"Assertion `.+` failed")
+_PLACE_HEAD = re.compile(r"\[[^\]\s]{1,512}\.(?:cc|cpp|cu|h):[0-9]{1,7}\] ")
 DEVICE_SIDE_ASSERT = "CUDA error: device-side assert triggered"
 
 
@@ -44,6 +48,13 @@ def in_cuda_words(message: str) -> str | None:
     """A ROCm build's message as torch's CUDA build prints it (`HIP error: ...` -> `CUDA
     error: ...`); None for a message that does not name HIP."""
     return _HIP.sub("CUDA", message) if _HIP.search(message) else None
+
+
+def without_place(message: str) -> str | None:
+    """A native message without the `[FILE:LINE] ` its code put before it (gloo's); None for
+    a message that does not begin so."""
+    head = _PLACE_HEAD.match(message)
+    return None if head is None or head.end() == len(message) else message[head.end() :]
 
 
 def is_tail_line(line: str) -> bool:

@@ -150,12 +150,16 @@ def find_matches(
     exceptions = parse_exceptions(text, lines)
     # KeyError prints the repr of its message: its escapes hide the text a pattern names,
     # so the string inside is scanned too, as an extra line that stands for that message; so
-    # is a message read out of an escaped string (an HTTP error body's `\'`), and a ROCm
-    # build's message in CUDA's words.
+    # is a message read out of an escaped string (an HTTP error body's `\'`), a ROCm
+    # build's message in CUDA's words, and a native message without the place gloo puts
+    # before it.
     quoted = [(e.index, inner) for e in exceptions if (inner := unquoted(e.message)) is not None]
     quoted += [(e.index, e.message) for e in exceptions if _unescaped(text, e)]
     quoted += [
         (e.index, cuda) for e in exceptions if (cuda := native.in_cuda_words(e.message)) is not None
+    ]
+    quoted += [
+        (e.index, rest) for e in exceptions if (rest := native.without_place(e.message)) is not None
     ]
     # A log line a terminal wrapped (a long path cut at the column, the rest on a line of
     # its own without the log's prefix) is scanned joined too, as a line outside any
