@@ -151,6 +151,39 @@ def test_the_literals_of_a_library_linked_in_are_left_out(tmp_path: Path) -> Non
     assert skipped == {FOREIGN_LITERAL: 1}
 
 
+# torch builds gloo in from its submodule: gloo's messages follow gloo's file as torch's
+# follow theirs.
+SUBMODULE = r"""
+const char* torch_unit(void) { return "/pytorch/torch/csrc/api/src/xpu.cpp"; }
+const char* torch_message(void) { return "XPU device count is not available here"; }
+const char* gloo_unit(void) { return "/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc"; }
+const char* gloo_message(void) { return "Connection closed by peer "; }
+"""
+
+
+def test_a_submodules_messages_are_its_files_and_link_to_its_pinned_commit(
+    tmp_path: Path,
+) -> None:
+    """gloo's `Connection closed by peer` is pair.cc's, not the torch file before it; its
+    link is the folder that lists each submodule at the commit the tag pins, since the
+    repository's tree holds no file of gloo's."""
+    sites, _ = library_sites(build_library(tmp_path, SUBMODULE))
+    assert {site.message.template: site.source_file for site in sites} == {
+        "XPU device count is not available here": "torch/csrc/api/src/xpu.cpp",
+        "Connection closed by peer {value}": "third_party/gloo/gloo/transport/tcp/pair.cc",
+    }
+    links = {
+        draft.record["errorMessage"]: draft.record["githubUrl"]
+        for draft in library_drafts(sites, "torch/lib/libtorch_cpu.so", STAMP)
+    }
+    assert links["Connection closed by peer {value}"] == (
+        "https://github.com/pytorch/pytorch/blob/v2.13.0/third_party"
+    )
+    assert links["XPU device count is not available here"] == (
+        "https://github.com/pytorch/pytorch/blob/v2.13.0/torch/csrc/api/src/xpu.cpp"
+    )
+
+
 # Literals that lie after a message's but do not continue it: a file's path (torch 2.0's
 # builds keep `../c10/...`) and an internal assert's own literal (`!cond INTERNAL ...`).
 NOT_CONTINUED = r"""

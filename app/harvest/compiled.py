@@ -45,9 +45,12 @@ _SOURCE_PATH = re.compile(
     rb"(?:^|/)(?<!build/)((?:aten/src|c10|torch/csrc|torch/headeronly|caffe2)/[\w./+-]+\.(?:cpp|cc|cu|cuh|h))$"
 )
 # A `.cpp`/`.cu` file's `__FILE__` literal (not a header's, whose literal one unit keeps
-# for all), and a message-like literal: printable, beginning with a letter.
+# for all), torch's own or a submodule's it builds in (gloo's `third_party/gloo/gloo/
+# transport/tcp/pair.cc`, whose messages follow it as torch's follow theirs), and a
+# message-like literal: printable, beginning with a letter.
 _UNIT_LITERAL = re.compile(
-    rb"(?<![^\0])[^\0]*?(?<!build/)((?:aten/src|c10|torch/csrc|caffe2)/[\w./+-]+\.(?:cpp|cc|cu))\0"
+    rb"(?<![^\0])[^\0]*?(?<!build/)"
+    rb"((?:aten/src|c10|torch/csrc|caffe2|third_party/[\w.+-]+)/[\w./+-]+\.(?:cpp|cc|cu))\0"
 )
 # An absolute `__FILE__` literal of a library built outside torch's tree and linked in
 # (torch 2.0-2.x's libtorch_cpu.so holds LLVM's, built at /tmp/llvm: 57,000 of its literals;

@@ -33,6 +33,7 @@ from app.records.slug import slug
 
 CONTEXT_LINES = 18  # seeds: the excerpt around a raise at line 216 is lines 198-234
 MAX_TAGS = 4
+SUBMODULES = "third_party/"  # where torch keeps the repositories it builds in, as submodules
 # Directory names that say nothing about the error: package roots and catch-alls.
 GENERIC_TAG_DIRS = frozenset(
     "python sglang srt vllm torch utils util internal common impl lib src".split()
@@ -96,8 +97,7 @@ def library_drafts(sites: list[LiteralSite], library: str, stamp: DraftStamp) ->
             raising, site.message, [], library, stamp, occurrences[site.message.template]
         )
         where = site.source_file
-        link = f"{where}#L{site.line}" if where and site.line else where
-        record |= _unlined(stamp, link)
+        record |= _unlined(stamp, _library_link(where, site.line))
         context = {"library": library, "sourceFile": where, "sourceLine": site.line}
         drafts.append(Draft(record, None, None, None, context=context))
     return drafts
@@ -147,6 +147,18 @@ def catalogue_draft(entry: CatalogueEntry, file_path: str, stamp: DraftStamp) ->
         },
     }
     return Draft(record, None, None, None, context=context)
+
+
+def _library_link(source_file: str | None, line: int | None) -> str | None:
+    """The link of a compiled message's source file (and line): the file at the release's
+    tag, or for a submodule's file (`third_party/gloo/gloo/...`), which the repository's
+    tree holds only as a commit of another repository, the folder listing each submodule at
+    the commit the tag pins."""
+    if source_file is None:
+        return None
+    if source_file.startswith(SUBMODULES):
+        return SUBMODULES.rstrip("/")
+    return f"{source_file}#L{line}" if line else source_file
 
 
 def _unlined(stamp: DraftStamp, link: str | None) -> dict[str, Any]:
