@@ -30,7 +30,7 @@ from app.matching.rank import Evidence, rank
 from app.matching.reply import capped_captures, exception_out, shown_exceptions
 from app.matching.score import Match
 from app.matching.score_weights import RANKING_VERSION
-from app.matching.statements import interpreter_error
+from app.matching.statements import interpreter_error, raises_here
 from app.matching.tracebacks.model import ParsedException
 from app.matching.tracebacks.parse import parse_exceptions
 from app.records import dataset_cache, locations, release_history
@@ -286,6 +286,8 @@ def _moved_raises(
     for exception in exceptions:
         if not exception.frames or exception.index in raised:
             continue
+        if not raises_here(exception.frames[-1]):
+            continue  # only a raising statement is looked for in the releases' files
         where = moved(exception, versions)
         if where is None:
             continue

@@ -206,6 +206,11 @@ class StatementRecords:
         return None if root is None else _read_lines(root / package_path)
 
 
+def raises_here(frame: Frame) -> bool:
+    """Whether a frame's source, as the paste shows it, is a `raise` or `assert` statement."""
+    return _RAISES.match(frame.source.strip()) is not None
+
+
 def _statement_line(
     lines: Sequence[str], frame: Frame, wanted: str, raising: bool = False
 ) -> int | None:
