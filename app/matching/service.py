@@ -30,7 +30,7 @@ from app.matching.rank import Evidence, rank
 from app.matching.reply import capped_captures, exception_out, shown_exceptions
 from app.matching.score import Match
 from app.matching.score_weights import RANKING_VERSION
-from app.matching.statements import interpreter_error, raises_here
+from app.matching.statements import Statement, interpreter_error
 from app.matching.tracebacks.model import ParsedException
 from app.matching.tracebacks.parse import parse_exceptions
 from app.records import dataset_cache, locations, release_history
@@ -46,15 +46,6 @@ MAX_PASTE_LINES = 100_000
 """Lines a paste may have: each costs its cleaning and parsing whatever it holds, so a
 mebibyte of newlines would take seconds, and real logs of a mebibyte have a few times fewer
 lines than this (`bench/bench_hostile.py --sections pastes`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Moved:
-    """A raising statement in a harvested release: its file, its line there, the releases."""
-
-    file_path: str
-    line: int
-    releases: tuple[str, ...]
 
 
 class _Regions:
@@ -116,7 +107,7 @@ CandidateLookup = Callable[[set[str]], dict[str, Candidate]]
 StatementLookup = Callable[[ParsedException, Mapping[str, str]], Candidate | None]
 """The record of the statement at an exception's innermost frame, given the releases the
 paste names (app.matching.statements), as its ranking view."""
-MovedLookup = Callable[[ParsedException, Mapping[str, str]], "Moved | None"]
+MovedLookup = Callable[[ParsedException, Mapping[str, str]], Statement | None]
 """Where the `raise` or `assert` of an exception's innermost frame is in a harvested release
 whose line moved since the paste's, given the releases the paste names
 (app.matching.statements, with `raising`)."""
@@ -200,15 +191,14 @@ def find_matches(
         and where.line in candidate.lines
         and not candidate.releases.isdisjoint(where.releases)
     ]
+    wanted |= {record_id for record_id, _ in raised_at}
 
     def elsewhere(record_id: str, exception: ParsedException) -> bool:
         candidate = found.get(record_id)
         return candidate is not None and raised_elsewhere(candidate, exception)
 
     partials = second_chance(index, exceptions, hits, len(text.rstrip()), elsewhere)
-    candidates = lookup(
-        wanted | {record_id for record_id, _ in raised_at} | {p[0] for p in partials}
-    )
+    candidates = lookup(wanted | {record_id for record_id, _, _ in partials})
     statements = []
     raised = {exception_index for _, exception_index in raised_at}
     for exception in exceptions:
@@ -274,7 +264,7 @@ def _moved_raises(
     sites: RaiseSites,
     moved: MovedLookup | None,
     versions: Mapping[str, str],
-) -> list[tuple[str, int, Moved]]:
+) -> list[tuple[str, int, Statement]]:
     """(record id, exception index, where) of the records that may raise at the `raise` or
     `assert` of an innermost frame no record raises at: the ones at the statement's line in a
     harvested release whose file has it elsewhere (the caller keeps those whose site is there
@@ -286,8 +276,6 @@ def _moved_raises(
     for exception in exceptions:
         if not exception.frames or exception.index in raised:
             continue
-        if not raises_here(exception.frames[-1]):
-            continue  # only a raising statement is looked for in the releases' files
         where = moved(exception, versions)
         if where is None:
             continue
@@ -493,9 +481,8 @@ def _match(
         known[item.summary.id] = item
         return item.candidate
 
-    def moved(exception: ParsedException, named: Mapping[str, str]) -> Moved | None:
-        found = matcher.statements.statement(exception.frames[-1], harvested(), named, raising=True)
-        return None if found is None else Moved(found.file_path, found.line, found.releases)
+    def moved(exception: ParsedException, named: Mapping[str, str]) -> Statement | None:
+        return matcher.statements.statement(exception.frames[-1], harvested(), named, raising=True)
 
     def kernel(assertion: KernelAssertion, error_class: str) -> Candidate:
         item = _known(matcher.statements.keep(kernel_record(assertion, error_class)), [])

@@ -160,6 +160,8 @@ class StatementRecords:
         raising: bool,
     ) -> Statement | None:
         wanted = frame.source.strip()
+        if raising != bool(_RAISES.match(wanted)):
+            return None  # the statement sought is not the kind the frame shows: no file is read
         prefix = project.distribution + "=="
         releases = sorted(
             (release for release in harvested if release.startswith(prefix)),
@@ -206,21 +208,14 @@ class StatementRecords:
         return None if root is None else _read_lines(root / package_path)
 
 
-def raises_here(frame: Frame) -> bool:
-    """Whether a frame's source, as the paste shows it, is a `raise` or `assert` statement."""
-    return _RAISES.match(frame.source.strip()) is not None
-
-
 def _statement_line(
     lines: Sequence[str], frame: Frame, wanted: str, raising: bool = False
 ) -> int | None:
     """The line of the frame's statement in a release's file: the frame's own line when it
     holds the frame's source (or any statement but a raise, when the paste shows none),
     else the nearest line within MOVED_LINES that holds the source in the frame's function
-    (the code moved between the paste's release and this one). With `raising`, the same
-    for a frame whose source is a `raise` or an `assert`, and for no other."""
-    if raising != bool(_RAISES.match(wanted)):
-        return None
+    (the code moved between the paste's release and this one). With `raising` (the frame's
+    source is then a `raise` or an `assert`), the same for that statement."""
     if 0 < frame.line <= len(lines):
         text = lines[frame.line - 1].strip()
         if text and (text == wanted or not (wanted or raising or _RAISES.match(text))):
