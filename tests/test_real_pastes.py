@@ -66,8 +66,8 @@ pytestmark = pytest.mark.network
 
 ARTIFACT = PROJECT_ROOT / "test-artifacts" / "real_pastes.json"
 HELDOUT_ARTIFACT = PROJECT_ROOT / "test-artifacts" / "real_pastes_heldout.json"
-HELDOUT_FLOOR = {"known site top-1": 201, "known site confident wrong": 5}
-"""The held-out set's known-site figures when its latest round began (round 15: its 33 new cases
+HELDOUT_FLOOR = {"known site top-1": 221, "known site confident wrong": 5}
+"""The held-out set's known-site figures when its latest round began (round 16: its 33 new cases
 scored on the code before them, before any change of the round; docs/benchmarks.md): a later
 change may not fall below them (at most this many confident wrong answers)."""
 COMPILED_LIBRARY = re.compile(r"\.so(\.\d+)*$")
