@@ -14,7 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import delete, event
 from sqlalchemy.exc import OperationalError
-from sqlmodel import Session, col
+from sqlmodel import Session, col, select
 from typer.testing import CliRunner
 
 from app import store
@@ -277,6 +277,32 @@ def test_an_older_torch_comes_from_its_small_wheel_and_names_its_repo(
     assert [found.name for found in wheels] == [wheel]
     assert release.build_root is not None
     assert (release.build_root / "torch" / "lib" / "libtorch_cuda.so.rodata").is_file()
+
+
+@pytest.mark.network
+def test_sglangs_kernels_are_harvested_with_the_release_that_requires_them(
+    session: Session,
+) -> None:
+    """SGLang 0.4.9.post6 requires sgl-kernel==0.2.7, a wheel of SGLang's repository with
+    no tag of its own: its Python is harvested with the release, filed where the repository
+    keeps it and linked at the release's tag."""
+    from tests.helpers.releases import RELEASES
+
+    release = drafts.resolve_release("sglang==0.4.9.post6", releases=RELEASES)
+    assert [tree.root.name for tree in release.bundled] == ["sgl-kernel-0.2.7"]
+    assert "sgl-kernel/python/sgl_kernel/" in release.scopes
+    drafts.harvest_release(session, release)
+    rows = session.exec(
+        select(Record).where(col(Record.error_message) == "cos_sin_cache should be float32")
+    ).all()
+    assert [row.file_path for row in rows] == ["sgl-kernel/python/sgl_kernel/elementwise.py"]
+    record = records.get_record(session, rows[0].id)
+    assert record is not None
+    assert (record.record.repo, record.record.error_class) == ("sgl-project/sglang", "ValueError")
+    assert (record.record.github_url or "").startswith(
+        "https://github.com/sgl-project/sglang/blob/v0.4.9.post6/sgl-kernel/python/sgl_kernel/"
+        "elementwise.py#L"
+    )
 
 
 def test_cli_harvest_prints_counts(tmp_path: Path, monkeypatch) -> None:

@@ -12,14 +12,14 @@ from sqlmodel import Session
 
 from app import upstreams
 from app.config import PROJECT_ROOT, Settings
-from app.matching.candidate import frame_repo
+from app.matching.candidate import frame_repo, path_suffixes
 from app.matching.logtext import clean_lines
 from app.matching.matcher import Matcher
 from app.matching.origin import log_repos
 from app.matching.service import match_text
 from app.matching.tracebacks.model import Frame
 from app.records import service as records
-from app.upstreams import SGLANG, TORCH, VLLM, release_cache, unpacking
+from app.upstreams import SGLANG, TORCH, VLLM, distribution_metadata, release_cache, unpacking
 
 TRANSFORMERS = "huggingface/transformers"
 # A real paste (vLLM's chat endpoint on a base model without a chat template), the frames
@@ -110,6 +110,49 @@ def test_log_lines_name_the_project_through_its_module() -> None:
     }
     path = '  File "/opt/venv/lib/site-packages/transformers/trainer.py", line 9, in train'
     assert log_repos(clean_lines(path)) == {TRANSFORMERS}
+
+
+def test_sglangs_kernels_are_known_as_a_package_of_sglangs_repository() -> None:
+    """`sgl_kernel` (the wheels `sgl-kernel`, later `sglang-kernel`) is built from SGLang's
+    repository, under `sgl-kernel/python/`: its frames and paths name SGLang, and a record
+    of it is found by the path its installed frames show."""
+    assert upstreams.package_repo("sgl_kernel") == SGLANG
+    assert upstreams.package_prefix("sgl_kernel") == "sgl-kernel/python/"
+    assert upstreams.package_prefix("sglang") == "python/"
+    assert upstreams.bundled_file(SGLANG, "sgl-kernel/python/sgl_kernel/load_utils.py")
+    assert not upstreams.bundled_file(SGLANG, "python/sglang/srt/server_args.py")
+    site = "/opt/.venv/lib/python3.12/site-packages"
+    kernel = Frame(file=f"{site}/sgl_kernel/load_utils.py", line=188, function="f", source="")
+    assert frame_repo(kernel) == SGLANG
+    path = f'  File "{site}/sgl_kernel/__init__.py", line 5, in <module>'
+    assert log_repos(clean_lines(path)) == {SGLANG}
+    suffixes = path_suffixes("sgl-kernel/python/sgl_kernel/load_utils.py")
+    assert kernel.file.endswith(suffixes)
+
+
+def test_a_release_names_the_exact_release_of_a_package_it_requires(tmp_path: Path) -> None:
+    """From its `.dist-info/METADATA` (as SGLang 0.4.9.post6's and 0.5.11's say), whatever
+    the extra; a range pins nothing, and another distribution's metadata beside it (an
+    installed site-packages) is not read."""
+    names = ("sgl-kernel", "sglang-kernel")
+
+    def pinned(folder: str, *requires: str) -> tuple[str, str] | None:
+        root = tmp_path / folder
+        (root / f"{folder}.dist-info").mkdir(parents=True)
+        lines = [f"Requires-Dist: {line}" for line in requires]
+        metadata = "Metadata-Version: 2.4\n" + "\n".join(lines) + "\n"
+        (root / f"{folder}.dist-info" / "METADATA").write_text(metadata)
+        (root / "vllm-0.9.2.dist-info").mkdir()
+        (root / "vllm-0.9.2.dist-info" / "METADATA").write_text("Requires-Dist: sgl-kernel==0.1")
+        return distribution_metadata.pinned_requirement(root, "sglang", names)
+
+    assert pinned("sglang-0.4.8", 'sgl-kernel; extra == "blackwell"') is None
+    assert pinned(
+        "sglang-0.4.9.post6",
+        'sgl-kernel; extra == "blackwell"',
+        'sgl-kernel==0.2.7; extra == "srt"',
+    ) == ("sgl-kernel", "0.2.7")
+    assert pinned("sglang-0.5.11", "sglang-kernel==0.4.2") == ("sglang-kernel", "0.4.2")
 
 
 def test_the_checks_of_every_project_are_known() -> None:

@@ -26,6 +26,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, col
 
 from app import exception_classes, harvest, store, upstreams
+from app.harvest.extract import PythonTree
 from app.records import locations, site_keys
 from app.records import service as records
 from app.records.model import ErrorRecord
@@ -47,6 +48,7 @@ finds it taken at every try while the batches follow one another (`bench/bench_s
 ORIGIN_PREFIX = "harvest:"
 NVIDIA_MISSING = "no NVIDIA package to read the error codes of"  # with the package's key
 BUILD_LIBRARIES_SKIPPED = "build libraries not read"  # with the download's reason
+BUNDLED_SKIPPED = "bundled package not read"  # with its name and the reason
 T = TypeVar("T")
 
 
@@ -72,15 +74,20 @@ class Release:
     # for their error codes; and why one its project reports the codes of is missing.
     nvidia: dict[str, Path] = field(default_factory=dict)
     nvidia_missing: dict[str, str] = field(default_factory=dict)
+    # The packages it requires whose Python is harvested with it (SGLang's kernels), and
+    # why one it requires could not be had, by name.
+    bundled: tuple[PythonTree, ...] = ()
+    bundled_missing: dict[str, str] = field(default_factory=dict)
 
     @property
     def scopes(self) -> tuple[str, ...]:
-        """The filePath prefixes of this release's drafts, Python and native; gone-marking
-        stays inside them."""
+        """The filePath prefixes of this release's drafts, Python (its bundled packages'
+        too) and native; gone-marking stays inside them."""
         python = self.path_prefix + (f"{self.package_dir}/" if self.package_dir else "")
         project = upstreams.BY_REPO.get(self.repo)
         native = project.native_sources.values() if project and python else ()
-        return (python, *(f"{folder}/" for folder in native))
+        bundled = [f"{tree.path_prefix}{tree.package_dir}/" for tree in self.bundled]
+        return (python, *bundled, *(f"{folder}/" for folder in native))
 
 
 def _package_dir(name: str) -> str:
@@ -142,6 +149,7 @@ def resolve_release(
     prefix = upstreams.path_prefix(found)
     label = f"{name}=={version}"
     nvidia, missing = _nvidia_packages(found, name, version, releases)
+    bundled, bundled_missing = _bundled_trees(found, name, root, releases)
     return Release(
         spec,
         root,
@@ -155,7 +163,36 @@ def resolve_release(
         build_skipped=build_skipped,
         nvidia=nvidia,
         nvidia_missing=missing,
+        bundled=bundled,
+        bundled_missing=bundled_missing,
     )
+
+
+def _bundled_trees(
+    repo: str, distribution: str, root: Path, releases: release_cache.Upstream | None
+) -> tuple[tuple[PythonTree, ...], dict[str, str]]:
+    """The Python of each package the release of `distribution` (unpacked or installed at
+    `root`) requires at
+    one exact version and its project harvests with it, unpacked into the upstream cache;
+    and why one could not be had, by name: the harvest goes on without it."""
+    project = upstreams.BY_REPO.get(repo)
+    trees: list[PythonTree] = []
+    missing: dict[str, str] = {}
+    for bundled in project.bundled if project else ():
+        pinned = distribution_metadata.pinned_requirement(root, distribution, bundled.distributions)
+        if pinned is None:
+            continue  # this release does not require it (SGLang before its kernels)
+        name, version = pinned
+        if releases is None:
+            missing[f"{name}=={version}"] = "no upstream cache to fetch it into"
+            continue
+        try:
+            tree_root = releases.ensure_unpacked(name, version)
+        except release_errors.UpstreamError as error:
+            missing[f"{name}=={version}"] = str(error)
+            continue
+        trees.append(PythonTree(tree_root, bundled.package, bundled.path_prefix))
+    return tuple(trees), missing
 
 
 def _build_libraries(
@@ -260,7 +297,10 @@ def extract_release(
         native_root=release.native_root,
         build_root=release.build_root,
         nvidia=release.nvidia,
+        bundled=release.bundled,
     )
+    for spec, why in release.bundled_missing.items():
+        result.skipped[f"{BUNDLED_SKIPPED}: {spec}: {why}"] += 1
     if release.build_skipped:
         result.skipped[f"{BUILD_LIBRARIES_SKIPPED}: {release.build_skipped}"] += 1
     for key in release.nvidia_missing:

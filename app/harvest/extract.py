@@ -18,8 +18,9 @@ import gc
 import os
 import struct
 import tokenize
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -52,6 +53,17 @@ IN_A_HEADER = "library literal of a header's check"  # drafted from the header i
 IN_ANOTHER_LIBRARY = "library literal of an earlier library"  # drafted from that one
 
 
+@dataclass(frozen=True, slots=True)
+class PythonTree:
+    """A package folder whose Python is harvested with a release though another
+    distribution ships it (app.upstreams.base.BundledPackage): `root/package_dir`, filed at
+    `path_prefix` + the path relative to `root` in the release's repository."""
+
+    root: Path
+    package_dir: str
+    path_prefix: str
+
+
 def extract_raises(source: str, rel_path: str = "<unknown>") -> list[RaiseSite]:
     """Every raise site of one module, in source order, resolved against the module alone;
     raises SyntaxError if unparsable. Usable on its own (e.g. to see whether a known raise
@@ -72,8 +84,10 @@ def harvest_tree(
     native_root: Path | None = None,
     build_root: Path | None = None,
     nvidia: Mapping[str, Path] | None = None,
+    bundled: Sequence[PythonTree] = (),
 ) -> HarvestResult:
-    """Draft records, with code context, for every raise site under `root/package_dir`.
+    """Draft records, with code context, for every raise site under `root/package_dir`,
+    and under each `bundled` tree (parsed with them: one release's modules).
 
     filePath is `path_prefix` + the path relative to `root`, so an unpacked wheel with
     `package_dir="vllm"` gives `vllm/...`, and `path_prefix="python/"` gives SGLang's
@@ -90,12 +104,16 @@ def harvest_tree(
     code, where the project reports them (the CUDA runtime's, NCCL's).
     """
     stamp = DraftStamp(repo, ref, analyzed_at)
-    paths = _python_files(root / package_dir if package_dir else root)
+    trees = [PythonTree(root, package_dir or "", path_prefix), *bundled]
+    paths = [
+        (path, tree.path_prefix + path.relative_to(tree.root).as_posix())
+        for tree in trees
+        for path in _python_files(tree.root / tree.package_dir)
+    ]
     result = HarvestResult()
     modules: list[ModuleFacts] = []
     with _cyclic_gc_paused():
-        for done, path in enumerate(paths, start=1):
-            file_path = path_prefix + path.relative_to(root).as_posix()
+        for done, (path, file_path) in enumerate(paths, start=1):
             try:
                 modules.append(extract_module(_read_source(path), file_path))
             except (SyntaxError, ValueError, RecursionError):  # ValueError: bad bytes, NUL

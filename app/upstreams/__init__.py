@@ -6,7 +6,7 @@ repository keeps its package, which releases to harvest, which log formats name 
 """
 
 from app.upstreams import sglang, torch, transformers, triton, vllm
-from app.upstreams.base import UpstreamProject
+from app.upstreams.base import BundledPackage, UpstreamProject
 
 UPSTREAMS: tuple[UpstreamProject, ...] = (
     vllm.PROJECT,
@@ -17,14 +17,28 @@ UPSTREAMS: tuple[UpstreamProject, ...] = (
 )
 BY_PACKAGE = {project.package: project for project in UPSTREAMS}
 BY_REPO = {project.repo: project for project in UPSTREAMS}
+BUNDLED: dict[str, tuple[UpstreamProject, BundledPackage]] = {
+    bundled.package: (project, bundled) for project in UPSTREAMS for bundled in project.bundled
+}
+"""A bundled package's import name -> the project whose releases require it, and it."""
 
 VLLM, SGLANG, TORCH = vllm.PROJECT.repo, sglang.PROJECT.repo, torch.PROJECT.repo
 
 
 def package_repo(package: str) -> str | None:
-    """The repository of a known package folder (`torch` -> `pytorch/pytorch`)."""
-    project = BY_PACKAGE.get(package)
+    """The repository of a known package folder (`torch` -> `pytorch/pytorch`, SGLang's
+    bundled `sgl_kernel` -> `sgl-project/sglang`)."""
+    project = BY_PACKAGE.get(package) or BUNDLED.get(package, (None,))[0]
     return project.repo if project else None
+
+
+def package_prefix(package: str) -> str:
+    """Where a known package folder sits in its repository (`python/` for `sglang`,
+    `sgl-kernel/python/` for `sgl_kernel`, nothing for `vllm`)."""
+    if package in BUNDLED:
+        return BUNDLED[package][1].path_prefix
+    project = BY_PACKAGE.get(package)
+    return project.path_prefix if project else ""
 
 
 def path_prefix(repo: str) -> str:
@@ -36,6 +50,14 @@ def path_prefix(repo: str) -> str:
 def current_releases() -> list[str]:
     """What `errkb serve` harvests before it is ready."""
     return [project.current_release for project in UPSTREAMS if project.current_release]
+
+
+def bundled_file(repo: str, file_path: str) -> bool:
+    """Whether a repository path lies in a package its project bundles (SGLang's
+    `sgl-kernel/python/sgl_kernel/...`), which another distribution ships."""
+    project = BY_REPO.get(repo)
+    bundled = project.bundled if project else ()
+    return any(file_path.startswith(package.path_prefix) for package in bundled)
 
 
 def older_releases() -> list[str]:

@@ -53,6 +53,22 @@ class CudaErrorReport:
 
 
 @dataclass(frozen=True, slots=True)
+class BundledPackage:
+    """A package that a project's releases require at one exact version, built from the
+    project's own repository but published apart (SGLang's kernels: `sgl-kernel`, renamed
+    `sglang-kernel`). Its Python is harvested with the release that requires it, filed where
+    the repository keeps it, and linked at that release's tag: the package's own releases
+    have no tag in the repository."""
+
+    distributions: tuple[str, ...]
+    """Its names on the package index, the one a release requires among them."""
+    package: str
+    """Its import package (`sgl_kernel`)."""
+    path_prefix: str
+    """Where its package folder sits in the repository (`sgl-kernel/python/`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class UpstreamProject:
     """One upstream project: how it is published, where its code sits, how its logs look."""
 
@@ -79,6 +95,9 @@ class UpstreamProject:
     version_banner: re.Pattern[str] | None = None
     """A line its logs print with its version, the group `version` (`vLLM API server
     version 0.6.3`); `NAME==VERSION` and a `pip list` row name any project's."""
+    bundled: tuple[BundledPackage, ...] = ()
+    """Packages its releases require at one exact version whose Python is harvested with
+    them (`BundledPackage`)."""
     native_sources: dict[str, str] = field(default_factory=dict)
     """Folders of C++/CUDA sources in a release (its sdist, or the installed wheel's headers)
     -> where they sit in the repository: `csrc` -> `csrc`, torch's `torch/include/c10` ->

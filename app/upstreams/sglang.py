@@ -2,13 +2,22 @@
 
 import re
 
-from app.upstreams.base import UpstreamProject, entry_point, releases
+from app.upstreams.base import BundledPackage, UpstreamProject, entry_point, releases
 
 PROJECT = UpstreamProject(
     package="sglang",
     repo="sgl-project/sglang",
     distribution="sglang",
     path_prefix="python/",
+    # Its kernels' Python (`sgl_kernel/load_utils.py`'s "Could not load any common_ops
+    # library!"), from the wheel of the release each SGLang release pins.
+    bundled=(
+        BundledPackage(
+            distributions=("sgl-kernel", "sglang-kernel"),
+            package="sgl_kernel",
+            path_prefix="sgl-kernel/python/",
+        ),
+    ),
     current_release="sglang==0.5.23",
     # The last patch of each 0.5.N and 0.4.N release before 0.5.23, and of the 0.3, 0.2 and
     # 0.1 lines (2024): people still run them. The 0.1 line also keeps 0.1.17, its last

@@ -121,6 +121,8 @@ def draft_sites(
         in_package = row.file_path.removeprefix(prefix)
         if paths and not any(in_package.startswith(path) for path in paths):
             continue
+        if upstreams.bundled_file(row.repo, row.file_path):
+            continue  # another distribution's (SGLang's kernels): not the release's to run
         known = drafts.get(row.id)
         if known is not None and (_is_current(known) or not _is_current_release(*release)):
             continue
