@@ -66,6 +66,15 @@ def _exception(text: str):  # type: ignore[no-untyped-def]
         ("ValueError: not enough values to unpack (expected 2, got 1)", True),
         ("ModuleNotFoundError: No module named 'flashinfer'", True),
         ("ImportError: cannot import name 'RegexGuide' from 'sglang.srt.constrained'", True),
+        (
+            "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory",
+            True,
+        ),
+        (
+            "ImportError: /x/common_ops.abi3.so: undefined symbol: cuGreenCtxStreamCreate",
+            True,
+        ),
+        ("ImportError: DLL load failed while importing cuda_utils: The module was not found", True),
         ("ImportError: Please install flashinfer to use this backend", False),
         ("ValueError: Unsupported model architecture Foo", False),
         ("RuntimeError: CUDA error: out of memory", False),
@@ -182,3 +191,73 @@ def test_a_bare_assert_whose_line_moved_is_answered_by_the_harvested_assert(
     assert any(part["id"] == "site.raised-here-dynamic" for part in matches[0]["components"])
     elsewhere = BARE_ASSERT.replace("in load_weights", "in forward")
     assert client.post("/api/match", json={"text": elsewhere}).json()["matches"] == []
+
+
+SGLANG = "sglang==0.4.9.post6"
+KERNEL_INIT = [
+    "import ctypes",
+    "import os",
+    "",
+    "import torch",
+    "",
+    'if os.path.exists("/usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.12"):',
+    "    ctypes.CDLL(",
+    '        "/usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.12",',
+    "        mode=ctypes.RTLD_GLOBAL,",
+    "    )",
+    "",
+    "",
+    "from sgl_kernel import common_ops",
+]
+KERNEL_PASTE = """>>> import sgl_kernel
+Traceback (most recent call last):
+  File "<stdin>", line 1, in <module>
+  File "/envs/x/lib/python3.10/site-packages/sgl_kernel/__init__.py", line 12, in <module>
+    from sgl_kernel import common_ops
+ImportError: libcuda.so.1: cannot open shared object file: No such file or directory
+"""
+
+
+def _sglang_with_kernels(cache_dir: Path, requirement: str) -> None:
+    """An SGLang release that requires its kernels (`Requires-Dist` as its METADATA says),
+    and that kernels release, both unpacked in the cache."""
+    dist_info = cache_dir / "unpacked" / "sglang-0.4.9.post6" / "sglang-0.4.9.post6.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.4\nName: sglang\nVersion: 0.4.9.post6\n"
+        f'Requires-Dist: {requirement}; extra == "srt"\n'
+    )
+    kernel = cache_dir / "unpacked" / "sgl-kernel-0.2.7" / "sgl_kernel" / "__init__.py"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text("\n".join(KERNEL_INIT) + "\n")
+
+
+def test_a_bundled_packages_import_line_is_read_from_the_release_its_project_requires(
+    tmp_path: Path,
+) -> None:
+    """The dynamic loader's error at `from sgl_kernel import common_ops` (line 12 of the
+    paste's kernels, line 13 of those SGLang 0.4.9.post6 requires, both the module's own
+    code): the statement of the kernels' file, filed where SGLang's repository keeps it."""
+    _sglang_with_kernels(tmp_path, "sgl-kernel==0.2.7")
+    statements = StatementRecords(Upstream(tmp_path).cached_root)
+    stored = statements.record(_exception(KERNEL_PASTE), [SGLANG], {})
+    assert stored is not None
+    record = stored.record
+    assert (record.repo, record.error_class, record.file_path, record.line_number) == (
+        "sgl-project/sglang",
+        "ImportError",
+        "sgl-kernel/python/sgl_kernel/__init__.py",
+        13,
+    )
+    assert (record.github_url or "").startswith(
+        "https://github.com/sgl-project/sglang/blob/v0.4.9.post6/sgl-kernel/python/"
+    )
+    # inside a function, the same line is another statement than the module's own
+    nested = KERNEL_PASTE.replace("line 12, in <module>", "line 12, in load")
+    assert statements.record(_exception(nested), [SGLANG], {}) is None
+
+
+def test_a_bundled_package_no_release_pins_is_not_read(tmp_path: Path) -> None:
+    _sglang_with_kernels(tmp_path, "sgl-kernel>=0.2.7")
+    statements = StatementRecords(Upstream(tmp_path).cached_root)
+    assert statements.record(_exception(KERNEL_PASTE), [SGLANG], {}) is None

@@ -25,6 +25,9 @@ _STDLIB = re.compile(r"[/\\]lib[/\\](?:python[0-9.]*[/\\])?[\w.]+(?:[/\\][\w.]+)
 # A frame's source line that makes a new exception there (`raise AttributeError(f"...")`),
 # not one that passes on another (`raise`, `raise e`).
 _MAKES_NEW = re.compile(r"raise [\w.]+\(")
+# Where bundled packages sit in their repositories (`sgl-kernel/python/`): an installed
+# one's frames show the path from its package folder on.
+_BUNDLED = tuple(bundled.path_prefix for _, bundled in upstreams.BUNDLED.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +101,13 @@ def frame_repo(frame: Frame) -> str | None:
 
 
 def path_suffixes(file_path: str) -> tuple[str, ...]:
-    """The record's path, and without its first folder (SGLang's `python/`), as suffixes."""
+    """The record's path, and without its first folder (SGLang's `python/`) or the folders
+    a bundled package sits in (`sgl-kernel/python/`), as suffixes."""
     parts = file_path.split("/")
     suffixes = ["/" + file_path]
     if len(parts) > 2:
         suffixes.append("/" + "/".join(parts[1:]))
+    suffixes += ["/" + file_path.removeprefix(p) for p in _BUNDLED if file_path.startswith(p)]
     return tuple(suffixes)
 
 

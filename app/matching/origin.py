@@ -30,7 +30,7 @@ _REQUIREMENT_BEFORE = "\"'(`"  # or whitespace
 _PATH_TAIL = re.compile(r"/[\w./]{1,512}\.py\b")
 _PATH_BEFORE = "/\"'("  # or whitespace
 _DISTRIBUTIONS = [project.distribution for project in upstreams.UPSTREAMS]
-_PACKAGES = list(upstreams.BY_PACKAGE)
+_PACKAGES = [*upstreams.BY_PACKAGE, *upstreams.BUNDLED]  # SGLang's kernels name SGLang
 
 
 def _named(
@@ -72,7 +72,8 @@ def log_repos(lines: Sequence[CleanLine]) -> frozenset[str]:
     }
     paths = "\n".join(line.text for line in head)
     for package, _ in _named(paths, _PACKAGES, _PATH_BEFORE, _PATH_TAIL):
-        found.add(upstreams.BY_PACKAGE[package].repo)
+        if (repo := upstreams.package_repo(package)) is not None:
+            found.add(repo)
     return frozenset(found)
 
 

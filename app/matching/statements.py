@@ -31,6 +31,7 @@ from app.records.model import ID_LENGTH, SCHEMA_VERSION
 from app.records.service import DRAFT, StoredRecord, canonical_json
 from app.records.site_keys import release_order
 from app.records.slug import slug
+from app.upstreams import distribution_metadata
 from app.upstreams.base import UpstreamProject
 
 CONTEXT_LINES = 18  # as a harvested draft's excerpt (app.harvest.site_records)
@@ -59,15 +60,20 @@ _INTERPRETER = {
     ),
     "ZeroDivisionError": re.compile(r"division by zero|modulo by zero"),
     # The import system's, at an `import` line: the module or name the release imports is
-    # missing from what is installed.
+    # missing from what is installed, or its compiled extension does not load (the dynamic
+    # loader's words: a library it links missing, a symbol the installed torch lacks).
     "ModuleNotFoundError": re.compile(r"^No module named '"),
-    "ImportError": re.compile(r"^cannot import name '|^No module named '"),
+    "ImportError": re.compile(
+        r"^cannot import name '|^No module named '|: cannot open shared object file: |"
+        r": undefined symbol: |^DLL load failed while importing "
+    ),
     "NameError": re.compile(r"^name '.*' is not defined"),
     "UnboundLocalError": re.compile(r"referenced before assignment|cannot access local variable"),
 }
 ReleaseRoot = Callable[[str, str], Path | None]
 """Where a release (distribution name, version) already lies on this machine, if it does: the
 entry point hands down the release cache's (app.upstreams.release_cache.Upstream.cached_root)."""
+MODULE = "<module>"  # a traceback's name for a module's own code
 MOVED_LINES = 200  # how far a statement may have moved from the paste's line in a release
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)")
 _RAISES = re.compile(r"^\s*(?:raise|assert)\b")
@@ -192,7 +198,7 @@ class StatementRecords:
         exact = [release for moved, release, _, _ in fitting if moved == 0]
         return Statement(
             repo=project.repo,
-            file_path=upstreams.path_prefix(project.repo) + package_path,
+            file_path=upstreams.package_prefix(package_path.split("/")[0]) + package_path,
             line=line,
             function=frame.function,
             source=lines[line - 1].strip(),
@@ -202,9 +208,14 @@ class StatementRecords:
 
     def _lines(self, release: str, package_path: str) -> tuple[str, ...] | None:
         """The release's file as lines, where the release lies here already (never
-        downloaded while matching)."""
+        downloaded while matching); a bundled package's file from the release of it that
+        this one requires."""
         name, _, version = release.partition("==")
         root = self._release_root(name, version) if self._release_root else None
+        bundled = upstreams.BUNDLED.get(package_path.split("/")[0])
+        if root is not None and bundled is not None and self._release_root is not None:
+            pinned = _pinned(root, name, bundled[1].distributions)
+            root = None if pinned is None else self._release_root(*pinned)
         return None if root is None else _read_lines(root / package_path)
 
 
@@ -236,12 +247,22 @@ def _statement_line(
 
 
 def _function_at(lines: Sequence[str], number: int) -> str | None:
-    """The function whose `def` is the nearest above a line."""
+    """The function whose `def` is the nearest above a line; `<module>`, as a traceback
+    names it, for a line of the module's own code (not indented)."""
+    if not lines[number - 1][:1].isspace():
+        return MODULE
     for at in range(number - 1, -1, -1):
         found = _DEF.match(lines[at])
         if found is not None:
             return found[1]
     return None
+
+
+@lru_cache(maxsize=256)
+def _pinned(root: Path, distribution: str, names: tuple[str, ...]) -> tuple[str, str] | None:
+    """The release of a bundled package that the release at `root` requires; a release
+    never changes, so it is kept."""
+    return distribution_metadata.pinned_requirement(root, distribution, names)
 
 
 @lru_cache(maxsize=256)
@@ -261,15 +282,21 @@ def _package_paths(file: str) -> list[tuple[UpstreamProject, str]]:
     return [
         (project, "/".join(parts[at:]))
         for at in reversed(range(len(parts) - 1))
-        if (project := upstreams.BY_PACKAGE.get(parts[at])) is not None
+        if (project := _project_of(parts[at])) is not None
     ]
+
+
+def _project_of(package: str) -> UpstreamProject | None:
+    """The project whose releases hold a package folder: its own, or one it bundles."""
+    bundled = upstreams.BUNDLED.get(package)
+    return bundled[0] if bundled is not None else upstreams.BY_PACKAGE.get(package)
 
 
 def _statement_record(statement: Statement, exception: ParsedException) -> StoredRecord:
     """The record of a statement and the message the interpreter raised there."""
     error_class = exception.error_class or "Exception"
     message = exception.message.strip()[:MAX_MESSAGE] or error_class
-    where = f"`{statement.file_path}:{statement.line}` in `{statement.function or '<module>'}`"
+    where = f"`{statement.file_path}:{statement.line}` in `{statement.function or MODULE}`"
     key = "\0".join(["statement", statement.repo, statement.file_path, statement.source])
     key += "\0" + "\0".join([str(statement.line), error_class, message])
     cited = statement.releases[0]
