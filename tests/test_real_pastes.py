@@ -139,7 +139,6 @@ KNOWN_MISSES: dict[str, str] = {
     "vllm-078-engine-dead-error-api-router-dead-error.json": SIMILAR_FIRST,
     "vllm-122-rope-scaling-keyerror-type-title.json": NO_RAISE,
     "vllm-129-gpus-per-node-not-divisible-2023.json": NOT_HARVESTED,
-    "sglang-011-sgl-kernel-common-ops-ci.json": OTHER_PACKAGE,
     "sglang-012-sgl-kernel-common-ops-noclass.json": OTHER_PACKAGE,
     "sglang-013-sgl-kernel-cpu-could-not-find-cuda.json": OTHER_PACKAGE,
     "sglang-014-keyerror-lm-head-ci-quoted.json": NO_RAISE,
