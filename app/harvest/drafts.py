@@ -172,9 +172,9 @@ def _bundled_trees(
     repo: str, distribution: str, root: Path, releases: release_cache.Upstream | None
 ) -> tuple[tuple[PythonTree, ...], dict[str, str]]:
     """The Python of each package the release of `distribution` (unpacked or installed at
-    `root`) requires at
-    one exact version and its project harvests with it, unpacked into the upstream cache;
-    and why one could not be had, by name: the harvest goes on without it."""
+    `root`) requires at one exact version and its project harvests with it, unpacked into
+    the upstream cache; and why one could not be had, by name: the harvest goes on without
+    it."""
     project = upstreams.BY_REPO.get(repo)
     trees: list[PythonTree] = []
     missing: dict[str, str] = {}

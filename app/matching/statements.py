@@ -210,10 +210,12 @@ class StatementRecords:
         """The release's file as lines, where the release lies here already (never
         downloaded while matching); a bundled package's file from the release of it that
         this one requires."""
+        if self._release_root is None:
+            return None
         name, _, version = release.partition("==")
-        root = self._release_root(name, version) if self._release_root else None
+        root = self._release_root(name, version)
         bundled = upstreams.BUNDLED.get(package_path.split("/")[0])
-        if root is not None and bundled is not None and self._release_root is not None:
+        if root is not None and bundled is not None:
             pinned = _pinned(root, name, bundled[1].distributions)
             root = None if pinned is None else self._release_root(*pinned)
         return None if root is None else _read_lines(root / package_path)
@@ -282,14 +284,8 @@ def _package_paths(file: str) -> list[tuple[UpstreamProject, str]]:
     return [
         (project, "/".join(parts[at:]))
         for at in reversed(range(len(parts) - 1))
-        if (project := _project_of(parts[at])) is not None
+        if (project := upstreams.package_project(parts[at])) is not None
     ]
-
-
-def _project_of(package: str) -> UpstreamProject | None:
-    """The project whose releases hold a package folder: its own, or one it bundles."""
-    bundled = upstreams.BUNDLED.get(package)
-    return bundled[0] if bundled is not None else upstreams.BY_PACKAGE.get(package)
 
 
 def _statement_record(statement: Statement, exception: ParsedException) -> StoredRecord:

@@ -25,10 +25,17 @@ BUNDLED: dict[str, tuple[UpstreamProject, BundledPackage]] = {
 VLLM, SGLANG, TORCH = vllm.PROJECT.repo, sglang.PROJECT.repo, torch.PROJECT.repo
 
 
+def package_project(package: str) -> UpstreamProject | None:
+    """The project whose releases hold a known package folder: its own (`torch`), or one
+    it bundles (SGLang's `sgl_kernel`)."""
+    bundled = BUNDLED.get(package)
+    return bundled[0] if bundled is not None else BY_PACKAGE.get(package)
+
+
 def package_repo(package: str) -> str | None:
     """The repository of a known package folder (`torch` -> `pytorch/pytorch`, SGLang's
     bundled `sgl_kernel` -> `sgl-project/sglang`)."""
-    project = BY_PACKAGE.get(package) or BUNDLED.get(package, (None,))[0]
+    project = package_project(package)
     return project.repo if project else None
 
 
